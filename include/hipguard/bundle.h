@@ -1,0 +1,109 @@
+// Payload framing: the HIP fat binary wrapper, clang offload bundles
+// (uncompressed and compressed "CCOB"), bundle entry IDs.
+//
+// Sources: clang CGCUDANV.cpp (wrapper), clang OffloadBundler.cpp /
+// llvm Object/OffloadBundle.cpp (bundle and CCOB layouts), ROCm CLR
+// hip_fatbin.cpp / rocclr elf.cpp (how the runtime sizes what it is given).
+// All integers are little-endian.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hipguard/result.h"
+#include "hipguard/target.h"
+
+namespace hipguard {
+
+using Bytes = std::span<const uint8_t>;
+
+// __CudaFatBinaryWrapper as emitted by clang for HIP (24 bytes on LP64).
+struct FatbinWrapper {
+  uint32_t magic;       // kHipFatbinMagic
+  uint32_t version;     // must be 1
+  const void* binary;   // offload bundle, compressed bundle or raw ELF code object
+  const void* reserved; // null for HIPF
+};
+inline constexpr uint32_t kHipFatbinMagic = 0x48495046;  // "HIPF" read as a LE u32
+inline constexpr std::string_view kBundleMagic = "__CLANG_OFFLOAD_BUNDLE__";  // 24 bytes, no NUL
+inline constexpr std::string_view kCompressedMagic = "CCOB";
+
+enum class PayloadKind {
+  OffloadBundle,     // __CLANG_OFFLOAD_BUNDLE__
+  CompressedBundle,  // CCOB
+  CodeObject,        // ELF, e_machine EM_AMDGPU
+  Unknown,
+};
+std::string_view to_string(PayloadKind k);
+
+// Looks at the first bytes only (needs >= 24 bytes for a bundle, 20 for ELF).
+PayloadKind classify(Bytes head);
+
+// A parsed bundle entry ID: "<kind>-<triple>[-<target id>]".
+struct BundleEntryId {
+  std::string kind;       // host, hip, hipv4, openmp, hcc
+  std::string triple;     // amdgcn-amd-amdhsa-, x86_64-unknown-linux-gnu, spirv64-amd-amdhsa-
+  std::string target_id;  // gfx942:sramecc+:xnack-, gfx10-3-generic, amdgcnspirv; may be empty
+  bool is_hip() const { return kind == "hip" || kind == "hipv4" || kind == "hcc"; }
+  bool is_amdgcn() const { return triple.rfind("amdgcn-", 0) == 0; }
+};
+BundleEntryId parse_entry_id(std::string_view id);
+
+struct BundleEntry {
+  std::string id;        // the raw entry ID string
+  BundleEntryId parsed;
+  uint64_t offset = 0;   // from the start of the (decompressed) bundle
+  uint64_t size = 0;     // bytes
+};
+
+struct Bundle {
+  bool compressed = false;
+  uint16_t ccob_version = 0;  // 1, 2 or 3 when compressed
+  uint16_t ccob_method = 0;   // 0 zlib, 1 zstd (llvm::compression::Format)
+  uint64_t encoded_size = 0;  // bytes the bundle occupies in its container
+  uint64_t table_size = 0;    // bytes of header + entry table (of the decompressed bundle)
+  std::vector<BundleEntry> entries;  // in file order
+  // Compressed bundles: the compressed payload (a view into the input), the
+  // uncompressed size from the header, and the decompressed prefix decoded so
+  // far (at least the table; extended when an entry is extracted).
+  Bytes payload;
+  uint64_t uncompressed_size = 0;
+  std::vector<uint8_t> storage;
+};
+
+// Upper bound on the decompressed size of a CCOB; larger claims are refused.
+inline constexpr uint64_t kMaxDecompressedBytes = 4ull << 30;
+
+// Parses the bundle (either kind) at the start of `data`. `data` may extend
+// beyond the bundle; encoded_size says where it ends. Every table field is
+// bounds-checked against `data` (uncompressed) or the header's uncompressed
+// size (CCOB: only the prefix holding the table is decoded, streaming).
+// Errors: HG104 (uncompressed), HG105 (CCOB).
+Result<Bundle> parse_bundle(Bytes data);
+
+// Bytes of the entry's payload: a view into `data` for uncompressed bundles;
+// for compressed ones the prefix of the bundle up to the entry's end is
+// decoded (only when an entry is asked for) into bundle.storage. Empty when
+// the entry cannot be produced. Views stay valid until the next call.
+Bytes entry_bytes(Bundle& bundle, Bytes data, const BundleEntry& entry);
+
+// Size of a raw ELF code object from its headers alone, the way the ROCm
+// runtime computes it (rocclr amd::Elf::getElfSize): the larger of the end of
+// the section header table and the end of the last section by offset.
+// Returns nullopt when the headers are not readable within `data` or
+// the arithmetic overflows.
+std::optional<uint64_t> elf_image_size(Bytes data);
+
+// Splits a .hip_fatbin section (several bundles back to back, each usually
+// 4096-aligned) into bundles. Stops at trailing padding.
+struct SectionBundle {
+  uint64_t offset;  // in the section
+  Result<Bundle> bundle;
+};
+std::vector<SectionBundle> split_fatbin_section(Bytes section);
+
+}  // namespace hipguard

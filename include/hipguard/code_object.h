@@ -1,0 +1,94 @@
+// AMDGPU HSA code objects: ELF header, e_flags, kernels from the
+// NT_AMDGPU_METADATA note, device functions from the symbol table.
+//
+// Sources: AMDGPUUsage "ELF Code Object" (header, e_flags, note records),
+// "Code Object V3+ Metadata" (kernel keys), "Symbols".
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hipguard/bundle.h"
+#include "hipguard/result.h"
+#include "hipguard/target.h"
+
+namespace hipguard {
+
+// The 64-byte kernel descriptor at symbol "<kernel>.kd" (AMDHSAKernelDescriptor.h;
+// AMDGPUUsage "Code Object V3 Kernel Descriptor"). Sizes in bytes.
+struct KernelDescriptor {
+  uint32_t group_segment_fixed_size = 0;    // static LDS
+  uint32_t private_segment_fixed_size = 0;  // scratch per work-item
+  uint32_t kernarg_size = 0;                // 0 = unspecified
+  int64_t kernel_code_entry_byte_offset = 0;
+  uint32_t compute_pgm_rsrc1 = 0, compute_pgm_rsrc2 = 0, compute_pgm_rsrc3 = 0;
+  uint16_t kernel_code_properties = 0;
+  uint16_t kernarg_preload = 0;
+  bool wavefront_size32() const { return kernel_code_properties & (1u << 10); }  // ENABLE_WAVEFRONT_SIZE32
+  bool uses_dynamic_stack() const { return kernel_code_properties & (1u << 11); }
+};
+
+// One kernel argument (amdhsa.kernels[i].args[j]). Offsets and sizes in bytes.
+struct KernelArg {
+  std::string name;        // .name, may be empty
+  std::string value_kind;  // by_value, global_buffer, hidden_block_count_x, ...
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  bool hidden() const { return value_kind.rfind("hidden_", 0) == 0; }
+};
+
+// One kernel as described by its metadata map (amdhsa.kernels[i]).
+// All sizes in bytes; register counts in registers.
+struct KernelInfo {
+  std::string name;    // .name (source-level name)
+  std::string symbol;  // .symbol (kernel descriptor symbol, "<name>.kd")
+  uint64_t group_segment_fixed_size = 0;    // static LDS per workgroup
+  uint64_t private_segment_fixed_size = 0;  // scratch per work-item
+  uint64_t kernarg_segment_size = 0;
+  uint64_t kernarg_segment_align = 0;
+  uint64_t wavefront_size = 0;
+  uint64_t max_flat_workgroup_size = 0;
+  uint64_t sgpr_count = 0;
+  uint64_t vgpr_count = 0;
+  std::optional<uint64_t> agpr_count;   // gfx90a-class only
+  uint64_t sgpr_spill_count = 0, vgpr_spill_count = 0;
+  bool uses_dynamic_stack = false;      // v5+
+  std::optional<std::array<uint64_t, 3>> reqd_workgroup_size;
+  std::vector<KernelArg> args;
+  std::optional<KernelDescriptor> descriptor;  // absent when the .kd symbol is missing or out of bounds
+};
+
+// A problem found while reading one code object (not yet tied to a target).
+struct CodeObjectIssue {
+  std::string code;    // diagnostic code
+  std::string kernel;  // kernel name, if the issue is about one
+  std::string message;
+};
+
+struct CodeObject {
+  unsigned version = 0;            // code object version: EI_ABIVERSION + 2 (v2..v6)
+  uint32_t e_flags = 0;
+  uint32_t mach = 0;               // e_flags & EF_AMDGPU_MACH
+  const ProcessorInfo* processor = nullptr;  // null when mach is unknown
+  TargetId target;                 // processor + xnack/sramecc from e_flags
+  unsigned generic_version = 0;    // e_flags bits 24..31 (v6 generic code objects)
+  std::optional<std::string> metadata_target;  // amdhsa.target, when present
+  std::vector<KernelInfo> kernels;
+  std::vector<std::string> device_functions;  // STT_FUNC symbols that are not kernel entries
+  std::vector<std::string> kernels_without_metadata;  // "<name>.kd" symbols no metadata entry names
+  std::vector<CodeObjectIssue> issues;        // target-independent findings (HG109, HG4xx)
+  uint64_t size = 0;               // bytes of the ELF image
+};
+
+// Parses an AMDGPU code object held in `data` (exactly the image, or more).
+// Fails (HG106) when the ELF itself is unusable, (HG108) when the processor
+// is unknown; metadata problems are recorded in issues and do not fail.
+Result<CodeObject> parse_code_object(Bytes data);
+
+// Human-readable e_flags summary: "gfx942:sramecc+:xnack-" plus generic version.
+std::string describe_target(const CodeObject& co);
+
+}  // namespace hipguard

@@ -1,0 +1,91 @@
+// Diagnostics: every user-visible finding carries a stable code (listed with
+// cause and fix in docs/diagnostics.md), a severity and a subject.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace hipguard {
+
+enum class Severity : uint8_t {
+  Note,     // information; never makes a verdict fail
+  Warning,  // suspicious, the kernel may still run
+  Error,    // the kernel / code object cannot run on the target
+};
+
+std::string_view to_string(Severity s);
+
+// Stable diagnostic codes. Never renumber: scripts and CI match on them.
+namespace code {
+// Input and payload framing.
+inline constexpr std::string_view kUnreadable = "HG101";          // file or memory cannot be read
+inline constexpr std::string_view kBadFatbinWrapper = "HG102";    // HIPF wrapper magic/version wrong
+inline constexpr std::string_view kUnknownPayload = "HG103";      // neither bundle, CCOB nor AMDGPU ELF
+inline constexpr std::string_view kMalformedBundle = "HG104";     // offload bundle header/table out of bounds
+inline constexpr std::string_view kMalformedCompressed = "HG105"; // CCOB header or decompression failure
+inline constexpr std::string_view kMalformedElf = "HG106";        // code object ELF invalid
+inline constexpr std::string_view kNoHipFatbin = "HG107";         // host binary without .hip_fatbin
+inline constexpr std::string_view kUnknownProcessor = "HG108";    // e_flags processor not in the table
+inline constexpr std::string_view kCodeObjectVersion = "HG109";   // code object version not loadable by ROCm
+// Selection against a target.
+inline constexpr std::string_view kNoCodeObject = "HG201";        // bundle has nothing for the target
+inline constexpr std::string_view kProcessorMismatch = "HG202";   // code object for another processor
+inline constexpr std::string_view kFeatureMismatch = "HG203";     // xnack / sramecc setting differs
+inline constexpr std::string_view kDeviceChecksSkipped = "HG204"; // no GPU and no HIPGUARD_TARGET
+inline constexpr std::string_view kGenericTooOld = "HG205";       // generic version below the minimum
+inline constexpr std::string_view kBadTarget = "HG206";           // HIPGUARD_TARGET / --target unparsable
+inline constexpr std::string_view kSpirvFallback = "HG207";       // only a SPIR-V entry: runtime JIT, ROCm-version dependent
+// Kernel resources.
+inline constexpr std::string_view kLdsOverLimit = "HG301";        // group segment > device LDS
+inline constexpr std::string_view kWavefrontSize = "HG302";       // wave size the processor lacks
+inline constexpr std::string_view kRegisterLimit = "HG303";       // VGPR/AGPR/SGPR count over the register file
+inline constexpr std::string_view kWorkgroupSize = "HG304";       // max_flat_workgroup_size / reqd_workgroup_size invalid
+inline constexpr std::string_view kDynamicStack = "HG305";        // scratch size not known statically
+inline constexpr std::string_view kLaunchLds = "HG306";           // static + dynamic LDS of a launch > device LDS
+// Metadata.
+inline constexpr std::string_view kNoMetadata = "HG401";          // no NT_AMDGPU_METADATA note
+inline constexpr std::string_view kBadMetadata = "HG402";         // metadata not a valid msgpack document
+inline constexpr std::string_view kBadKernelMetadata = "HG403";   // kernel entry lacks / mistypes a field
+inline constexpr std::string_view kDescriptorMismatch = "HG404";  // kernel descriptor disagrees with metadata
+inline constexpr std::string_view kKernargLayout = "HG405";       // kernel arguments outside/overlapping kernarg segment
+inline constexpr std::string_view kDescriptorMissing = "HG406";   // metadata kernel without its .kd symbol
+inline constexpr std::string_view kKernelWithoutMetadata = "HG407"; // .kd symbol without metadata: not launchable
+inline constexpr std::string_view kDeviceFunction = "HG408";      // a device function asked for as a kernel
+// Runtime events (shim only).
+inline constexpr std::string_view kRuntimeRejected = "HG501";     // the runtime rejected a registered kernel (probe)
+inline constexpr std::string_view kLaunchWithFindings = "HG502";  // a kernel with findings is being launched
+inline constexpr std::string_view kLookupFailed = "HG503";        // hipGetFuncBySymbol / hipModuleGetFunction failed: cause
+}  // namespace code
+
+struct CodeInfo {
+  std::string_view code;
+  std::string_view name;  // short kebab-case name, e.g. "lds-over-limit"
+  Severity severity;
+};
+// Every code hipguard can emit, in code order.
+std::span<const CodeInfo> all_codes();
+const CodeInfo* find_code(std::string_view code);
+
+struct Diagnostic {
+  std::string code;        // e.g. "HG301"
+  Severity severity = Severity::Error;
+  std::string file;        // file path, or the origin of an in-memory image
+  std::string entry;       // bundle entry ID, empty for raw code objects
+  std::string kernel;      // kernel name, empty when not about one kernel
+  std::string target;      // target ID checked against, empty for structural findings
+  std::string message;     // what is wrong, with the value and the limit
+  std::string fix;         // what to do about it
+  std::optional<uint64_t> value;  // the offending number (bytes, version, ...), if any
+  std::optional<uint64_t> limit;  // the limit it was checked against, if any
+};
+
+// A diagnostic with the code's severity from the table (Error for unknown codes).
+Diagnostic make_diagnostic(std::string_view code, std::string file, std::string message, std::string fix);
+
+// "error HG301 [gfx942] file: entry: kernel 'k': message (fix: ...)" on one line.
+std::string format_line(const Diagnostic& d);
+
+}  // namespace hipguard

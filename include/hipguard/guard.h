@@ -1,0 +1,137 @@
+// The in-process side of hipguard: configuration from the environment, the
+// targets to check against, logging, and the decision for each registration,
+// module load, lookup and launch. interpose/ only translates HIP calls into
+// these calls.
+//
+// Environment:
+//   HIPGUARD_MODE       warn (default: log each problem once, forward unchanged)
+//                       | strict (refuse bad modules and launches; end the
+//                       process on a bad fat binary) | off (forward, no checks)
+//   HIPGUARD_TARGET     comma-separated target IDs or product names; overrides
+//                       the GPUs found in the KFD topology
+//   HIPGUARD_EXIT_CODE  exit status of a strict-mode stop (default 86)
+//   HIPGUARD_LOG_LEVEL  trace|debug|info|warn|error|off (default info)
+//   HIPGUARD_REPORT     file written at exit: JSON, or JUnit XML when it ends
+//                       in .xml; "%p" becomes the process ID
+//   HIPGUARD_SYSFS_ROOT sysfs root for GPU discovery (tests; default /sys)
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hipguard/check.h"
+#include "hipguard/devices.h"
+
+namespace hipguard {
+
+enum class Mode { Off, Warn, Strict };
+
+struct GuardConfig {
+  Mode mode = Mode::Warn;
+  int exit_code = 86;
+  std::vector<TargetId> targets;  // empty: structural checks only
+  std::string target_source;      // "HIPGUARD_TARGET", "GPU 0 (KFD node 1)", ...
+  std::string report_path;        // HIPGUARD_REPORT with %p expanded; empty: none
+  std::vector<Diagnostic> setup_diagnostics;  // HG204 / HG206, logged once at first use
+};
+
+// Reads the environment and, when HIPGUARD_TARGET is unset, the KFD topology.
+GuardConfig config_from_env();
+
+// Bytes readable from `p` onwards in this process, capped at `cap`: to the end
+// of the loaded object's readable segment holding `p`, else per /proc/self/maps
+// (contiguous readable mappings). 0 when `p` is not mapped readable. Used
+// before touching memory a HIP call hands us.
+uint64_t readable_extent(const void* p, uint64_t cap);
+
+enum class Action {
+  Forward,  // call the real runtime
+  Refuse,   // strict: return an error without calling the runtime
+  Exit,     // strict: end the process with GuardConfig::exit_code
+};
+
+struct Verdict {
+  Action action = Action::Forward;
+  int hip_error = 0;  // hipError_t to return when refusing
+};
+
+// Non-zero while launches need the slow path: a registered kernel has
+// findings, or the registration probe has not run yet. The shim's launch
+// wrappers test this (and the dynamic LDS size) before anything else, so
+// kernels without findings cost one load and a compare: no lock, no allocation.
+extern std::atomic<unsigned> g_launch_gate;
+inline bool launch_needs_check(uint64_t dynamic_lds_bytes) {
+  return dynamic_lds_bytes != 0 || g_launch_gate.load(std::memory_order_relaxed) != 0;
+}
+
+// A strict-mode refusal bypasses the runtime, so its last-error state never
+// sees it; hipGetLastError / hipPeekAtLastError report it instead (per thread,
+// like HIP's own last error). 0 when there is none.
+int refused_launch_error(bool clear);
+void note_refused_launch(int hip_error);
+
+// Real runtime entry points the probe needs (resolved by the shim).
+struct ProbeFunctions {
+  int (*get_func_by_symbol)(void** function, const void* symbol) = nullptr;  // hip_6.2, may be absent
+  int (*func_get_attributes)(void* attr, const void* func) = nullptr;        // hip_4.2
+};
+
+class Guard {
+ public:
+  // The process-wide guard; configuration is read on first use, so processes
+  // that never call HIP never read the environment or print anything.
+  static Guard& get();
+
+  const GuardConfig& config();
+
+  // __hipRegisterFatBinary(wrapper), then its result. `wrapper` is untrusted memory.
+  Verdict on_register_fatbin(const void* wrapper);
+  void on_registered_fatbin(const void* handle);
+  // __hipRegisterFunction(handle, host_function, device_name).
+  void on_register_function(const void* handle, const void* host_function, const char* device_name);
+  void on_unregister_fatbin(const void* handle);
+
+  // hipModuleLoad(path) / hipModuleLoadData(Ex)(image), then the loaded module.
+  Verdict on_module_load_file(const char* path);
+  Verdict on_module_load_data(const void* image);
+  void on_module_loaded(const void* module);
+  void on_module_unloaded(const void* module);
+  // hipModuleGetFunction: before (strict may refuse a device function) and after.
+  Verdict before_module_get_function(const void* module, const char* name);
+  void on_module_get_function(const void* module, const char* name, const void* function, int result);
+  // hipGetFuncBySymbol returned `result` for `host_function`.
+  void on_get_func_by_symbol(const void* host_function, int result);
+
+  // A launch of `key` (host function for hipLaunchKernel*, hipFunction_t for
+  // module launches) with `dynamic_lds` bytes of dynamic LDS. Called only when
+  // launch_needs_check() said so. `api` names the entry point for messages.
+  Verdict on_launch(const void* key, uint64_t dynamic_lds, const char* api);
+  void set_probe_functions(const ProbeFunctions& f);
+
+  // Logs one line at `level` ("info", "warn", "error", "debug"), prefixed "hipguard: ".
+  void log(std::string_view level, const std::string& line);
+
+  // Writes the HIPGUARD_REPORT file now (also done at exit).
+  void write_report();
+
+ private:
+  Guard() = default;
+  struct State;
+  State& state();
+  Verdict judge(const ImageReport& report, bool registration);
+  void report_once(const Diagnostic& d);
+  void run_probe();
+  void deepen(const void* fatbin_handle);  // full check of a fat binary registered with selection only
+};
+
+// hipError_t values used when refusing (hip_runtime_api.h).
+inline constexpr int kHipErrorInvalidValue = 1;
+inline constexpr int kHipErrorInvalidConfiguration = 9;
+inline constexpr int kHipErrorInvalidDeviceFunction = 98;
+inline constexpr int kHipErrorInvalidImage = 200;
+inline constexpr int kHipErrorNoBinaryForGpu = 209;
+inline constexpr int kHipErrorNotFound = 500;
+
+}  // namespace hipguard

@@ -1,0 +1,31 @@
+// A value or a parse error carrying a diagnostic code (see diagnostic.h).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace hipguard {
+
+struct ParseError {
+  std::string code;     // diagnostic code, e.g. "HG104"
+  std::string message;  // what was wrong, with offsets and sizes
+};
+
+template <class T>
+class Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}
+  Result(ParseError error) : v_(std::move(error)) {}
+  explicit operator bool() const { return v_.index() == 0; }
+  T& operator*() { return std::get<0>(v_); }
+  const T& operator*() const { return std::get<0>(v_); }
+  T* operator->() { return &std::get<0>(v_); }
+  const T* operator->() const { return &std::get<0>(v_); }
+  const ParseError& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, ParseError> v_;
+};
+
+}  // namespace hipguard

@@ -1,0 +1,326 @@
+#include "hipguard/check.h"
+
+#include <map>
+
+#include "kernel_checks.h"
+
+namespace hipguard {
+namespace {
+
+class Checker {
+  struct Candidate {  // an amdgcn HIP entry of a bundle, with its parsed target ID
+    const BundleEntry* entry;
+    TargetId tid;
+  };
+
+ public:
+  Checker(Bytes data, const std::string& origin, const std::vector<TargetId>& targets, const std::string& location,
+          Depth depth)
+      : data_(data), targets_(targets), depth_(depth) {
+    report_.origin = origin;
+    report_.location = location;
+  }
+
+  ImageReport run() {
+    report_.kind = classify(data_);
+    for (const auto& t : targets_) {
+      TargetVerdict v;
+      v.target = t;
+      report_.verdicts.push_back(std::move(v));
+    }
+    switch (report_.kind) {
+      case PayloadKind::OffloadBundle:
+      case PayloadKind::CompressedBundle: check_bundle(); break;
+      case PayloadKind::CodeObject: check_raw(); break;
+      case PayloadKind::Unknown:
+        structural(code::kUnknownPayload, "", "",
+                   "data is neither an offload bundle (__CLANG_OFFLOAD_BUNDLE__), a compressed bundle (CCOB) "
+                   "nor an AMDGPU ELF code object",
+                   "pass the fat binary of a HIP program, or a .co/.hsaco file built for amdgcn-amd-amdhsa");
+        break;
+    }
+    // A target fails on its own errors and on structural errors of the whole
+    // image (entry "") or of the entry it selected.
+    for (auto& v : report_.verdicts) {
+      v.can_run = v.selection != Selection::None;  // a SPIR-V fallback runs, with HG207 saying where
+      for (const auto& d : report_.diagnostics) {
+        if (d.severity != Severity::Error) continue;
+        bool mine = d.target.empty() ? (d.entry.empty() || d.entry == v.selected) : d.target == v.target.str();
+        if (mine) v.can_run = false;
+      }
+    }
+    return std::move(report_);
+  }
+
+ private:
+  Diagnostic& add(std::string_view c, const std::string& entry, const std::string& kernel, const TargetId* target,
+                  std::string message, std::string fix) {
+    Diagnostic d = make_diagnostic(
+        c, report_.location.empty() ? report_.origin : report_.origin + " [" + report_.location + "]",
+        std::move(message), std::move(fix));
+    d.entry = entry;
+    d.kernel = kernel;
+    if (target) d.target = target->str();
+    report_.diagnostics.push_back(std::move(d));
+    return report_.diagnostics.back();
+  }
+
+  void structural(std::string_view c, const std::string& entry, const std::string& kernel, std::string message,
+                  std::string fix) {
+    Diagnostic& d = add(c, entry, kernel, nullptr, std::move(message), std::move(fix));
+    if (d.severity == Severity::Error) report_.structurally_ok = false;
+  }
+
+  // Parses a code object once; records its structural findings.
+  const CodeObject* code_object(Bytes bytes, const std::string& entry) {
+    auto it = parsed_.find(entry);
+    if (it != parsed_.end()) return it->second;
+    const CodeObject* result = nullptr;
+    Result<CodeObject> co = parse_code_object(bytes);
+    if (!co) {
+      structural(co.error().code, entry, "", co.error().message,
+                 co.error().code == code::kUnknownProcessor
+                     ? "update hipguard, or check that the file really is an AMDGPU code object"
+                     : "rebuild the code object; the file is damaged or was not produced by an AMDGPU toolchain");
+    } else {
+      for (const auto& issue : co->issues) structural(issue.code, entry, issue.kernel, issue.message, structural_fix(issue.code));
+      report_.code_objects.push_back({entry, std::move(*co)});
+      result = &report_.code_objects.back().co;
+    }
+    parsed_[entry] = result;
+    return result;
+  }
+
+  void check_kernels(const CodeObject& co, const std::string& entry, const TargetId& target, bool lds_only = false) {
+    const ProcessorInfo* proc = find_processor(target.processor);
+    if (!proc) return;
+    for (auto& f : check_kernels_on(co, *proc, lds_only)) {
+      Diagnostic& d = add(f.code, entry, f.kernel, &target, std::move(f.message), std::move(f.fix));
+      d.value = f.value;
+      d.limit = f.limit;
+    }
+  }
+
+  static std::string structural_fix(std::string_view c) {
+    if (c == code::kCodeObjectVersion) return "rebuild with -mcode-object-version=5 (6 for generic targets)";
+    if (c == code::kWorkgroupSize) return "fix __launch_bounds__ / reqd_work_group_size so they agree and stay within 1024";
+    if (c == code::kDynamicStack)
+      return "check that the stack limit is large enough (hipDeviceSetLimit(hipLimitStackSize, ...)); avoid recursion";
+    if (c == code::kDescriptorMismatch || c == code::kKernargLayout)
+      return "rebuild the code object; if it is hand-assembled, make the .amdhsa_ directives and .amdgpu_metadata agree";
+    if (c == code::kDescriptorMissing || c == code::kKernelWithoutMetadata)
+      return "emit every kernel with both its kernel descriptor (.kd) and its amdhsa.kernels metadata entry";
+    return "regenerate the code object with a current toolchain; hand-assembled objects need a complete .amdgpu_metadata block";
+  }
+
+  // The code object of a bundle entry; for a compressed bundle this decodes up
+  // to the entry, and a payload that ends early is a compressed-bundle error.
+  const CodeObject* entry_code_object(Bundle& b, const BundleEntry& e) {
+    Bytes bytes = entry_bytes(b, data_, e);
+    if (bytes.empty() && e.size != 0) {
+      if (!parsed_.count(e.id))
+        structural(b.compressed ? code::kMalformedCompressed : code::kMalformedBundle, e.id, "",
+                   "cannot extract entry '" + e.id + "' (" + std::to_string(e.size) + " bytes at offset " +
+                       std::to_string(e.offset) + "): the compressed data ends early or is corrupt",
+                   "the fat binary is truncated or corrupt: rebuild the program or library");
+      parsed_[e.id] = nullptr;
+      return nullptr;
+    }
+    return code_object(bytes, e.id);
+  }
+
+  void check_raw() {
+    const CodeObject* co = code_object(data_, "");
+    if (!co) return;
+    for (auto& v : report_.verdicts) {
+      const TargetId& t = v.target;
+      MatchResult m = match_target(co->target, co->generic_version, t);
+      switch (m.kind) {
+        case Match::Native:
+        case Match::Generic:
+          v.selection = m.kind == Match::Native ? Selection::Native : Selection::Generic;
+          v.selected = describe_target(*co);
+          v.kernels = co->kernels.size();
+          check_kernels(*co, "", t);
+          break;
+        case Match::ProcessorMismatch:
+          add(code::kProcessorMismatch, "", "", &t,
+              "code object is built for " + describe_target(*co) + ", cannot run on " + t.label(),
+              "load the variant of this code object built for " + t.processor + ", or rebuild it with --offload-arch=" +
+                  t.processor + " (-mcpu=" + t.processor + ")");
+          // Raw code objects are loaded by hand (AITER-style): say too whether the
+          // kernels would fit this GPU at all, since a plain rebuild would not fix that.
+          check_kernels(*co, "", t, /*lds_only=*/true);
+          break;
+        case Match::FeatureMismatch:
+          add(code::kFeatureMismatch, "", "", &t, m.detail, feature_fix(co->target, t));
+          break;
+        case Match::GenericTooOld:
+          add(code::kGenericTooOld, "", "", &t, m.detail, "rebuild with a current compiler for " + t.processor);
+          break;
+      }
+    }
+  }
+
+  static std::string feature_fix(const TargetId& code, const TargetId& device) {
+    std::string fix;
+    if ((code.xnack == Feature::On || code.xnack == Feature::Off) && device.xnack != Feature::Any &&
+        code.xnack != device.xnack)
+      fix = std::string("run with HSA_XNACK=") + (code.xnack == Feature::On ? "1" : "0") + " (if the GPU supports it), or ";
+    TargetId want = device;
+    fix += "rebuild with --offload-arch=" + device.processor +
+           " (no feature suffix: runs with either setting) or --offload-arch=" + want.str();
+    return fix;
+  }
+
+  void check_bundle() {
+    Result<Bundle> parsed = parse_bundle(data_);
+    if (!parsed) {
+      structural(parsed.error().code, "", "", parsed.error().message,
+                 "the fat binary is truncated or corrupt: rebuild the program or library");
+      return;
+    }
+    Bundle& b = *parsed;
+    std::vector<Candidate> candidates;
+    const BundleEntry* spirv = nullptr;  // first hip SPIR-V entry (amdgcnspirv), if any
+    std::string held;
+    report_.ccob_version = b.ccob_version;
+    report_.ccob_method = b.ccob_method;
+    report_.entries = b.entries;
+    for (const auto& e : b.entries) {
+      report_.entry_ids.push_back(e.id);
+      if (e.parsed.is_hip() && e.parsed.target_id == "amdgcnspirv" && !spirv) {
+        spirv = &e;
+        held += (held.empty() ? "" : ", ") + std::string("amdgcnspirv (SPIR-V)");
+      }
+      if (!e.parsed.is_hip() || !e.parsed.is_amdgcn() || e.parsed.target_id.empty()) continue;
+      std::string err;
+      auto tid = parse_target_id(e.parsed.target_id, &err);
+      held += (held.empty() ? "" : ", ") + e.parsed.target_id;
+      if (!tid) continue;  // unknown processor: cannot be selected for any known target
+      candidates.push_back({&e, *tid});
+    }
+    if (held.empty()) held = "no amdgcn code object";
+
+    if (targets_.empty()) {
+      if (depth_ == Depth::Full)
+        for (const auto& c : candidates) entry_code_object(b, *c.entry);
+      return;
+    }
+    for (auto& v : report_.verdicts) {
+      const TargetId& t = v.target;
+      const Candidate* chosen = nullptr;
+      for (Selection pass : {Selection::Native, Selection::Generic}) {
+        for (const auto& c : candidates) {
+          MatchResult m = match_target(c.tid, 1, t);  // generic version checked on the ELF below
+          if ((pass == Selection::Native && m.kind == Match::Native) ||
+              (pass == Selection::Generic && m.kind == Match::Generic)) {
+            chosen = &c;
+            break;
+          }
+        }
+        if (chosen) {
+          v.selection = pass;
+          break;
+        }
+      }
+      if (!chosen && spirv) {
+        // CLR with SPIR-V support (2025+) compiles the amdgcnspirv entry for the device
+        // when nothing native or generic matches (CLR hip_fatbin.cpp priority: native > generic > SPIR-V).
+        v.selection = Selection::Spirv;
+        v.selected = spirv->id;
+        add(code::kSpirvFallback, spirv->id, "", &t,
+            "no native or generic code object for " + t.label() +
+                "; only a ROCm runtime with SPIR-V support compiles the SPIR-V entry at first use (slow start), "
+                "older runtimes fail with hipErrorNoBinaryForGpu",
+            "add --offload-arch=" + t.processor + " to ship native code");
+        continue;
+      }
+      if (!chosen) {
+        no_match(candidates, t, held);
+        continue;
+      }
+      v.selected = chosen->entry->id;
+      if (depth_ == Depth::Selection) continue;
+      const CodeObject* co = entry_code_object(b, *chosen->entry);
+      if (!co) continue;
+      v.kernels = co->kernels.size();
+      if (v.selection == Selection::Generic && co->generic_version < 1)
+        add(code::kGenericTooOld, chosen->entry->id, "", &t,
+            "generic code object has generic version " + std::to_string(co->generic_version) +
+                ", the loader requires at least 1",
+            "rebuild with a current compiler for " + t.processor);
+      check_kernels(*co, chosen->entry->id, t);
+    }
+  }
+
+  void no_match(const std::vector<Candidate>& candidates, const TargetId& t, const std::string& held) {
+    // Same processor with a conflicting xnack/sramecc setting is the more precise finding.
+    for (const auto& c : candidates) {
+      MatchResult m = match_target(c.tid, 1, t);
+      if (m.kind == Match::FeatureMismatch) {
+        add(code::kFeatureMismatch, c.entry->id, "", &t,
+            "bundle has " + c.tid.str() + " but not for " + t.label() + ": " + m.detail, feature_fix(c.tid, t));
+        return;
+      }
+    }
+    std::string fix = "rebuild with --offload-arch=" + t.processor + " added to the existing --offload-arch list";
+    // An ISA-compatible sibling (same major.minor and generic family, e.g. gfx1031 device, gfx1030 code).
+    const ProcessorInfo* dev = find_processor(t.processor);
+    for (const auto& c : candidates) {
+      const ProcessorInfo* p = find_processor(c.tid.processor);
+      if (dev && p && p != dev && !p->is_generic && p->major == dev->major && p->minor == dev->minor &&
+          !dev->generic.empty() && p->generic == dev->generic) {
+        fix += "; workaround (not supported by AMD): HSA_OVERRIDE_GFX_VERSION=" + std::to_string(p->major) + "." +
+               std::to_string(p->minor) + "." + std::to_string(p->stepping) + " makes the runtime treat the GPU as " +
+               c.tid.processor;
+        break;
+      }
+    }
+    // The nearest candidates: same ISA major.minor, else same major version.
+    std::string nearest;
+    for (int level = 0; level < 2 && nearest.empty(); ++level)
+      for (const auto& c : candidates) {
+        const ProcessorInfo* p = find_processor(c.tid.processor);
+        if (dev && p && p->major == dev->major && (level == 1 || p->minor == dev->minor) &&
+            nearest.find(c.tid.str()) == std::string::npos)
+          nearest += (nearest.empty() ? "" : ", ") + c.tid.str();
+      }
+    add(code::kNoCodeObject, "", "", &t,
+        "no code object for " + t.label() + "; the bundle holds: " + held +
+            (nearest.empty() ? "" : " (nearest: " + nearest + ")"),
+        fix);
+  }
+
+  Bytes data_;
+  const std::vector<TargetId>& targets_;
+  Depth depth_;
+  ImageReport report_;
+  std::map<std::string, const CodeObject*> parsed_;
+};
+
+}  // namespace
+
+std::string_view to_string(Selection s) {
+  switch (s) {
+    case Selection::Native: return "native";
+    case Selection::Generic: return "generic";
+    case Selection::Spirv: return "spir-v";
+    case Selection::None: return "none";
+  }
+  return "none";
+}
+
+bool ImageReport::ok() const {
+  if (verdicts.empty()) return structurally_ok;
+  for (const auto& v : verdicts)
+    if (!v.can_run) return false;
+  return true;
+}
+
+ImageReport check_image(Bytes data, const std::string& origin, const std::vector<TargetId>& targets,
+                        const std::string& location, Depth depth) {
+  return Checker(data, origin, targets, location, depth).run();
+}
+
+}  // namespace hipguard

@@ -1,0 +1,312 @@
+// hipguard: offline checks of HIP fat binaries and code objects, and a
+// launcher that runs a program with the libhipguard.so shim preloaded.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "hipguard/inputs.h"
+#include "hipguard/report.h"
+
+using namespace hipguard;
+
+namespace {
+
+constexpr int kExitOk = 0, kExitProblems = 1, kExitUsage = 2;
+
+void usage(FILE* out) {
+  fputs(
+      "usage: hipguard check [--target T]... [--json | --junit] PATH...\n"
+      "       hipguard inspect [--json] PATH...\n"
+      "       hipguard run [--target T]... [--strict] [--report FILE] -- COMMAND [ARGS...]\n"
+      "\n"
+      "check  reads executables and shared libraries (.hip_fatbin), offload bundles,\n"
+      "       .co/.hsaco code objects and directories of them, and says for each\n"
+      "       target whether every kernel can run there. Exit 0: everything can run;\n"
+      "       1: something cannot; 2: usage error.\n"
+      "inspect lists what is inside: bundles, entries, code objects, kernels with\n"
+      "       LDS, scratch, registers, kernarg size, device functions.\n"
+      "run    runs COMMAND with libhipguard.so preloaded (HIPGUARD_TARGET, HIPGUARD_MODE).\n"
+      "\n"
+      "T is a target ID (gfx942, gfx942:sramecc+:xnack-, gfx90a:xnack+) or a product\n"
+      "name (mi300x, mi325x, mi355x, mi250x, ...).\n",
+      out);
+}
+
+int usage_error(const std::string& msg) {
+  fprintf(stderr, "hipguard: %s\n", msg.c_str());
+  usage(stderr);
+  return kExitUsage;
+}
+
+std::string pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+std::string image_name(const ImageReport& img) {
+  return img.location.empty() ? img.origin : img.origin + " [" + img.location + "]";
+}
+
+void print_table(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets) {
+  std::vector<const ImageReport*> images;
+  for (const auto& r : reports)
+    for (const auto& i : r.images) images.push_back(&i);
+  for (size_t t = 0; t < targets.size(); ++t) {
+    const TargetId& target = targets[t];
+    size_t runnable = 0;
+    printf("target %s%s\n", target.str().c_str(), target.alias.empty() ? "" : (" (" + target.alias + ")").c_str());
+    printf("  %s %s %s %s\n", pad("RESULT", 6).c_str(), pad("SELECTED", 52).c_str(), pad("KERNELS", 7).c_str(), "FILE");
+    for (const ImageReport* img : images) {
+      const TargetVerdict& v = img->verdicts[t];
+      if (v.can_run) ++runnable;
+      std::string sel = v.selection == Selection::None ? "-" : v.selected + " (" + std::string(to_string(v.selection)) + ")";
+      std::string kernels = v.selection == Selection::None ? "-" : std::to_string(v.kernels);
+      printf("  %s %s %s %s\n", pad(v.can_run ? "ok" : "FAIL", 6).c_str(), pad(sel, 52).c_str(), pad(kernels, 7).c_str(),
+             image_name(*img).c_str());
+    }
+    printf("  %zu of %zu can run on %s\n\n", runnable, images.size(), target.str().c_str());
+  }
+  if (targets.empty()) {
+    printf("no --target given: structural checks only\n");
+    for (const ImageReport* img : images)
+      printf("  %s %s (%s, %zu code object(s) read)\n", pad(img->structurally_ok ? "ok" : "FAIL", 6).c_str(),
+             image_name(*img).c_str(), std::string(to_string(img->kind)).c_str(), img->code_objects.size());
+    printf("\n");
+  }
+  size_t count = 0;
+  for (const auto& r : reports) {
+    for (const auto& d : r.diagnostics) printf("%s\n", format_line(d).c_str()), ++count;
+    for (const auto& i : r.images)
+      for (const auto& d : i.diagnostics) printf("%s\n", format_line(d).c_str()), ++count;
+  }
+  if (count == 0) printf("no problems found\n");
+}
+
+void print_json(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets) {
+  printf("%s\n", report_json(reports, targets).c_str());
+}
+
+int cmd_check(int argc, char** argv) {
+  std::vector<TargetId> targets;
+  std::vector<std::string> paths;
+  bool json = false, junit = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--target" || a == "-t") {
+      if (i + 1 >= argc) return usage_error("--target needs a value");
+      std::string err;
+      auto t = parse_target(argv[++i], &err);
+      if (!t) return usage_error("bad target '" + std::string(argv[i]) + "': " + err);
+      targets.push_back(*t);
+    } else if (a.rfind("--target=", 0) == 0) {
+      std::string err;
+      auto t = parse_target(a.substr(9), &err);
+      if (!t) return usage_error("bad target '" + a.substr(9) + "': " + err);
+      targets.push_back(*t);
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--junit") {
+      junit = true;
+    } else if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return kExitOk;
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
+      return usage_error("unknown option " + a);
+    } else {
+      paths.push_back(a);
+    }
+  }
+  if (paths.empty()) return usage_error("check needs at least one PATH");
+  std::vector<std::string> missing;
+  std::vector<std::string> files = expand_paths(paths, &missing);
+  std::vector<FileReport> reports;
+  for (const auto& m : missing) {
+    FileReport r;
+    r.path = m;
+    r.diagnostics.push_back(make_diagnostic(code::kUnreadable, m, "no such file or directory", "check the path"));
+    reports.push_back(std::move(r));
+  }
+  // Files named on the command line get a note when they carry no GPU code;
+  // files found inside directories are skipped silently.
+  std::vector<std::string> explicit_files;
+  for (const auto& p : paths)
+    if (!std::filesystem::is_directory(p)) explicit_files.push_back(p);
+  for (const auto& f : files) {
+    bool is_explicit = std::find(explicit_files.begin(), explicit_files.end(), f) != explicit_files.end();
+    FileReport r = check_file(f, targets, is_explicit);
+    if (!r.hip && r.diagnostics.empty()) continue;
+    // The table needs only verdicts and diagnostics: drop the parsed kernels so
+    // memory stays flat over thousands of files (the JSON report keeps them).
+    if (!json)
+      for (auto& img : r.images) {
+        std::deque<CodeObjectSummary>().swap(img.code_objects);
+        std::vector<BundleEntry>().swap(img.entries);
+      }
+    reports.push_back(std::move(r));
+  }
+  if (json) print_json(reports, targets);
+  else if (junit) printf("%s", report_junit(reports, targets).c_str());
+  else print_table(reports, targets);
+  bool ok = true;
+  for (const auto& r : reports) ok = ok && r.ok();
+  return ok ? kExitOk : kExitProblems;
+}
+
+std::string human_bytes(uint64_t b) {
+  char buf[32];
+  if (b >= (1u << 20)) snprintf(buf, sizeof buf, "%.1f MiB", b / 1048576.0);
+  else if (b >= 1024) snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  else snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+void print_inspect(const std::vector<FileReport>& reports) {
+  for (const auto& r : reports) {
+    printf("%s\n", r.path.c_str());
+    for (const auto& d : r.diagnostics) printf("  %s\n", format_line(d).c_str());
+    size_t bundles = 0;
+    for (const auto& img : r.images)
+      if (img.kind != PayloadKind::CodeObject) ++bundles;
+    if (bundles) printf("  %zu offload bundle(s)\n", bundles);
+    for (const auto& img : r.images) {
+      std::string head = img.location.empty() ? std::string(to_string(img.kind)) : img.location;
+      if (img.kind == PayloadKind::CompressedBundle)
+        head += " (CCOB v" + std::to_string(img.ccob_version) + ", " + (img.ccob_method == 1 ? "zstd" : "zlib") + ")";
+      printf("  %s\n", head.c_str());
+      for (const auto& e : img.entries)
+        printf("    entry %-52s %10s at offset %llu\n", e.id.c_str(), human_bytes(e.size).c_str(),
+               static_cast<unsigned long long>(e.offset));
+      for (const auto& c : img.code_objects) {
+        printf("    code object %s%s, v%u, %zu kernel(s)\n", describe_target(c.co).c_str(),
+               c.entry.empty() ? "" : (" [" + c.entry + "]").c_str(), c.co.version, c.co.kernels.size());
+        if (!c.co.kernels.empty())
+          printf("      %-10s %-9s %-6s %-11s %-5s %-5s %-7s %s\n", "LDS", "SCRATCH", "WAVE", "VGPR/AGPR", "SGPR",
+                 "WG", "KERNARG", "KERNEL");
+        for (const auto& k : c.co.kernels) {
+          std::string regs = std::to_string(k.vgpr_count) + "/" + (k.agpr_count ? std::to_string(*k.agpr_count) : "-");
+          std::string scratch = std::to_string(k.private_segment_fixed_size) + (k.uses_dynamic_stack ? "+dyn" : "");
+          printf("      %-10llu %-9s %-6llu %-11s %-5llu %-5llu %-7llu %s\n",
+                 static_cast<unsigned long long>(k.group_segment_fixed_size), scratch.c_str(),
+                 static_cast<unsigned long long>(k.wavefront_size), regs.c_str(),
+                 static_cast<unsigned long long>(k.sgpr_count), static_cast<unsigned long long>(k.max_flat_workgroup_size),
+                 static_cast<unsigned long long>(k.kernarg_segment_size), k.name.c_str());
+        }
+        for (const auto& f : c.co.device_functions) printf("      device function (not a kernel): %s\n", f.c_str());
+        for (const auto& f : c.co.kernels_without_metadata) printf("      kernel descriptor without metadata: %s\n", f.c_str());
+      }
+      for (const auto& d : img.diagnostics) printf("    %s\n", format_line(d).c_str());
+    }
+  }
+}
+
+int cmd_inspect(int argc, char** argv) {
+  bool json = false;
+  std::vector<std::string> paths;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--json") json = true;
+    else if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return kExitOk;
+    } else if (!a.empty() && a[0] == '-') return usage_error("unknown option " + a);
+    else paths.push_back(a);
+  }
+  if (paths.empty()) return usage_error("inspect needs at least one PATH");
+  std::vector<std::string> missing;
+  std::vector<FileReport> reports;
+  for (const auto& f : expand_paths(paths, &missing)) {
+    FileReport r = check_file(f, {}, std::find(paths.begin(), paths.end(), f) != paths.end());
+    if (r.hip || !r.diagnostics.empty()) reports.push_back(std::move(r));
+  }
+  for (const auto& m : missing) fprintf(stderr, "hipguard: %s: no such file or directory\n", m.c_str());
+  if (json) print_json(reports, {});
+  else print_inspect(reports);
+  return missing.empty() ? kExitOk : kExitProblems;
+}
+
+std::string find_shim() {
+  if (const char* env = getenv("HIPGUARD_SHIM"); env && *env) return env;
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  auto dir = exe.parent_path();
+  for (auto cand : {dir / "libhipguard.so", dir / "../lib/libhipguard.so", dir / "../lib/hipguard/libhipguard.so"})
+    if (std::filesystem::exists(cand, ec)) return std::filesystem::canonical(cand, ec).string();
+  return "";
+}
+
+int cmd_run(int argc, char** argv) {
+  std::string targets, report;
+  bool strict = false;
+  int i = 0;
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "--target" || a == "-t") {
+      if (i + 1 >= argc) return usage_error("--target needs a value");
+      std::string err;
+      if (!parse_target(argv[i + 1], &err)) return usage_error("bad target '" + std::string(argv[i + 1]) + "': " + err);
+      targets += (targets.empty() ? "" : ",") + std::string(argv[++i]);
+    } else if (a == "--strict") {
+      strict = true;
+    } else if (a == "--report") {
+      if (i + 1 >= argc) return usage_error("--report needs a file");
+      report = argv[++i];
+    } else if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return kExitOk;
+    } else if (!a.empty() && a[0] == '-') {
+      return usage_error("unknown option " + a);
+    } else {
+      break;
+    }
+  }
+  if (i >= argc) return usage_error("run needs a COMMAND");
+  std::string shim = find_shim();
+  if (shim.empty()) {
+    fprintf(stderr, "hipguard: cannot find libhipguard.so next to the hipguard executable (set HIPGUARD_SHIM)\n");
+    return kExitUsage;
+  }
+  std::string preload = shim;
+#ifdef HIPGUARD_SANITIZER_RUNTIME
+  preload = std::string(HIPGUARD_SANITIZER_RUNTIME) + ":" + preload;  // sanitizer build of hipguard
+  setenv("ASAN_OPTIONS", "detect_leaks=0:verify_asan_link_order=0", 0);
+#endif
+  if (const char* old = getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  if (!targets.empty()) setenv("HIPGUARD_TARGET", targets.c_str(), 1);
+  if (strict) setenv("HIPGUARD_MODE", "strict", 1);
+  if (!report.empty()) setenv("HIPGUARD_REPORT", report.c_str(), 1);
+  execvp(argv[i], argv + i);
+  fprintf(stderr, "hipguard: cannot run %s: %s\n", argv[i], strerror(errno));
+  return 127;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage_error("missing command");
+  std::string cmd = argv[1];
+  if (cmd == "check") return cmd_check(argc - 2, argv + 2);
+  if (cmd == "run") return cmd_run(argc - 2, argv + 2);
+  if (cmd == "inspect") return cmd_inspect(argc - 2, argv + 2);
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+    usage(stdout);
+    return kExitOk;
+  }
+  if (cmd == "--version") {
+    printf("hipguard 0.1.0\n");
+    return kExitOk;
+  }
+  return usage_error("unknown command '" + cmd + "'");
+}

@@ -1,0 +1,131 @@
+#include "hipguard/devices.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace hipguard {
+
+namespace {
+constexpr uint64_t kCapSramEdc = 0x04000000;  // HSA_CAP_SRAM_EDCSUPPORTED (bit 26)
+
+bool parse_u64(std::string_view s, uint64_t* out) {
+  if (s.empty()) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    if (v > (UINT64_MAX - (c - '0')) / 10) return false;
+    v = v * 10 + (c - '0');
+  }
+  *out = v;
+  return true;
+}
+}  // namespace
+
+KfdNode parse_kfd_properties(std::string_view text) {
+  KfdNode n;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    std::string_view line = text.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
+    pos = eol == std::string_view::npos ? text.size() : eol + 1;
+    size_t sp = line.find(' ');
+    if (sp == std::string_view::npos) continue;
+    std::string_view key = line.substr(0, sp), value = line.substr(sp + 1);
+    uint64_t v;
+    if (!parse_u64(value, &v)) continue;
+    if (key == "gfx_target_version") n.gfx_target_version = v;
+    else if (key == "lds_size_in_kb") n.lds_size_in_kb = v;
+    else if (key == "wave_front_size") n.wave_front_size = v;
+    else if (key == "simd_count") n.simd_count = v;
+    else if (key == "capability") n.capability = v;
+  }
+  return n;
+}
+
+std::vector<Device> discover_devices(const std::string& sysfs_root) {
+  namespace fs = std::filesystem;
+  std::vector<Device> out;
+  fs::path nodes = fs::path(sysfs_root) / "class/kfd/kfd/topology/nodes";
+  std::error_code ec;
+  if (!fs::is_directory(nodes, ec)) return out;
+  std::vector<std::pair<unsigned, KfdNode>> gpus;
+  for (const auto& entry : fs::directory_iterator(nodes, ec)) {
+    uint64_t num = 0;
+    if (!parse_u64(entry.path().filename().string(), &num) || num > 1u << 20) continue;
+    std::ifstream in(entry.path() / "properties");
+    if (!in) continue;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    KfdNode n = parse_kfd_properties(ss.str());
+    n.node = static_cast<unsigned>(num);
+    if (n.simd_count == 0 || n.gfx_target_version == 0) continue;  // CPU node
+    gpus.emplace_back(n.node, n);
+  }
+  std::sort(gpus.begin(), gpus.end(), [](auto& a, auto& b) { return a.first < b.first; });
+
+  // HSA_OVERRIDE_GFX_VERSION=maj.min.step replaces every GPU's version (libhsakmt).
+  std::optional<uint64_t> override_version;
+  if (const char* o = getenv("HSA_OVERRIDE_GFX_VERSION"); o && *o) {
+    unsigned maj, min, step;
+    if (sscanf(o, "%u.%u.%u", &maj, &min, &step) == 3) override_version = maj * 10000ull + min * 100 + step;
+  }
+  const char* xnack_env = getenv("HSA_XNACK");
+  const char* sramecc_env = getenv("HSA_ENABLE_SRAMECC");
+  unsigned index = 0;
+  for (auto& [num, n] : gpus) {
+    uint64_t v = override_version.value_or(n.gfx_target_version);
+    const ProcessorInfo* p = find_processor_by_version(unsigned(v / 10000 % 100), unsigned(v / 100 % 100), unsigned(v % 100));
+    Device d;
+    d.index = index++;
+    d.node = num;
+    d.lds_bytes = n.lds_size_in_kb * 1024;
+    if (!p) {
+      d.target.processor = "gfx-unknown-" + std::to_string(v);
+      out.push_back(d);
+      continue;
+    }
+    d.target.processor = std::string(p->name);
+    d.target.sramecc = Feature::Unsupported;
+    d.target.xnack = Feature::Unsupported;
+    if (p->sramecc) {
+      bool on = (n.capability & kCapSramEdc) != 0;
+      if (sramecc_env && std::string_view(sramecc_env) == "0") on = false;
+      if (sramecc_env && std::string_view(sramecc_env) == "1") on = true;
+      d.target.sramecc = on ? Feature::On : Feature::Off;
+    }
+    if (p->xnack) {
+      d.target.xnack = Feature::Any;  // unknown without asking the driver
+      if (xnack_env && std::string_view(xnack_env) == "1") d.target.xnack = Feature::On;
+      if (xnack_env && std::string_view(xnack_env) == "0") d.target.xnack = Feature::Off;
+    }
+    out.push_back(d);
+  }
+  // ROCR_VISIBLE_DEVICES selects among the KFD GPUs, then HIP_VISIBLE_DEVICES
+  // (or CUDA_VISIBLE_DEVICES) among those; indices only, a list stops at the
+  // first entry that is not a valid index (as the runtimes do).
+  auto select = [](std::vector<Device>& devs, const char* var) {
+    const char* v = getenv(var);
+    if (!v) return;
+    std::vector<Device> chosen;
+    std::string_view list(v);
+    size_t pos = 0;
+    while (pos <= list.size()) {
+      size_t comma = list.find(',', pos);
+      std::string_view item = list.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+      pos = comma == std::string_view::npos ? list.size() + 1 : comma + 1;
+      uint64_t idx;
+      if (!parse_u64(item, &idx) || idx >= devs.size()) break;
+      chosen.push_back(devs[idx]);
+    }
+    devs = std::move(chosen);
+  };
+  select(out, "ROCR_VISIBLE_DEVICES");
+  select(out, getenv("HIP_VISIBLE_DEVICES") ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES");
+  for (size_t i = 0; i < out.size(); ++i) out[i].index = static_cast<unsigned>(i);
+  return out;
+}
+
+}  // namespace hipguard

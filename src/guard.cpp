@@ -1,0 +1,900 @@
+#include "hipguard/guard.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <fcntl.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include "hipguard/inputs.h"
+#include "hipguard/report.h"
+#include "kernel_checks.h"
+#include "kernel_table.h"
+
+namespace hipguard {
+
+std::atomic<unsigned> g_launch_gate{0};
+
+namespace {
+thread_local int t_refused_error = 0;
+}
+int refused_launch_error(bool clear) {
+  int e = t_refused_error;
+  if (clear) t_refused_error = 0;
+  return e;
+}
+void note_refused_launch(int hip_error) { t_refused_error = hip_error; }
+
+namespace {
+
+constexpr unsigned kGateProbe = 1;     // registration probe still to run
+constexpr unsigned kGateFindings = 2;  // some registered kernel has findings
+constexpr unsigned kGatePending = 4;   // some fat binary's kernels are not checked yet (first use checks them)
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = getenv(name);
+  return v && *v ? v : fallback;
+}
+
+std::string self_exe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "<program>";
+  buf[n] = 0;
+  return buf;
+}
+
+// The file that holds `addr` (executable or shared library).
+std::string origin_of(const void* addr) {
+  Dl_info info{};
+  if (dladdr(addr, &info) && info.dli_fname && *info.dli_fname) {
+    // glibc reports argv[0] for the main program; prefer the real path.
+    std::string name = info.dli_fname;
+    if (name.find('/') == std::string::npos || name == program_invocation_name) return self_exe();
+    return name;
+  }
+  return self_exe();
+}
+
+std::string hex(const void* p) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
+// The runtime answers these when it has no usable GPU at all: a probe then says nothing.
+bool no_device_error(int e) { return e == 100 || e == 101 || e == 35 || e == 3; }
+
+}  // namespace
+
+namespace {
+// "lo-hi perms ..." from one /proc/self/maps line; false when malformed.
+bool parse_maps_line(const char* line, uintptr_t* lo, uintptr_t* hi, bool* readable) {
+  char* end = nullptr;
+  *lo = strtoull(line, &end, 16);
+  if (*end != '-') return false;
+  *hi = strtoull(end + 1, &end, 16);
+  if (*end != ' ') return false;
+  *readable = end[1] == 'r';
+  return true;
+}
+}  // namespace
+
+namespace {
+// Inside a loaded object's readable PT_LOAD segment (where a fat binary
+// registered by a program or library lives), the extent is that segment's end:
+// no need to read /proc/self/maps, which costs ~100k instructions a call.
+uint64_t loaded_segment_extent(uintptr_t addr) {
+  struct Ctx {
+    uintptr_t addr;
+    uint64_t extent;
+  } ctx{addr, 0};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* c = static_cast<Ctx*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_R)) continue;
+          uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+          if (c->addr >= lo && c->addr < hi) {
+            c->extent = hi - c->addr;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &ctx);
+  return ctx.extent;
+}
+}  // namespace
+
+uint64_t readable_extent(const void* p, uint64_t cap) {
+  uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  if (addr == 0) return 0;
+  if (uint64_t in_object = loaded_segment_extent(addr)) return in_object < cap ? in_object : cap;
+  FILE* f = fopen("/proc/self/maps", "re");
+  if (!f) return 0;
+  char line[512];
+  uintptr_t want = addr;  // next address that must be covered
+  uint64_t extent = 0;
+  bool started = false;
+  while (fgets(line, sizeof line, f)) {
+    uintptr_t lo, hi;
+    bool readable;
+    if (!parse_maps_line(line, &lo, &hi, &readable)) continue;
+    if (!started) {
+      if (addr >= hi) continue;
+      if (addr < lo || !readable) break;  // lines are sorted: addr is in a gap, or unreadable
+      started = true;
+      extent = hi - addr;
+      want = hi;
+    } else {
+      if (lo != want || !readable) break;  // gap or unreadable: stop
+      extent += hi - lo;
+      want = hi;
+    }
+    if (extent >= cap) break;
+  }
+  fclose(f);
+  return extent < cap ? extent : cap;
+}
+
+GuardConfig config_from_env() {
+  GuardConfig c;
+  std::string mode = env_or("HIPGUARD_MODE", "warn");
+  if (mode == "strict") c.mode = Mode::Strict;
+  else if (mode == "off") c.mode = Mode::Off;
+  else c.mode = Mode::Warn;
+  if (const char* e = getenv("HIPGUARD_EXIT_CODE"); e && *e) {
+    char* end = nullptr;
+    long v = strtol(e, &end, 10);
+    if (end && *end == 0 && v >= 0 && v <= 255) c.exit_code = static_cast<int>(v);
+  }
+  auto setup = [&](std::string_view code, std::string msg, std::string fix) {
+    c.setup_diagnostics.push_back(make_diagnostic(code, self_exe(), std::move(msg), std::move(fix)));
+  };
+  // A setuid/setgid process must not write files chosen by its environment.
+  if (std::string report = env_or("HIPGUARD_REPORT", ""); !report.empty() && !getauxval(AT_SECURE)) {
+    for (size_t p; (p = report.find("%p")) != std::string::npos;) report.replace(p, 2, std::to_string(getpid()));
+    c.report_path = report;
+  }
+  std::string targets = env_or("HIPGUARD_TARGET", "");
+  if (!targets.empty()) {
+    size_t pos = 0;
+    while (pos <= targets.size()) {
+      size_t comma = targets.find(',', pos);
+      std::string item = targets.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      pos = comma == std::string::npos ? targets.size() + 1 : comma + 1;
+      if (item.empty()) continue;
+      std::string err;
+      if (auto t = parse_target(item, &err)) c.targets.push_back(*t);
+      else
+        setup(code::kBadTarget, "HIPGUARD_TARGET entry '" + item + "' is not a target: " + err,
+              "use a target ID such as gfx942, gfx942:sramecc+:xnack- or a product name such as mi300x");
+    }
+    c.target_source = "HIPGUARD_TARGET";
+  } else {
+    for (const Device& d : discover_devices(env_or("HIPGUARD_SYSFS_ROOT", "/sys"))) {
+      if (!find_processor(d.target.processor)) continue;
+      TargetId t = d.target;
+      t.alias = "GPU " + std::to_string(d.index);  // messages say which GPU a problem concerns
+      c.targets.push_back(t);
+      c.target_source += (c.target_source.empty() ? "" : ", ") + ("GPU " + std::to_string(d.index) + " (KFD node " +
+                                                                   std::to_string(d.node) + ")");
+    }
+  }
+  if (c.targets.empty())
+    setup(code::kDeviceChecksSkipped,
+          "no AMD GPU found and HIPGUARD_TARGET not set: device checks skipped, structural checks only",
+          "set HIPGUARD_TARGET=gfx942 (or mi300x, mi355x, ...) to check against a GPU this machine lacks");
+  return c;
+}
+
+// What hipguard knows about one kernel, by host function or hipFunction_t.
+struct KernelState {
+  std::string name;
+  std::string file;
+  // Errors and warnings that concern this kernel; image-wide ones are shared
+  // by every kernel of the image (thousands of kernels, one vector).
+  std::shared_ptr<const std::vector<Diagnostic>> findings_ptr;
+  bool blocking = false;  // an error among them: cannot run on some target
+  uint64_t static_lds = 0;
+  uint64_t max_dynamic_lds = UINT64_MAX;  // smallest (device LDS - static LDS) over the targets
+  std::string lds_target;                 // the target that sets max_dynamic_lds
+  uint64_t lds_limit = 0;
+  const void* fatbin = nullptr;  // registration handle (null for module functions)
+  bool shallow = false;          // its fat binary's kernels are not checked yet
+  mutable std::atomic<uint64_t> launches{0}, blocked{0};
+  mutable std::atomic<bool> warned{false}, lds_warned{false};
+
+  const std::vector<Diagnostic>& findings() const {
+    static const std::vector<Diagnostic> none;
+    return findings_ptr ? *findings_ptr : none;
+  }
+};
+
+// What an image report says per kernel, computed once per image so that
+// registering its (possibly thousands of) kernels stays linear.
+struct ImageIndex {
+  struct LdsFit {
+    uint64_t static_lds = 0, max_dynamic = UINT64_MAX, limit = 0;
+    std::string target;
+  };
+  std::shared_ptr<const std::vector<Diagnostic>> image_findings;  // errors about the whole image
+  std::unordered_map<std::string, std::vector<Diagnostic>> by_kernel;
+  std::unordered_map<std::string, LdsFit> lds;
+};
+
+struct FatbinState {
+  ImageReport report;
+  Bytes data;            // the registered image (valid while registered)
+  bool shallow = false;  // only selection so far: kernels are checked at first use
+  std::unique_ptr<ImageIndex> index;  // built at the first __hipRegisterFunction
+  std::vector<const void*> host_functions;
+};
+
+struct ModuleInfo {
+  std::string origin;
+  std::vector<ImageReport> images;
+  std::set<std::string> kernels;
+  std::set<std::string> device_functions;
+  std::vector<const void*> functions;  // hipFunction_t handed out for it
+};
+
+struct Guard::State {
+  std::mutex mu;
+  GuardConfig config;
+  std::shared_ptr<spdlog::logger> logger;
+  std::set<std::string> logged;  // diagnostics already reported
+  std::map<const void*, FatbinState> fatbins;
+  std::map<const void*, ModuleInfo> modules;
+  std::vector<ImageReport> unregistered;  // fat binaries seen but unregistered (for the report)
+  std::deque<KernelState> kernels;        // stable addresses: the table points into it
+  KernelTable<KernelState> table;
+  ProbeFunctions probe;
+  std::vector<std::pair<const void*, const KernelState*>> unprobed;  // registered since the last probe
+  bool probe_off = false;  // the runtime has no usable GPU: probing says nothing
+  size_t pending_fatbins = 0;  // registered with selection only, kernels not checked yet
+};
+
+namespace {
+struct PendingFatbin {
+  ImageReport report;
+  Bytes data;
+  bool shallow = false;
+};
+thread_local std::unique_ptr<PendingFatbin> t_pending_fatbin;  // between register call and its handle
+thread_local std::unique_ptr<ModuleInfo> t_pending_module;   // between load call and its module
+
+ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& targets) {
+  ImageIndex idx;
+  auto image = std::make_shared<std::vector<Diagnostic>>();
+  for (const auto& d : r.diagnostics) {
+    if (d.severity == Severity::Note) continue;
+    if (!d.kernel.empty()) idx.by_kernel[d.kernel].push_back(d);
+    else if (d.severity == Severity::Error) image->push_back(d);
+  }
+  idx.image_findings = std::move(image);
+  for (size_t t = 0; t < targets.size() && t < r.verdicts.size(); ++t) {
+    const TargetVerdict& v = r.verdicts[t];
+    if (v.selection == Selection::None) continue;
+    const CodeObject* co = nullptr;
+    for (const auto& c : r.code_objects)
+      if (c.entry == v.selected || (r.kind == PayloadKind::CodeObject && c.entry.empty())) co = &c.co;
+    const ProcessorInfo* proc = find_processor(targets[t].processor);
+    if (!co || !proc) continue;
+    for (const auto& ki : co->kernels) {
+      uint64_t lds = ki.group_segment_fixed_size;
+      if (ki.descriptor) lds = std::max<uint64_t>(lds, ki.descriptor->group_segment_fixed_size);
+      uint64_t avail = proc->lds_bytes > lds ? proc->lds_bytes - lds : 0;
+      ImageIndex::LdsFit& fit = idx.lds[ki.name];
+      if (avail < fit.max_dynamic) fit = {lds, avail, proc->lds_bytes, targets[t].label()};
+    }
+  }
+  return idx;
+}
+
+// Adds what `idx` says about kernel k.name (its findings, its LDS headroom).
+void fill_kernel(KernelState& k, const ImageIndex& idx) {
+  auto own = idx.by_kernel.find(k.name);
+  if (!k.findings_ptr && own == idx.by_kernel.end()) {
+    k.findings_ptr = idx.image_findings;  // shared
+  } else {
+    auto merged = std::make_shared<std::vector<Diagnostic>>(k.findings());
+    merged->insert(merged->end(), idx.image_findings->begin(), idx.image_findings->end());
+    if (own != idx.by_kernel.end()) merged->insert(merged->end(), own->second.begin(), own->second.end());
+    k.findings_ptr = std::move(merged);
+  }
+  k.blocking = false;
+  for (const auto& d : k.findings()) k.blocking = k.blocking || d.severity == Severity::Error;
+  if (auto fit = idx.lds.find(k.name); fit != idx.lds.end() && fit->second.max_dynamic < k.max_dynamic_lds) {
+    k.max_dynamic_lds = fit->second.max_dynamic;
+    k.static_lds = fit->second.static_lds;
+    k.lds_limit = fit->second.limit;
+    k.lds_target = fit->second.target;
+  }
+}
+
+std::string first_finding(const KernelState& k) {
+  if (k.findings().empty()) return "no finding";
+  const Diagnostic& d = k.findings().front();
+  return d.code + (d.target.empty() ? "" : " [" + d.target + "]") + ": " + d.message;
+}
+
+}  // namespace
+
+Guard& Guard::get() {
+  static Guard* g = new Guard();  // never destroyed: HIP may call us from atexit handlers
+  return *g;
+}
+
+Guard::State& Guard::state() {
+  static State* s = [] {
+    auto* st = new State();
+    st->config = config_from_env();
+    auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    st->logger = std::make_shared<spdlog::logger>("hipguard", sink);
+    st->logger->set_pattern("hipguard: %v");
+    // spdlog maps unknown names to "off": an unknown level keeps the default instead.
+    std::string level = env_or("HIPGUARD_LOG_LEVEL", "info");
+    auto parsed = spdlog::level::from_str(level);
+    st->logger->set_level(parsed == spdlog::level::off && level != "off" ? spdlog::level::info : parsed);
+    st->logger->flush_on(spdlog::level::trace);
+    if (!st->config.report_path.empty()) atexit([] { Guard::get().write_report(); });
+    return st;
+  }();
+  return *s;
+}
+
+const GuardConfig& Guard::config() {
+  State& s = state();
+  // Set-up findings (bad HIPGUARD_TARGET, no target) are said once, at first use.
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    for (const auto& d : s.config.setup_diagnostics) report_once(d);
+    if (!s.config.targets.empty()) {
+      std::string list;
+      for (const auto& t : s.config.targets) list += (list.empty() ? "" : ", ") + t.str();
+      log("debug", "checking against " + list + " (from " + s.config.target_source + ")");
+    }
+  });
+  return s.config;
+}
+
+void Guard::log(std::string_view level, const std::string& line) {
+  State& s = state();
+  s.logger->log(spdlog::level::from_str(std::string(level)), line);
+}
+
+void Guard::report_once(const Diagnostic& d) {
+  std::string line = format_line(d);
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (!s.logged.insert(line).second) return;
+  }
+  log(d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warn" : "info", line);
+}
+
+Verdict Guard::judge(const ImageReport& report, bool registration) {
+  const GuardConfig& c = config();
+  for (const auto& d : report.diagnostics) report_once(d);
+  if (report.ok()) return {};
+  if (c.mode != Mode::Strict) return {};
+  if (registration) return {Action::Exit, 0};
+  // Malformed input -> invalid image; nothing usable for this GPU -> no binary for GPU.
+  return {Action::Refuse, report.structurally_ok ? kHipErrorNoBinaryForGpu : kHipErrorInvalidImage};
+}
+
+// ---------------------------------------------------------------- registration
+
+Verdict Guard::on_register_fatbin(const void* wrapper) try {
+  const GuardConfig& c = config();
+  if (c.mode == Mode::Off) return {};
+  std::string origin = origin_of(wrapper);
+  auto fail = [&](std::string_view code, std::string msg) {
+    auto r = std::make_unique<PendingFatbin>();
+    r->report.origin = origin;
+    r->report.diagnostics.push_back(make_diagnostic(
+        code, origin, std::move(msg), "the program's fat binary is damaged or not produced by a HIP compiler; rebuild it"));
+    r->report.structurally_ok = false;
+    Verdict v = judge(r->report, true);
+    t_pending_fatbin = std::move(r);
+    return v;
+  };
+  if (readable_extent(wrapper, sizeof(FatbinWrapper)) < sizeof(FatbinWrapper))
+    return fail(code::kUnreadable, "fat binary wrapper at " + hex(wrapper) + " is not readable memory");
+  FatbinWrapper w;
+  memcpy(&w, wrapper, sizeof w);
+  if (w.magic != kHipFatbinMagic || w.version != 1) {
+    char buf[96];
+    snprintf(buf, sizeof buf, "fat binary wrapper has magic 0x%08x version %u (expected 0x%08x version 1)", w.magic,
+             w.version, kHipFatbinMagic);
+    return fail(code::kBadFatbinWrapper, buf);
+  }
+  uint64_t extent = readable_extent(w.binary, kMaxDecompressedBytes);
+  if (extent == 0) return fail(code::kUnreadable, "fat binary at " + hex(w.binary) + " is not readable memory");
+  Bytes data(static_cast<const uint8_t*>(w.binary), extent);
+  // A raw code object (AITER registers .co files this way): size it from its headers.
+  if (classify(data) == PayloadKind::CodeObject) {
+    if (auto size = elf_image_size(data); size && *size <= extent) data = data.first(*size);
+  }
+  // Bundles: selection only now (a library may carry hundreds of fat binaries
+  // whose kernels are never launched); each fat binary's kernels are checked
+  // at the first launch or lookup of one of them. Raw code objects: in full.
+  auto pending = std::make_unique<PendingFatbin>();
+  PayloadKind kind = classify(data);
+  pending->shallow = (kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) && !c.targets.empty();
+  pending->data = data;
+  pending->report = check_image(data, origin, c.targets, "", pending->shallow ? Depth::Selection : Depth::Full);
+  // Nothing selected for any target: there is nothing to check more deeply.
+  bool selected = false;
+  for (const auto& vv : pending->report.verdicts) selected = selected || vv.selection != Selection::None;
+  pending->shallow = pending->shallow && selected;
+  log("debug", "registered fat binary of " + origin + " (" + std::string(to_string(pending->report.kind)) + ", " +
+                   std::to_string(pending->report.entry_ids.size()) + " bundle entries)");
+  Verdict v = judge(pending->report, true);
+
+  if (v.action == Action::Exit)
+    log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
+                     std::to_string(c.exit_code) + ")");
+  t_pending_fatbin = std::move(pending);
+  g_launch_gate.fetch_or(kGateProbe, std::memory_order_relaxed);
+  return v;
+} catch (...) {
+  return {};  // never let hipguard be the reason a program fails
+}
+
+void Guard::on_registered_fatbin(const void* handle) try {
+  if (!t_pending_fatbin) return;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  // A null handle (the runtime refused outright) still gets its report kept, keyed by null.
+  FatbinState& fb = s.fatbins[handle];
+  if (fb.shallow) --s.pending_fatbins;  // re-registered under the same handle
+  fb.report = std::move(t_pending_fatbin->report);
+  fb.data = t_pending_fatbin->data;
+  fb.shallow = t_pending_fatbin->shallow;
+  fb.index.reset();
+  fb.host_functions.clear();
+  if (fb.shallow && s.pending_fatbins++ == 0) g_launch_gate.fetch_or(kGatePending, std::memory_order_release);
+  t_pending_fatbin.reset();
+} catch (...) {
+}
+
+void Guard::on_register_function(const void* handle, const void* host_function, const char* device_name) try {
+  if (!host_function || !device_name) return;
+  State& s = state();
+  if (s.config.mode == Mode::Off) return;
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.fatbins.find(handle);
+  if (it == s.fatbins.end()) return;
+  if (!it->second.index) it->second.index = std::make_unique<ImageIndex>(build_index(it->second.report, s.config.targets));
+  KernelState& k = s.kernels.emplace_back();
+  k.name = device_name;
+  k.file = it->second.report.origin;
+  k.fatbin = handle;
+  k.shallow = it->second.shallow;
+  fill_kernel(k, *it->second.index);
+  it->second.host_functions.push_back(host_function);
+  s.table.insert(host_function, &k);
+  s.unprobed.emplace_back(host_function, &k);
+  if (!k.findings().empty()) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
+} catch (...) {
+}
+
+void Guard::on_unregister_fatbin(const void* handle) try {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.fatbins.find(handle);
+  if (it == s.fatbins.end()) return;
+  // Host addresses may be reused by a library loaded later: forget them.
+  for (const void* f : it->second.host_functions) s.table.insert(f, nullptr);
+  if (it->second.shallow && --s.pending_fatbins == 0) g_launch_gate.fetch_and(~kGatePending, std::memory_order_release);
+  s.unregistered.push_back(std::move(it->second.report));
+  s.fatbins.erase(it);
+} catch (...) {
+}
+
+// ---------------------------------------------------------------- modules
+
+Verdict Guard::on_module_load_file(const char* path) try {
+  const GuardConfig& c = config();
+  if (c.mode == Mode::Off || !path) return {};
+  FileReport fr = check_file(path, c.targets, /*explicit_arg=*/true);
+  for (const auto& d : fr.diagnostics)
+    if (d.code == code::kUnreadable) return {};  // let the runtime report hipErrorFileNotFound itself
+  auto info = std::make_unique<ModuleInfo>();
+  info->origin = path;
+  bool structurally_ok = true;
+  for (const auto& d : fr.diagnostics) report_once(d);
+  for (const auto& img : fr.images) {
+    for (const auto& d : img.diagnostics) report_once(d);
+    structurally_ok = structurally_ok && img.structurally_ok;
+    for (const auto& co : img.code_objects) {
+      for (const auto& k : co.co.kernels) info->kernels.insert(k.name);
+      info->device_functions.insert(co.co.device_functions.begin(), co.co.device_functions.end());
+    }
+  }
+  info->images = std::move(fr.images);
+  bool ok = fr.ok();
+  for (const auto& img : info->images) ok = ok && img.ok();
+  t_pending_module = std::move(info);
+  if (ok || c.mode != Mode::Strict) return {};
+  return {Action::Refuse, structurally_ok ? kHipErrorNoBinaryForGpu : kHipErrorInvalidImage};
+} catch (...) {
+  return {};
+}
+
+Verdict Guard::on_module_load_data(const void* image) try {
+  const GuardConfig& c = config();
+  if (c.mode == Mode::Off || !image) return {};
+  std::string origin = "hipModuleLoadData image at " + hex(image) + " in " + origin_of(image);
+  uint64_t extent = readable_extent(image, kMaxDecompressedBytes);
+  ImageReport report;
+  if (extent == 0) {
+    report.origin = origin;
+    report.diagnostics.push_back(make_diagnostic(code::kUnreadable, origin, "image pointer is not readable memory",
+                                                 "pass a pointer to a loaded code object or offload bundle"));
+    report.structurally_ok = false;
+  } else {
+    Bytes data(static_cast<const uint8_t*>(image), extent);
+    if (classify(data) == PayloadKind::CodeObject) {
+      if (auto size = elf_image_size(data); size && *size <= extent) data = data.first(*size);
+    }
+    report = check_image(data, origin, c.targets);
+  }
+  auto info = std::make_unique<ModuleInfo>();
+  info->origin = origin;
+  for (const auto& co : report.code_objects) {
+    for (const auto& k : co.co.kernels) info->kernels.insert(k.name);
+    info->device_functions.insert(co.co.device_functions.begin(), co.co.device_functions.end());
+  }
+  Verdict v = judge(report, false);
+  info->images.push_back(std::move(report));
+  t_pending_module = std::move(info);
+  return v;
+} catch (...) {
+  return {};
+}
+
+void Guard::on_module_loaded(const void* module) try {
+  if (!module || !t_pending_module) return;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.modules[module] = std::move(*t_pending_module);
+  t_pending_module.reset();
+} catch (...) {
+}
+
+void Guard::on_module_unloaded(const void* module) try {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.modules.find(module);
+  if (it == s.modules.end()) return;
+  for (const void* f : it->second.functions) s.table.insert(f, nullptr);
+  for (auto& img : it->second.images) s.unregistered.push_back(std::move(img));
+  s.modules.erase(it);
+} catch (...) {
+}
+
+Verdict Guard::before_module_get_function(const void* module, const char* name) try {
+  if (!name || config().mode == Mode::Off) return {};
+  Diagnostic d;
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.modules.find(module);
+    if (it == s.modules.end() || !it->second.device_functions.count(name)) return {};
+    std::string kernels;
+    for (const auto& k : it->second.kernels) kernels += (kernels.empty() ? "" : ", ") + k;
+    d.code = std::string(code::kDeviceFunction);
+    d.file = it->second.origin;
+    d.kernel = name;
+    d.message = "hipModuleGetFunction asks for a device function, not a kernel; kernels in this module: " +
+                (kernels.empty() ? std::string("none") : kernels);
+    d.fix = "ask for a __global__ kernel; device functions can only be called from kernels";
+  }
+  report_once(d);  // takes the lock itself
+  if (config().mode == Mode::Strict) return {Action::Refuse, kHipErrorNotFound};
+  return {};
+} catch (...) {
+  return {};
+}
+
+void Guard::on_module_get_function(const void* module, const char* name, const void* function, int result) try {
+  if (!name) return;
+  State& s = state();
+  if (s.config.mode == Mode::Off) return;
+  std::unique_lock<std::mutex> lock(s.mu);
+  auto it = s.modules.find(module);
+  if (it == s.modules.end()) return;
+  ModuleInfo& m = it->second;
+  if (result == 0 && function) {
+    KernelState& k = s.kernels.emplace_back();
+    k.name = name;
+    k.file = m.origin;
+    for (const auto& img : m.images) fill_kernel(k, build_index(img, s.config.targets));
+    m.functions.push_back(function);
+    s.table.insert(function, &k);
+    if (!k.findings().empty()) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
+    return;
+  }
+  if (m.device_functions.count(name)) return;  // HG408 was said before the call
+  Diagnostic d;
+  d.code = std::string(code::kLookupFailed);
+  d.file = m.origin;
+  d.kernel = name;
+  d.fix = "check the kernel name (mangled C++ name, or extern \"C\") against 'hipguard inspect " + m.origin + "'";
+  std::string prefix = "hipModuleGetFunction failed (hipError_t " + std::to_string(result) + "): ";
+  if (!m.kernels.empty() && !m.kernels.count(name)) {
+    std::string list;
+    for (const auto& k : m.kernels) list += (list.empty() ? "" : ", ") + k;
+    d.message = prefix + "the code object has no kernel of that name; its kernels: " + list;
+  } else {
+    KernelState probe;
+    probe.name = name;
+    for (const auto& img : m.images) fill_kernel(probe, build_index(img, s.config.targets));
+    d.message = prefix + (probe.findings().empty() ? "hipguard found no cause in the code object"
+                                                 : "cause: " + first_finding(probe));
+    if (!probe.findings().empty()) d.fix = probe.findings().front().fix;
+  }
+  lock.unlock();
+  report_once(d);
+} catch (...) {
+}
+
+void Guard::on_get_func_by_symbol(const void* host_function, int result) try {
+  if (result == 0 || no_device_error(result)) return;
+  State& s = state();
+  if (s.config.mode == Mode::Off) return;
+  const KernelState* k = s.table.find(host_function);
+  if (k && k->shallow) {
+    deepen(k->fatbin);
+    k = s.table.find(host_function);
+  }
+  Diagnostic d;
+  d.code = std::string(code::kLookupFailed);
+  if (!k) {
+    d.file = self_exe();
+    d.message = "hipGetFuncBySymbol(" + hex(host_function) + ") failed (hipError_t " + std::to_string(result) +
+                "): that pointer was never registered as a kernel";
+    d.fix = "pass the kernel's host-side symbol (the __global__ function), not a device pointer";
+  } else {
+    d.file = k->file;
+    d.kernel = k->name;
+    d.message = "hipGetFuncBySymbol failed (hipError_t " + std::to_string(result) + "): " +
+                (k->findings().empty() ? "hipguard found no cause in the code object" : "cause: " + first_finding(*k));
+    d.fix = k->findings().empty() ? "run with AMD_LOG_LEVEL=4 for the runtime's own reason" : k->findings().front().fix;
+  }
+  report_once(d);
+} catch (...) {
+}
+
+// ---------------------------------------------------------------- launches
+
+void Guard::deepen(const void* handle) {
+  State& s = state();
+  std::vector<Diagnostic> said;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.fatbins.find(handle);
+    if (it == s.fatbins.end() || !it->second.shallow) return;
+    FatbinState& fb = it->second;
+    fb.report = check_image(fb.data, fb.report.origin, s.config.targets);
+    fb.shallow = false;
+    fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
+    said = fb.report.diagnostics;
+    // Fresh kernel states (readers may hold the old ones, which stay valid).
+    bool findings = false;
+    for (const void* f : fb.host_functions) {
+      const KernelState* old = s.table.find(f);
+      if (!old) continue;
+      KernelState& k = s.kernels.emplace_back();
+      k.name = old->name;
+      k.file = old->file;
+      k.fatbin = handle;
+      fill_kernel(k, *fb.index);
+      k.launches = old->launches.load();
+      k.blocked = old->blocked.load();
+      k.warned = old->warned.load();
+      s.table.insert(f, &k);
+      findings = findings || !k.findings().empty();
+    }
+    if (findings) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
+    if (--s.pending_fatbins == 0) g_launch_gate.fetch_and(~kGatePending, std::memory_order_release);
+  }
+  for (const auto& d : said) report_once(d);
+}
+
+void Guard::set_probe_functions(const ProbeFunctions& f) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.probe = f;
+}
+
+void Guard::run_probe() {
+  State& s = state();
+  std::vector<std::pair<const void*, const KernelState*>> todo;
+  ProbeFunctions fns;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.probe_off) return;
+    fns = s.probe;
+    todo.swap(s.unprobed);  // each kernel is probed once, by whichever launch gets here first
+  }
+  if (todo.empty() || (!fns.get_func_by_symbol && !fns.func_get_attributes)) return;
+  const char* via = fns.get_func_by_symbol ? "hipGetFuncBySymbol" : "hipFuncGetAttributes";
+  for (const auto& [host, registered] : todo) {
+    const KernelState* k = s.table.find(host);  // the current state (a first use may have refined it)
+    if (!k || k->name != registered->name) continue;  // unregistered meanwhile
+    alignas(16) unsigned char attr[512] = {};  // hipFuncAttributes is far smaller
+    void* fn = nullptr;
+    int r = fns.get_func_by_symbol ? fns.get_func_by_symbol(&fn, host) : fns.func_get_attributes(attr, host);
+    if (no_device_error(r)) {
+      log("debug", std::string("registration probe off: the runtime has no usable GPU (") + via + " returned " +
+                       std::to_string(r) + ")");
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.probe_off = true;
+      return;
+    }
+    if (r == 0) continue;
+    Diagnostic d;
+    d.code = std::string(code::kRuntimeRejected);
+    d.file = k->file;
+    d.kernel = k->name;
+    d.message = std::string("the runtime rejected this kernel (") + via + " returned hipError_t " + std::to_string(r) +
+                "); " + (k->findings().empty() ? "cause unknown to hipguard" : "hipguard's finding: " + first_finding(*k));
+    d.fix = k->findings().empty() ? "run with AMD_LOG_LEVEL=4 for the runtime's own reason" : k->findings().front().fix;
+    report_once(d);
+  }
+  log("debug", std::string("registration probe done through ") + via + " (" + std::to_string(todo.size()) + " kernels)");
+}
+
+Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api) try {
+  State& s = state();
+  if (s.config.mode == Mode::Off) return {};
+  if (g_launch_gate.load(std::memory_order_acquire) & kGateProbe) {
+    // The runtime is initialised by now (a launch is under way): probe what was
+    // registered since the last probe (later dlopen's set the bit again).
+    g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
+    run_probe();
+  }
+  const KernelState* k = s.table.find(key);
+  if (!k) return {};
+  if (k->shallow) {
+    deepen(k->fatbin);  // first use of this fat binary: check its kernels now
+    k = s.table.find(key);
+    if (!k) return {};
+  }
+  k->launches.fetch_add(1, std::memory_order_relaxed);
+  bool strict = s.config.mode == Mode::Strict;
+  if (!k->findings().empty()) {
+    if (!k->warned.exchange(true)) {
+      Diagnostic d;
+      d.code = std::string(code::kLaunchWithFindings);
+      d.severity = k->blocking ? Severity::Error : Severity::Warning;
+      d.file = k->file;
+      d.kernel = k->name;
+      d.message = std::string(api) + " of a kernel with findings: " + first_finding(*k) +
+                  (k->blocking ? (strict ? "; strict mode: launch refused with hipErrorInvalidDeviceFunction"
+                                         : "; the launch is forwarded and will fail or misbehave")
+                               : "");
+      d.fix = k->findings().front().fix;
+      report_once(d);
+    }
+    if (strict && k->blocking) {
+      k->blocked.fetch_add(1, std::memory_order_relaxed);
+      note_refused_launch(kHipErrorInvalidDeviceFunction);
+      return {Action::Refuse, kHipErrorInvalidDeviceFunction};
+    }
+  }
+  if (dynamic_lds > k->max_dynamic_lds) {
+    if (!k->lds_warned.exchange(true)) {
+      Diagnostic d;
+      d.code = std::string(code::kLaunchLds);
+      d.file = k->file;
+      d.kernel = k->name;
+      d.target = k->lds_target;
+      d.message = std::string(api) + " asks for " + std::to_string(k->static_lds) + " bytes of static + " +
+                  std::to_string(dynamic_lds) + " bytes of dynamic LDS = " + std::to_string(k->static_lds + dynamic_lds) +
+                  "; " + k->lds_target + " provides " + std::to_string(k->lds_limit) + " bytes per workgroup" +
+                  (strict ? "; strict mode: launch refused with hipErrorInvalidConfiguration" : "");
+      d.fix = "pass at most " + std::to_string(k->max_dynamic_lds) + " bytes of dynamic shared memory for this kernel";
+      d.value = k->static_lds + dynamic_lds;
+      d.limit = k->lds_limit;
+      report_once(d);
+    }
+    if (strict) {
+      k->blocked.fetch_add(1, std::memory_order_relaxed);
+      note_refused_launch(kHipErrorInvalidConfiguration);
+      return {Action::Refuse, kHipErrorInvalidConfiguration};
+    }
+  }
+  return {};
+} catch (...) {
+  return {};
+}
+
+// ---------------------------------------------------------------- report
+
+void Guard::write_report() try {
+  State& s = state();
+  if (s.config.report_path.empty()) return;
+  std::vector<const void*> shallow;  // the report covers every kernel: finish the deferred checks
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (const auto& [h, fb] : s.fatbins)
+      if (fb.shallow) shallow.push_back(h);
+  }
+  for (const void* h : shallow) deepen(h);
+  std::vector<FileReport> files;
+  RunInfo run;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.config.report_path.empty()) return;
+    std::map<std::string, size_t> by_origin;
+    auto add = [&](const ImageReport& img) {
+      auto [it, fresh] = by_origin.emplace(img.origin, files.size());
+      if (fresh) {
+        files.emplace_back();
+        files.back().path = img.origin;
+        files.back().hip = true;
+      }
+      files[it->second].images.push_back(img);
+    };
+    for (const auto& [h, fb] : s.fatbins) add(fb.report);
+    for (const auto& [m, mi] : s.modules)
+      for (const auto& img : mi.images) add(img);
+    for (const auto& img : s.unregistered) add(img);
+    run.program = self_exe();
+    run.pid = getpid();
+    run.mode = s.config.mode == Mode::Strict ? "strict" : s.config.mode == Mode::Off ? "off" : "warn";
+    run.target_source = s.config.target_source;
+    for (const auto& t : s.config.targets) run.devices.push_back(t.label());
+    for (const auto& k : s.kernels) {
+      if (k.findings().empty() && k.launches == 0) continue;
+      KernelRecord rec{k.name, k.file, k.launches.load(), k.blocked.load(), {}};
+      for (const auto& d : k.findings()) rec.codes.push_back(d.code);
+      run.kernels.push_back(std::move(rec));
+    }
+  }
+  const std::string& path = s.config.report_path;
+  bool xml = path.size() > 4 && path.compare(path.size() - 4, 4, ".xml") == 0;
+  std::string text = xml ? report_junit(files, s.config.targets) : report_json(files, s.config.targets, &run) + "\n";
+  // Never follow a symlink, never clobber a file another process wrote.
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  std::string used = path;
+  if (fd < 0 && errno == EEXIST) {
+    used = path + "." + std::to_string(getpid());
+    fd = open(used.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  }
+  if (fd < 0) {
+    log("warn", "cannot write report " + used + ": " + strerror(errno));
+    return;
+  }
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  s.config.report_path.clear();  // once
+  log("debug", "report written to " + used);
+} catch (...) {
+}
+
+}  // namespace hipguard

@@ -1,0 +1,182 @@
+#include "hipguard/report.h"
+
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace hipguard {
+namespace {
+
+llvm::json::Value diag_json(const Diagnostic& d) {
+  llvm::json::Object o{{"code", d.code},       {"severity", std::string(to_string(d.severity))},
+                       {"file", d.file},       {"entry", d.entry},
+                       {"kernel", d.kernel},   {"target", d.target},
+                       {"message", d.message}, {"fix", d.fix}};
+  if (d.value) o["value"] = static_cast<int64_t>(*d.value);
+  if (d.limit) o["limit"] = static_cast<int64_t>(*d.limit);
+  return o;
+}
+
+llvm::json::Value code_object_json(const CodeObjectSummary& c) {
+  llvm::json::Array kernels, devfns, orphans;
+  for (const auto& k : c.co.kernels) {
+    llvm::json::Object o{{"name", k.name},
+                         {"symbol", k.symbol},
+                         {"group_segment_fixed_size", static_cast<int64_t>(k.group_segment_fixed_size)},
+                         {"private_segment_fixed_size", static_cast<int64_t>(k.private_segment_fixed_size)},
+                         {"kernarg_segment_size", static_cast<int64_t>(k.kernarg_segment_size)},
+                         {"kernarg_segment_align", static_cast<int64_t>(k.kernarg_segment_align)},
+                         {"wavefront_size", static_cast<int64_t>(k.wavefront_size)},
+                         {"max_flat_workgroup_size", static_cast<int64_t>(k.max_flat_workgroup_size)},
+                         {"sgpr_count", static_cast<int64_t>(k.sgpr_count)},
+                         {"vgpr_count", static_cast<int64_t>(k.vgpr_count)},
+                         {"uses_dynamic_stack", k.uses_dynamic_stack},
+                         {"args", static_cast<int64_t>(k.args.size())}};
+    if (k.agpr_count) o["agpr_count"] = static_cast<int64_t>(*k.agpr_count);
+    if (k.descriptor)
+      o["descriptor"] = llvm::json::Object{
+          {"group_segment_fixed_size", static_cast<int64_t>(k.descriptor->group_segment_fixed_size)},
+          {"private_segment_fixed_size", static_cast<int64_t>(k.descriptor->private_segment_fixed_size)},
+          {"kernarg_size", static_cast<int64_t>(k.descriptor->kernarg_size)},
+          {"compute_pgm_rsrc1", static_cast<int64_t>(k.descriptor->compute_pgm_rsrc1)},
+          {"compute_pgm_rsrc2", static_cast<int64_t>(k.descriptor->compute_pgm_rsrc2)},
+          {"compute_pgm_rsrc3", static_cast<int64_t>(k.descriptor->compute_pgm_rsrc3)},
+          {"kernel_code_properties", static_cast<int64_t>(k.descriptor->kernel_code_properties)}};
+    kernels.push_back(std::move(o));
+  }
+  for (const auto& f : c.co.device_functions) devfns.push_back(f);
+  for (const auto& f : c.co.kernels_without_metadata) orphans.push_back(f);
+  return llvm::json::Object{{"entry", c.entry},
+                            {"target", describe_target(c.co)},
+                            {"e_flags", static_cast<int64_t>(c.co.e_flags)},
+                            {"code_object_version", static_cast<int64_t>(c.co.version)},
+                            {"size", static_cast<int64_t>(c.co.size)},
+                            {"kernels", std::move(kernels)},
+                            {"device_functions", std::move(devfns)},
+                            {"kernels_without_metadata", std::move(orphans)}};
+}
+
+}  // namespace
+
+std::string report_json(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets, const RunInfo* run) {
+  llvm::json::Array files;
+  for (const auto& r : reports) {
+    llvm::json::Array images, fdiags;
+    for (const auto& d : r.diagnostics) fdiags.push_back(diag_json(d));
+    for (const auto& img : r.images) {
+      llvm::json::Array verdicts, diags, cos, entries;
+      for (const auto& v : img.verdicts)
+        verdicts.push_back(llvm::json::Object{{"target", v.target.str()},
+                                              {"can_run", v.can_run},
+                                              {"selection", std::string(to_string(v.selection))},
+                                              {"selected", v.selected}});
+      for (const auto& d : img.diagnostics) diags.push_back(diag_json(d));
+      for (const auto& e : img.entries)
+        entries.push_back(llvm::json::Object{{"id", e.id},
+                                             {"offset", static_cast<int64_t>(e.offset)},
+                                             {"size", static_cast<int64_t>(e.size)}});
+      for (const auto& c : img.code_objects) cos.push_back(code_object_json(c));
+      llvm::json::Object image{{"location", img.location},
+                               {"kind", std::string(to_string(img.kind))},
+                               {"ok", img.ok()},
+                               {"entries", std::move(entries)},
+                               {"code_objects", std::move(cos)},
+                               {"verdicts", std::move(verdicts)},
+                               {"diagnostics", std::move(diags)}};
+      if (img.kind == PayloadKind::CompressedBundle) {
+        image["ccob_version"] = static_cast<int64_t>(img.ccob_version);
+        image["compression"] = img.ccob_method == 0 ? "zlib" : img.ccob_method == 1 ? "zstd" : "unknown";
+      }
+      images.push_back(std::move(image));
+    }
+    files.push_back(llvm::json::Object{
+        {"path", r.path}, {"ok", r.ok()}, {"images", std::move(images)}, {"diagnostics", std::move(fdiags)}});
+  }
+  llvm::json::Array tlist;
+  for (const auto& t : targets) tlist.push_back(t.str());
+  llvm::json::Object doc{{"schema", "hipguard-report/1"}, {"targets", std::move(tlist)}, {"files", std::move(files)}};
+  if (run) {
+    llvm::json::Array devices, kernels;
+    for (const auto& d : run->devices) devices.push_back(d);
+    for (const auto& k : run->kernels) {
+      llvm::json::Array codes;
+      for (const auto& c : k.codes) codes.push_back(c);
+      kernels.push_back(llvm::json::Object{{"name", k.name}, {"file", k.file}, {"launches", static_cast<int64_t>(k.launches)},
+                                           {"blocked", static_cast<int64_t>(k.blocked)}, {"findings", std::move(codes)}});
+    }
+    doc["run"] = llvm::json::Object{{"program", run->program}, {"pid", static_cast<int64_t>(run->pid)},
+                                    {"mode", run->mode}, {"target_source", run->target_source},
+                                    {"devices", std::move(devices)}, {"kernels", std::move(kernels)}};
+  }
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc)));
+  os.flush();
+  return out;
+}
+
+
+namespace {
+std::string xml_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') o += ' ';
+        else o += c;
+    }
+  }
+  return o;
+}
+}  // namespace
+
+std::string report_junit(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets) {
+  // One testsuite per target, one testcase per image; a failure per error diagnostic.
+  std::string body;
+  size_t tests = 0, failures = 0;
+  std::vector<TargetId> ts = targets;
+  bool structural = ts.empty();
+  if (structural) {
+    TargetId none;
+    none.processor = "structural";
+    ts.push_back(none);
+  }
+  for (size_t t = 0; t < ts.size(); ++t) {
+    std::string suite;
+    size_t st = 0, sf = 0;
+    for (const auto& r : reports) {
+      for (const auto& img : r.images) {
+        ++st;
+        std::string name = img.location.empty() ? img.origin : img.origin + " [" + img.location + "]";
+        std::string fails;
+        for (const auto& d : img.diagnostics) {
+          if (d.severity != Severity::Error) continue;
+          if (!structural && !d.target.empty() && d.target != ts[t].str()) continue;
+          fails += "<failure type=\"" + d.code + "\" message=\"" + xml_escape(d.message) + "\">" +
+                   xml_escape(format_line(d)) + "</failure>";
+        }
+        if (!fails.empty()) ++sf;
+        suite += "  <testcase classname=\"hipguard." + xml_escape(ts[t].str()) + "\" name=\"" + xml_escape(name) + "\">" +
+                 fails + "</testcase>\n";
+      }
+      for (const auto& d : r.diagnostics) {
+        if (d.severity != Severity::Error) continue;
+        ++st, ++sf;
+        suite += "  <testcase classname=\"hipguard." + xml_escape(ts[t].str()) + "\" name=\"" + xml_escape(r.path) +
+                 "\"><failure type=\"" + d.code + "\" message=\"" + xml_escape(d.message) + "\"/></testcase>\n";
+      }
+    }
+    tests += st;
+    failures += sf;
+    body += " <testsuite name=\"hipguard " + xml_escape(ts[t].str()) + "\" tests=\"" + std::to_string(st) +
+            "\" failures=\"" + std::to_string(sf) + "\">\n" + suite + " </testsuite>\n";
+  }
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"" + std::to_string(tests) + "\" failures=\"" +
+         std::to_string(failures) + "\">\n" + body + "</testsuites>\n";
+}
+
+}  // namespace hipguard
