@@ -1,0 +1,50 @@
+// A kernel with 48 KiB of static LDS plus dynamic LDS given on the command line:
+// 48 KiB + 20000 bytes exceeds a 64 KiB GPU, which the ROCm runtime never checks
+// (it compares only the dynamic part with the limit). Also asks the runtime for
+// the kernel with hipGetFuncBySymbol when the runtime has it (ROCm >= 6.2).
+#include <dlfcn.h>
+#include <hip/hip_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+__global__ void lds_static_and_dynamic(float* out) {
+  __shared__ float tile[12 * 1024];  // 48 KiB static
+  extern __shared__ float dyn[];
+  for (int i = threadIdx.x; i < 12 * 1024; i += blockDim.x) tile[i] = out[i];
+  __syncthreads();
+  dyn[threadIdx.x] = tile[(threadIdx.x * 193) % (12 * 1024)];
+  __syncthreads();
+  out[threadIdx.x] = dyn[(threadIdx.x + 1) % blockDim.x];
+}
+
+int main(int argc, char** argv) {
+  size_t dynamic = argc > 1 ? strtoul(argv[1], nullptr, 10) : 0;
+  using GetFuncBySymbol = hipError_t (*)(hipFunction_t*, const void*);
+  if (auto get = reinterpret_cast<GetFuncBySymbol>(dlsym(RTLD_DEFAULT, "hipGetFuncBySymbol"))) {
+    hipFunction_t f = nullptr;
+    hipError_t e = get(&f, reinterpret_cast<const void*>(lds_static_and_dynamic));
+    printf("hipGetFuncBySymbol: %d (%s)\n", static_cast<int>(e), hipGetErrorName(e));
+  }
+  float* d = nullptr;
+  hipError_t e = hipMalloc(&d, 12 * 1024 * sizeof(float));
+  printf("hipMalloc: %d (%s)\n", static_cast<int>(e), hipGetErrorName(e));
+  // hipLaunchKernelExC (ROCm >= 6.5; not in the 5.2 headers): config layout as cudaLaunchConfig_t.
+  struct LaunchConfig {
+    dim3 grid, block;
+    size_t dynamic_smem;
+    hipStream_t stream;
+    void* attrs;
+    unsigned int num_attrs;
+  } config{dim3(1), dim3(64), dynamic, nullptr, nullptr, 0};
+  using LaunchExC = hipError_t (*)(const LaunchConfig*, const void*, void**);
+  if (auto ex = reinterpret_cast<LaunchExC>(dlsym(RTLD_DEFAULT, "hipLaunchKernelExC"))) {
+    void* args[] = {&d};
+    e = ex(&config, reinterpret_cast<const void*>(lds_static_and_dynamic), args);
+    printf("hipLaunchKernelExC(dynamic LDS %zu): %d (%s)\n", dynamic, static_cast<int>(e), hipGetErrorName(e));
+  }
+  hipLaunchKernelGGL(lds_static_and_dynamic, dim3(1), dim3(64), dynamic, 0, d);
+  e = hipGetLastError();
+  printf("hipLaunchKernel(dynamic LDS %zu): %d (%s)\n", dynamic, static_cast<int>(e), hipGetErrorName(e));
+  return 0;
+}

@@ -1,0 +1,169 @@
+// Compressed offload bundles ("CCOB"), written here from a hipcc-built bundle
+// following clang's OffloadBundler (CompressedOffloadBundle): "CCOB", u16
+// version, u16 method (0 zlib, 1 zstd), then v1: u32 uncompressed size;
+// v2: u32 total, u32 uncompressed; v3: u64 total, u64 uncompressed; u64 hash;
+// payload. Compressed with zlib / libzstd directly, independently of hipguard.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "hipguard/check.h"
+#include "check_util.h"
+
+using namespace hipguard;
+
+namespace {
+
+using namespace checks;
+
+template <class T>
+void put(std::vector<uint8_t>& v, T x) {
+  for (size_t i = 0; i < sizeof(T); ++i) v.push_back(static_cast<uint8_t>(uint64_t(x) >> (8 * i)));
+}
+
+std::vector<uint8_t> compress(const std::vector<uint8_t>& in, int method) {
+  std::vector<uint8_t> out;
+  if (method == 0) {
+    uLongf n = compressBound(in.size());
+    out.resize(n);
+    EXPECT_EQ(compress2(out.data(), &n, in.data(), in.size(), 6), Z_OK);
+    out.resize(n);
+  } else {
+    ZSTD_CCtx* c = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 3);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_enableLongDistanceMatching, 1);  // as OffloadBundler does
+    out.resize(ZSTD_compressBound(in.size()));
+    size_t n = ZSTD_compress2(c, out.data(), out.size(), in.data(), in.size());
+    EXPECT_FALSE(ZSTD_isError(n));
+    out.resize(n);
+    ZSTD_freeCCtx(c);
+  }
+  return out;
+}
+
+std::vector<uint8_t> make_ccob(const std::vector<uint8_t>& bundle, int version, int method) {
+  std::vector<uint8_t> payload = compress(bundle, method);
+  std::vector<uint8_t> out = {'C', 'C', 'O', 'B'};
+  put<uint16_t>(out, version);
+  put<uint16_t>(out, method);
+  size_t header = version == 1 ? 20 : version == 2 ? 24 : 32;
+  if (version == 1) put<uint32_t>(out, bundle.size());
+  if (version == 2) {
+    put<uint32_t>(out, header + payload.size());
+    put<uint32_t>(out, bundle.size());
+  }
+  if (version == 3) {
+    put<uint64_t>(out, header + payload.size());
+    put<uint64_t>(out, bundle.size());
+  }
+  put<uint64_t>(out, 0x1234567890abcdefull);  // hash: not verified by the runtime either
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+class Ccob : public ::testing::TestWithParam<std::tuple<int, int>> {
+ protected:
+  void SetUp() override {
+    if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb"))
+      GTEST_SKIP() << "hipcc test apps not built";
+    plain_ = read_file(kApps + "/vector_add_multi.hipfb");
+  }
+  std::vector<uint8_t> plain_;
+};
+
+}  // namespace
+
+TEST_P(Ccob, TableFromAPrefixEntriesOnDemand) {
+  auto [version, method] = GetParam();
+  auto ccob = make_ccob(plain_, version, method);
+  auto ref = parse_bundle(Bytes(plain_.data(), plain_.size()));
+  ASSERT_TRUE(ref);
+  auto b = parse_bundle(Bytes(ccob.data(), ccob.size()));
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_TRUE(b->compressed);
+  EXPECT_EQ(b->ccob_version, version);
+  EXPECT_EQ(b->ccob_method, method);
+  EXPECT_EQ(b->encoded_size, ccob.size());
+  ASSERT_EQ(b->entries.size(), ref->entries.size());
+  for (size_t i = 0; i < ref->entries.size(); ++i) {
+    EXPECT_EQ(b->entries[i].id, ref->entries[i].id);
+    EXPECT_EQ(b->entries[i].offset, ref->entries[i].offset);
+    EXPECT_EQ(b->entries[i].size, ref->entries[i].size);
+  }
+  // Only the prefix holding the table was decoded.
+  EXPECT_LT(b->storage.size(), plain_.size());
+  EXPECT_GE(b->storage.size(), b->table_size);
+  // Extracting the last entry decodes up to its end and yields the same bytes.
+  const BundleEntry& last = b->entries.back();
+  Bytes got = entry_bytes(*b, Bytes(ccob.data(), ccob.size()), last);
+  Bytes want = entry_bytes(*ref, Bytes(plain_.data(), plain_.size()), ref->entries.back());
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin()));
+  // Selection through the compressed bundle is the same as through the plain one.
+  auto t = parse_target("gfx90a", nullptr);
+  ImageReport r = check_image(Bytes(ccob.data(), ccob.size()), "x.ccob", {*t});
+  EXPECT_EQ(r.kind, PayloadKind::CompressedBundle);
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.verdicts[0].selected, "hipv4-amdgcn-amd-amdhsa--gfx90a");
+  EXPECT_EQ(r.verdicts[0].kernels, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVersionsAndMethods, Ccob,
+                         ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Values(0, 1)),
+                         [](const auto& info) {
+                           return "v" + std::to_string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_zstd" : "_zlib");
+                         });
+
+TEST_F(Ccob, BadHeadersAndPayloadsAreHG105) {
+  auto good = make_ccob(plain_, 3, 1);
+  auto expect_hg105 = [](std::vector<uint8_t> v, const char* what) {
+    auto b = parse_bundle(Bytes(v.data(), v.size()));
+    ASSERT_FALSE(b) << what;
+    EXPECT_EQ(b.error().code, "HG105") << what;
+  };
+  auto v = good;
+  v[4] = 9;  // version 9
+  expect_hg105(v, "unknown version");
+  v = good;
+  v[6] = 2;  // method 2
+  expect_hg105(v, "unknown method");
+  v = good;
+  v[8] = 0xff, v[9] = 0xff, v[10] = 0xff;  // total size beyond the buffer
+  expect_hg105(v, "total size");
+  v = good;
+  v[16 + 7] = 0x10;  // uncompressed size of ~1 EiB, over the cap
+  expect_hg105(v, "uncompressed size cap");
+  v = good;
+  for (size_t i = 40; i < v.size(); ++i) v[i] ^= 0x5a;  // corrupt payload
+  expect_hg105(v, "corrupt payload");
+  v = std::vector<uint8_t>(good.begin(), good.begin() + 14);
+  expect_hg105(v, "truncated header");
+}
+
+// fuzz_bundle finding (out of memory): a v1 header claiming ~4 GiB of
+// uncompressed data in front of a small stream. Decoding must grow with what
+// the stream yields, not allocate what the header claims.
+TEST_F(Ccob, HugeClaimedSizeCostsOnlyWhatTheStreamYields) {
+  auto v = make_ccob(plain_, 1, 0);
+  uint32_t claim = 0xffff0000u;
+  std::memcpy(v.data() + 8, &claim, 4);
+  auto b = parse_bundle(Bytes(v.data(), v.size()));
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_EQ(b->uncompressed_size, claim);
+  Bytes last = entry_bytes(*b, Bytes(v.data(), v.size()), b->entries.back());
+  EXPECT_FALSE(last.empty()) << "the entries the stream does hold are still readable";
+  EXPECT_LT(b->storage.capacity(), size_t{1} << 20) << "memory follows the stream, not the header";
+  // Asking for bytes past the end of the stream fails cleanly.
+  BundleEntry beyond = b->entries.back();
+  beyond.offset = claim - 16;
+  beyond.size = 16;
+  EXPECT_TRUE(entry_bytes(*b, Bytes(v.data(), v.size()), beyond).empty());
+  EXPECT_LT(b->storage.capacity(), size_t{1} << 20);
+}

@@ -1,0 +1,81 @@
+// The registration probe and the launch gate through the Guard API, with the
+// runtime's lookup functions replaced by fakes: covers the hipFuncGetAttributes
+// fallback (runtimes before ROCm 6.2 have no hipGetFuncBySymbol) and a runtime
+// without a GPU, which no test program can show here.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <vector>
+
+#include "hipguard/guard.h"
+#include "check_util.h"
+
+using namespace hipguard;
+
+namespace {
+
+using checks::kApps;
+int g_attr_result = 0;
+int g_attr_calls = 0;
+int fake_func_get_attributes(void*, const void*) {
+  ++g_attr_calls;
+  return g_attr_result;
+}
+
+class GuardProbe : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { checks::configure_guard_for_tests(); }
+};
+
+}  // namespace
+
+TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
+  std::string path = kApps + "/vector_add_gfx90a.hipfb";
+  if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
+  std::vector<uint8_t> bundle = checks::read_file(path);
+  FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
+  static int handle_a, handle_b, host_a, host_b;  // stand-ins for the runtime's handle and the kernel stubs
+  Guard& g = Guard::get();
+
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(g.on_register_fatbin(&w).action, Action::Exit) << "gfx90a-only code on gfx942, strict mode";
+  g.on_registered_fatbin(&handle_a);
+  g.on_register_function(&handle_a, &host_a, "_Z10vector_addPKfS0_Pfi");
+  ProbeFunctions fns;
+  fns.func_get_attributes = fake_func_get_attributes;  // no hipGetFuncBySymbol
+  g.set_probe_functions(fns);
+  g_attr_result = 98;  // the runtime rejects the kernel
+  EXPECT_TRUE(launch_needs_check(0)) << "a kernel with findings: launches take the slow path";
+  Verdict v = g.on_launch(&host_a, 0, "hipLaunchKernel");
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(g_attr_calls, 1);
+  EXPECT_NE(err.find("HG501"), std::string::npos) << err;
+  EXPECT_NE(err.find("hipFuncGetAttributes returned hipError_t 98"), std::string::npos) << err;
+  EXPECT_NE(err.find("HG502"), std::string::npos) << err;
+  EXPECT_EQ(v.action, Action::Refuse);
+  EXPECT_EQ(v.hip_error, kHipErrorInvalidDeviceFunction);
+  EXPECT_EQ(refused_launch_error(/*clear=*/true), kHipErrorInvalidDeviceFunction) << "hipGetLastError reports it";
+  EXPECT_EQ(refused_launch_error(/*clear=*/true), 0);
+
+  // A second library registered later is probed too; a runtime without a GPU switches the probe off.
+  testing::internal::CaptureStderr();
+  g.on_register_fatbin(&w);
+  g.on_registered_fatbin(&handle_b);
+  g.on_register_function(&handle_b, &host_b, "_Z10vector_addPKfS0_Pfi");
+  g_attr_result = 101;  // hipErrorInvalidDevice
+  g.on_launch(&host_b, 0, "hipLaunchKernel");
+  g_attr_result = 98;
+  g.on_register_fatbin(&w);
+  g.on_registered_fatbin(&handle_a);
+  g.on_register_function(&handle_a, &host_a, "_Z10vector_addPKfS0_Pfi");
+  g.on_launch(&host_a, 0, "hipLaunchKernel");
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(g_attr_calls, 2) << "probed once more (library b), then off for good";
+  EXPECT_EQ(err.find("HG501"), std::string::npos) << err;
+  // Unregistering forgets the kernel: its host address may be reused.
+  g.on_unregister_fatbin(&handle_a);
+  EXPECT_EQ(g.on_launch(&host_a, 0, "hipLaunchKernel").action, Action::Forward);
+  refused_launch_error(true);
+}

@@ -1,0 +1,182 @@
+// Code-object selection rules, on bundles assembled here from real code
+// objects (hipcc output and the corpus) in the layout OffloadBundler writes:
+// magic, u64 count, {u64 offset, u64 size, u64 id length, id}..., payloads.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hipguard/check.h"
+#include "check_util.h"
+
+using namespace hipguard;
+
+namespace {
+
+using namespace checks;
+
+void put64(std::vector<uint8_t>& v, uint64_t x) {
+  for (int i = 0; i < 8; ++i) v.push_back(static_cast<uint8_t>(x >> (8 * i)));
+}
+
+using Entry = std::pair<std::string, std::vector<uint8_t>>;
+
+std::vector<uint8_t> make_bundle(const std::vector<Entry>& entries) {
+  size_t table = 32;
+  for (const auto& e : entries) table += 24 + e.first.size();
+  std::vector<uint64_t> offsets;
+  uint64_t pos = (table + 4095) / 4096 * 4096;  // -bundle-align=4096, as the HIP driver passes
+  for (const auto& e : entries) {
+    offsets.push_back(pos);
+    pos = (pos + e.second.size() + 4095) / 4096 * 4096;
+  }
+  std::vector<uint8_t> out(kBundleMagic.begin(), kBundleMagic.end());
+  put64(out, entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    put64(out, offsets[i]);
+    put64(out, entries[i].second.size());
+    put64(out, entries[i].first.size());
+    out.insert(out.end(), entries[i].first.begin(), entries[i].first.end());
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    out.resize(offsets[i], 0);
+    out.insert(out.end(), entries[i].second.begin(), entries[i].second.end());
+  }
+  return out;
+}
+
+TargetVerdict verdict(const std::vector<uint8_t>& data, const std::string& target, ImageReport* out = nullptr) {
+  std::string err;
+  auto t = parse_target(target, &err);
+  EXPECT_TRUE(t) << err;
+  ImageReport r = check_image(Bytes(data.data(), data.size()), "bundle", {*t});
+  TargetVerdict v = r.verdicts.at(0);
+  if (out) *out = std::move(r);
+  return v;
+}
+
+bool has_code(const ImageReport& r, std::string_view c) {
+  for (const auto& d : r.diagnostics)
+    if (d.code == c) return true;
+  return false;
+}
+
+const std::string kHip = "hipv4-amdgcn-amd-amdhsa--";
+
+}  // namespace
+
+TEST(Selection, FirstCompatibleEntryInFileOrderWins) {
+  if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb")) GTEST_SKIP() << "hipcc test apps not built";
+  auto any = app_code_object("vector_add_multi.hipfb", "gfx90a");
+  ASSERT_FALSE(any.empty());
+  // Same code object under two IDs; the device matches both. CLR/comgr take the first in file order.
+  auto b1 = make_bundle({{"host-x86_64-unknown-linux-gnu", {}}, {kHip + "gfx90a", any}, {kHip + "gfx90a:xnack-", any}});
+  auto v1 = verdict(b1, "gfx90a:sramecc+:xnack-");
+  EXPECT_EQ(v1.selected, kHip + "gfx90a");
+  EXPECT_EQ(v1.selection, Selection::Native);
+  auto b2 = make_bundle({{kHip + "gfx90a:xnack-", any}, {kHip + "gfx90a", any}});
+  EXPECT_EQ(verdict(b2, "gfx90a:sramecc+:xnack-").selected, kHip + "gfx90a:xnack-");
+  // An xnack+ device skips the xnack- entry and takes the unspecified one.
+  EXPECT_EQ(verdict(b2, "gfx90a:xnack+").selected, kHip + "gfx90a");
+}
+
+TEST(Selection, FeatureMismatchNamesTheSettingAndTheWorkaround) {
+  if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb")) GTEST_SKIP() << "hipcc test apps not built";
+  auto co = app_code_object("vector_add_multi.hipfb", "gfx90a");
+  ASSERT_FALSE(co.empty());
+  auto b = make_bundle({{kHip + "gfx90a:sramecc-:xnack+", co}});
+  ImageReport r;
+  auto v = verdict(b, "gfx90a:sramecc-:xnack-", &r);
+  EXPECT_EQ(v.selection, Selection::None);
+  EXPECT_FALSE(v.can_run);
+  ASSERT_TRUE(has_code(r, "HG203"));
+  for (const auto& d : r.diagnostics)
+    if (d.code == "HG203") {
+      EXPECT_NE(d.message.find("xnack+"), std::string::npos);
+      EXPECT_NE(d.fix.find("HSA_XNACK=1"), std::string::npos);
+    }
+  // sramecc cannot be switched at run time: no HSA_XNACK advice for it.
+  auto b2 = make_bundle({{kHip + "gfx90a:sramecc+", co}});
+  ImageReport r2;
+  verdict(b2, "gfx90a:sramecc-:xnack-", &r2);
+  ASSERT_TRUE(has_code(r2, "HG203"));
+  for (const auto& d : r2.diagnostics)
+    if (d.code == "HG203") EXPECT_EQ(d.fix.find("HSA_XNACK"), std::string::npos) << d.fix;
+}
+
+TEST(Selection, NativeBeatsGenericAndGenericIsTheFallback) {
+  std::string path = kCorpus + "/gfx942_fmha_v3_fwd_MI300_fwd_hd128_bf16_causal_rtne.co";  // code object v6
+  if (!exists(path)) GTEST_SKIP() << "corpus not found at " << kCorpus;
+  auto native = read_file(path);
+  ASSERT_EQ(native[8], 4) << "EI_ABIVERSION 4 = code object v6";
+  // The same object re-labelled gfx9-4-generic, generic version 1 (e_flags bits 0-7 and 24-31).
+  auto generic = native;
+  generic[48] = 0x5f;
+  generic[51] = 1;
+  auto b = make_bundle({{kHip + "gfx9-4-generic", generic}, {kHip + "gfx942", native}});
+  auto v = verdict(b, "gfx942:sramecc+:xnack-");
+  EXPECT_EQ(v.selection, Selection::Native) << "native beats generic even when generic comes first";
+  EXPECT_EQ(v.selected, kHip + "gfx942");
+  // gfx950 is a member of gfx9-4-generic: it falls back to the generic entry.
+  ImageReport r;
+  auto g = verdict(b, "gfx950", &r);
+  EXPECT_EQ(g.selection, Selection::Generic);
+  EXPECT_EQ(g.selected, kHip + "gfx9-4-generic");
+  EXPECT_TRUE(g.can_run);
+  // gfx90a has no generic family: nothing fits.
+  EXPECT_EQ(verdict(b, "gfx90a").selection, Selection::None);
+  // A generic object with generic version 0 is refused by the loader.
+  generic[51] = 0;
+  auto b0 = make_bundle({{kHip + "gfx9-4-generic", generic}});
+  ImageReport r0;
+  auto v0 = verdict(b0, "gfx950", &r0);
+  EXPECT_FALSE(v0.can_run);
+  EXPECT_TRUE(has_code(r0, "HG205"));
+}
+
+TEST(Selection, IsaCompatibleSiblingSuggestsOverrideAsWorkaround) {
+  if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb")) GTEST_SKIP() << "hipcc test apps not built";
+  auto co = app_code_object("vector_add_multi.hipfb", "gfx1030");
+  ASSERT_FALSE(co.empty());
+  auto b = make_bundle({{kHip + "gfx1030", co}});
+  ImageReport r;
+  verdict(b, "gfx1031", &r);
+  ASSERT_TRUE(has_code(r, "HG201"));
+  for (const auto& d : r.diagnostics)
+    if (d.code == "HG201") {
+      EXPECT_NE(d.fix.find("HSA_OVERRIDE_GFX_VERSION=10.3.0"), std::string::npos) << d.fix;
+      EXPECT_NE(d.message.find("(nearest: gfx1030)"), std::string::npos) << d.message;
+    }
+  // No such advice across families (gfx942 device, gfx1030 code).
+  ImageReport r2;
+  verdict(b, "gfx942", &r2);
+  for (const auto& d : r2.diagnostics) EXPECT_EQ(d.fix.find("HSA_OVERRIDE_GFX_VERSION"), std::string::npos);
+}
+
+TEST(Selection, SpirvEntryIsTheLastResort) {
+  if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb")) GTEST_SKIP() << "hipcc test apps not built";
+  auto co = app_code_object("vector_add_multi.hipfb", "gfx90a");
+  std::vector<uint8_t> spirv = {0x03, 0x02, 0x23, 0x07};  // SPIR-V magic; never parsed as a code object
+  auto b = make_bundle({{"hipv4-spirv64-amd-amdhsa--amdgcnspirv", spirv}, {kHip + "gfx90a", co}});
+  EXPECT_EQ(verdict(b, "gfx90a").selection, Selection::Native);
+  ImageReport r;
+  auto v = verdict(b, "gfx942", &r);
+  EXPECT_EQ(v.selection, Selection::Spirv);
+  EXPECT_EQ(v.selected, "hipv4-spirv64-amd-amdhsa--amdgcnspirv");
+  EXPECT_TRUE(has_code(r, "HG207"));
+  EXPECT_FALSE(has_code(r, "HG201"));
+}
+
+TEST(Selection, OpenmpAndHostEntriesAreNotHipCandidates) {
+  if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb")) GTEST_SKIP() << "hipcc test apps not built";
+  auto co = app_code_object("vector_add_multi.hipfb", "gfx90a");
+  auto b = make_bundle({{"openmp-amdgcn-amd-amdhsa--gfx90a", co}, {"host-x86_64-unknown-linux-gnu", {}}});
+  ImageReport r;
+  auto v = verdict(b, "gfx90a", &r);
+  EXPECT_EQ(v.selection, Selection::None) << "the uncompressed path (comgr lookup) only takes hip/hipv4 entries";
+  EXPECT_TRUE(has_code(r, "HG201"));
+}

@@ -1,0 +1,180 @@
+// The hipguard CLI, run as a process: exit status (0 all can run, 1 problems,
+// 2 usage error), per-target verdicts in the table and in --json, on the AITER
+// corpus. Expected verdicts follow from the file names (gfx942_* / gfx950_* /
+// gfx1250_* are built for that processor, checked with llvm-readelf e_flags) and
+// the LDS table read with llvm-readelf (corpus_facts.h).
+#include <llvm/Support/JSON.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include "corpus_facts.h"
+#include "test_util.h"
+
+using namespace hgtest;
+
+namespace {
+
+struct CliRun {
+  int status = -1;  // exit status, -1 if the process did not exit normally
+  std::string out;  // stdout (stderr goes to the test log)
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+CliRun run_cli(const std::vector<std::string>& args) {
+  std::string cmd = quote(HIPGUARD_CLI);
+  for (const auto& a : args) cmd += " " + quote(a);
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string prefix_of(const std::string& path) {
+  std::string name = fs::path(path).filename().string();
+  return name.substr(0, name.find('_'));
+}
+
+}  // namespace
+
+TEST(Cli, CorpusAgainstGfx942AndMi355xJson) {
+  HG_REQUIRE_CORPUS();
+  CliRun r = run_cli({"check", "--target", "gfx942", "--target", "mi355x", "--json", corpus_dir().string()});
+  EXPECT_EQ(r.status, 1) << "some objects cannot run: exit 1";
+  auto doc = llvm::json::parse(r.out);
+  ASSERT_TRUE(bool(doc)) << llvm::toString(doc.takeError()) << "\n" << r.out.substr(0, 2000);
+  const auto* root = doc->getAsObject();
+  ASSERT_NE(root, nullptr);
+  const auto* targets = root->getArray("targets");
+  ASSERT_NE(targets, nullptr);
+  ASSERT_EQ(targets->size(), 2u);
+  EXPECT_EQ((*targets)[0].getAsString(), "gfx942");
+  EXPECT_EQ((*targets)[1].getAsString(), "gfx950");
+  const auto* files = root->getArray("files");
+  ASSERT_NE(files, nullptr);
+  ASSERT_EQ(files->size(), 42u) << "LICENSE and MANIFEST.tsv inside the directory are skipped";
+
+  std::map<std::string, int> runnable;  // per target
+  size_t hg301_gfx942 = 0;
+  for (const auto& fv : *files) {
+    const auto* f = fv.getAsObject();
+    ASSERT_NE(f, nullptr);
+    std::string path = f->getString("path").value_or("").str();
+    std::string prefix = prefix_of(path);
+    SCOPED_TRACE(path);
+    const auto* images = f->getArray("images");
+    ASSERT_TRUE(images && images->size() == 1);
+    const auto* img = (*images)[0].getAsObject();
+    const auto* verdicts = img->getArray("verdicts");
+    ASSERT_TRUE(verdicts && verdicts->size() == 2);
+    auto can_run = [&](size_t i) { return (*verdicts)[i].getAsObject()->getBoolean("can_run").value_or(false); };
+    EXPECT_EQ(can_run(0), prefix == "gfx942");
+    EXPECT_EQ(can_run(1), prefix == "gfx950");
+    runnable["gfx942"] += can_run(0);
+    runnable["gfx950"] += can_run(1);
+    EXPECT_EQ(f->getBoolean("ok").value_or(true), false) << "no file runs on both targets";
+
+    uint64_t lds = kCorpusLds.at(fs::path(path).filename().string());
+    bool seen_hg301_942 = false, seen_hg202_942 = false;
+    for (const auto& dv : *img->getArray("diagnostics")) {
+      const auto* d = dv.getAsObject();
+      std::string code = d->getString("code").value_or("").str();
+      std::string target = d->getString("target").value_or("").str();
+      if (code == "HG301" && target == "gfx942") {
+        seen_hg301_942 = true;
+        ++hg301_gfx942;
+        EXPECT_EQ(d->getInteger("value"), static_cast<int64_t>(lds));
+        EXPECT_EQ(d->getInteger("limit"), 65536);
+        EXPECT_FALSE(d->getString("kernel").value_or("").empty());
+      }
+      if (code == "HG202" && target == "gfx942") seen_hg202_942 = true;
+    }
+    EXPECT_EQ(seen_hg301_942, lds > 65536) << "LDS " << lds;
+    EXPECT_EQ(seen_hg202_942, prefix != "gfx942");
+  }
+  EXPECT_EQ(runnable["gfx942"], 19);
+  EXPECT_EQ(runnable["gfx950"], 19);
+  EXPECT_EQ(hg301_gfx942, 12u + 4u) << "12 gfx950 objects over 64 KiB, and the 4 gfx1250 ones (320 KiB)";
+}
+
+TEST(Cli, CorpusTable) {
+  HG_REQUIRE_CORPUS();
+  CliRun r = run_cli({"check", "--target", "gfx942", "--target", "mi355x", corpus_dir().string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("target gfx942\n"), std::string::npos) << r.out.substr(0, 500);
+  EXPECT_NE(r.out.find("target gfx950 (mi355x)"), std::string::npos);
+  EXPECT_NE(r.out.find("19 of 42 can run on gfx942"), std::string::npos);
+  EXPECT_NE(r.out.find("19 of 42 can run on gfx950"), std::string::npos);
+  // One diagnostic line per finding, e.g. the 66048-byte kernel on gfx942.
+  EXPECT_NE(r.out.find("error HG301 [gfx942]"), std::string::npos);
+  size_t pos = r.out.find("gfx950_fmha_v4_fwd_fwd_hd128_f4f4.co");
+  ASSERT_NE(pos, std::string::npos);
+  bool found = false;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("HG301") != std::string::npos && line.find("fmha_v4_fwd_fwd_hd128_f4f4") != std::string::npos) {
+      found = true;
+      EXPECT_NE(line.find("66048"), std::string::npos) << line;
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(Cli, PassingCaseExitsZero) {
+  HG_REQUIRE_CORPUS();
+  std::vector<std::string> args = {"check", "--target", "gfx942"};
+  for (const auto& f : corpus_files("gfx942_")) args.push_back(f.string());
+  CliRun r = run_cli(args);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("19 of 19 can run on gfx942"), std::string::npos) << r.out;
+  CliRun gfx950 = run_cli({"check", "--target=mi355x",
+                         (corpus_dir() / "gfx950_f4gemm_f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256.co").string()});
+  EXPECT_EQ(gfx950.status, 0) << gfx950.out;
+}
+
+TEST(Cli, StructuralOnlyWithoutTarget) {
+  HG_REQUIRE_CORPUS();
+  CliRun r = run_cli({"check", corpus_dir().string()});
+  EXPECT_EQ(r.status, 0) << r.out;
+}
+
+TEST(Cli, HipccProgram) {
+  HG_REQUIRE_APP(path, "vector_add_multi");
+  CliRun ok = run_cli({"check", "--target", "gfx90a", path});
+  EXPECT_EQ(ok.status, 0) << ok.out;
+  EXPECT_NE(ok.out.find("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-"), std::string::npos) << ok.out;
+  CliRun bad = run_cli({"check", "--target", "mi300x", path});
+  EXPECT_EQ(bad.status, 1) << bad.out;
+  EXPECT_NE(bad.out.find("HG201"), std::string::npos) << bad.out;
+}
+
+TEST(Cli, MissingPathIsHG101) {
+  CliRun r = run_cli({"check", "--target", "gfx942", "/nonexistent/hipguard.co"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("HG101"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  HG_REQUIRE_CORPUS();
+  std::string f = (corpus_dir() / "gfx942_pa_a16w8_f16.co").string();
+  EXPECT_EQ(run_cli({"check", "--target", "gfx9999", f}).status, 2) << "bad target";
+  EXPECT_EQ(run_cli({"check", "--target", "gfx942:xnack", f}).status, 2) << "bad feature";
+  EXPECT_EQ(run_cli({"check", "--target=mi999", f}).status, 2) << "bad product name";
+  EXPECT_EQ(run_cli({"check", "--target", "gfx942"}).status, 2) << "no path";
+  EXPECT_EQ(run_cli({"check"}).status, 2) << "no path, no target";
+  EXPECT_EQ(run_cli({"check", "--frobnicate", f}).status, 2) << "unknown option";
+  EXPECT_EQ(run_cli({"check", f, "--target"}).status, 2) << "--target without a value";
+  EXPECT_EQ(run_cli({}).status, 2) << "no command";
+  EXPECT_EQ(run_cli({"frobnicate"}).status, 2) << "unknown command";
+  EXPECT_EQ(run_cli({"--help"}).status, 0);
+}

@@ -1,0 +1,15 @@
+// parse_bundle on arbitrary bytes: uncompressed offload bundles and CCOB
+// headers/streams (seeded with real .hipfb bundles and their CCOB forms).
+#include "fuzz_common.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  hipguard::Bytes bytes(data, size);
+  hipguard::classify(bytes);
+  hipguard::Result<hipguard::Bundle> b = hipguard::parse_bundle(bytes);
+  if (b) {
+    hgfuzz::check_bundle(*b, bytes);
+  } else {
+    HG_FUZZ_CHECK(b.error().code == "HG104" || b.error().code == "HG105");
+  }
+  return 0;
+}

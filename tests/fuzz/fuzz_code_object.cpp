@@ -1,0 +1,19 @@
+// parse_code_object on arbitrary bytes (seeded with the AITER .co files and the
+// code objects inside the hipcc-built bundles).
+#include "fuzz_common.h"
+#include "hipguard/code_object.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  hipguard::Bytes bytes(data, size);
+  hipguard::Result<hipguard::CodeObject> co = hipguard::parse_code_object(bytes);
+  if (co) {
+    HG_FUZZ_CHECK(co->processor != nullptr);
+    std::string d = hipguard::describe_target(*co);
+    HG_FUZZ_CHECK(!d.empty());
+    for (const auto& i : co->issues) HG_FUZZ_CHECK(hipguard::find_code(i.code) != nullptr);
+    for (const auto& k : co->kernels) HG_FUZZ_CHECK(k.args.size() < size + 1);
+  } else {
+    HG_FUZZ_CHECK(co.error().code == "HG106" || co.error().code == "HG108");
+  }
+  return 0;
+}

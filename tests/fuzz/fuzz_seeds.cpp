@@ -1,0 +1,160 @@
+// Builds the seed corpora for the fuzz targets from real inputs:
+//   fuzz_seeds OUT_DIR FILE...
+// FILE may be a raw code object (.co), an offload bundle (.hipfb), a compressed
+// bundle, or a .hip_fatbin section dumped by objcopy (several bundles back to
+// back). Seeds go to OUT_DIR/<target>/<hash>; each target gets what it parses:
+// bundles and their CCOB forms, the code objects inside, entry IDs, target IDs.
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/Support/Compression.h>
+#include <llvm/Support/Error.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "hipguard/bundle.h"
+#include "hipguard/code_object.h"
+
+namespace fs = std::filesystem;
+using ByteVec = std::vector<uint8_t>;
+
+namespace {
+
+fs::path g_out;
+size_t g_written = 0;
+
+void seed(const std::string& target, const void* p, size_t n) {
+  std::string_view v(static_cast<const char*>(p), n);
+  char name[32];
+  std::snprintf(name, sizeof name, "%016zx", std::hash<std::string_view>{}(v));
+  fs::path dir = g_out / target;
+  fs::create_directories(dir);
+  fs::path f = dir / name;
+  if (fs::exists(f)) return;
+  std::ofstream(f, std::ios::binary).write(v.data(), v.size());
+  ++g_written;
+}
+void seed(const std::string& target, const ByteVec& v) { seed(target, v.data(), v.size()); }
+void seed(const std::string& target, std::string_view s) { seed(target, s.data(), s.size()); }
+
+template <class T>
+void put(ByteVec& v, T x) {
+  uint8_t b[sizeof(T)];
+  std::memcpy(b, &x, sizeof(T));
+  v.insert(v.end(), b, b + sizeof(T));
+}
+
+// CCOB of `bundle` (header layout: shared reference hip-fatbin-and-selection.md §3).
+ByteVec ccob(const ByteVec& bundle, uint16_t version, llvm::compression::Format format) {
+  ByteVec packed;
+  llvm::SmallVector<uint8_t, 0> out;
+  llvm::compression::compress(format, llvm::ArrayRef<uint8_t>(bundle), out);
+  uint16_t method = format == llvm::compression::Format::Zstd ? 1 : 0;
+  uint64_t header = version == 1 ? 20 : version == 2 ? 24 : 32;
+  ByteVec v = {'C', 'C', 'O', 'B'};
+  put<uint16_t>(v, version);
+  put<uint16_t>(v, method);
+  if (version == 1) {
+    put<uint32_t>(v, static_cast<uint32_t>(bundle.size()));
+  } else if (version == 2) {
+    put<uint32_t>(v, static_cast<uint32_t>(header + out.size()));
+    put<uint32_t>(v, static_cast<uint32_t>(bundle.size()));
+  } else {
+    put<uint64_t>(v, header + out.size());
+    put<uint64_t>(v, bundle.size());
+  }
+  put<uint64_t>(v, 0);
+  v.insert(v.end(), out.begin(), out.end());
+  return v;
+}
+
+void code_object(hipguard::Bytes b) {
+  ByteVec v(b.begin(), b.end());
+  seed("fuzz_code_object", v);
+  seed("fuzz_elf_image_size", v);
+  seed("fuzz_check_image", v);
+}
+
+void bundle(hipguard::Bytes b) {
+  auto parsed = hipguard::parse_bundle(b);
+  if (!parsed) return;
+  ByteVec v(b.begin(), b.begin() + parsed->encoded_size);
+  seed("fuzz_bundle", v);
+  seed("fuzz_check_image", v);
+  seed("fuzz_fatbin_section", v);
+  for (const auto& e : parsed->entries) {
+    seed("fuzz_entry_id", e.id);
+    if (!e.parsed.target_id.empty()) seed("fuzz_target", e.parsed.target_id);
+    hipguard::Bytes payload = hipguard::entry_bytes(*parsed, b, e);
+    if (hipguard::classify(payload) == hipguard::PayloadKind::CodeObject) code_object(payload);
+  }
+  if (parsed->compressed) {
+    auto format = parsed->ccob_method == 1 ? llvm::compression::Format::Zstd : llvm::compression::Format::Zlib;
+    llvm::SmallVector<uint8_t, 0> out;
+    if (llvm::Error err = llvm::compression::decompress(format, llvm::ArrayRef<uint8_t>(parsed->payload.data(), parsed->payload.size()),
+                                                        out, parsed->uncompressed_size)) {
+      llvm::consumeError(std::move(err));
+      return;
+    }
+    ByteVec inner(out.begin(), out.end());
+    ByteVec ctl = {0};
+    ctl.insert(ctl.end(), inner.begin(), inner.end());
+    seed("fuzz_ccob", ctl);
+    return;
+  }
+  // Compressed forms of this bundle, one per CCOB version and method.
+  for (auto format : {llvm::compression::Format::Zlib, llvm::compression::Format::Zstd}) {
+    if (llvm::compression::getReasonIfUnsupported(format)) continue;
+    for (uint16_t version : {1, 2, 3}) {
+      ByteVec c = ccob(v, version, format);
+      seed("fuzz_bundle", c);
+      seed("fuzz_check_image", c);
+      seed("fuzz_fatbin_section", c);
+    }
+  }
+  for (uint8_t ctl : {0x00, 0x01, 0x02, 0x04, 0x05, 0x06}) {  // fuzz_ccob: version/method byte, then the bundle
+    ByteVec c = {ctl};
+    c.insert(c.end(), v.begin(), v.end());
+    seed("fuzz_ccob", c);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s OUT_DIR FILE...\n", argv[0]);
+    return 2;
+  }
+  g_out = argv[1];
+  for (std::string_view t : {"gfx942", "gfx942:sramecc+:xnack-", "gfx90a:xnack+", "gfx950:xnack+", "mi300x:sramecc-",
+                             "MI355X", "gfx10-3-generic", "gfx1030", "gfx9-4-generic:xnack-", "gfx1250"})
+    seed("fuzz_target", t);
+  for (std::string_view id : {"host-x86_64-unknown-linux-gnu-", "hipv4-amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-",
+                              "hip-amdgcn-amd-amdhsa-unknown-gfx10-3-generic", "hip-spirv64-amd-amdhsa--amdgcnspirv"})
+    seed("fuzz_entry_id", id);
+  for (int i = 2; i < argc; ++i) {
+    std::ifstream in(argv[i], std::ios::binary);
+    ByteVec data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    hipguard::Bytes b(data.data(), data.size());
+    switch (hipguard::classify(b)) {
+      case hipguard::PayloadKind::CodeObject: code_object(b); break;
+      case hipguard::PayloadKind::OffloadBundle:
+      case hipguard::PayloadKind::CompressedBundle:
+      case hipguard::PayloadKind::Unknown:
+        // A bundle, or a .hip_fatbin section (bundles back to back, maybe padded).
+        seed("fuzz_fatbin_section", data);
+        for (const auto& part : hipguard::split_fatbin_section(b))
+          if (part.bundle) bundle(b.subspan(part.offset));
+        break;
+    }
+  }
+  std::printf("fuzz_seeds: %zu seed files in %s\n", g_written, g_out.c_str());
+  return 0;
+}

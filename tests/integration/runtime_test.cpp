@@ -1,0 +1,235 @@
+// The shim inside running programs, against the simulated runtime (tests/simrt):
+// a stand-in for libamdhip64 that parses code objects with its own code and
+// answers like ROCm's CLR. Two independent judgements meet here: the
+// simulator's error codes and hipguard's explanations.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "process.h"
+
+namespace {
+
+const std::string kShim = HIPGUARD_SHIM;
+const std::string kApps = HIPGUARD_APPS_DIR;
+const std::string kSimrt = HIPGUARD_SIMRT_DIR;
+const std::string kFixtures = HIPGUARD_FIXTURES_DIR;
+
+bool exists(const std::string& p) { return path_exists(p); }
+std::string app(const std::string& name) { return kApps + "/" + name; }
+
+// Environment for a run on the simulated runtime with `gpus`; `shim` adds LD_PRELOAD.
+std::map<std::string, std::string> sim(const std::string& gpus, bool shim, std::map<std::string, std::string> extra = {}) {
+  extra["LD_LIBRARY_PATH"] = kSimrt;
+  extra["HIPGUARD_SIM_GPUS"] = gpus;
+  if (shim) extra["LD_PRELOAD"] = kShim;
+  return extra;
+}
+
+class Runtime : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (kApps.empty() || !exists(app("vector_add_gfx90a"))) GTEST_SKIP() << "hipcc test apps not built";
+    if (!exists(kSimrt + "/libamdhip64.so.5")) GTEST_SKIP() << "simulated runtime not built";
+  }
+};
+
+const std::string kMi300x = "gfx942:sramecc+:xnack-";
+const std::string kMi210 = "gfx90a:sramecc-:xnack-";
+
+}  // namespace
+
+TEST_F(Runtime, ProbeExplainsAKernelTheRuntimeRejected) {
+  ProcessResult plain = run_process({app("vector_add_gfx90a")}, sim(kMi300x, false));
+  ProcessResult r = run_process({app("vector_add_gfx90a")}, sim(kMi300x, true, {{"HIPGUARD_TARGET", kMi300x}}));
+  // The simulator rejects the launch (no gfx942 code object) exactly as without hipguard.
+  ASSERT_NE(plain.out.find("hipLaunchKernel: 209"), std::string::npos) << plain.out;
+  EXPECT_EQ(r.out, plain.out);
+  EXPECT_EQ(r.status, plain.status);
+  auto probe = lines_with(r.err, "error HG501");
+  ASSERT_EQ(probe.size(), 1u) << r.err;
+  EXPECT_NE(probe[0].find("_Z10vector_addPKfS0_Pfi"), std::string::npos);
+  EXPECT_NE(probe[0].find("hipError_t 98"), std::string::npos) << "hipGetFuncBySymbol's answer: " << probe[0];
+  EXPECT_NE(probe[0].find("hipguard's finding: HG201"), std::string::npos) << probe[0];
+  auto launch = lines_with(r.err, "error HG502");
+  ASSERT_EQ(launch.size(), 1u) << r.err;
+  EXPECT_NE(launch[0].find("forwarded"), std::string::npos);
+}
+
+TEST_F(Runtime, ProbeIsSilentWhenTheRuntimeAcceptsEverything) {
+  ProcessResult r = run_process({app("vector_add_multi")},
+                                sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_LOG_LEVEL", "debug"}}));
+  EXPECT_NE(r.out.find("hipLaunchKernel: 0"), std::string::npos) << r.out;
+  EXPECT_EQ(lines_with(r.err, "error").size(), 0u) << r.err;
+  EXPECT_EQ(lines_with(r.err, "registration probe done through hipGetFuncBySymbol").size(), 1u) << r.err;
+}
+
+TEST_F(Runtime, StaticPlusDynamicLdsTheRuntimeDoesNotCheck) {
+  if (!exists(app("dyn_lds_gfx90a"))) GTEST_SKIP() << "dyn_lds_gfx90a not built";
+  // 48 KiB static + 20000 dynamic > 64 KiB: CLR compares only the dynamic part, so the simulator says success.
+  ProcessResult plain = run_process({app("dyn_lds_gfx90a"), "20000"}, sim(kMi210, false));
+  ASSERT_NE(plain.out.find("hipLaunchKernel(dynamic LDS 20000): 0"), std::string::npos) << plain.out;
+  ProcessResult warn = run_process({app("dyn_lds_gfx90a"), "20000"}, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}}));
+  EXPECT_EQ(warn.out, plain.out) << "warn mode returns exactly what the runtime returns";
+  auto lds = lines_with(warn.err, "error HG306");
+  ASSERT_EQ(lds.size(), 1u) << warn.err;
+  EXPECT_NE(lds[0].find("49152 bytes of static + 20000 bytes of dynamic LDS = 69152"), std::string::npos) << lds[0];
+  EXPECT_NE(lds[0].find("65536"), std::string::npos);
+  EXPECT_NE(lds[0].find("at most 16384 bytes of dynamic"), std::string::npos);
+  // Strict refuses the launch with hipErrorInvalidConfiguration (9) and says why.
+  ProcessResult strict = run_process({app("dyn_lds_gfx90a"), "20000"},
+                                     sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"}}));
+  EXPECT_NE(strict.out.find("hipLaunchKernel(dynamic LDS 20000): 9 (hipErrorInvalidConfiguration)"), std::string::npos)
+      << strict.out;
+  // The same through hipLaunchKernelExC (its config carries the dynamic LDS size).
+  EXPECT_NE(strict.out.find("hipLaunchKernelExC(dynamic LDS 20000): 9 (hipErrorInvalidConfiguration)"), std::string::npos)
+      << strict.out;
+  EXPECT_NE(plain.out.find("hipLaunchKernelExC(dynamic LDS 20000): 0"), std::string::npos) << plain.out;
+  EXPECT_EQ(lines_with(strict.err, "HG306").size(), 1u);
+  // Within the limit nothing is said and nothing changes.
+  ProcessResult fits = run_process({app("dyn_lds_gfx90a"), "16384"},
+                                   sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"}}));
+  EXPECT_NE(fits.out.find("hipLaunchKernel(dynamic LDS 16384): 0"), std::string::npos) << fits.out;
+  EXPECT_EQ(fits.err, "");
+}
+
+TEST_F(Runtime, GetFuncBySymbolFailureIsExplained) {
+  if (!exists(app("dyn_lds_gfx90a"))) GTEST_SKIP() << "dyn_lds_gfx90a not built";
+  ProcessResult r = run_process({app("dyn_lds_gfx90a"), "0"}, sim(kMi300x, true, {{"HIPGUARD_TARGET", kMi300x}}));
+  ASSERT_NE(r.out.find("hipGetFuncBySymbol: 98"), std::string::npos) << r.out;
+  auto why = lines_with(r.err, "error HG503");
+  ASSERT_EQ(why.size(), 1u) << r.err;
+  EXPECT_NE(why[0].find("hipGetFuncBySymbol failed (hipError_t 98): cause: HG201"), std::string::npos) << why[0];
+}
+
+TEST_F(Runtime, ModuleGetFunctionFailuresAreExplained) {
+  if (!exists(app("module_loader"))) GTEST_SKIP() << "module_loader not built";
+  std::string hipfb = app("vector_add_gfx90a.hipfb");
+  // A name the module does not have: the kernels it does have are listed.
+  ProcessResult r = run_process({app("module_loader"), "--kernel", "vector_add", hipfb},
+                                sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}}));
+  ASSERT_NE(r.out.find("hipModuleGetFunction vector_add: 500"), std::string::npos) << r.out;
+  auto why = lines_with(r.err, "error HG503");
+  ASSERT_EQ(why.size(), 1u) << r.err;
+  EXPECT_NE(why[0].find("its kernels: _Z10vector_addPKfS0_Pfi"), std::string::npos) << why[0];
+  // A device function (scale() is noinline in vector_add.hip).
+  ProcessResult d = run_process({app("module_loader"), "--kernel", "_Z5scalef", hipfb},
+                                sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}}));
+  auto dev = lines_with(d.err, "error HG408");
+  ASSERT_EQ(dev.size(), 1u) << d.err;
+  EXPECT_NE(dev[0].find("device function, not a kernel"), std::string::npos);
+  // The kernel itself resolves, silently.
+  ProcessResult ok = run_process({app("module_loader"), "--kernel", "_Z10vector_addPKfS0_Pfi", hipfb},
+                                 sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}}));
+  EXPECT_NE(ok.out.find("hipModuleGetFunction _Z10vector_addPKfS0_Pfi: 0"), std::string::npos) << ok.out;
+  EXPECT_EQ(ok.err, "");
+}
+
+TEST_F(Runtime, PerGpuFindingsWithTwoGpus) {
+  // KFD fixture: GPU 0 is an MI300X (gfx942), GPU 1 an MI210 (gfx90a); the simulator has the same two.
+  std::map<std::string, std::string> env = sim(kMi300x + "," + kMi210, true,
+                                               {{"HIPGUARD_SYSFS_ROOT", kFixtures + "/sysfs/mixed"}});
+  ProcessResult r = run_process({app("vector_add_gfx90a")}, env);
+  auto hits = lines_with(r.err, "error HG201");
+  ASSERT_EQ(hits.size(), 1u) << r.err;
+  EXPECT_NE(hits[0].find("[gfx942:sramecc+]"), std::string::npos) << hits[0];
+  EXPECT_NE(hits[0].find("(GPU 0)"), std::string::npos) << "says which GPU: " << hits[0];
+  EXPECT_EQ(r.err.find("GPU 1"), std::string::npos) << "the gfx90a code object fits GPU 1: " << r.err;
+  // Only GPU 1 visible: nothing to say.
+  env["HIP_VISIBLE_DEVICES"] = "1";
+  ProcessResult one = run_process({app("vector_add_gfx90a")}, env);
+  EXPECT_EQ(lines_with(one.err, "HG201").size(), 0u) << one.err;
+}
+
+TEST_F(Runtime, WarnModeIsTransparent) {
+  // Every app, several GPUs: with and without the shim, the same output and status.
+  struct Case {
+    std::string app;
+    std::vector<std::string> args;
+  };
+  std::vector<Case> cases = {{"vector_add_gfx90a", {}}, {"vector_add_multi", {}}, {"vector_add_xnack_on", {}},
+                             {"vector_add_gfx940", {}}, {"big_lds_gfx90a", {}},   {"dyn_lds_gfx90a", {"30000"}}};
+  for (const std::string gpus : {kMi300x, kMi210, std::string("gfx90a:sramecc-:xnack+"), std::string("gfx940:sramecc+:xnack-")}) {
+    for (const auto& c : cases) {
+      if (!exists(app(c.app))) continue;
+      std::vector<std::string> argv = {app(c.app)};
+      argv.insert(argv.end(), c.args.begin(), c.args.end());
+      ProcessResult plain = run_process(argv, sim(gpus, false));
+      ProcessResult r = run_process(argv, sim(gpus, true, {{"HIPGUARD_TARGET", gpus}}));
+      EXPECT_EQ(r.status, plain.status) << c.app << " on " << gpus;
+      EXPECT_EQ(r.out, plain.out) << c.app << " on " << gpus;
+    }
+  }
+}
+
+TEST_F(Runtime, ReportFileJsonAndJunit) {
+  char dir[] = "/tmp/hipguard-report-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  std::string json = std::string(dir) + "/run-%p.json";
+  ProcessResult r = run_process({app("vector_add_gfx90a")},
+                                sim(kMi300x, true, {{"HIPGUARD_TARGET", kMi300x}, {"HIPGUARD_REPORT", json}}));
+  EXPECT_EQ(r.status, 0);
+  // %p became the child's pid: find the one file written.
+  ProcessResult ls = run_process({"/bin/sh", "-c", std::string("ls ") + dir});
+  auto files = lines_with(ls.out, "run-");
+  ASSERT_EQ(files.size(), 1u) << ls.out;
+  EXPECT_EQ(files[0].find("%p"), std::string::npos);
+  std::string doc = slurp(std::string(dir) + "/" + files[0]);
+  EXPECT_NE(doc.find("\"schema\": \"hipguard-report/1\""), std::string::npos) << doc.substr(0, 400);
+  EXPECT_NE(doc.find("\"mode\": \"warn\""), std::string::npos);
+  EXPECT_NE(doc.find("\"code\": \"HG201\""), std::string::npos);
+  EXPECT_NE(doc.find("_Z10vector_addPKfS0_Pfi"), std::string::npos);
+  EXPECT_NE(doc.find("\"launches\": 1"), std::string::npos) << "the launch was counted";
+  // JUnit variant.
+  std::string xml = std::string(dir) + "/run.xml";
+  run_process({app("vector_add_gfx90a")}, sim(kMi300x, true, {{"HIPGUARD_TARGET", kMi300x}, {"HIPGUARD_REPORT", xml}}));
+  std::string x = slurp(xml);
+  EXPECT_NE(x.find("<testsuites"), std::string::npos);
+  EXPECT_NE(x.find("failure type=\"HG201\""), std::string::npos) << x;
+  // An existing file (or a symlink planted there) is never overwritten or followed.
+  std::string victim = std::string(dir) + "/victim";
+  { std::ofstream(victim) << "keep"; }
+  std::string planted = std::string(dir) + "/planted.json";
+  ASSERT_EQ(symlink(victim.c_str(), planted.c_str()), 0);
+  run_process({app("vector_add_gfx90a")}, sim(kMi300x, true, {{"HIPGUARD_TARGET", kMi300x}, {"HIPGUARD_REPORT", planted}}));
+  EXPECT_EQ(slurp(victim), "keep");
+  ProcessResult ls2 = run_process({"/bin/sh", "-c", std::string("ls ") + dir});
+  EXPECT_EQ(lines_with(ls2.out, "planted.json.").size(), 1u) << "written beside it, with the pid: " << ls2.out;
+  run_process({"/bin/rm", "-rf", dir});
+}
+
+TEST_F(Runtime, ConcurrentDlopenAndLaunches) {
+  if (!exists(app("threads_host")) || !exists(app("libkernels_lib.so"))) GTEST_SKIP() << "threads_host not built";
+  // Eight copies of the HIP library: eight fat binaries registered from eight threads at once.
+  char dir[] = "/tmp/hipguard-threads-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  std::vector<std::string> argv = {app("threads_host"), "16", "40"};
+  for (int i = 0; i < 8; ++i) {
+    std::string copy = std::string(dir) + "/libk" + std::to_string(i) + ".so";
+    run_process({"/bin/cp", app("libkernels_lib.so"), copy});
+    argv.push_back(copy);
+  }
+  for (const std::string gpus : {kMi210, kMi300x}) {  // fast path, then kernels with findings
+    ProcessResult plain = run_process(argv, sim(gpus, false));
+    ProcessResult r = run_process(argv, sim(gpus, true, {{"HIPGUARD_TARGET", gpus}}));
+    EXPECT_EQ(r.status, 0) << gpus << ": " << r.err.substr(0, 4000);
+    EXPECT_EQ(r.out, plain.out);
+    EXPECT_NE(r.out.find("16 threads, 640 launches, 0 failures"), std::string::npos) << r.out;
+    EXPECT_EQ(r.err.find("ThreadSanitizer"), std::string::npos) << r.err.substr(0, 4000);
+    if (gpus == kMi300x) {
+      // Each library is reported (once per file, however many threads register it).
+      for (int i = 0; i < 8; ++i)
+        EXPECT_GE(lines_with(r.err, "error HG201 [" + gpus + "] " + std::string(dir) + "/libk" + std::to_string(i) + ".so").size(), 1u)
+            << r.err.substr(0, 2000);
+    } else {
+      EXPECT_EQ(r.err, "");
+    }
+  }
+  run_process({"/bin/rm", "-rf", dir});
+}

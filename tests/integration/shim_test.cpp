@@ -1,0 +1,332 @@
+// The shim on real programs: hipcc-built test apps and the AITER corpus,
+// run under LD_PRELOAD=libhipguard.so with Debian's real libamdhip64 (no GPU:
+// registration runs, device calls fail). Expectations come from how the apps
+// were built (tests/apps/CMakeLists.txt) and from llvm-readelf-16's reading of
+// the corpus, not from hipguard itself.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "process.h"
+
+namespace {
+
+const std::string kShim = HIPGUARD_SHIM;
+const std::string kCli = HIPGUARD_CLI;
+const std::string kApps = HIPGUARD_APPS_DIR;
+const std::string kCorpus = std::string(HIPGUARD_CORPUS_DIR) + "/aiter";
+const std::string kReadelf = HIPGUARD_READELF;
+
+bool exists(const std::string& p) { return path_exists(p); }
+
+std::string app(const std::string& name) { return kApps + "/" + name; }
+
+#define REQUIRE_APP(name)                                                                 \
+  do {                                                                                    \
+    if (kApps.empty() || !exists(app(name))) GTEST_SKIP() << "hipcc test app " << name << " not built"; \
+  } while (0)
+
+#define REQUIRE_CORPUS()                                                                        \
+  do {                                                                                          \
+    if (!exists(kCorpus)) GTEST_SKIP() << "corpus not found at " << kCorpus << " (../shared/corpus)"; \
+  } while (0)
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+std::map<std::string, std::string> shim_env(std::map<std::string, std::string> extra) {
+  extra["LD_PRELOAD"] = kShim;
+  return extra;
+}
+
+std::vector<std::string> corpus_files() {
+  std::vector<std::string> files;
+  if (DIR* d = opendir(kCorpus.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > 3 && n.substr(n.size() - 3) == ".co") files.push_back(kCorpus + "/" + n);
+    }
+    closedir(d);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Kernel symbol and group_segment_fixed_size of each kernel, read by llvm-readelf.
+struct ReadelfKernel {
+  std::string symbol;  // without ".kd"
+  uint64_t lds = 0;
+};
+std::vector<ReadelfKernel> readelf_kernels(const std::string& file) {
+  ProcessResult r = run_process({kReadelf, "--notes", file});
+  std::vector<ReadelfKernel> out;
+  std::regex sym_re(R"(^\s*\.symbol:\s+(\S+)\.kd\s*$)");
+  std::regex lds_re(R"(^\s*-?\s*\.group_segment_fixed_size:\s+(\d+)\s*$)");
+  std::istringstream in(r.out);
+  // Keys of one kernel map come in alphabetical order: group_segment... before symbol.
+  uint64_t pending_lds = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, lds_re)) pending_lds = std::stoull(m[1]);
+    if (std::regex_match(line, m, sym_re)) out.push_back({m[1], pending_lds});
+  }
+  return out;
+}
+
+std::string basename_of(const std::string& p) { return p.substr(p.rfind('/') + 1); }
+
+}  // namespace
+
+TEST(ShimApp, ReportsMissingCodeObjectForTarget) {
+  REQUIRE_APP("vector_add_multi");
+  ProcessResult plain = run_process({app("vector_add_multi")});
+  ProcessResult r = run_process({app("vector_add_multi")}, shim_env({{"HIPGUARD_TARGET", "gfx942"}}));
+  EXPECT_EQ(r.status, 0) << r.err;
+  // Warn mode changes nothing the program sees.
+  EXPECT_EQ(r.out, plain.out);
+  EXPECT_NE(r.out.find("vector_add: main reached"), std::string::npos);
+  auto hits = lines_with(r.err, "hipguard: error HG201 [gfx942]");
+  ASSERT_EQ(hits.size(), 1u) << r.err;
+  // Names the program, and lists what the bundle holds (the --offload-arch values it was built with).
+  EXPECT_NE(hits[0].find(app("vector_add_multi")), std::string::npos) << hits[0];
+  for (const char* held : {"gfx90a:xnack-", "gfx940", "gfx1030"}) EXPECT_NE(hits[0].find(held), std::string::npos) << held;
+  EXPECT_NE(hits[0].find("--offload-arch=gfx942"), std::string::npos) << hits[0];
+}
+
+TEST(ShimApp, SilentWhenTargetIsPresent) {
+  REQUIRE_APP("vector_add_multi");
+  for (const char* target : {"gfx90a", "gfx90a:xnack-", "gfx940", "gfx1030", "mi250x"}) {
+    ProcessResult r = run_process({app("vector_add_multi")}, shim_env({{"HIPGUARD_TARGET", target}}));
+    EXPECT_EQ(r.status, 0);
+    EXPECT_EQ(r.err.find("hipguard:"), std::string::npos) << target << ": " << r.err;
+  }
+}
+
+TEST(ShimApp, StrictModeStopsBeforeMain) {
+  REQUIRE_APP("vector_add_gfx90a");
+  ProcessResult r = run_process({app("vector_add_gfx90a")},
+                                shim_env({{"HIPGUARD_TARGET", "mi300x"}, {"HIPGUARD_MODE", "strict"}}));
+  EXPECT_EQ(r.status, 86);
+  EXPECT_EQ(r.out.find("main reached"), std::string::npos) << r.out;
+  EXPECT_EQ(lines_with(r.err, "error HG201 [gfx942]").size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("strict mode: stopping"), std::string::npos);
+
+  ProcessResult custom = run_process(
+      {app("vector_add_gfx90a")},
+      shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_EXIT_CODE", "42"}}));
+  EXPECT_EQ(custom.status, 42);
+
+  // Strict with a present target runs normally.
+  ProcessResult ok = run_process({app("vector_add_gfx90a")},
+                                 shim_env({{"HIPGUARD_TARGET", "gfx90a"}, {"HIPGUARD_MODE", "strict"}}));
+  EXPECT_EQ(ok.status, 0);
+  EXPECT_NE(ok.out.find("main reached"), std::string::npos);
+}
+
+TEST(ShimApp, XnackMismatchExplainsTheSetting) {
+  REQUIRE_APP("vector_add_xnack_on");
+  ProcessResult r = run_process({app("vector_add_xnack_on")}, shim_env({{"HIPGUARD_TARGET", "gfx90a:xnack-"}}));
+  auto hits = lines_with(r.err, "error HG203 [gfx90a:xnack-]");
+  ASSERT_EQ(hits.size(), 1u) << r.err;
+  EXPECT_NE(hits[0].find("xnack+"), std::string::npos);
+  EXPECT_NE(hits[0].find("HSA_XNACK=1"), std::string::npos) << hits[0];
+  // The same binary on an xnack+ device is fine.
+  ProcessResult ok = run_process({app("vector_add_xnack_on")}, shim_env({{"HIPGUARD_TARGET", "gfx90a:xnack+"}}));
+  EXPECT_EQ(ok.err.find("hipguard:"), std::string::npos) << ok.err;
+}
+
+TEST(ShimApp, NoTargetNoGpuSaysChecksWereSkippedOnce) {
+  REQUIRE_APP("vector_add_multi");
+  char dir[] = "/tmp/hipguard-sysfs-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  ProcessResult r = run_process({app("vector_add_multi")}, shim_env({{"HIPGUARD_SYSFS_ROOT", dir}}));
+  rmdir(dir);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(count(r.err, "note HG204"), 1u) << r.err;
+  EXPECT_NE(r.err.find("HIPGUARD_TARGET=gfx942"), std::string::npos);
+  EXPECT_EQ(r.err.find("error"), std::string::npos) << r.err;
+}
+
+TEST(ShimApp, BadTargetIsReported) {
+  REQUIRE_APP("vector_add_gfx90a");
+  ProcessResult r = run_process({app("vector_add_gfx90a")}, shim_env({{"HIPGUARD_TARGET", "gfx9999,gfx90a"}}));
+  EXPECT_EQ(r.status, 0);
+  auto hits = lines_with(r.err, "HG206");
+  ASSERT_EQ(hits.size(), 1u) << r.err;
+  EXPECT_NE(hits[0].find("gfx9999"), std::string::npos);
+  // The valid entry is still used: gfx90a is present, so nothing else is said.
+  EXPECT_EQ(lines_with(r.err, "HG201").size(), 0u) << r.err;
+}
+
+TEST(ShimModules, CorpusAgainstGfx942) {
+  REQUIRE_CORPUS();
+  if (kApps.empty() || !exists(app("module_loader"))) GTEST_SKIP() << "module_loader not built";
+  auto files = corpus_files();
+  ASSERT_GT(files.size(), 10u);
+  std::vector<std::string> argv = {app("module_loader")};
+  argv.insert(argv.end(), files.begin(), files.end());
+  ProcessResult plain = run_process(argv);
+  ProcessResult r = run_process(argv, shim_env({{"HIPGUARD_TARGET", "gfx942"}}));
+  EXPECT_EQ(r.status, plain.status);
+  EXPECT_EQ(r.out, plain.out) << "warn mode must return exactly what the runtime returns";
+  size_t lds_reports = 0, at_limit = 0;
+  for (const auto& f : files) {
+    std::string name = basename_of(f);
+    std::string prefix = name.substr(0, name.find('_'));  // gfx942 / gfx950 / gfx1250 (corpus README)
+    auto mentions = lines_with(r.err, f);
+    auto kernels = readelf_kernels(f);
+    ASSERT_FALSE(kernels.empty()) << "llvm-readelf found no kernel in " << f;
+    if (prefix == "gfx942") {
+      EXPECT_TRUE(mentions.empty()) << name << " should pass on gfx942:\n" << r.err;
+      continue;
+    }
+    EXPECT_EQ(lines_with(r.err, "error HG202 [gfx942] " + f + ":").size(), 1u) << name;
+    for (const auto& k : kernels) {
+      auto lds_lines = lines_with(r.err, "error HG301 [gfx942] " + f + " kernel '" + k.symbol + "'");
+      if (k.lds > 65536) {
+        ++lds_reports;
+        ASSERT_EQ(lds_lines.size(), 1u) << name << " kernel " << k.symbol << " declares " << k.lds << "\n" << r.err;
+        EXPECT_NE(lds_lines[0].find("declares " + std::to_string(k.lds) + " bytes"), std::string::npos) << lds_lines[0];
+        EXPECT_NE(lds_lines[0].find("at most 65536 bytes"), std::string::npos) << lds_lines[0];
+      } else {
+        if (k.lds == 65536) ++at_limit;
+        EXPECT_TRUE(lds_lines.empty()) << name << " declares " << k.lds << " bytes, within the limit";
+      }
+    }
+  }
+  EXPECT_GT(lds_reports, 0u);
+  EXPECT_GT(at_limit, 0u) << "the corpus has kernels at exactly 65536 bytes";
+}
+
+TEST(ShimModules, StrictRefusesOnlyBadModules) {
+  REQUIRE_CORPUS();
+  if (kApps.empty() || !exists(app("module_loader"))) GTEST_SKIP() << "module_loader not built";
+  std::string good, bad;
+  for (const auto& f : corpus_files()) {
+    if (good.empty() && basename_of(f).rfind("gfx942_", 0) == 0) good = f;
+    if (bad.empty() && basename_of(f).rfind("gfx950_", 0) == 0) bad = f;
+  }
+  ASSERT_FALSE(good.empty() || bad.empty());
+  ProcessResult plain = run_process({app("module_loader"), good});
+  ProcessResult r = run_process({app("module_loader"), good, bad},
+                                shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}}));
+  // The good module reaches the real runtime and gets its answer unchanged.
+  auto good_line = lines_with(plain.out, "hipModuleLoad " + good + ":");
+  ASSERT_EQ(good_line.size(), 1u);
+  EXPECT_EQ(lines_with(r.out, good_line[0]).size(), 1u) << r.out;
+  // The bad one is refused by hipguard with hipErrorNoBinaryForGpu (209).
+  EXPECT_EQ(lines_with(r.out, "hipModuleLoad " + bad + ": 209").size(), 1u) << r.out;
+}
+
+TEST(ShimDlopen, HipLibraryOpenedByAHostThatDoesNotLinkHip) {
+  REQUIRE_APP("dlopen_host");
+  REQUIRE_APP("libkernels_lib.so");
+  ProcessResult needed = run_process({kReadelf, "-d", app("dlopen_host")});
+  ASSERT_EQ(needed.out.find("libamdhip64"), std::string::npos) << "dlopen_host must not link HIP";
+  std::vector<std::string> argv = {app("dlopen_host"), app("libkernels_lib.so")};
+  ProcessResult plain = run_process(argv);
+  ProcessResult r = run_process(argv, shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_LOG_LEVEL", "debug"}}));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, plain.out);
+  EXPECT_NE(r.out.find("kernels_lib_run returned"), std::string::npos);
+  // Registration was forwarded to the real runtime, found without dlsym(RTLD_NEXT).
+  EXPECT_EQ(lines_with(r.err, "forwarding __hipRegisterFatBinary to").size(), 1u) << r.err;
+  EXPECT_NE(lines_with(r.err, "forwarding __hipRegisterFatBinary to")[0].find("libamdhip64.so"), std::string::npos);
+  auto hits = lines_with(r.err, "error HG201 [gfx942] " + app("libkernels_lib.so"));
+  ASSERT_EQ(hits.size(), 1u) << r.err;
+  EXPECT_NE(hits[0].find("gfx90a"), std::string::npos);
+}
+
+TEST(ShimNonHip, SilentInProcessesThatNeverTouchHip) {
+  for (std::vector<std::string> argv : std::vector<std::vector<std::string>>{
+           {"/bin/true"},
+           {"/bin/sh", "-c", "echo hello; ls / >/dev/null"},
+           {"/usr/bin/env"},
+           {"python3", "-c", "import json, ctypes; print(json.dumps([1, 2]))"},
+           {"c++", "--version"}}) {
+    ProcessResult plain = run_process(argv, {{"HIPGUARD_TARGET", "gfx942"}});
+    ProcessResult r = run_process(argv, shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_LOG_LEVEL", "debug"}}));
+    EXPECT_EQ(r.status, plain.status) << argv[0];
+    EXPECT_EQ(r.err, "") << argv[0];
+    if (argv[0] != "/usr/bin/env") EXPECT_EQ(r.out, plain.out) << argv[0];
+  }
+}
+
+TEST(ShimExports, OnlyInterposedHipSymbolsUnderTheRuntimeVersions) {
+  ProcessResult syms = run_process({kReadelf, "--dyn-syms", "-W", kShim});
+  ASSERT_EQ(syms.status, 0);
+  std::set<std::string> defined;
+  std::istringstream in(syms.out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string num, value, size, type, bind, vis, ndx, name;
+    if (!(f >> num >> value >> size >> type >> bind >> vis >> ndx >> name)) continue;
+    if (ndx == "UND" || ndx == "Ndx" || bind == "LOCAL" || type == "SECTION") continue;
+    if (ndx == "ABS") continue;  // the version node's own definition
+    defined.insert(name);
+  }
+  // Nodes from ROCm CLR's hip_hcc.map.in; those Debian's ROCm 5.2 runtime has are checked against it below.
+  std::set<std::string> in_rocm52 = {
+      "__hipRegisterFatBinary@@hip_4.2", "__hipRegisterFunction@@hip_4.2", "__hipUnregisterFatBinary@@hip_4.2",
+      "hipModuleLoad@@hip_4.2",          "hipModuleLoadData@@hip_4.2",     "hipModuleLoadDataEx@@hip_4.2",
+      "hipModuleUnload@@hip_4.2",        "hipModuleGetFunction@@hip_4.2",  "hipLaunchKernel@@hip_4.2",
+      "hipLaunchCooperativeKernel@@hip_4.2", "hipModuleLaunchKernel@@hip_4.2",
+      "hipGetLastError@@hip_4.2",        "hipPeekAtLastError@@hip_4.2",
+      // ROCm 5.2 has only the C++ spelling; newer runtimes add the C one.
+      "_Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j@@hip_4.2",
+      "hipLaunchKernel_spt@@hip_5.2"};
+  std::set<std::string> newer = {"hipExtModuleLaunchKernel@@hip_4.2", "hipModuleLaunchCooperativeKernel@@hip_5.5",
+                                 "hipGetFuncBySymbol@@hip_6.2", "hipLaunchKernelExC@@hip_6.5"};
+  std::set<std::string> expected = in_rocm52;
+  expected.insert(newer.begin(), newer.end());
+  EXPECT_EQ(defined, expected);
+  const std::string real = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5";
+  if (exists(real)) {
+    ProcessResult rs = run_process({kReadelf, "--dyn-syms", "-W", real});
+    for (const auto& s : in_rocm52) EXPECT_NE(rs.out.find(" " + s), std::string::npos) << s << " not in " << real;
+  }
+  ProcessResult dyn = run_process({kReadelf, "-d", kShim});
+  for (const char* lib : {"libamdhip64", "libLLVM", "libstdc++", "libspdlog", "libfmt"})
+    EXPECT_EQ(dyn.out.find(lib), std::string::npos) << "libhipguard.so must not depend on " << lib;
+}
+
+TEST(CliRun, RunsTheProgramUnderTheShim) {
+  REQUIRE_APP("vector_add_multi");
+  ProcessResult r = run_process({kCli, "run", "--target", "gfx942", "--strict", "--", app("vector_add_multi")});
+  EXPECT_EQ(r.status, 86);
+  EXPECT_EQ(lines_with(r.err, "error HG201 [gfx942]").size(), 1u) << r.err;
+  ProcessResult ok = run_process({kCli, "run", "--target", "gfx940", "--", app("vector_add_multi")});
+  EXPECT_EQ(ok.status, 0);
+  EXPECT_NE(ok.out.find("main reached"), std::string::npos);
+  EXPECT_EQ(ok.err.find("hipguard:"), std::string::npos) << ok.err;
+}
+
+TEST(ShimApp, OffModeChangesNothingAndSaysNothing) {
+  REQUIRE_APP("vector_add_gfx90a");
+  ProcessResult plain = run_process({app("vector_add_gfx90a")});
+  ProcessResult r = run_process({app("vector_add_gfx90a")},
+                                shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "off"}}));
+  EXPECT_EQ(r.status, plain.status);
+  EXPECT_EQ(r.out, plain.out);
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(ShimApp, UnknownLogLevelKeepsTheDefault) {
+  REQUIRE_APP("vector_add_gfx90a");
+  ProcessResult r = run_process({app("vector_add_gfx90a")},
+                                shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_LOG_LEVEL", "verbose"}}));
+  EXPECT_EQ(lines_with(r.err, "error HG201").size(), 1u) << r.err;
+  ProcessResult quiet = run_process({app("vector_add_gfx90a")},
+                                    shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_LOG_LEVEL", "off"}}));
+  EXPECT_EQ(quiet.err, "");
+}

@@ -1,0 +1,963 @@
+// hipguard's simulated HIP runtime: a stand-in for ROCm's libamdhip64.so.5
+// that hipcc-built test programs load through LD_LIBRARY_PATH on machines
+// without an AMD GPU. See tests/simrt/README.md for the behaviour and sources.
+//
+// Behaviour model (section numbers refer to
+// shared/reference/hip-fatbin-and-selection.md):
+//   HIPGUARD_SIM_CLR=6.2 (default): ROCm 6.2.0 CLR (tag rocm-6.2.0, labelled
+//     CLR-6.2 in the reference; the installed ROCm 5.2 returns the same codes):
+//     native code objects only, no match -> hipErrorNoBinaryForGpu (§4, §6).
+//   HIPGUARD_SIM_CLR=new: the rocm-systems monorepo CLR (CLR-new): native then
+//     generic, lazy digest at first use, hipErrorInvalidImage on the first
+//     use and hipErrorInvalidKernelFile afterwards (§4, §6).
+//
+// Nothing here calls hipguard's core; all parsing is in sim_parse.cpp.
+#include <hip/hip_runtime_api.h>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "sim_parse.h"
+#include "sim_internal.h"
+
+#define SIMRT_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace simrt {
+namespace {
+
+enum class Model { Clr62, ClrNew };
+
+struct Device {
+  TargetId target;  // explicit feature values where the processor has them
+  const Processor* proc = nullptr;
+  uint32_t lds = 65536;
+};
+
+// A kernel as loaded on one device: what a hipFunction_t points to.
+constexpr uint32_t kFunctionMagic = 0x46534d53;  // "SMSF"
+struct Function {
+  uint32_t magic = kFunctionMagic;
+  int device = 0;
+  KernelInfo kernel;
+  std::string origin;  // for log lines
+};
+
+// Per-device result of digesting a fat binary.
+struct Program {
+  bool has_program = false;
+  hipError_t error = hipSuccess;  // why there is no program (CLR-6.2 model)
+  std::vector<KernelInfo> kernels;
+  std::string chosen;  // bundle entry ID
+};
+
+struct FatBinary {
+  const void* wrapper = nullptr;
+  const uint8_t* blob = nullptr;
+  bool digested = false;
+  hipError_t digest_status = hipSuccess;
+  std::vector<Program> programs;  // one per device
+  std::map<std::pair<int, std::string>, std::unique_ptr<Function>> functions;
+};
+
+struct StaticKernel {
+  FatBinary* fatbin = nullptr;  // null when registration returned null (CLR-new)
+  std::string device_name;
+};
+
+struct Module {
+  int device = 0;
+  std::vector<KernelInfo> kernels;
+  std::map<std::string, std::unique_ptr<Function>> functions;
+  std::string origin;
+};
+
+struct LaunchConfig {
+  dim3 grid, block;
+  size_t shared = 0;
+  hipStream_t stream = nullptr;
+};
+
+struct State {
+  std::mutex mu;
+  Model model = Model::Clr62;
+  bool log = false;
+  bool initialized = false;  // any non-registration HIP API has been called
+  std::vector<Device> devices;
+  std::vector<std::unique_ptr<FatBinary>> fatbins;
+  std::unordered_map<const void*, StaticKernel> kernels;  // host pointer -> kernel
+  std::unordered_set<const Function*> functions;          // valid hipFunction_t
+  std::unordered_map<const void*, std::unique_ptr<Module>> modules;
+  std::unordered_map<void*, size_t> allocations;
+};
+
+thread_local hipError_t t_last_error = hipSuccess;
+thread_local int t_device = 0;
+thread_local std::vector<LaunchConfig> t_configs;
+
+void logf(State& s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void logf(State& s, const char* fmt, ...) {
+  if (!s.log) return;
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "simrt: %s\n", buf);
+}
+
+void configure(State& s) {
+  const char* clr = getenv("HIPGUARD_SIM_CLR");
+  if (clr && strcmp(clr, "new") == 0) s.model = Model::ClrNew;
+  else if (clr && *clr && strcmp(clr, "6.2") != 0)
+    fprintf(stderr, "simrt: HIPGUARD_SIM_CLR=%s not understood (use 6.2 or new); using 6.2\n", clr);
+  const char* gpus = getenv("HIPGUARD_SIM_GPUS");
+  std::string list = gpus ? gpus : "";
+  size_t start = 0;
+  while (start < list.size()) {
+    size_t comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? list.size() : comma + 1;
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (item.empty()) continue;
+    auto tid = parse_target_id(item);
+    const Processor* proc = tid ? find_processor(tid->processor) : nullptr;
+    if (!tid || !proc || proc->is_generic || (tid->xnack && !proc->xnack) || (tid->sramecc && !proc->sramecc)) {
+      fprintf(stderr, "simrt: ignoring HIPGUARD_SIM_GPUS entry '%s' (not a device target ID)\n", item.c_str());
+      continue;
+    }
+    // ROCr registers every agent ISA with explicit feature values (ref §4).
+    if (proc->sramecc && !tid->sramecc) {
+      fprintf(stderr, "simrt: '%s' has no sramecc value; assuming sramecc-\n", item.c_str());
+      tid->sramecc = '-';
+    }
+    if (proc->xnack && !tid->xnack) {
+      fprintf(stderr, "simrt: '%s' has no xnack value; assuming xnack-\n", item.c_str());
+      tid->xnack = '-';
+    }
+    Device d;
+    d.target = *tid;
+    d.proc = proc;
+    d.lds = proc->lds;
+    s.devices.push_back(d);
+  }
+  logf(s, "model %s, %zu device(s)", s.model == Model::ClrNew ? "CLR-new" : "CLR-6.2", s.devices.size());
+  for (size_t i = 0; i < s.devices.size(); ++i)
+    logf(s, "device %zu: amdgcn-amd-amdhsa--%s, LDS %u bytes", i, s.devices[i].target.str().c_str(),
+         s.devices[i].lds);
+}
+
+// Leaked on purpose: __hipUnregisterFatBinary runs from atexit handlers that
+// may come after static destructors. Registration uses state() only; the
+// configuration (devices, model) is read at the first other HIP call, as the
+// real runtime initialises on first API use, not in module constructors.
+State& state() {
+  static State* s = [] {
+    auto* st = new State;
+    const char* log = getenv("HIPGUARD_SIM_LOG");
+    st->log = log && *log && strcmp(log, "0") != 0;
+    return st;
+  }();
+  return *s;
+}
+
+State& api() {
+  State& s = state();
+  static std::once_flag once;
+  std::call_once(once, [&] { configure(s); });
+  return s;
+}
+
+hipError_t ret(hipError_t e) {
+  if (e != hipSuccess) t_last_error = e;  // sticky, like HIP 6.x HIP_RETURN
+  return e;
+}
+
+const char* error_name(hipError_t e);
+
+// ---- code-object choice --------------------------------------------------------
+
+// Checks a chosen ELF against the device the way CLR's createKernelMetadataMap
+// / ROCr's loader do (ref §4 step 6): processor must match (generic: family
+// and version >= 1, CLR-new only); +/- features must equal the device's.
+bool isa_compatible(State& s, const CodeObjectInfo& co, const Device& dev, std::string* why) {
+  if (!co.processor) {
+    *why = "unknown EF_AMDGPU_MACH";
+    return false;
+  }
+  if (co.processor->is_generic) {
+    if (s.model != Model::ClrNew) {
+      *why = std::string("generic code object ") + co.processor->name + " (CLR-6.2 has no generic ISAs)";
+      return false;
+    }
+    if (!dev.proc->generic || strcmp(dev.proc->generic, co.processor->name) != 0 || co.generic_version < 1) {
+      *why = std::string("generic ") + co.processor->name + " does not cover " + dev.proc->name;
+      return false;
+    }
+  } else if (co.processor != dev.proc) {
+    *why = std::string("program ISA ") + co.processor->name + " is not the device ISA " + dev.proc->name;
+    return false;
+  }
+  if (!features_compatible(co.target, dev.target)) {
+    *why = "features " + co.target.str() + " do not match device " + dev.target.str();
+    return false;
+  }
+  return true;
+}
+
+// Entry selection for one device (comgr lookUpCodeObject, ref §4): walk the
+// bundle in file order; the first compatible native entry wins; CLR-new then
+// falls back to the first compatible generic entry.
+const BundleEntry* choose_entry(State& s, const std::vector<BundleEntry>& entries, const Device& dev) {
+  for (const auto& e : entries) {
+    auto t = hip_entry_target(e.id);
+    if (t && e.size != 0 && t->processor == dev.proc->name && features_compatible(*t, dev.target)) return &e;
+  }
+  if (s.model == Model::ClrNew && dev.proc->generic) {
+    for (const auto& e : entries) {
+      auto t = hip_entry_target(e.id);
+      if (t && e.size != 0 && t->processor == dev.proc->generic && features_compatible(*t, dev.target)) return &e;
+    }
+  }
+  return nullptr;
+}
+
+// Result of loading one image (bundle or raw ELF) for one device.
+struct LoadResult {
+  hipError_t error = hipSuccess;
+  std::vector<KernelInfo> kernels;
+  std::string chosen;
+};
+
+// `avail` is the image size when known (files), SIZE_MAX for in-memory images.
+LoadResult load_for_device(State& s, const uint8_t* image, size_t avail, const Device& dev, const char* what) {
+  LoadResult r;
+  const uint8_t* co = nullptr;
+  size_t co_size = 0;
+  if (is_compressed_bundle(image, avail)) {
+    logf(s, "%s: compressed (CCOB) bundles are not simulated", what);
+    r.error = hipErrorNotSupported;
+    return r;
+  }
+  if (is_bundle(image, avail)) {
+    std::vector<BundleEntry> entries;
+    std::string err;
+    if (!parse_bundle(image, avail, &entries, &err)) {
+      logf(s, "%s: invalid offload bundle: %s", what, err.c_str());
+      r.error = hipErrorInvalidImage;
+      return r;
+    }
+    const BundleEntry* e = choose_entry(s, entries, dev);
+    if (!e) {
+      // CLR-6.2: "Cannot find CO in the bundle ... for ISA" -> NoBinaryForGpu.
+      // CLR-new: "No compatible code objects found for" -> InvalidImage.
+      r.error = s.model == Model::ClrNew ? hipErrorInvalidImage : hipErrorNoBinaryForGpu;
+      logf(s, "%s: no compatible code object for amdgcn-amd-amdhsa--%s -> %s", what, dev.target.str().c_str(),
+           error_name(r.error));
+      return r;
+    }
+    r.chosen = e->id;
+    co = image + e->offset;
+    co_size = e->size;
+  } else {
+    // Raw ELF code object (ref §1(c)): accepted for every device; the ISA
+    // check comes at program build.
+    if (!is_amdgpu_elf(image, avail)) {
+      logf(s, "%s: not a bundle nor an AMDGPU HSA ELF", what);
+      r.error = hipErrorInvalidImage;
+      return r;
+    }
+    uint64_t sz = elf_size(image, avail);
+    if (sz == 0 || sz > avail) {
+      logf(s, "%s: ELF size unknown or past the end of the image", what);
+      r.error = hipErrorInvalidImage;
+      return r;
+    }
+    r.chosen = "raw ELF";
+    co = image;
+    co_size = sz;
+  }
+  CodeObjectInfo info;
+  std::string err;
+  if (!parse_code_object(co, co_size, &info, &err)) {
+    logf(s, "%s: code object %s cannot be built: %s -> hipErrorNoBinaryForGpu", what, r.chosen.c_str(), err.c_str());
+    r.error = hipErrorNoBinaryForGpu;
+    return r;
+  }
+  std::string why;
+  if (!isa_compatible(s, info, dev, &why)) {
+    // "Error: The program ISA ... is not compatible with the device ISA" (§4.6),
+    // BuildProgram failure -> hipErrorNoBinaryForGpu (§6).
+    logf(s, "%s: %s: %s -> hipErrorNoBinaryForGpu", what, r.chosen.c_str(), why.c_str());
+    r.error = hipErrorNoBinaryForGpu;
+    return r;
+  }
+  logf(s, "%s: device amdgcn-amd-amdhsa--%s uses %s (%zu kernel(s))", what, dev.target.str().c_str(),
+       r.chosen.c_str(), info.kernels.size());
+  r.kernels = std::move(info.kernels);
+  return r;
+}
+
+// Lazy digest of a registered fat binary for all devices (first use).
+void digest(State& s, FatBinary& fb) {
+  if (fb.digested) return;
+  fb.digested = true;
+  fb.programs.assign(s.devices.size(), Program{});
+  char what[64];
+  snprintf(what, sizeof what, "fat binary %p", fb.wrapper);
+  bool stop = false;
+  fb.digest_status = hipErrorInvalidImage;  // CLR-new's initial status (§4 step 5)
+  for (size_t i = 0; i < s.devices.size(); ++i) {
+    Program& p = fb.programs[i];
+    if (stop) {
+      p.error = hipErrorInvalidKernelFile;
+      continue;
+    }
+    LoadResult r = load_for_device(s, fb.blob, SIZE_MAX, s.devices[i], what);
+    if (r.error == hipSuccess) {
+      p.has_program = true;
+      p.kernels = std::move(r.kernels);
+      p.chosen = r.chosen;
+      fb.digest_status = hipSuccess;
+    } else {
+      p.error = r.error;
+      // CLR-new breaks out of the device loop on the first device without a
+      // compatible code object; later devices get no program.
+      if (s.model == Model::ClrNew) {
+        if (r.error == hipErrorNoBinaryForGpu) {
+          // A code object was chosen but will not build: the digest attached
+          // it (status hipSuccess); BuildProgram fails later (NoBinaryForGpu).
+          fb.digest_status = hipSuccess;
+        } else {
+          stop = true;
+        }
+      }
+    }
+  }
+}
+
+Function* make_function(State& s, std::unique_ptr<Function>& slot, int device, const KernelInfo& k,
+                        const std::string& origin) {
+  if (!slot) {
+    slot = std::make_unique<Function>();
+    slot->device = device;
+    slot->kernel = k;
+    slot->origin = origin;
+    s.functions.insert(slot.get());
+  }
+  return slot.get();
+}
+
+const KernelInfo* find_kernel(const std::vector<KernelInfo>& ks, const std::string& name) {
+  for (const auto& k : ks) {
+    if (k.name == name) return &k;
+    if (k.symbol.size() == name.size() + 3 && k.symbol.compare(0, name.size(), name) == 0 &&
+        k.symbol.compare(name.size(), 3, ".kd") == 0)
+      return &k;
+  }
+  return nullptr;
+}
+
+// CLR's StatCO::GetFunc for the current device (ref §6 table).
+hipError_t get_static_function(State& s, const void* host, Function** out) {
+  auto it = s.kernels.find(host);
+  if (it == s.kernels.end()) return hipErrorInvalidSymbol;
+  StaticKernel& sk = it->second;
+  if (!sk.fatbin) return hipErrorInvalidDeviceFunction;
+  FatBinary& fb = *sk.fatbin;
+  bool first = !fb.digested;
+  digest(s, fb);
+  const Program& p = fb.programs[t_device];
+  if (!p.has_program) {
+    if (s.model == Model::ClrNew) {
+      if (first && fb.digest_status != hipSuccess) return fb.digest_status;  // first use: digest error
+      if (p.error == hipErrorNoBinaryForGpu) return hipErrorNoBinaryForGpu;  // chosen but build failed
+      return hipErrorInvalidKernelFile;  // no per-device program
+    }
+    return p.error == hipErrorInvalidImage ? hipErrorInvalidImage : hipErrorNoBinaryForGpu;
+  }
+  const KernelInfo* k = find_kernel(p.kernels, sk.device_name);
+  if (!k) {
+    logf(s, "kernel %s not in the code object chosen for device %d", sk.device_name.c_str(), t_device);
+    return hipErrorInvalidDeviceFunction;
+  }
+  *out = make_function(s, fb.functions[{t_device, sk.device_name}], t_device, *k, p.chosen);
+  return hipSuccess;
+}
+
+Function* as_function(State& s, const void* f) {
+  auto* fn = static_cast<const Function*>(f);
+  return s.functions.count(fn) ? const_cast<Function*>(fn) : nullptr;
+}
+
+hipError_t need_device(State& s) {
+  s.initialized = true;
+  // The installed ROCm 5.2 answers hipErrorInvalidDevice when there is no GPU.
+  if (s.devices.empty()) return hipErrorInvalidDevice;
+  if (t_device < 0 || static_cast<size_t>(t_device) >= s.devices.size()) return hipErrorInvalidDevice;
+  return hipSuccess;
+}
+
+enum class LaunchKind { Static, Cooperative, Module, ModuleCooperative };
+
+// Launch-time checks (ref §6 "Launch-time checks", CLR hip_module.cpp and
+// rocvirtual.cpp), in CLR's order: validation, then dispatch.
+hipError_t launch(State& s, Function& f, LaunchKind kind, uint64_t bx, uint64_t by, uint64_t bz, uint64_t gx,
+                  uint64_t gy, uint64_t gz, uint64_t shared) {
+  const Device& dev = s.devices[f.device];
+  bool module = kind == LaunchKind::Module || kind == LaunchKind::ModuleCooperative;
+  uint64_t threads = bx * by * bz;
+  if (bx == 0 || by == 0 || bz == 0 || gx == 0 || gy == 0 || gz == 0 || threads > 1024) {
+    logf(s, "launch %s: block %llux%llux%llu grid %llux%llux%llu invalid", f.kernel.name.c_str(),
+         (unsigned long long)bx, (unsigned long long)by, (unsigned long long)bz, (unsigned long long)gx,
+         (unsigned long long)gy, (unsigned long long)gz);
+    return module ? hipErrorInvalidValue : hipErrorInvalidConfiguration;
+  }
+  if (shared > dev.lds) {
+    logf(s, "launch %s: dynamic LDS %llu > device LDS %u", f.kernel.name.c_str(), (unsigned long long)shared,
+         dev.lds);
+    bool coop = kind == LaunchKind::Cooperative || kind == LaunchKind::ModuleCooperative;
+    return coop ? hipErrorCooperativeLaunchTooLarge : hipErrorInvalidValue;
+  }
+  if (f.kernel.max_flat_workgroup_size != 0 && threads > f.kernel.max_flat_workgroup_size) {
+    logf(s, "launch %s: block of %llu threads > max flat workgroup size %llu", f.kernel.name.c_str(),
+         (unsigned long long)threads, (unsigned long long)f.kernel.max_flat_workgroup_size);
+    return hipErrorLaunchFailure;
+  }
+  if (f.kernel.group_segment_fixed_size > dev.lds) {
+    // rocvirtual.cpp submitKernelInternal: "No local memory available",
+    // CL_INVALID_OPERATION -> hipErrorIllegalState (direct dispatch).
+    logf(s, "launch %s: static LDS %llu > device LDS %u -> hipErrorIllegalState", f.kernel.name.c_str(),
+         (unsigned long long)f.kernel.group_segment_fixed_size, dev.lds);
+    return hipErrorIllegalState;
+  }
+  logf(s, "launch %s on device %d (%s): ok, not executed", f.kernel.name.c_str(), f.device, f.origin.c_str());
+  return hipSuccess;
+}
+
+// hipLaunchKernel / _spt / hipLaunchCooperativeKernel / hipLaunchKernelExC.
+hipError_t launch_static(const void* host, dim3 grid, dim3 block, size_t shared, bool cooperative) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (hipError_t e = need_device(s)) return ret(e);
+  Function* f = nullptr;
+  hipError_t e = get_static_function(s, host, &f);
+  if (e != hipSuccess) {
+    if (s.model == Model::Clr62) {
+      // ihipLaunchKernel (CLR-6.2): NoBinaryForGpu passes through, anything
+      // else becomes InvalidDeviceFunction.
+      e = e == hipErrorNoBinaryForGpu ? hipErrorNoBinaryForGpu : hipErrorInvalidDeviceFunction;
+      logf(s, "launch %p: %s", host, error_name(e));
+      return ret(e);
+    }
+    // CLR-new passes InvalidKernelFile/InvalidDeviceFunction/InvalidImage and
+    // otherwise treats the pointer as a hipFunction_t.
+    if (e == hipErrorInvalidKernelFile || e == hipErrorInvalidDeviceFunction || e == hipErrorInvalidImage) {
+      logf(s, "launch %p: %s", host, error_name(e));
+      return ret(e);
+    }
+    f = as_function(s, host);
+    if (!f) {
+      // Real CLR-new casts without validating (undefined); the simulator refuses.
+      logf(s, "launch %p: not a registered kernel nor a hipFunction_t", host);
+      return ret(hipErrorInvalidDeviceFunction);
+    }
+  }
+  return ret(launch(s, *f, cooperative ? LaunchKind::Cooperative : LaunchKind::Static, block.x, block.y, block.z,
+                    grid.x, grid.y, grid.z, shared));
+}
+
+hipError_t launch_module(hipFunction_t fn, uint64_t gx, uint64_t gy, uint64_t gz, uint64_t bx, uint64_t by,
+                         uint64_t bz, uint64_t shared, void** params, void** extra, bool cooperative) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (hipError_t e = need_device(s)) return ret(e);
+  Function* f = as_function(s, fn);
+  if (!f) return ret(hipErrorInvalidResourceHandle);
+  if (params && extra) return ret(hipErrorInvalidValue);
+  return ret(launch(s, *f, cooperative ? LaunchKind::ModuleCooperative : LaunchKind::Module, bx, by, bz, gx, gy,
+                    gz, shared));
+}
+
+hipError_t module_load(hipModule_t* module, const uint8_t* image, size_t avail, const std::string& origin) {
+  State& s = api();
+  const Device& dev = s.devices[t_device];
+  LoadResult r = load_for_device(s, image, avail, dev, origin.c_str());
+  if (r.error != hipSuccess) return r.error;
+  auto m = std::make_unique<Module>();
+  m->device = t_device;
+  m->kernels = std::move(r.kernels);
+  m->origin = origin + " [" + r.chosen + "]";
+  *module = reinterpret_cast<hipModule_t>(m.get());
+  s.modules[m.get()] = std::move(m);
+  return hipSuccess;
+}
+
+// Names from /usr/include/hip/hip_runtime_api.h; ROCm 5.2's hipGetErrorString
+// returns the same text as hipGetErrorName (checked against the installed
+// libamdhip64.so.5).
+const char* error_name(hipError_t e) {
+  switch (e) {
+#define N(x) case x: return #x;
+    N(hipSuccess) N(hipErrorInvalidValue) N(hipErrorOutOfMemory) N(hipErrorNotInitialized)
+    N(hipErrorDeinitialized) N(hipErrorProfilerDisabled) N(hipErrorProfilerNotInitialized)
+    N(hipErrorProfilerAlreadyStarted) N(hipErrorProfilerAlreadyStopped) N(hipErrorInvalidConfiguration)
+    N(hipErrorInvalidPitchValue) N(hipErrorInvalidSymbol) N(hipErrorInvalidDevicePointer)
+    N(hipErrorInvalidMemcpyDirection) N(hipErrorInsufficientDriver) N(hipErrorMissingConfiguration)
+    N(hipErrorPriorLaunchFailure) N(hipErrorInvalidDeviceFunction) N(hipErrorNoDevice) N(hipErrorInvalidDevice)
+    N(hipErrorInvalidImage) N(hipErrorInvalidContext) N(hipErrorContextAlreadyCurrent) N(hipErrorMapFailed)
+    N(hipErrorUnmapFailed) N(hipErrorArrayIsMapped) N(hipErrorAlreadyMapped) N(hipErrorNoBinaryForGpu)
+    N(hipErrorAlreadyAcquired) N(hipErrorNotMapped) N(hipErrorNotMappedAsArray) N(hipErrorNotMappedAsPointer)
+    N(hipErrorECCNotCorrectable) N(hipErrorUnsupportedLimit) N(hipErrorContextAlreadyInUse)
+    N(hipErrorPeerAccessUnsupported) N(hipErrorInvalidKernelFile) N(hipErrorInvalidGraphicsContext)
+    N(hipErrorInvalidSource) N(hipErrorFileNotFound) N(hipErrorSharedObjectSymbolNotFound)
+    N(hipErrorSharedObjectInitFailed) N(hipErrorOperatingSystem) N(hipErrorInvalidHandle) N(hipErrorIllegalState)
+    N(hipErrorNotFound) N(hipErrorNotReady) N(hipErrorIllegalAddress) N(hipErrorLaunchOutOfResources)
+    N(hipErrorLaunchTimeOut) N(hipErrorPeerAccessAlreadyEnabled) N(hipErrorPeerAccessNotEnabled)
+    N(hipErrorSetOnActiveProcess) N(hipErrorContextIsDestroyed) N(hipErrorAssert)
+    N(hipErrorHostMemoryAlreadyRegistered) N(hipErrorHostMemoryNotRegistered) N(hipErrorLaunchFailure)
+    N(hipErrorCooperativeLaunchTooLarge) N(hipErrorNotSupported) N(hipErrorStreamCaptureUnsupported)
+    N(hipErrorStreamCaptureInvalidated) N(hipErrorStreamCaptureMerge) N(hipErrorStreamCaptureUnmatched)
+    N(hipErrorStreamCaptureUnjoined) N(hipErrorStreamCaptureIsolation) N(hipErrorStreamCaptureImplicit)
+    N(hipErrorCapturedEvent) N(hipErrorStreamCaptureWrongThread) N(hipErrorGraphExecUpdateFailure)
+    N(hipErrorUnknown) N(hipErrorRuntimeMemory) N(hipErrorRuntimeOther) N(hipErrorTbd)
+#undef N
+    default: return "hipErrorUnknown";
+  }
+}
+
+}  // namespace
+}  // namespace simrt
+
+using namespace simrt;
+
+// Types from newer HIP headers than Debian's 5.2 (layout as in CUDA/HIP 6.5).
+struct hipLaunchAttribute_sim;
+struct hipLaunchConfig_sim {
+  dim3 gridDim;
+  dim3 blockDim;
+  size_t dynamicSmemBytes;
+  hipStream_t stream;
+  hipLaunchAttribute_sim* attrs;
+  unsigned int numAttrs;
+};
+
+extern "C" {
+// Not declared by the public 5.2 headers (compiler interface / newer ROCm).
+void** __hipRegisterFatBinary(const void* data);
+void __hipRegisterFunction(void** modules, const void* hostFunction, char* deviceFunction, const char* deviceName,
+                           unsigned int threadLimit, uint3* tid, uint3* bid, dim3* blockDim, dim3* gridDim,
+                           int* wSize);
+void __hipRegisterVar(void** modules, void* var, char* hostVar, char* deviceVar, int ext, size_t size,
+                      int constant, int global);
+void __hipUnregisterFatBinary(void** modules);
+hipError_t hipGetFuncBySymbol(hipFunction_t* functionPtr, const void* symbolPtr);
+hipError_t hipModuleLaunchCooperativeKernel(hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY,
+                                            unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                            unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                            hipStream_t stream, void** kernelParams);
+hipError_t hipLaunchKernelExC(const hipLaunchConfig_sim* config, const void* fPtr, void** args);
+hipError_t hipExtModuleLaunchKernel(hipFunction_t f, uint32_t globalWorkSizeX, uint32_t globalWorkSizeY,
+                                    uint32_t globalWorkSizeZ, uint32_t localWorkSizeX, uint32_t localWorkSizeY,
+                                    uint32_t localWorkSizeZ, size_t sharedMemBytes, hipStream_t hStream,
+                                    void** kernelParams, void** extra, hipEvent_t startEvent,
+                                    hipEvent_t stopEvent, uint32_t flags);
+}
+
+// ---- registration (hip_4.2) ---------------------------------------------------------
+
+SIMRT_EXPORT void** __hipRegisterFatBinary(const void* data) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  // The wrapper {u32 magic, u32 version, void* binary, void*} is checked at
+  // registration by both CLRs (ref §1); the bundle itself is not parsed here.
+  struct Wrapper {
+    uint32_t magic, version;
+    const void* binary;
+    const void* dummy;
+  };
+  auto* w = static_cast<const Wrapper*>(data);
+  if (!w || w->version != 1 || w->magic != kHipfMagic || !w->binary) {
+    logf(s, "Cannot Register fat binary %p (bad wrapper)", data);
+    return nullptr;
+  }
+  auto fb = std::make_unique<FatBinary>();
+  fb->wrapper = data;
+  fb->blob = static_cast<const uint8_t*>(w->binary);
+  FatBinary* raw = fb.get();
+  s.fatbins.push_back(std::move(fb));
+  if (s.initialized && s.model == Model::ClrNew) {
+    // CLR-new StatCO::AddFatBinary digests at once when HIP is already
+    // initialised (e.g. a library dlopen'ed later) and returns nullptr on
+    // failure (ref §6 "Registration").
+    digest(s, *raw);
+    if (raw->digest_status != hipSuccess) {
+      logf(s, "fat binary %p registered after initialisation failed to digest: returning null", data);
+      return nullptr;
+    }
+  }
+  logf(s, "registered fat binary %p (lazy)", data);
+  return reinterpret_cast<void**>(raw);
+}
+
+SIMRT_EXPORT void __hipRegisterFunction(void** modules, const void* hostFunction, char* deviceFunction,
+                                        const char* deviceName, unsigned int, uint3*, uint3*, dim3*, dim3*, int*) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!hostFunction) return;
+  const char* name = deviceName ? deviceName : deviceFunction;
+  StaticKernel sk;
+  auto* fb = reinterpret_cast<FatBinary*>(modules);
+  bool known = false;
+  for (auto& p : s.fatbins) known = known || p.get() == fb;
+  sk.fatbin = known ? fb : nullptr;
+  sk.device_name = name ? name : "";
+  s.kernels[hostFunction] = sk;
+}
+
+SIMRT_EXPORT void __hipRegisterVar(void**, void*, char*, char*, int, size_t, int, int) {}
+
+SIMRT_EXPORT void __hipUnregisterFatBinary(void** modules) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto* fb = reinterpret_cast<FatBinary*>(modules);
+  auto it = std::find_if(s.fatbins.begin(), s.fatbins.end(), [&](auto& p) { return p.get() == fb; });
+  if (it == s.fatbins.end()) return;
+  for (auto k = s.kernels.begin(); k != s.kernels.end();)
+    k = k->second.fatbin == fb ? s.kernels.erase(k) : std::next(k);
+  for (auto& [key, f] : fb->functions) s.functions.erase(f.get());
+  s.fatbins.erase(it);
+}
+
+SIMRT_EXPORT hipError_t __hipPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                                   hipStream_t stream) {
+  t_configs.push_back({gridDim, blockDim, sharedMem, stream});
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t __hipPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem,
+                                                  hipStream_t* stream) {
+  if (t_configs.empty()) return ret(hipErrorInvalidConfiguration);
+  LaunchConfig c = t_configs.back();
+  t_configs.pop_back();
+  if (gridDim) *gridDim = c.grid;
+  if (blockDim) *blockDim = c.block;
+  if (sharedMem) *sharedMem = c.shared;
+  if (stream) *stream = c.stream;
+  return hipSuccess;
+}
+
+// ---- launches --------------------------------------------------------------------------
+
+SIMRT_EXPORT hipError_t hipLaunchKernel(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void**,
+                                        size_t sharedMemBytes, hipStream_t) {
+  return launch_static(function_address, numBlocks, dimBlocks, sharedMemBytes, false);
+}
+
+SIMRT_EXPORT hipError_t hipLaunchKernel_spt(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void**,
+                                            size_t sharedMemBytes, hipStream_t) {
+  return launch_static(function_address, numBlocks, dimBlocks, sharedMemBytes, false);
+}
+
+SIMRT_EXPORT hipError_t hipLaunchCooperativeKernel(const void* f, dim3 gridDim, dim3 blockDimX, void**,
+                                                   unsigned int sharedMemBytes, hipStream_t) {
+  return launch_static(f, gridDim, blockDimX, sharedMemBytes, true);
+}
+
+SIMRT_EXPORT hipError_t hipLaunchKernelExC(const hipLaunchConfig_sim* config, const void* fPtr, void**) {
+  if (!config) return ret(hipErrorInvalidValue);
+  return launch_static(fPtr, config->gridDim, config->blockDim, config->dynamicSmemBytes, false);
+}
+
+SIMRT_EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY,
+                                              unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                              unsigned int blockDimZ, unsigned int sharedMemBytes, hipStream_t,
+                                              void** kernelParams, void** extra) {
+  return launch_module(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                       kernelParams, extra, false);
+}
+
+SIMRT_EXPORT hipError_t hipModuleLaunchCooperativeKernel(hipFunction_t f, unsigned int gridDimX,
+                                                         unsigned int gridDimY, unsigned int gridDimZ,
+                                                         unsigned int blockDimX, unsigned int blockDimY,
+                                                         unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                                         hipStream_t, void** kernelParams) {
+  return launch_module(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                       kernelParams, nullptr, true);
+}
+
+// hipExtModuleLaunchKernel: C symbol (CLR-new hip_hcc.map.in, hip_4.2) and,
+// in sim_cxx.cpp, the C++-mangled one that ROCm 5.2's hip_ext.h makes callers use.
+hipError_t simrt::ext_module_launch(hipFunction_t f, uint32_t globalWorkSizeX, uint32_t globalWorkSizeY,
+                                    uint32_t globalWorkSizeZ, uint32_t localWorkSizeX, uint32_t localWorkSizeY,
+                                    uint32_t localWorkSizeZ, size_t sharedMemBytes, void** kernelParams,
+                                    void** extra) {
+  // Global work sizes are in work-items; the grid is their quotient (rounded up).
+  auto blocks = [](uint64_t global, uint64_t local) { return local ? (global + local - 1) / local : 0; };
+  return launch_module(f, blocks(globalWorkSizeX, localWorkSizeX), blocks(globalWorkSizeY, localWorkSizeY),
+                       blocks(globalWorkSizeZ, localWorkSizeZ), localWorkSizeX, localWorkSizeY, localWorkSizeZ,
+                       sharedMemBytes, kernelParams, extra, false);
+}
+
+SIMRT_EXPORT hipError_t hipExtModuleLaunchKernel(hipFunction_t f, uint32_t globalWorkSizeX,
+                                                 uint32_t globalWorkSizeY, uint32_t globalWorkSizeZ,
+                                                 uint32_t localWorkSizeX, uint32_t localWorkSizeY,
+                                                 uint32_t localWorkSizeZ, size_t sharedMemBytes, hipStream_t,
+                                                 void** kernelParams, void** extra, hipEvent_t, hipEvent_t,
+                                                 uint32_t) {
+  return ext_module_launch(f, globalWorkSizeX, globalWorkSizeY, globalWorkSizeZ, localWorkSizeX, localWorkSizeY,
+                           localWorkSizeZ, sharedMemBytes, kernelParams, extra);
+}
+
+// ---- function lookup -----------------------------------------------------------------
+
+SIMRT_EXPORT hipError_t hipGetFuncBySymbol(hipFunction_t* functionPtr, const void* symbolPtr) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!functionPtr) return ret(hipErrorInvalidValue);
+  if (hipError_t e = need_device(s)) return ret(e);
+  Function* f = nullptr;
+  hipError_t e = get_static_function(s, symbolPtr, &f);
+  if (e != hipSuccess) {
+    // CLR-new hipGetFuncBySymbol turns any GetFunc failure into
+    // hipErrorInvalidDeviceFunction (ref §6).
+    logf(s, "hipGetFuncBySymbol %p: %s -> hipErrorInvalidDeviceFunction", symbolPtr, error_name(e));
+    return ret(hipErrorInvalidDeviceFunction);
+  }
+  *functionPtr = reinterpret_cast<hipFunction_t>(f);
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipFuncGetAttributes(hipFuncAttributes* attr, const void* func) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!attr) return ret(hipErrorInvalidValue);
+  if (!func) return ret(hipErrorInvalidDeviceFunction);
+  if (hipError_t e = need_device(s)) return ret(e);
+  Function* f = nullptr;
+  if (hipError_t e = get_static_function(s, func, &f)) return ret(e);
+  const Device& dev = s.devices[f->device];
+  const KernelInfo& k = f->kernel;
+  *attr = hipFuncAttributes{};
+  attr->sharedSizeBytes = k.group_segment_fixed_size;
+  attr->localSizeBytes = k.private_segment_fixed_size;
+  // rockernel.cpp: available - static; the simulator clamps at 0 where the
+  // real unsigned subtraction's outcome is UNCONFIRMED.
+  attr->maxDynamicSharedSizeBytes =
+      k.group_segment_fixed_size >= dev.lds ? 0 : static_cast<int>(dev.lds - k.group_segment_fixed_size);
+  attr->maxThreadsPerBlock = k.max_flat_workgroup_size ? static_cast<int>(k.max_flat_workgroup_size) : 1024;
+  attr->numRegs = static_cast<int>(k.vgpr_count);
+  return hipSuccess;
+}
+
+// ---- modules -----------------------------------------------------------------------------
+
+SIMRT_EXPORT hipError_t hipModuleLoad(hipModule_t* module, const char* fname) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!module || !fname) return ret(hipErrorInvalidValue);
+  if (hipError_t e = need_device(s)) return ret(e);
+  std::ifstream in(fname, std::ios::binary);
+  struct stat st{};
+  if (!in || stat(fname, &st) != 0 || !S_ISREG(st.st_mode)) {
+    logf(s, "hipModuleLoad %s: cannot open", fname);
+    return ret(hipErrorFileNotFound);
+  }
+  std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.empty()) {
+    logf(s, "hipModuleLoad %s: empty file", fname);
+    return ret(hipErrorInvalidImage);
+  }
+  return ret(module_load(module, data.data(), data.size(), fname));
+}
+
+SIMRT_EXPORT hipError_t hipModuleLoadData(hipModule_t* module, const void* image) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!module || !image) return ret(hipErrorInvalidValue);
+  if (hipError_t e = need_device(s)) return ret(e);
+  char origin[64];
+  snprintf(origin, sizeof origin, "image %p", image);
+  // The image size is unknown (as it is to CLR); reads are bounded by the
+  // bundle table / ELF section headers found in it.
+  return ret(module_load(module, static_cast<const uint8_t*>(image), SIZE_MAX, origin));
+}
+
+SIMRT_EXPORT hipError_t hipModuleLoadDataEx(hipModule_t* module, const void* image, unsigned int, hipJitOption*,
+                                            void**) {
+  return hipModuleLoadData(module, image);  // CLR ignores the options (ref §5)
+}
+
+SIMRT_EXPORT hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_t module, const char* kname) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.initialized = true;
+  if (!function || !kname || !*kname) return ret(hipErrorInvalidValue);
+  if (!module) return ret(hipErrorInvalidResourceHandle);
+  auto it = s.modules.find(module);
+  if (it == s.modules.end()) return ret(hipErrorNotFound);
+  Module& m = *it->second;
+  const KernelInfo* k = find_kernel(m.kernels, kname);
+  if (!k) {
+    logf(s, "hipModuleGetFunction %s: not in %s", kname, m.origin.c_str());
+    return ret(hipErrorNotFound);
+  }
+  *function = reinterpret_cast<hipFunction_t>(make_function(s, m.functions[kname], m.device, *k, m.origin));
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipModuleUnload(hipModule_t module) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.modules.find(module);
+  if (!module || it == s.modules.end()) return ret(hipErrorInvalidResourceHandle);
+  for (auto& [name, f] : it->second->functions) s.functions.erase(f.get());
+  s.modules.erase(it);
+  return hipSuccess;
+}
+
+// ---- devices -----------------------------------------------------------------------------
+
+SIMRT_EXPORT hipError_t hipInit(unsigned int flags) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.initialized = true;
+  if (flags != 0) return ret(hipErrorInvalidValue);
+  return s.devices.empty() ? ret(hipErrorNoDevice) : hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipGetDeviceCount(int* count) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.initialized = true;
+  if (!count) return ret(hipErrorInvalidValue);
+  *count = static_cast<int>(s.devices.size());
+  return s.devices.empty() ? ret(hipErrorNoDevice) : hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipSetDevice(int deviceId) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.initialized = true;
+  if (s.devices.empty()) return ret(hipErrorNoDevice);
+  if (deviceId < 0 || static_cast<size_t>(deviceId) >= s.devices.size()) return ret(hipErrorInvalidDevice);
+  t_device = deviceId;
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipGetDevice(int* deviceId) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.initialized = true;
+  if (!deviceId) return ret(hipErrorInvalidValue);
+  if (s.devices.empty()) return ret(hipErrorNoDevice);
+  *deviceId = t_device;
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int deviceId) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.initialized = true;
+  if (!prop) return ret(hipErrorInvalidValue);
+  if (deviceId < 0 || static_cast<size_t>(deviceId) >= s.devices.size()) return ret(hipErrorInvalidDevice);
+  const Device& d = s.devices[deviceId];
+  *prop = hipDeviceProp_t{};
+  snprintf(prop->name, sizeof prop->name, "hipguard simulated %s", d.proc->name);
+  snprintf(prop->gcnArchName, sizeof prop->gcnArchName, "%s", d.target.str().c_str());
+  prop->totalGlobalMem = size_t{16} << 30;
+  prop->sharedMemPerBlock = d.lds;
+  prop->maxSharedMemoryPerMultiProcessor = d.lds;
+  prop->warpSize = (d.proc->name[3] == '1' && strlen(d.proc->name) >= 7) ? 32 : 64;  // gfx10+ default wave32
+  prop->maxThreadsPerBlock = 1024;
+  prop->maxThreadsDim[0] = prop->maxThreadsDim[1] = prop->maxThreadsDim[2] = 1024;
+  prop->maxGridSize[0] = prop->maxGridSize[1] = prop->maxGridSize[2] = 0x7fffffff;
+  prop->multiProcessorCount = 1;
+  prop->maxThreadsPerMultiProcessor = 2048;
+  prop->regsPerBlock = 65536;
+  prop->cooperativeLaunch = 1;
+  prop->major = 9;
+  prop->minor = 0;
+  prop->gcnArch = 0;
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipDeviceSynchronize() {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (hipError_t e = need_device(s)) return ret(e);
+  return hipSuccess;
+}
+
+// ---- memory (host memory stands in for device memory) --------------------------------
+
+SIMRT_EXPORT hipError_t hipMalloc(void** ptr, size_t size) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!ptr) return ret(hipErrorInvalidValue);
+  if (hipError_t e = need_device(s)) return ret(e);
+  if (size == 0) {
+    *ptr = nullptr;
+    return hipSuccess;
+  }
+  void* p = aligned_alloc(256, (size + 255) / 256 * 256);
+  if (!p) return ret(hipErrorOutOfMemory);
+  s.allocations[p] = size;
+  *ptr = p;
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipFree(void* ptr) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.initialized = true;
+  if (!ptr) return hipSuccess;
+  auto it = s.allocations.find(ptr);
+  if (it == s.allocations.end()) return ret(hipErrorInvalidValue);
+  free(ptr);
+  s.allocations.erase(it);
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipMemcpy(void* dst, const void* src, size_t sizeBytes, hipMemcpyKind kind) {
+  if (sizeBytes == 0) return hipSuccess;
+  if (!dst || !src || static_cast<int>(kind) < 0 || static_cast<int>(kind) > 4) return ret(hipErrorInvalidValue);
+  memmove(dst, src, sizeBytes);
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipMemset(void* dst, int value, size_t sizeBytes) {
+  if (sizeBytes == 0) return hipSuccess;
+  if (!dst) return ret(hipErrorInvalidValue);
+  memset(dst, value, sizeBytes);
+  return hipSuccess;
+}
+
+// ---- errors ------------------------------------------------------------------------------
+
+SIMRT_EXPORT hipError_t hipGetLastError() {
+  hipError_t e = t_last_error;
+  t_last_error = hipSuccess;
+  return e;
+}
+
+SIMRT_EXPORT hipError_t hipPeekAtLastError() { return t_last_error; }
+
+SIMRT_EXPORT const char* hipGetErrorName(hipError_t hip_error) { return error_name(hip_error); }
+
+SIMRT_EXPORT const char* hipGetErrorString(hipError_t hipError) { return error_name(hipError); }

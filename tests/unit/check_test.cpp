@@ -1,0 +1,538 @@
+// check.h / inputs.h end to end: the AITER corpus against gfx942 and gfx950,
+// hipcc-built programs against gfx90a / gfx942, selection order, and the
+// per-target kernel checks on crafted code objects.
+#include "hipguard/check.h"
+
+#include "hipguard/inputs.h"
+#include "corpus_facts.h"
+#include "test_util.h"
+
+using namespace hipguard;
+using namespace hgtest;
+
+namespace {
+
+// LDS limits per workgroup: AMDGPU.td FeatureAddressableLocalMemorySize and CLR's
+// device table (reference §6): 64 KiB gfx942, 160 KiB gfx950.
+constexpr uint64_t kGfx942Lds = 65536;
+
+// The single kernel of a corpus object: its name from hipguard, its LDS from
+// the llvm-readelf table (corpus_facts.h).
+uint64_t kernel_lds(const fs::path& f, std::string* name) {
+  auto co = parse_code_object(span(read_bytes(f)));
+  EXPECT_TRUE(co);
+  if (!co || co->kernels.size() != 1) return 0;
+  *name = co->kernels[0].name;
+  auto it = kCorpusLds.find(f.filename().string());
+  EXPECT_NE(it, kCorpusLds.end()) << f;
+  return it == kCorpusLds.end() ? 0 : it->second;
+}
+
+FileReport check(const fs::path& f, std::initializer_list<const char*> targets) {
+  std::vector<TargetId> ts;
+  for (const char* t : targets) ts.push_back(target(t));
+  return check_file(f.string(), ts);
+}
+
+}  // namespace
+
+// ---- AITER corpus ----------------------------------------------------------------
+
+TEST(CorpusCheck, Gfx942ObjectsRunOnGfx942) {
+  HG_REQUIRE_CORPUS();
+  auto files = corpus_files("gfx942_");
+  ASSERT_EQ(files.size(), 19u);
+  for (const auto& f : files) {
+    auto r = check(f, {"gfx942"});
+    SCOPED_TRACE(f.filename().string());
+    ASSERT_EQ(r.images.size(), 1u);
+    const auto& img = r.images[0];
+    EXPECT_EQ(img.kind, PayloadKind::CodeObject);
+    ASSERT_EQ(img.verdicts.size(), 1u);
+    EXPECT_TRUE(img.verdicts[0].can_run) << dump(img.diagnostics);
+    EXPECT_EQ(img.verdicts[0].selection, Selection::Native);
+    EXPECT_EQ(img.verdicts[0].kernels, 1u);
+    EXPECT_TRUE(r.ok());
+    for (const auto& d : img.diagnostics) EXPECT_NE(d.severity, Severity::Error) << format_line(d);
+  }
+}
+
+TEST(CorpusCheck, Gfx942ObjectsRunOnMi300xAlias) {
+  HG_REQUIRE_CORPUS();
+  for (const auto& f : corpus_files("gfx942_")) {
+    auto r = check(f, {"mi300x", "mi325x"});
+    EXPECT_TRUE(r.ok()) << f.filename() << "\n" << dump(all_diags(r));
+  }
+}
+
+TEST(CorpusCheck, Gfx950AndGfx1250ObjectsAreHG202OnGfx942) {
+  HG_REQUIRE_CORPUS();
+  auto files = corpus_files("gfx950_");
+  auto more = corpus_files("gfx1250_");
+  ASSERT_EQ(files.size(), 19u);
+  ASSERT_EQ(more.size(), 4u);
+  files.insert(files.end(), more.begin(), more.end());
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.filename().string());
+    auto r = check(f, {"gfx942"});
+    ASSERT_EQ(r.images.size(), 1u);
+    const auto& img = r.images[0];
+    EXPECT_FALSE(img.verdicts[0].can_run);
+    EXPECT_EQ(img.verdicts[0].selection, Selection::None);
+    auto d = find_diags(img.diagnostics, code::kProcessorMismatch);
+    ASSERT_EQ(d.size(), 1u) << dump(img.diagnostics);
+    EXPECT_EQ(d[0]->target, "gfx942");
+    EXPECT_EQ(d[0]->severity, Severity::Error);
+    std::string name = f.filename().string();
+    EXPECT_NE(d[0]->message.find(name.substr(0, name.find('_'))), std::string::npos) << d[0]->message;
+    EXPECT_FALSE(r.ok());
+    // Structurally these objects are fine: only the target verdict fails.
+    EXPECT_TRUE(img.structurally_ok) << dump(img.diagnostics);
+  }
+}
+
+TEST(CorpusCheck, Gfx950LdsOverGfx942LimitIsHG301) {
+  HG_REQUIRE_CORPUS();
+  size_t over = 0, at_limit = 0;
+  for (const auto& f : corpus_files("gfx950_")) {
+    SCOPED_TRACE(f.filename().string());
+    std::string kernel;
+    uint64_t lds = kernel_lds(f, &kernel);
+    auto r = check(f, {"gfx942"});
+    ASSERT_EQ(r.images.size(), 1u);
+    auto d = find_diags(r.images[0].diagnostics, code::kLdsOverLimit);
+    if (lds > kGfx942Lds) {
+      ++over;
+      ASSERT_EQ(d.size(), 1u) << dump(r.images[0].diagnostics);
+      EXPECT_EQ(d[0]->kernel, kernel);
+      EXPECT_EQ(d[0]->target, "gfx942");
+      EXPECT_EQ(d[0]->value, lds);
+      EXPECT_EQ(d[0]->limit, kGfx942Lds);
+      EXPECT_NE(d[0]->message.find(std::to_string(lds)), std::string::npos) << d[0]->message;
+      EXPECT_NE(d[0]->message.find("65536"), std::string::npos) << d[0]->message;
+      EXPECT_FALSE(d[0]->fix.empty());
+    } else {
+      if (lds == kGfx942Lds) ++at_limit;
+      EXPECT_TRUE(d.empty()) << "LDS " << lds << " fits gfx942\n" << dump(r.images[0].diagnostics);
+    }
+  }
+  // llvm-readelf: 12 gfx950 objects declare more than 64 KiB (11 x 163840 and one 66048),
+  // and four declare exactly 65536.
+  EXPECT_EQ(over, 12u);
+  EXPECT_EQ(at_limit, 4u);
+}
+
+TEST(CorpusCheck, EdgeObjects) {
+  HG_REQUIRE_CORPUS();
+  // 66048 bytes: 512 over gfx942's 64 KiB -> HG301. 65536 exactly: fits.
+  auto over = check(corpus_dir() / "gfx950_fmha_v4_fwd_fwd_hd128_f4f4.co", {"gfx942"});
+  ASSERT_EQ(over.images.size(), 1u);
+  auto d = find_diags(over.images[0].diagnostics, code::kLdsOverLimit);
+  ASSERT_EQ(d.size(), 1u) << dump(over.images[0].diagnostics);
+  EXPECT_EQ(d[0]->kernel, "_ZN5aiter28fmha_fwd_hd128_f4f4_gfx950E");
+  EXPECT_EQ(d[0]->value, 66048u);
+  EXPECT_EQ(d[0]->limit, 65536u);
+
+  auto fits = check(corpus_dir() / "gfx950_bf16gemm_bf16gemm_fp32bf16_tn_128x64_bshuffle_splitk.co", {"gfx942"});
+  ASSERT_EQ(fits.images.size(), 1u);
+  EXPECT_FALSE(has_code(fits.images[0].diagnostics, code::kLdsOverLimit)) << dump(fits.images[0].diagnostics);
+  EXPECT_TRUE(has_code(fits.images[0].diagnostics, code::kProcessorMismatch));
+}
+
+TEST(CorpusCheck, Gfx950ObjectsRunOnGfx950) {
+  HG_REQUIRE_CORPUS();
+  for (const auto& f : corpus_files("gfx950_")) {
+    auto r = check(f, {"gfx950"});
+    ASSERT_EQ(r.images.size(), 1u);
+    EXPECT_TRUE(r.ok()) << f.filename() << "\n" << dump(r.images[0].diagnostics);
+    EXPECT_EQ(r.images[0].verdicts[0].selection, Selection::Native);
+    EXPECT_FALSE(has_code(r.images[0].diagnostics, code::kLdsOverLimit));
+  }
+  // And through the product name.
+  auto r = check(corpus_dir() / "gfx950_f4gemm_f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256.co", {"mi355x"});
+  EXPECT_TRUE(r.ok()) << dump(all_diags(r));
+}
+
+TEST(CorpusCheck, Gfx942ObjectsDoNotRunOnGfx950) {
+  HG_REQUIRE_CORPUS();
+  // No backward compatibility between processors (AMDGPUUsage): gfx942 code is not gfx950 code.
+  for (const auto& f : corpus_files("gfx942_")) {
+    auto r = check(f, {"gfx950"});
+    ASSERT_EQ(r.images.size(), 1u);
+    EXPECT_FALSE(r.ok());
+    EXPECT_TRUE(has_code(r.images[0].diagnostics, code::kProcessorMismatch));
+  }
+}
+
+TEST(CorpusCheck, Gfx1250OnGfx950ReportsLdsToo) {
+  HG_REQUIRE_CORPUS();
+  // 327680 bytes (320 KiB) > gfx950's 163840.
+  auto r = check(corpus_dir() / "gfx1250_fmha_fwd_mxfp8_fmha_fwd_mxfp8_d128.co", {"gfx950"});
+  ASSERT_EQ(r.images.size(), 1u);
+  EXPECT_TRUE(has_code(r.images[0].diagnostics, code::kProcessorMismatch));
+  auto d = find_diags(r.images[0].diagnostics, code::kLdsOverLimit);
+  ASSERT_EQ(d.size(), 1u) << dump(r.images[0].diagnostics);
+  EXPECT_EQ(d[0]->value, 327680u);
+  EXPECT_EQ(d[0]->limit, 163840u);
+}
+
+TEST(CorpusCheck, TwoTargetsGiveTwoVerdictsInOrder) {
+  HG_REQUIRE_CORPUS();
+  auto r = check(corpus_dir() / "gfx950_f4gemm_f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256.co", {"gfx942", "mi355x"});
+  ASSERT_EQ(r.images.size(), 1u);
+  const auto& v = r.images[0].verdicts;
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].target.processor, "gfx942");
+  EXPECT_FALSE(v[0].can_run);
+  EXPECT_EQ(v[1].target.processor, "gfx950");
+  EXPECT_TRUE(v[1].can_run);
+  // Diagnostics name the target they belong to.
+  for (const auto& d : r.images[0].diagnostics)
+    if (d.severity == Severity::Error) EXPECT_EQ(d.target, "gfx942") << format_line(d);
+}
+
+TEST(CorpusCheck, NoTargetsMeansStructuralOnly) {
+  HG_REQUIRE_CORPUS();
+  for (const auto& f : corpus_files()) {
+    auto r = check_file(f.string(), {});
+    ASSERT_EQ(r.images.size(), 1u);
+    EXPECT_TRUE(r.images[0].verdicts.empty());
+    EXPECT_TRUE(r.ok()) << f.filename() << "\n" << dump(r.images[0].diagnostics);
+    EXPECT_EQ(r.images[0].code_objects.size(), 1u);
+  }
+}
+
+// ---- hipcc-built programs -------------------------------------------------------------
+
+TEST(AppCheck, MultiArchSelectsXnackOffEntryForGfx90a) {
+  HG_REQUIRE_APP(path, "vector_add_multi");
+  auto r = check_file(path, {target("gfx90a")});
+  ASSERT_EQ(r.images.size(), 1u);
+  const auto& v = r.images[0].verdicts.at(0);
+  EXPECT_TRUE(v.can_run) << dump(all_diags(r));
+  EXPECT_EQ(v.selection, Selection::Native);
+  EXPECT_EQ(v.selected, "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-");
+  EXPECT_EQ(v.kernels, 1u);
+  EXPECT_TRUE(r.ok());
+}
+
+TEST(AppCheck, MultiArchHasNothingForGfx942) {
+  HG_REQUIRE_APP(path, "vector_add_multi");
+  auto r = check_file(path, {target("gfx942")});
+  ASSERT_EQ(r.images.size(), 1u);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.images[0].verdicts.at(0).selection, Selection::None);
+  auto d = find_diags(r.images[0].diagnostics, code::kNoCodeObject);
+  ASSERT_EQ(d.size(), 1u) << dump(r.images[0].diagnostics);
+  EXPECT_EQ(d[0]->target, "gfx942");
+  // The message lists what the bundle holds (target IDs of its amdgcn entries).
+  for (const char* held : {"gfx1030", "gfx90a:xnack-", "gfx940"})
+    EXPECT_NE(d[0]->message.find(held), std::string::npos) << held << " missing from: " << d[0]->message;
+  EXPECT_NE(d[0]->fix.find("gfx942"), std::string::npos) << d[0]->fix;
+  // gfx940 is a sibling, not gfx942: no feature-mismatch finding.
+  EXPECT_FALSE(has_code(r.images[0].diagnostics, code::kFeatureMismatch));
+}
+
+TEST(AppCheck, XnackOnBuildOnXnackOffDeviceIsHG203) {
+  HG_REQUIRE_APP(path, "vector_add_xnack_on");
+  auto r = check_file(path, {target("gfx90a:xnack-")});
+  ASSERT_EQ(r.images.size(), 1u);
+  EXPECT_FALSE(r.ok());
+  auto d = find_diags(r.images[0].diagnostics, code::kFeatureMismatch);
+  ASSERT_EQ(d.size(), 1u) << dump(r.images[0].diagnostics);
+  EXPECT_EQ(d[0]->entry, "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+");
+  EXPECT_NE(d[0]->message.find("xnack+"), std::string::npos) << d[0]->message;
+  EXPECT_NE(d[0]->message.find("xnack-"), std::string::npos) << d[0]->message;
+  EXPECT_FALSE(has_code(r.images[0].diagnostics, code::kNoCodeObject));
+  // Same program on a device whose xnack setting is not known, or is on: runs.
+  EXPECT_TRUE(check_file(path, {target("gfx90a")}).ok());
+  EXPECT_TRUE(check_file(path, {target("gfx90a:xnack+")}).ok());
+}
+
+TEST(AppCheck, XnackOffEntryOnXnackOnDeviceIsHG203) {
+  HG_REQUIRE_APP(path, "vector_add_multi");
+  auto r = check_file(path, {target("gfx90a:xnack+")});
+  ASSERT_EQ(r.images.size(), 1u);
+  EXPECT_TRUE(has_code(r.images[0].diagnostics, code::kFeatureMismatch)) << dump(r.images[0].diagnostics);
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(AppCheck, RawHipfbBundleAndLibrary) {
+  HG_REQUIRE_APP(hipfb, "vector_add_gfx90a.hipfb");
+  HG_REQUIRE_APP(lib, "libkernels_lib.so");
+  auto r = check_file(hipfb, {target("mi250x"), target("mi300x")});
+  ASSERT_EQ(r.images.size(), 1u);
+  EXPECT_EQ(r.images[0].kind, PayloadKind::OffloadBundle);
+  EXPECT_TRUE(r.images[0].verdicts[0].can_run) << dump(r.images[0].diagnostics);
+  EXPECT_FALSE(r.images[0].verdicts[1].can_run);
+  auto l = check_file(lib, {target("gfx90a")});
+  EXPECT_TRUE(l.hip);
+  EXPECT_TRUE(l.ok()) << dump(all_diags(l));
+}
+
+TEST(AppCheck, BigLdsFitsEveryGfx9) {
+  HG_REQUIRE_APP(path, "big_lds_gfx90a");
+  // 49152 bytes of LDS (llvm-readelf) < 64 KiB: the negative control for HG301.
+  auto r = check_file(path, {target("gfx90a")});
+  EXPECT_TRUE(r.ok()) << dump(all_diags(r));
+  EXPECT_FALSE(has_code(all_diags(r), code::kLdsOverLimit));
+}
+
+// ---- Selection order on crafted bundles (real hipcc code objects inside) ---------------
+
+namespace {
+
+ByteVec gfx90a_code_object() {
+  std::string p = app("vector_add_multi.hipfb");
+  if (p.empty()) return {};
+  return entry_payload(read_bytes(p), "hipv4-amdgcn-amd-amdhsa--gfx90a");
+}
+
+}  // namespace
+
+TEST(Selection, FirstCompatibleEntryInFileOrderWins) {
+  ByteVec co = gfx90a_code_object();
+  if (co.empty()) GTEST_SKIP() << "needs the hipcc-built vector_add_multi.hipfb";
+  // Both entries are compatible with a gfx90a device whose xnack setting is unknown.
+  ByteVec b1 = make_bundle({{"host-x86_64-unknown-linux-gnu", {}},
+                            {"hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", co},
+                            {"hipv4-amdgcn-amd-amdhsa--gfx90a", co}});
+  auto r1 = check_image(span(b1), "b1", {target("gfx90a")});
+  EXPECT_EQ(r1.verdicts.at(0).selected, "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-");
+  ByteVec b2 = make_bundle({{"host-x86_64-unknown-linux-gnu", {}},
+                            {"hipv4-amdgcn-amd-amdhsa--gfx90a", co},
+                            {"hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", co}});
+  auto r2 = check_image(span(b2), "b2", {target("gfx90a")});
+  EXPECT_EQ(r2.verdicts.at(0).selected, "hipv4-amdgcn-amd-amdhsa--gfx90a");
+  // A device with xnack+ skips the incompatible first entry.
+  auto r3 = check_image(span(b1), "b1", {target("gfx90a:xnack+")});
+  EXPECT_EQ(r3.verdicts.at(0).selected, "hipv4-amdgcn-amd-amdhsa--gfx90a");
+  EXPECT_TRUE(r3.verdicts.at(0).can_run) << dump(r3.diagnostics);
+}
+
+TEST(Selection, NonHipAndHostEntriesAreNeverSelected) {
+  ByteVec co = gfx90a_code_object();
+  if (co.empty()) GTEST_SKIP() << "needs the hipcc-built vector_add_multi.hipfb";
+  ByteVec b = make_bundle({{"openmp-amdgcn-amd-amdhsa--gfx90a", co}, {"host-x86_64-unknown-linux-gnu", {}}});
+  auto r = check_image(span(b), "omp", {target("gfx90a")});
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(has_code(r.diagnostics, code::kNoCodeObject)) << dump(r.diagnostics);
+}
+
+namespace {
+
+// A gfx9-4-generic code object (v6) from the builder, and a gfx942 one.
+ByteVec generic_object(unsigned generic_version, const std::string& kernel = "g") {
+  CodeObjectSpec s;
+  s.mach = 0x05f;
+  s.version = 6;
+  s.generic_version = generic_version;
+  s.target = "amdgcn-amd-amdhsa--gfx9-4-generic";
+  s.kernels[0].name = kernel;
+  return make_code_object(s);
+}
+
+}  // namespace
+
+TEST(Selection, NativeBeforeGeneric) {
+  CodeObjectSpec native;
+  native.kernels[0].name = "n";
+  ByteVec b = make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx9-4-generic", generic_object(1)},
+                           {"hipv4-amdgcn-amd-amdhsa--gfx942", make_code_object(native)}});
+  auto r = check_image(span(b), "mixed", {target("gfx942"), target("gfx950")});
+  ASSERT_EQ(r.verdicts.size(), 2u);
+  EXPECT_EQ(r.verdicts[0].selection, Selection::Native);
+  EXPECT_EQ(r.verdicts[0].selected, "hipv4-amdgcn-amd-amdhsa--gfx942");
+  EXPECT_TRUE(r.verdicts[0].can_run) << dump(r.diagnostics);
+  // gfx950 has no native entry: the generic one (family gfx9-4-generic) is used.
+  EXPECT_EQ(r.verdicts[1].selection, Selection::Generic);
+  EXPECT_EQ(r.verdicts[1].selected, "hipv4-amdgcn-amd-amdhsa--gfx9-4-generic");
+  EXPECT_TRUE(r.verdicts[1].can_run) << dump(r.diagnostics);
+}
+
+TEST(Selection, GenericVersionZeroInBundleIsHG205) {
+  ByteVec b = make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx9-4-generic", generic_object(0)}});
+  auto r = check_image(span(b), "generic0", {target("gfx950")});
+  EXPECT_EQ(r.verdicts.at(0).selection, Selection::Generic);
+  EXPECT_FALSE(r.verdicts.at(0).can_run);
+  EXPECT_TRUE(has_code(r.diagnostics, code::kGenericTooOld)) << dump(r.diagnostics);
+}
+
+TEST(Selection, RawGenericCodeObject) {
+  auto ok = check_image(span(generic_object(1)), "raw generic", {target("gfx942"), target("gfx950"), target("gfx90a")});
+  ASSERT_EQ(ok.verdicts.size(), 3u);
+  EXPECT_EQ(ok.verdicts[0].selection, Selection::Generic);
+  EXPECT_TRUE(ok.verdicts[0].can_run) << dump(ok.diagnostics);
+  EXPECT_TRUE(ok.verdicts[1].can_run);
+  EXPECT_FALSE(ok.verdicts[2].can_run);
+  EXPECT_TRUE(has_code(ok.diagnostics, code::kProcessorMismatch));
+  auto old = check_image(span(generic_object(0)), "raw generic v0", {target("gfx942")});
+  EXPECT_FALSE(old.ok());
+  EXPECT_TRUE(has_code(old.diagnostics, code::kGenericTooOld)) << dump(old.diagnostics);
+}
+
+TEST(Selection, BrokenSelectedEntryFailsOnlyItsTarget) {
+  CodeObjectSpec s;
+  ByteVec good = make_code_object(s);
+  ByteVec bad = good;
+  bad.resize(100);  // truncated ELF
+  ByteVec b = make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", good}, {"hipv4-amdgcn-amd-amdhsa--gfx950", bad}});
+  auto r = check_image(span(b), "half broken", {target("gfx942"), target("gfx950")});
+  ASSERT_EQ(r.verdicts.size(), 2u);
+  EXPECT_TRUE(r.verdicts[0].can_run) << dump(r.diagnostics);
+  EXPECT_FALSE(r.verdicts[1].can_run);
+  auto d = find_diags(r.diagnostics, code::kMalformedElf);
+  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+  EXPECT_EQ(d[0]->entry, "hipv4-amdgcn-amd-amdhsa--gfx950");
+}
+
+// ---- Per-target kernel checks on crafted code objects ---------------------------------
+
+TEST(KernelChecks, LdsOverLimitIsHG301) {
+  CodeObjectSpec s;
+  s.kernels[0].name = "big";
+  s.kernels[0].lds = 65537;
+  auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
+  auto d = find_diags(r.diagnostics, code::kLdsOverLimit);
+  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+  EXPECT_EQ(d[0]->kernel, "big");
+  EXPECT_EQ(d[0]->value, 65537u);
+  EXPECT_EQ(d[0]->limit, 65536u);
+  EXPECT_FALSE(r.ok());
+  s.kernels[0].lds = 65536;
+  EXPECT_TRUE(check_image(span(make_code_object(s)), "crafted", {target("gfx942")}).ok());
+}
+
+TEST(KernelChecks, Wave32OnWave64OnlyProcessorIsHG302) {
+  // gfx9 (CDNA) runs wave64 only (AMDGPUUsage: wavefrontsize32 is a gfx10+ feature).
+  CodeObjectSpec s;
+  s.kernels[0].name = "w32";
+  s.kernels[0].wavefront = 32;
+  auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
+  auto d = find_diags(r.diagnostics, code::kWavefrontSize);
+  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+  EXPECT_EQ(d[0]->kernel, "w32");
+  EXPECT_FALSE(r.ok());
+  // wave64 on gfx1250 (wave32 only).
+  CodeObjectSpec g;
+  g.mach = 0x049;
+  g.features = kXnackAny | kSrameccAny;
+  g.version = 6;
+  g.target = "amdgcn-amd-amdhsa--gfx1250";
+  g.kernels[0].wavefront = 64;
+  auto r2 = check_image(span(make_code_object(g)), "crafted", {target("gfx1250")});
+  EXPECT_TRUE(has_code(r2.diagnostics, code::kWavefrontSize)) << dump(r2.diagnostics);
+}
+
+TEST(KernelChecks, RegisterFileIsHG303) {
+  {
+    // gfx90a-class: one unified file of 512 (arch VGPRs + AGPRs, at most 256 AGPRs);
+    // there .vgpr_count is the total (AMDGPUAsmPrinter: align4(VGPRs) + AGPRs).
+    CodeObjectSpec s;
+    s.kernels[0].vgpr = 768;
+    s.kernels[0].agpr = 512;
+    auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
+    EXPECT_TRUE(has_code(r.diagnostics, code::kRegisterLimit)) << dump(r.diagnostics);
+    EXPECT_FALSE(r.ok());
+  }
+  {
+    CodeObjectSpec s;
+    s.kernels[0].vgpr = 512;
+    s.kernels[0].agpr = 256;  // exactly the unified file, as many AGPRs as allowed
+    auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
+    EXPECT_FALSE(has_code(r.diagnostics, code::kRegisterLimit)) << dump(r.diagnostics);
+  }
+  {
+    CodeObjectSpec s;
+    s.kernels[0].sgpr = 200;  // far over 102 addressable + VCC/FLAT_SCRATCH/XNACK_MASK
+    auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
+    EXPECT_TRUE(has_code(r.diagnostics, code::kRegisterLimit)) << dump(r.diagnostics);
+  }
+}
+
+TEST(KernelChecks, MetadataIssuesFailTheImage) {
+  CodeObjectSpec s;
+  s.kernels[0].descriptor = false;
+  auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
+  EXPECT_TRUE(has_code(r.diagnostics, code::kDescriptorMissing)) << dump(r.diagnostics);
+  EXPECT_FALSE(r.structurally_ok);
+  EXPECT_FALSE(r.ok());
+}
+
+// ---- inputs.h: files --------------------------------------------------------------------
+
+TEST(Inputs, MissingFileIsHG101) {
+  auto r = check_file("/nonexistent/hipguard/file.co", {target("gfx942")});
+  EXPECT_TRUE(has_code(r.diagnostics, code::kUnreadable)) << dump(r.diagnostics);
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(r.images.empty());
+}
+
+TEST(Inputs, NonHipFileIsHG107Note) {
+  TempFile text(ByteVec{'h', 'e', 'l', 'l', 'o', '\n'}, ".txt");
+  auto r = check_file(text.str(), {target("gfx942")});
+  EXPECT_FALSE(r.hip);
+  auto d = find_diags(r.diagnostics, code::kNoHipFatbin);
+  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+  EXPECT_EQ(d[0]->severity, Severity::Note);
+  EXPECT_TRUE(r.ok()) << "a note never fails";
+  // Not named explicitly (found in a directory): skipped silently.
+  auto quiet = check_file(text.str(), {target("gfx942")}, /*explicit_arg=*/false);
+  EXPECT_TRUE(quiet.diagnostics.empty());
+}
+
+TEST(Inputs, HostElfWithoutFatbinIsHG107) {
+  HG_REQUIRE_APP(path, "dlopen_host");  // plain C++ program
+  auto r = check_file(path, {});
+  EXPECT_FALSE(r.hip);
+  EXPECT_TRUE(has_code(r.diagnostics, code::kNoHipFatbin)) << dump(r.diagnostics);
+}
+
+TEST(Inputs, UnknownPayloadIsHG103) {
+  ByteVec junk(4096, 0x42);
+  auto r = check_image(span(junk), "junk", {target("gfx942")});
+  EXPECT_EQ(r.kind, PayloadKind::Unknown);
+  EXPECT_TRUE(has_code(r.diagnostics, code::kUnknownPayload)) << dump(r.diagnostics);
+  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(r.structurally_ok);
+}
+
+TEST(Inputs, ExpandPathsSortsAndReportsMissing) {
+  HG_REQUIRE_CORPUS();
+  std::vector<std::string> missing;
+  auto files = expand_paths({corpus_dir().string(), "/nonexistent/x.co"}, &missing);
+  EXPECT_EQ(missing, std::vector<std::string>{"/nonexistent/x.co"});
+  // The corpus folder holds 42 .co files plus LICENSE and MANIFEST.tsv.
+  EXPECT_EQ(files.size(), 44u);
+  EXPECT_TRUE(std::is_sorted(files.begin(), files.end()));
+}
+
+TEST(Inputs, FileReportOkFollowsErrors) {
+  HG_REQUIRE_CORPUS();
+  // LICENSE found in a directory: not HIP, skipped without diagnostics.
+  auto lic = check_file((corpus_dir() / "LICENSE").string(), {target("gfx942")}, false);
+  EXPECT_FALSE(lic.hip);
+  EXPECT_TRUE(lic.diagnostics.empty());
+  EXPECT_TRUE(lic.ok());
+}
+
+TEST(Selection, SpirvEntryIsTheLastResortHG207) {
+  ByteVec co = gfx90a_code_object();
+  if (co.empty()) GTEST_SKIP() << "needs the hipcc-built vector_add_multi.hipfb";
+  // CLR (2025+) priority: native > generic > SPIR-V (reference §4). The SPIR-V payload
+  // is never parsed as ELF; any bytes do.
+  ByteVec spirv_payload = {0x03, 0x02, 0x23, 0x07, 0, 0, 0, 0};  // SPIR-V magic, little-endian
+  ByteVec b = make_bundle({{"host-x86_64-unknown-linux-gnu", {}},
+                           {"hipv4-spirv64-amd-amdhsa--amdgcnspirv", spirv_payload},
+                           {"hipv4-amdgcn-amd-amdhsa--gfx90a", co}});
+  auto r = check_image(span(b), "spirv", {target("gfx90a"), target("gfx942")});
+  ASSERT_EQ(r.verdicts.size(), 2u);
+  EXPECT_EQ(r.verdicts[0].selection, Selection::Native) << "native wins although SPIR-V comes first";
+  EXPECT_EQ(r.verdicts[1].selection, Selection::Spirv);
+  EXPECT_EQ(r.verdicts[1].selected, "hipv4-spirv64-amd-amdhsa--amdgcnspirv");
+  auto d = find_diags(r.diagnostics, code::kSpirvFallback);
+  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+  EXPECT_EQ(d[0]->target, "gfx942");
+  EXPECT_EQ(d[0]->severity, Severity::Warning);
+  EXPECT_FALSE(has_code(r.diagnostics, code::kNoCodeObject));
+}

@@ -1,0 +1,472 @@
+// code_object.h on the real AITER corpus, on hipcc-built code objects, and on
+// crafted code objects (broken ELF, unknown processor, metadata problems,
+// per-kernel structural findings).
+#include "hipguard/code_object.h"
+
+#include "corpus_facts.h"
+#include "test_util.h"
+
+using namespace hipguard;
+using namespace hgtest;
+
+namespace {
+
+Result<CodeObject> parse(const ByteVec& v) { return parse_code_object(span(v)); }
+
+
+}  // namespace
+
+// ---- The AITER corpus -------------------------------------------------------
+
+TEST(CorpusCodeObject, EveryFileParses) {
+  HG_REQUIRE_CORPUS();
+  auto files = corpus_files();
+  ASSERT_EQ(files.size(), 42u) << "the corpus README lists 42 code objects";
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.filename().string());
+    ByteVec bytes = read_bytes(f);
+    ASSERT_EQ(classify(span(bytes)), PayloadKind::CodeObject);
+    auto co = parse(bytes);
+    ASSERT_TRUE(co) << co.error().code << " " << co.error().message;
+
+    // Processor: from e_flags, must equal the file-name prefix (gfx942_, gfx950_, gfx1250_).
+    std::string name = f.filename().string();
+    std::string prefix = name.substr(0, name.find('_'));
+    ASSERT_NE(co->processor, nullptr);
+    EXPECT_EQ(co->processor->name, prefix);
+    EXPECT_EQ(co->target.processor, prefix);
+    // e_flags and EI_ABIVERSION read straight from the header bytes.
+    uint32_t e_flags = get<uint32_t>(bytes, 48);
+    EXPECT_EQ(co->e_flags, e_flags);
+    EXPECT_EQ(co->mach, e_flags & 0xff);
+    EXPECT_EQ(co->version, bytes[8] + 2u) << "code object version = EI_ABIVERSION + 2";
+    EXPECT_GE(co->version, 4u);
+    EXPECT_LE(co->version, 6u);
+    // All corpus files carry 0x500 in the feature bits (llvm-readelf: Flags 0x54C/0x54F/0x549):
+    // xnack "any" (0x100) and sramecc "any" (0x400), so no feature suffix in the target ID.
+    EXPECT_EQ(e_flags & 0xf00, 0x500u);
+    EXPECT_EQ(co->target.xnack, Feature::Any);
+    EXPECT_EQ(co->target.sramecc, Feature::Any);
+    EXPECT_EQ(co->target.str(), prefix);
+    EXPECT_EQ(co->generic_version, 0u);
+
+    // Kernels from the metadata note.
+    ASSERT_EQ(co->kernels.size(), 1u);
+    const KernelInfo& k = co->kernels[0];
+    EXPECT_FALSE(k.name.empty());
+    EXPECT_EQ(k.symbol, k.name + ".kd");
+    auto lds = kCorpusLds.find(name);
+    ASSERT_NE(lds, kCorpusLds.end()) << "file not in the llvm-readelf table";
+    EXPECT_EQ(k.group_segment_fixed_size, lds->second);
+    // gfx1250 is wave32-only; gfx9 is wave64 (llvm-readelf: .wavefront_size 32 / 64).
+    EXPECT_EQ(k.wavefront_size, prefix == "gfx1250" ? 32u : 64u);
+    ASSERT_TRUE(k.descriptor) << "every corpus kernel has its .kd symbol";
+    EXPECT_EQ(k.descriptor->group_segment_fixed_size, lds->second);
+    EXPECT_TRUE(co->kernels_without_metadata.empty());
+  }
+}
+
+TEST(CorpusCodeObject, MetadataTargetWhenPresent) {
+  HG_REQUIRE_CORPUS();
+  // llvm-readelf --notes: every gfx1250 object has amdhsa.target; of the gfx942 ones
+  // only flatmm, i8gemm and topk do; no gfx950 object does.
+  for (const auto& f : corpus_files()) {
+    auto co = parse(read_bytes(f));
+    ASSERT_TRUE(co);
+    std::string name = f.filename().string();
+    std::string prefix = name.substr(0, name.find('_'));
+    if (prefix == "gfx1250") {
+      ASSERT_TRUE(co->metadata_target) << name;
+      EXPECT_EQ(*co->metadata_target, "amdgcn-amd-amdhsa--gfx1250");
+    } else if (prefix == "gfx950") {
+      EXPECT_FALSE(co->metadata_target) << name;
+    } else if (co->metadata_target) {
+      EXPECT_EQ(*co->metadata_target, "amdgcn-amd-amdhsa--gfx942") << name;
+    }
+  }
+  auto flatmm = parse(read_bytes(corpus_dir() / "gfx942_flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32.co"));
+  ASSERT_TRUE(flatmm);
+  EXPECT_TRUE(flatmm->metadata_target);
+  EXPECT_EQ(flatmm->kernels[0].name, "flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32");
+}
+
+TEST(CorpusCodeObject, VersionsSpanV4ToV6) {
+  HG_REQUIRE_CORPUS();
+  // README: gfx942_* are code object v4, v5 and v6 (ELF ABI version 2, 3, 4).
+  std::set<unsigned> versions;
+  for (const auto& f : corpus_files("gfx942_")) {
+    auto co = parse(read_bytes(f));
+    ASSERT_TRUE(co);
+    versions.insert(co->version);
+  }
+  EXPECT_EQ(versions, (std::set<unsigned>{4, 5, 6}));
+}
+
+TEST(CorpusCodeObject, ImageSizeIsTheFileSize) {
+  HG_REQUIRE_CORPUS();
+  // Checked with llvm-readelf-16 -h before writing this: in every corpus file the
+  // section header table is the last thing in the file (e_shoff + e_shnum * 64 ==
+  // file size, e.g. 44576 + 16*64 = 45600), so the runtime's getElfSize is the file size.
+  for (const auto& f : corpus_files()) {
+    SCOPED_TRACE(f.filename().string());
+    ByteVec bytes = read_bytes(f);
+    EXPECT_EQ(get<uint64_t>(bytes, 40) + 64ull * get<uint16_t>(bytes, 60), bytes.size());
+    auto size = elf_image_size(span(bytes));
+    ASSERT_TRUE(size);
+    EXPECT_EQ(*size, bytes.size());
+    auto co = parse(bytes);
+    ASSERT_TRUE(co);
+    EXPECT_EQ(co->size, bytes.size());
+  }
+}
+
+TEST(CorpusCodeObject, NoStructuralErrors) {
+  HG_REQUIRE_CORPUS();
+  // These are production kernels AITER ships and launches: no finding about the
+  // object itself may be an error (target checks are separate).
+  for (const auto& f : corpus_files()) {
+    auto co = parse(read_bytes(f));
+    ASSERT_TRUE(co);
+    for (const auto& i : co->issues) {
+      const CodeInfo* info = find_code(i.code);
+      ASSERT_NE(info, nullptr) << i.code;
+      EXPECT_NE(info->severity, Severity::Error)
+          << f.filename().string() << ": " << i.code << " " << i.kernel << ": " << i.message;
+    }
+  }
+}
+
+// ---- hipcc-built code objects ------------------------------------------------------
+
+TEST(HipccCodeObject, FeatureBitsFromEFlags) {
+  HG_REQUIRE_APP(path, "vector_add_multi.hipfb");
+  HG_REQUIRE_APP(exe, "vector_add_multi");
+  // The .hipfb has gfx90a without suffix and gfx1030; e_flags read with llvm-readelf:
+  // gfx90a 0x53F (xnack any, sramecc any), gfx1030 0x36 (no features).
+  ByteVec file = read_bytes(path);
+  auto gfx90a = parse(entry_payload(file, "hipv4-amdgcn-amd-amdhsa--gfx90a"));
+  ASSERT_TRUE(gfx90a);
+  EXPECT_EQ(gfx90a->e_flags, 0x53fu);
+  EXPECT_EQ(gfx90a->target.str(), "gfx90a");
+  EXPECT_EQ(gfx90a->target.xnack, Feature::Any);
+  EXPECT_EQ(gfx90a->version, 4u);
+  ASSERT_EQ(gfx90a->kernels.size(), 1u);
+  EXPECT_EQ(gfx90a->kernels[0].name, "_Z10vector_addPKfS0_Pfi");
+  EXPECT_EQ(gfx90a->kernels[0].wavefront_size, 64u);
+  // Kernel arguments as in the source: three pointers and an int (llvm-readelf: 28-byte kernarg segment).
+  EXPECT_EQ(gfx90a->kernels[0].kernarg_segment_size, 28u);
+  ASSERT_GE(gfx90a->kernels[0].args.size(), 4u);
+  EXPECT_EQ(gfx90a->kernels[0].args[0].value_kind, "global_buffer");
+  EXPECT_EQ(gfx90a->kernels[0].args[3].value_kind, "by_value");
+  auto gfx1030 = parse(entry_payload(file, "hipv4-amdgcn-amd-amdhsa--gfx1030"));
+  ASSERT_TRUE(gfx1030);
+  EXPECT_EQ(gfx1030->target.str(), "gfx1030");
+  EXPECT_EQ(gfx1030->target.xnack, Feature::Unsupported);
+  EXPECT_EQ(gfx1030->target.sramecc, Feature::Unsupported);
+  EXPECT_TRUE(gfx1030->issues.empty());
+}
+
+TEST(HipccCodeObject, XnackSettingsFromEFlags) {
+  HG_REQUIRE_APP(multi, "vector_add_multi");
+  HG_REQUIRE_APP(on, "vector_add_xnack_on");
+  // From .hip_fatbin: gfx90a:xnack- has e_flags 0x63F, gfx90a:xnack+ 0x73F (llvm-readelf on the extracted entries).
+  auto r = check_file(multi, {});
+  ASSERT_EQ(r.images.size(), 1u);
+  bool seen = false;
+  for (const auto& c : r.images[0].code_objects) {
+    if (c.entry != "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-") continue;
+    seen = true;
+    EXPECT_EQ(c.co.e_flags, 0x63fu);
+    EXPECT_EQ(c.co.target.xnack, Feature::Off);
+    EXPECT_EQ(c.co.target.sramecc, Feature::Any);
+    EXPECT_EQ(c.co.target.str(), "gfx90a:xnack-");
+  }
+  EXPECT_TRUE(seen);
+  auto r2 = check_file(on, {});
+  ASSERT_EQ(r2.images.size(), 1u);
+  ASSERT_EQ(r2.images[0].code_objects.size(), 1u);
+  EXPECT_EQ(r2.images[0].code_objects[0].co.e_flags, 0x73fu);
+  EXPECT_EQ(r2.images[0].code_objects[0].co.target.str(), "gfx90a:xnack+");
+}
+
+// ---- Crafted code objects -------------------------------------------------------------
+
+TEST(CraftedCodeObject, BuilderOutputIsClean) {
+  // The builder's default object must parse without findings, or the tests below mean nothing.
+  ByteVec v = make_code_object({});
+  auto co = parse(v);
+  ASSERT_TRUE(co) << co.error().message;
+  EXPECT_EQ(co->target.str(), "gfx942");
+  EXPECT_EQ(co->version, 5u);
+  ASSERT_EQ(co->kernels.size(), 1u);
+  EXPECT_EQ(co->kernels[0].name, "k");
+  ASSERT_TRUE(co->kernels[0].descriptor);
+  EXPECT_TRUE(co->device_functions.empty());
+  for (const auto& i : co->issues) ADD_FAILURE() << i.code << " " << i.kernel << ": " << i.message;
+  EXPECT_EQ(co->size, v.size());
+}
+
+TEST(CraftedCodeObject, TruncatedIsHG106) {
+  ByteVec v = make_code_object({});
+  for (size_t n : {size_t(0), size_t(4), size_t(63), size_t(64), v.size() / 2, v.size() - 1}) {
+    auto r = parse_code_object(Bytes(v.data(), n));
+    ASSERT_FALSE(r) << n << " bytes accepted";
+    EXPECT_EQ(r.error().code, code::kMalformedElf) << n << " bytes: " << r.error().message;
+  }
+}
+
+TEST(CraftedCodeObject, TruncatedCorpusFileIsHG106) {
+  HG_REQUIRE_CORPUS();
+  ByteVec v = read_bytes(corpus_dir() / "gfx942_pa_a16w8_f16.co");
+  auto r = parse_code_object(Bytes(v.data(), v.size() - 100));  // section headers cut off
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, code::kMalformedElf);
+}
+
+TEST(CraftedCodeObject, WrongMachineIsHG106) {
+  CodeObjectSpec s;
+  s.machine = 62;  // EM_X86_64
+  auto r = parse(make_code_object(s));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, code::kMalformedElf);
+  EXPECT_NE(r.error().message.find("224"), std::string::npos) << r.error().message;
+}
+
+TEST(CraftedCodeObject, WrongOsAbiIsHG106) {
+  for (uint8_t abi : {uint8_t(0), uint8_t(65), uint8_t(66)}) {  // SYSV, AMDGPU_PAL, AMDGPU_MESA3D
+    CodeObjectSpec s;
+    s.osabi = abi;
+    auto r = parse(make_code_object(s));
+    ASSERT_FALSE(r) << "OSABI " << int(abi);
+    EXPECT_EQ(r.error().code, code::kMalformedElf);
+  }
+}
+
+TEST(CraftedCodeObject, NotElf64LsbIsHG106) {
+  ByteVec v = make_code_object({});
+  v[4] = 1;  // ELFCLASS32
+  auto r = parse(v);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, code::kMalformedElf);
+  v = make_code_object({});
+  v[5] = 2;  // big endian
+  r = parse(v);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, code::kMalformedElf);
+  v = make_code_object({});
+  put<uint64_t>(v, 40, v.size() - 10);  // section header table runs off the end
+  r = parse(v);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, code::kMalformedElf);
+}
+
+TEST(CraftedCodeObject, UnknownMachIsHG108) {
+  CodeObjectSpec s;
+  s.mach = 0x0fe;  // not an EF_AMDGPU_MACH value in llvm/BinaryFormat/ELF.h
+  ASSERT_EQ(find_processor_by_mach(0x0fe), nullptr);
+  auto r = parse(make_code_object(s));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, code::kUnknownProcessor);
+  EXPECT_NE(r.error().message.find("0x0fe"), std::string::npos) << r.error().message;
+  // Through the checker: structural error, every verdict fails.
+  auto report = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
+  EXPECT_TRUE(has_code(report.diagnostics, code::kUnknownProcessor)) << dump(report.diagnostics);
+  EXPECT_FALSE(report.ok());
+}
+
+TEST(CraftedCodeObject, NoMetadataNoteIsHG401) {
+  CodeObjectSpec s;
+  s.note = false;
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co) << co.error().message;
+  EXPECT_TRUE(has_issue(*co, code::kNoMetadata));
+  EXPECT_TRUE(co->kernels.empty());
+  // The .kd symbol is still there: a kernel nobody can launch.
+  EXPECT_TRUE(has_issue(*co, code::kKernelWithoutMetadata));
+  auto report = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
+  EXPECT_TRUE(has_code(report.diagnostics, code::kNoMetadata));
+  EXPECT_FALSE(report.structurally_ok);
+  EXPECT_FALSE(report.ok());
+}
+
+TEST(CraftedCodeObject, GarbageMetadataIsHG402) {
+  CodeObjectSpec s;
+  s.raw_metadata = std::string("\xc1\xc1\xc1 not msgpack", 15);  // 0xc1 is never used in MessagePack
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co) << co.error().message;
+  EXPECT_TRUE(has_issue(*co, code::kBadMetadata));
+  EXPECT_TRUE(co->kernels.empty());
+}
+
+TEST(CraftedCodeObject, MetadataWithoutKernelListIsHG402) {
+  CodeObjectSpec s;
+  s.raw_metadata = std::string("\x91\x01", 2);  // msgpack [1]: root is not a map
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co);
+  EXPECT_TRUE(has_issue(*co, code::kBadMetadata));
+  s.raw_metadata = std::string("\x81\xa1x\x01", 4);  // {"x": 1}: no amdhsa.kernels
+  co = parse(make_code_object(s));
+  ASSERT_TRUE(co);
+  EXPECT_TRUE(has_issue(*co, code::kBadMetadata));
+}
+
+TEST(CraftedCodeObject, MissingRequiredKernelKeyIsHG403) {
+  CodeObjectSpec s;
+  s.kernels[0].name = "needs_lds";
+  s.kernels[0].omit = {".group_segment_fixed_size"};
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co);
+  ASSERT_TRUE(has_issue(*co, code::kBadKernelMetadata));
+  for (const auto& i : co->issues)
+    if (i.code == code::kBadKernelMetadata) {
+      EXPECT_EQ(i.kernel, "needs_lds");
+      EXPECT_NE(i.message.find(".group_segment_fixed_size"), std::string::npos) << i.message;
+    }
+  // The kernel is not guessed at: it is left out of the kernel list.
+  EXPECT_TRUE(co->kernels.empty());
+}
+
+TEST(CraftedCodeObject, CodeObjectVersionOutsideV4ToV6IsHG109) {
+  for (unsigned v : {3u, 7u}) {
+    CodeObjectSpec s;
+    s.version = v;
+    auto co = parse(make_code_object(s));
+    ASSERT_TRUE(co) << co.error().message;
+    EXPECT_EQ(co->version, v);
+    EXPECT_TRUE(has_issue(*co, code::kCodeObjectVersion)) << "v" << v;
+  }
+  for (unsigned v : {4u, 5u, 6u}) {
+    CodeObjectSpec s;
+    s.version = v;
+    auto co = parse(make_code_object(s));
+    ASSERT_TRUE(co);
+    EXPECT_FALSE(has_issue(*co, code::kCodeObjectVersion)) << "v" << v;
+  }
+}
+
+TEST(CraftedCodeObject, GenericTargetBelowV6IsHG109) {
+  // AMDGPUUsage "Generic Processors": generic code objects require code object v6.
+  CodeObjectSpec s;
+  s.mach = 0x05f;  // gfx9-4-generic
+  s.version = 5;
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co);
+  EXPECT_EQ(co->target.processor, "gfx9-4-generic");
+  EXPECT_TRUE(has_issue(*co, code::kCodeObjectVersion));
+}
+
+TEST(CraftedCodeObject, GenericVersionFromEFlags) {
+  CodeObjectSpec s;
+  s.mach = 0x05f;
+  s.version = 6;
+  s.generic_version = 1;
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co);
+  EXPECT_EQ(co->generic_version, 1u);
+  EXPECT_FALSE(has_issue(*co, code::kCodeObjectVersion));
+  EXPECT_NE(describe_target(*co).find("gfx9-4-generic"), std::string::npos);
+}
+
+TEST(CraftedCodeObject, DescriptorDisagreesWithMetadataIsHG404) {
+  CodeObjectSpec s;
+  s.kernels[0].name = "liar";
+  s.kernels[0].lds = 1024;
+  s.kernels[0].kd_lds = 2048;
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co);
+  ASSERT_TRUE(has_issue(*co, code::kDescriptorMismatch));
+  EXPECT_EQ(find_code(code::kDescriptorMismatch)->severity, Severity::Warning);
+  ASSERT_TRUE(co->kernels[0].descriptor);
+  EXPECT_EQ(co->kernels[0].descriptor->group_segment_fixed_size, 2048u);
+  EXPECT_EQ(co->kernels[0].group_segment_fixed_size, 1024u);
+}
+
+TEST(CraftedCodeObject, KernargLayoutIsHG405) {
+  {
+    CodeObjectSpec s;  // argument ends beyond the 16-byte kernarg segment
+    s.kernels[0].args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 16, 8}};
+    auto co = parse(make_code_object(s));
+    ASSERT_TRUE(co);
+    EXPECT_TRUE(has_issue(*co, code::kKernargLayout)) << "argument beyond the segment";
+  }
+  {
+    CodeObjectSpec s;  // overlapping arguments
+    s.kernels[0].args = {{"a", "global_buffer", 0, 8}, {"b", "by_value", 4, 4}};
+    auto co = parse(make_code_object(s));
+    ASSERT_TRUE(co);
+    EXPECT_TRUE(has_issue(*co, code::kKernargLayout)) << "overlap";
+  }
+  {
+    CodeObjectSpec s;  // alignment not a power of two
+    s.kernels[0].kernarg_align = 12;
+    auto co = parse(make_code_object(s));
+    ASSERT_TRUE(co);
+    EXPECT_TRUE(has_issue(*co, code::kKernargLayout)) << "align 12";
+  }
+}
+
+TEST(CraftedCodeObject, MetadataKernelWithoutDescriptorIsHG406) {
+  CodeObjectSpec s;
+  s.kernels[0].name = "ghost";
+  s.kernels[0].descriptor = false;
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co);
+  ASSERT_TRUE(has_issue(*co, code::kDescriptorMissing));
+  EXPECT_FALSE(co->kernels.at(0).descriptor);
+}
+
+TEST(CraftedCodeObject, DescriptorWithoutMetadataIsHG407) {
+  CodeObjectSpec s;
+  KernelSpec hidden;
+  hidden.name = "unlisted";
+  hidden.metadata = false;
+  s.kernels.push_back(hidden);
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co);
+  EXPECT_TRUE(has_issue(*co, code::kKernelWithoutMetadata));
+  EXPECT_EQ(co->kernels_without_metadata, std::vector<std::string>{"unlisted"});
+  ASSERT_EQ(co->kernels.size(), 1u);
+  EXPECT_EQ(co->kernels[0].name, "k");
+}
+
+TEST(CraftedCodeObject, DeviceFunctionsAreNotKernels) {
+  CodeObjectSpec s;
+  s.device_functions = {"_Z5scalef"};
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co);
+  EXPECT_EQ(co->device_functions, std::vector<std::string>{"_Z5scalef"});
+  ASSERT_EQ(co->kernels.size(), 1u);
+}
+
+TEST(CraftedCodeObject, DynamicStackIsHG305Note) {
+  CodeObjectSpec s;
+  s.kernels[0].uses_dynamic_stack = true;
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co);
+  EXPECT_TRUE(has_issue(*co, code::kDynamicStack));
+  EXPECT_EQ(find_code(code::kDynamicStack)->severity, Severity::Note);
+  // A note does not make the image fail.
+  auto report = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
+  EXPECT_TRUE(has_code(report.diagnostics, code::kDynamicStack));
+  EXPECT_TRUE(report.ok()) << dump(report.diagnostics);
+}
+
+TEST(CraftedCodeObject, WorkgroupSizeIsHG304) {
+  for (uint64_t bad : {uint64_t(0), uint64_t(2048)}) {
+    CodeObjectSpec s;
+    s.kernels[0].max_flat = bad;
+    auto co = parse(make_code_object(s));
+    ASSERT_TRUE(co);
+    EXPECT_TRUE(has_issue(*co, code::kWorkgroupSize)) << "max_flat_workgroup_size " << bad;
+  }
+  CodeObjectSpec s;
+  s.kernels[0].max_flat = 256;
+  s.kernels[0].reqd = std::array<uint64_t, 3>{32, 16, 1};  // 512 threads > 256
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co);
+  EXPECT_TRUE(has_issue(*co, code::kWorkgroupSize));
+  s.kernels[0].reqd = std::array<uint64_t, 3>{16, 16, 1};  // exactly 256: fine
+  co = parse(make_code_object(s));
+  ASSERT_TRUE(co);
+  EXPECT_FALSE(has_issue(*co, code::kWorkgroupSize));
+}

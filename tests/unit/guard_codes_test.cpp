@@ -1,0 +1,51 @@
+// The codes only the in-process Guard (guard.h, part of the core library) emits
+// outside the shim's set-up: HG102 (bad __hipRegisterFatBinary wrapper) and
+// HG408 (hipModuleGetFunction asked for a device function).
+#include "hipguard/guard.h"
+
+#include <cstdlib>
+
+#include "test_util.h"
+
+using namespace hipguard;
+using namespace hgtest;
+
+TEST(GuardCodes, BadWrapperIsHG102AndDeviceFunctionIsHG408) {
+  // Guard reads its configuration once per process: set it before the first use.
+  setenv("HIPGUARD_TARGET", "gfx942", 1);
+  setenv("HIPGUARD_MODE", "warn", 1);
+  setenv("HIPGUARD_LOG_LEVEL", "info", 1);
+  Guard& g = Guard::get();
+
+  // HG102: a wrapper whose magic is not "HIPF" (0x48495046).
+  FatbinWrapper bad{0x12345678, 1, nullptr, nullptr};
+  testing::internal::CaptureStderr();
+  Verdict v = g.on_register_fatbin(&bad);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(v.action, Action::Forward) << "warn mode never changes what the program does";
+  EXPECT_NE(err.find(std::string(code::kBadFatbinWrapper)), std::string::npos) << err;
+  EXPECT_NE(err.find("0x12345678"), std::string::npos) << err;
+  // Version must be 1.
+  FatbinWrapper bad_version{kHipFatbinMagic, 2, nullptr, nullptr};
+  testing::internal::CaptureStderr();
+  g.on_register_fatbin(&bad_version);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find(std::string(code::kBadFatbinWrapper)), std::string::npos) << err;
+
+  // HG408: hipModuleGetFunction asked for a device function of a loaded module.
+  CodeObjectSpec s;
+  s.kernels[0].name = "the_kernel";
+  s.device_functions = {"_Z6helperf"};
+  ByteVec image = make_code_object(s);
+  testing::internal::CaptureStderr();
+  g.on_module_load_data(image.data());
+  int fake_module = 0;
+  g.on_module_loaded(&fake_module);
+  // The shim asks before forwarding (warn mode: forward anyway), then reports the result.
+  EXPECT_EQ(g.before_module_get_function(&fake_module, "_Z6helperf").action, Action::Forward);
+  g.on_module_get_function(&fake_module, "_Z6helperf", nullptr, 500 /* hipErrorNotFound */);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find(std::string(code::kDeviceFunction)), std::string::npos) << err;
+  EXPECT_NE(err.find("the_kernel"), std::string::npos) << "the message lists the module's kernels: " << err;
+  g.on_module_unloaded(&fake_module);
+}

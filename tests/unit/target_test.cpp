@@ -1,0 +1,245 @@
+// target.h: processor table, target-ID parsing, product aliases, and the
+// code-object/device compatibility rule.
+//
+// Expected values come from LLVM AMDGPUUsage ("AMDGPU Processors", "Target ID",
+// "Generic Processors"): gfx942 and gfx950 are members of gfx9-4-generic,
+// gfx1030 of gfx10-3-generic; gfx1030 has neither xnack nor sramecc; a feature
+// left unspecified matches either setting; generic version must be >= 1.
+#include "hipguard/target.h"
+
+#include <gtest/gtest.h>
+
+using namespace hipguard;
+
+namespace {
+
+TargetId must_parse(std::string_view text) {
+  std::string err;
+  auto t = parse_target(text, &err);
+  EXPECT_TRUE(t) << text << ": " << err;
+  return t.value_or(TargetId{});
+}
+
+}  // namespace
+
+TEST(Target, ParsesFeaturesCanonically) {
+  std::string err;
+  auto t = parse_target_id("gfx942:xnack-:sramecc+", &err);
+  ASSERT_TRUE(t) << err;
+  EXPECT_EQ(t->str(), "gfx942:sramecc+:xnack-");
+  EXPECT_EQ(t->sramecc, Feature::On);
+  EXPECT_EQ(t->xnack, Feature::Off);
+}
+
+TEST(Target, PlainProcessorLeavesFeaturesAny) {
+  std::string err;
+  auto t = parse_target_id("gfx942", &err);
+  ASSERT_TRUE(t) << err;
+  EXPECT_EQ(t->processor, "gfx942");
+  EXPECT_EQ(t->xnack, Feature::Any);
+  EXPECT_EQ(t->sramecc, Feature::Any);
+  EXPECT_EQ(t->str(), "gfx942");
+  EXPECT_TRUE(t->alias.empty());
+}
+
+TEST(Target, ProcessorWithoutFeaturesMarksThemUnsupported) {
+  // gfx1030 (RDNA2) supports neither xnack nor sramecc (AMDGPUUsage processor table).
+  std::string err;
+  auto t = parse_target_id("gfx1030", &err);
+  ASSERT_TRUE(t) << err;
+  EXPECT_EQ(t->xnack, Feature::Unsupported);
+  EXPECT_EQ(t->sramecc, Feature::Unsupported);
+  EXPECT_EQ(t->str(), "gfx1030");
+}
+
+TEST(Target, SingleFeature) {
+  std::string err;
+  auto t = parse_target_id("gfx90a:xnack+", &err);
+  ASSERT_TRUE(t) << err;
+  EXPECT_EQ(t->processor, "gfx90a");
+  EXPECT_EQ(t->xnack, Feature::On);
+  EXPECT_EQ(t->sramecc, Feature::Any);
+  EXPECT_EQ(t->str(), "gfx90a:xnack+");
+}
+
+TEST(Target, GenericProcessorIsATargetId) {
+  std::string err;
+  auto t = parse_target_id("gfx10-3-generic", &err);
+  ASSERT_TRUE(t) << err;
+  EXPECT_EQ(t->processor, "gfx10-3-generic");
+}
+
+TEST(Target, RejectsFeatureTheProcessorLacks) {
+  std::string err;
+  EXPECT_FALSE(parse_target_id("gfx1030:xnack+", &err));
+  EXPECT_NE(err.find("no xnack"), std::string::npos) << err;
+  err.clear();
+  EXPECT_FALSE(parse_target_id("gfx1100:sramecc-", &err));
+  EXPECT_FALSE(err.empty());
+}
+
+TEST(Target, RejectsBadInputs) {
+  for (const char* bad : {"", "gfx", "gfx9999", "nvidia", "sm_90", "gfx942:xnack", "gfx942:xnack*", "gfx942:",
+                          "gfx942:xnack+:xnack-", "gfx942:sramecc+:sramecc+", "gfx942:foo+", "gfx942::xnack+",
+                          ":xnack+", "gfx942 "}) {
+    std::string err;
+    EXPECT_FALSE(parse_target_id(bad, &err)) << "'" << bad << "' was accepted";
+    EXPECT_FALSE(err.empty()) << "no error message for '" << bad << "'";
+    err.clear();
+    EXPECT_FALSE(parse_target(bad, &err)) << "'" << bad << "' was accepted by parse_target";
+  }
+}
+
+TEST(Target, ProductNamesAreNotTargetIds) {
+  std::string err;
+  EXPECT_FALSE(parse_target_id("mi300x", &err));
+}
+
+TEST(Target, ProductAliases) {
+  // AMD Instinct product -> processor (AMD product pages / ROCm GPU support table).
+  struct {
+    const char* product;
+    const char* processor;
+  } cases[] = {{"mi300x", "gfx942"}, {"mi325x", "gfx942"}, {"mi300a", "gfx942"}, {"mi355x", "gfx950"},
+               {"mi350x", "gfx950"}, {"mi250x", "gfx90a"}, {"mi250", "gfx90a"},  {"mi210", "gfx90a"},
+               {"mi100", "gfx908"}};
+  for (const auto& c : cases) {
+    TargetId t = must_parse(c.product);
+    EXPECT_EQ(t.processor, c.processor) << c.product;
+    EXPECT_EQ(t.alias, c.product);
+    EXPECT_EQ(t.str(), c.processor) << "str() is the canonical target ID, without the product name";
+  }
+  TargetId upper = must_parse("MI355X");
+  EXPECT_EQ(upper.processor, "gfx950");
+  EXPECT_EQ(upper.alias, "mi355x");
+  EXPECT_EQ(find_processor(upper.processor)->lds_bytes, 163840u);
+}
+
+TEST(Target, ProductAliasWithFeatures) {
+  TargetId t = must_parse("mi300x:xnack+");
+  EXPECT_EQ(t.processor, "gfx942");
+  EXPECT_EQ(t.xnack, Feature::On);
+  EXPECT_EQ(t.str(), "gfx942:xnack+");
+  std::string err;
+  EXPECT_FALSE(parse_target("mi300x:bogus+", &err));
+  EXPECT_FALSE(parse_target("mi999x", &err));
+}
+
+TEST(Target, ProcessorTableFacts) {
+  // EF_AMDGPU_MACH values: llvm/BinaryFormat/ELF.h and the reference §2.
+  struct {
+    const char* name;
+    uint32_t mach;
+    uint32_t lds;
+  } rows[] = {{"gfx90a", 0x03f, 65536},  {"gfx942", 0x04c, 65536},  {"gfx950", 0x04f, 163840},
+              {"gfx1030", 0x036, 65536}, {"gfx1250", 0x049, 327680}, {"gfx9-4-generic", 0x05f, 65536},
+              {"gfx10-3-generic", 0x053, 65536}};
+  for (const auto& r : rows) {
+    const ProcessorInfo* p = find_processor(r.name);
+    ASSERT_NE(p, nullptr) << r.name;
+    EXPECT_EQ(p->mach, r.mach) << r.name;
+    EXPECT_EQ(p->lds_bytes, r.lds) << r.name;
+    EXPECT_EQ(find_processor_by_mach(r.mach), p) << r.name;
+  }
+  EXPECT_EQ(find_processor("gfx942")->generic, "gfx9-4-generic");
+  EXPECT_EQ(find_processor("gfx950")->generic, "gfx9-4-generic");
+  EXPECT_TRUE(find_processor("gfx9-4-generic")->is_generic);
+  // KFD gfx_target_version 90402 -> gfx942; generic rows are never a device.
+  EXPECT_EQ(find_processor_by_version(9, 4, 2), find_processor("gfx942"));
+  EXPECT_EQ(find_processor_by_version(9, 5, 0), find_processor("gfx950"));
+  EXPECT_EQ(find_processor_by_version(9, 9, 9), nullptr);
+  EXPECT_EQ(find_processor_by_mach(0x0fe), nullptr);
+  // Unique names and machs.
+  for (const auto& a : all_processors())
+    for (const auto& b : all_processors())
+      if (&a != &b) {
+        EXPECT_NE(a.name, b.name);
+        EXPECT_NE(a.mach, b.mach) << a.name << " / " << b.name;
+      }
+}
+
+// ---- match_target -----------------------------------------------------------
+
+TEST(Match, NativeSameProcessor) {
+  EXPECT_EQ(match_target(must_parse("gfx942"), 0, must_parse("gfx942")).kind, Match::Native);
+  EXPECT_EQ(match_target(must_parse("gfx90a:xnack-"), 0, must_parse("mi250x")).kind, Match::Native);
+}
+
+TEST(Match, GenericFamily) {
+  TargetId g = must_parse("gfx9-4-generic");
+  EXPECT_EQ(match_target(g, 1, must_parse("gfx942")).kind, Match::Generic);
+  EXPECT_EQ(match_target(g, 1, must_parse("gfx950")).kind, Match::Generic);
+  EXPECT_EQ(match_target(g, 1, must_parse("mi300x")).kind, Match::Generic);
+  EXPECT_EQ(match_target(g, 2, must_parse("gfx950")).kind, Match::Generic);
+  EXPECT_EQ(match_target(must_parse("gfx10-3-generic"), 1, must_parse("gfx1030")).kind, Match::Generic);
+  EXPECT_EQ(match_target(must_parse("gfx10-3-generic"), 1, must_parse("gfx1036")).kind, Match::Generic);
+}
+
+TEST(Match, GenericOutsideItsFamily) {
+  auto m = match_target(must_parse("gfx9-4-generic"), 1, must_parse("gfx90a"));
+  EXPECT_EQ(m.kind, Match::ProcessorMismatch);
+  EXPECT_FALSE(m.detail.empty());
+  EXPECT_EQ(match_target(must_parse("gfx10-3-generic"), 1, must_parse("gfx1010")).kind, Match::ProcessorMismatch);
+  EXPECT_EQ(match_target(must_parse("gfx9-generic"), 1, must_parse("gfx942")).kind, Match::ProcessorMismatch);
+}
+
+TEST(Match, GenericVersionZeroIsTooOld) {
+  // AMDGPUUsage "Generic Processor Versioning": EF_AMDGPU_GENERIC_VERSION_MIN is 1.
+  auto m = match_target(must_parse("gfx9-4-generic"), 0, must_parse("gfx942"));
+  EXPECT_EQ(m.kind, Match::GenericTooOld);
+  EXPECT_NE(m.detail.find("0"), std::string::npos) << m.detail;
+}
+
+TEST(Match, GenericDoesNotRunOnANonMemberEvenWithVersion) {
+  // A specific processor's code never matches the generic pseudo-processor as a device.
+  EXPECT_EQ(match_target(must_parse("gfx942"), 0, must_parse("gfx9-4-generic")).kind, Match::ProcessorMismatch);
+}
+
+TEST(Match, ProcessorMismatch) {
+  auto m = match_target(must_parse("gfx950"), 0, must_parse("gfx942"));
+  EXPECT_EQ(m.kind, Match::ProcessorMismatch);
+  EXPECT_NE(m.detail.find("gfx950"), std::string::npos) << m.detail;
+  EXPECT_NE(m.detail.find("gfx942"), std::string::npos) << m.detail;
+  // Newer is not backwards compatible either way, nor are same-generation siblings.
+  EXPECT_EQ(match_target(must_parse("gfx942"), 0, must_parse("gfx950")).kind, Match::ProcessorMismatch);
+  EXPECT_EQ(match_target(must_parse("gfx940"), 0, must_parse("gfx942")).kind, Match::ProcessorMismatch);
+  EXPECT_EQ(match_target(must_parse("gfx1030"), 0, must_parse("gfx1031")).kind, Match::ProcessorMismatch);
+}
+
+TEST(Match, XnackMismatch) {
+  auto m = match_target(must_parse("gfx90a:xnack+"), 0, must_parse("gfx90a:xnack-"));
+  EXPECT_EQ(m.kind, Match::FeatureMismatch);
+  EXPECT_NE(m.detail.find("xnack+"), std::string::npos) << m.detail;
+  EXPECT_NE(m.detail.find("xnack-"), std::string::npos) << m.detail;
+  EXPECT_EQ(match_target(must_parse("gfx942:xnack-"), 0, must_parse("gfx942:xnack+")).kind, Match::FeatureMismatch);
+}
+
+TEST(Match, SrameccMismatch) {
+  auto m = match_target(must_parse("gfx942:sramecc-"), 0, must_parse("gfx942:sramecc+"));
+  EXPECT_EQ(m.kind, Match::FeatureMismatch);
+  EXPECT_NE(m.detail.find("sramecc"), std::string::npos) << m.detail;
+  // Both differ: both are named.
+  auto both = match_target(must_parse("gfx942:sramecc-:xnack+"), 0, must_parse("gfx942:sramecc+:xnack-"));
+  EXPECT_EQ(both.kind, Match::FeatureMismatch);
+  EXPECT_NE(both.detail.find("sramecc"), std::string::npos) << both.detail;
+  EXPECT_NE(both.detail.find("xnack"), std::string::npos) << both.detail;
+}
+
+TEST(Match, AnyMatchesBothSettings) {
+  // Code object built without a feature suffix runs with either device setting...
+  EXPECT_EQ(match_target(must_parse("gfx90a"), 0, must_parse("gfx90a:xnack+")).kind, Match::Native);
+  EXPECT_EQ(match_target(must_parse("gfx90a"), 0, must_parse("gfx90a:xnack-")).kind, Match::Native);
+  EXPECT_EQ(match_target(must_parse("gfx942"), 0, must_parse("gfx942:sramecc+:xnack-")).kind, Match::Native);
+  // ...and a device whose setting is unknown (user typed only the processor) accepts either code-object setting.
+  EXPECT_EQ(match_target(must_parse("gfx90a:xnack+"), 0, must_parse("gfx90a")).kind, Match::Native);
+  EXPECT_EQ(match_target(must_parse("gfx90a:xnack-"), 0, must_parse("gfx90a")).kind, Match::Native);
+  // Equal settings match.
+  EXPECT_EQ(match_target(must_parse("gfx942:sramecc+:xnack-"), 0, must_parse("gfx942:sramecc+:xnack-")).kind,
+            Match::Native);
+}
+
+TEST(Match, GenericFeatureMismatch) {
+  EXPECT_EQ(match_target(must_parse("gfx9-4-generic:xnack+"), 1, must_parse("gfx942:xnack-")).kind,
+            Match::FeatureMismatch);
+  EXPECT_EQ(match_target(must_parse("gfx9-4-generic:xnack+"), 1, must_parse("gfx942")).kind, Match::Generic);
+}
