@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what hipguard needs to build and test on Debian 12 (run as root or with sudo).
+set -euo pipefail
+pkgs=(
+  cmake ninja-build g++ pkg-config
+  llvm-16-dev libzstd-dev zlib1g-dev      # static LLVM: Object, BinaryFormat, Support
+  libspdlog-dev libfmt-dev                 # logging (header-only use)
+  libgtest-dev libbenchmark-dev            # tests, benchmarks
+  clang-14 libclang-rt-14-dev              # libFuzzer and sanitizer runtimes
+  hipcc libamdhip64-dev                    # builds the test HIP programs; real libamdhip64 (ROCm 5.2)
+  librocsparse0                            # real ROCm library full of fat binaries (inspect/bench input)
+  valgrind file time
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

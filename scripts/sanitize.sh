@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Sanitizer runs of the test suite: ASan+UBSan (build-asan) and TSan
+# (build-tsan), each selected with the one CMake option HIPGUARD_SANITIZE.
+#   scripts/sanitize.sh [address|thread]...   (default: both)
+# Exit status: non-zero when a build fails or a sanitizer reports anything.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kinds=("$@")
+((${#kinds[@]})) || kinds=(address thread)
+for kind in "${kinds[@]}"; do
+  case $kind in
+    address) dir=build-asan ;;
+    thread) dir=build-tsan ;;
+    *) echo "unknown sanitizer '$kind' (address or thread)"; exit 2 ;;
+  esac
+  echo "== $kind sanitizer build in $dir"
+  BUILD_DIR=$dir scripts/build.sh -DHIPGUARD_SANITIZE="$kind" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  # halt_on_error: the first report fails the test that triggered it.
+  ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp" \
+    ctest --test-dir "$dir" --output-on-failure -j2
+done
