@@ -1,7 +1,6 @@
 #include "hipguard/code_object.h"
 
 #include <llvm/BinaryFormat/ELF.h>
-#include <llvm/BinaryFormat/MsgPackDocument.h>
 #include <llvm/BinaryFormat/MsgPackReader.h>
 #include <llvm/Object/ELF.h>
 #include <llvm/Support/Error.h>
@@ -35,181 +34,284 @@ Feature v4_feature(uint32_t bits, uint32_t unsupported, uint32_t any, uint32_t o
   return Feature::On;
 }
 
-// Integer from a msgpack node: UInt or non-negative Int (the verifier accepts both).
-std::optional<uint64_t> as_uint(const llvm::msgpack::DocNode& n) {
-  if (n.getKind() == llvm::msgpack::Type::UInt) return n.getUInt();
-  if (n.getKind() == llvm::msgpack::Type::Int && n.getInt() >= 0) return static_cast<uint64_t>(n.getInt());
-  return std::nullopt;
-}
-
-// Walks one msgpack object with the streaming reader. llvm::msgpack::Document
-// orders map keys with DocNode::operator<, which hits llvm_unreachable for
-// map/array keys (MsgPackDocument.h, LLVM 16): such documents, and absurdly
-// deep ones, are rejected here before a Document ever sees them.
-bool plain_msgpack(llvm::msgpack::Reader& r, int depth) {
-  if (depth > 64) return false;
-  llvm::msgpack::Object obj;
-  auto got = r.read(obj);
-  if (!got) {
-    llvm::consumeError(got.takeError());
-    return false;
-  }
-  if (!*got) return false;  // truncated
-  if (obj.Kind == llvm::msgpack::Type::Array) {
-    for (size_t i = 0; i < obj.Length; ++i)
-      if (!plain_msgpack(r, depth + 1)) return false;
-  } else if (obj.Kind == llvm::msgpack::Type::Map) {
-    for (size_t i = 0; i < obj.Length; ++i) {
-      llvm::msgpack::Object key;
-      auto k = r.read(key);
-      if (!k) {
-        llvm::consumeError(k.takeError());
-        return false;
-      }
-      if (!*k || key.Kind == llvm::msgpack::Type::Array || key.Kind == llvm::msgpack::Type::Map) return false;
-      if (!plain_msgpack(r, depth + 1)) return false;
-    }
-  }
-  return true;
-}
-
+// Reads NT_AMDGPU_METADATA in one pass with LLVM's streaming msgpack reader,
+// keeping only the fields the checks use (AMDGPUUsage, Code Object V3+
+// Metadata). No llvm::msgpack::Document: building its std::map tree cost ~80 %
+// of `hipguard check` on rocSPARSE's multi-megabyte metadata. Every object is
+// still read, so a truncated or malformed document is rejected as a whole, as
+// before: container map keys (which Document cannot order), nesting deeper than
+// 64, and a repeated key in the root, kernel or argument maps.
 class MetadataReader {
  public:
-  MetadataReader(CodeObject& co) : co_(co) {}
+  explicit MetadataReader(CodeObject& co) : co_(co) {}
 
   void read(llvm::StringRef blob) {
-    llvm::msgpack::Reader check(llvm::MemoryBufferRef(blob, "NT_AMDGPU_METADATA"));
-    llvm::msgpack::Document doc;
-    if (!plain_msgpack(check, 0) || !doc.readFromBlob(blob, /*Multi=*/false)) {
+    llvm::msgpack::Reader r(llvm::MemoryBufferRef(blob, "NT_AMDGPU_METADATA"));
+    Out out;
+    Verdict v = read_root(r, out);
+    if (v == Verdict::Invalid) {
       issue(code::kBadMetadata, "", "NT_AMDGPU_METADATA is not a valid MessagePack document");
       return;
     }
-    auto& root = doc.getRoot();
-    if (root.getKind() != llvm::msgpack::Type::Map) {
-      issue(code::kBadMetadata, "", "metadata root is not a map");
-      return;
-    }
-    auto& map = root.getMap();
-    if (auto it = map.find(map.getDocument()->getNode("amdhsa.target")); it != map.end() &&
-                                                                         it->second.getKind() == llvm::msgpack::Type::String)
-      co_.metadata_target = it->second.getString().str();
-    auto kit = map.find(map.getDocument()->getNode("amdhsa.kernels"));
-    if (kit == map.end()) {
-      issue(code::kBadMetadata, "", "metadata has no amdhsa.kernels list");
-      return;
-    }
-    if (kit->second.getKind() != llvm::msgpack::Type::Array) {
-      issue(code::kBadMetadata, "", "amdhsa.kernels is not an array");
-      return;
-    }
-    size_t index = 0;
-    for (auto& node : kit->second.getArray()) read_kernel(node, index++);
+    if (out.target) co_.metadata_target = std::move(out.target);
+    for (auto& k : out.kernels) co_.kernels.push_back(std::move(k));
+    for (auto& i : out.issues) co_.issues.push_back(std::move(i));
   }
 
  private:
+  enum class Verdict { Ok, Invalid };
+  using Obj = llvm::msgpack::Object;
+  using Type = llvm::msgpack::Type;
+  static constexpr int kMaxDepth = 64;
+
+  struct Out {
+    std::optional<std::string> target;
+    std::vector<KernelInfo> kernels;
+    std::vector<CodeObjectIssue> issues;
+  };
+
   void issue(std::string_view c, std::string kernel, std::string msg) {
     co_.issues.push_back({std::string(c), std::move(kernel), std::move(msg)});
   }
 
-  void read_kernel(llvm::msgpack::DocNode& node, size_t index) {
-    std::string label = "#" + std::to_string(index);
-    if (node.getKind() != llvm::msgpack::Type::Map) {
-      issue(code::kBadKernelMetadata, label, "amdhsa.kernels[" + std::to_string(index) + "] is not a map");
-      return;
-    }
-    auto& m = node.getMap();
-    auto get = [&](const char* key) -> llvm::msgpack::DocNode* {
-      auto it = m.find(m.getDocument()->getNode(key));
-      return it == m.end() ? nullptr : &it->second;
-    };
-    KernelInfo k;
-    auto str = [&](const char* key, std::string& out) {
-      auto* n = get(key);
-      if (n && n->getKind() == llvm::msgpack::Type::String) {
-        out = n->getString().str();
-        return true;
-      }
+  // Next object; false when the reader fails or the blob ends mid-document.
+  static bool next(llvm::msgpack::Reader& r, Obj& o) {
+    auto got = r.read(o);
+    if (!got) {
+      llvm::consumeError(got.takeError());
       return false;
-    };
-    std::vector<std::string> missing;
-    if (!str(".name", k.name)) missing.push_back(".name");
-    if (!str(".symbol", k.symbol)) missing.push_back(".symbol");
-    std::string who = !k.name.empty() ? k.name : !k.symbol.empty() ? k.symbol : label;
+    }
+    return *got;
+  }
+
+  // Reads the body of `o` (already read) to its end.
+  static bool skip(llvm::msgpack::Reader& r, const Obj& o, int depth) {
+    if (depth > kMaxDepth) return false;
+    if (o.Kind == Type::Array) {
+      for (size_t i = 0; i < o.Length; ++i) {
+        Obj e;
+        if (!next(r, e) || !skip(r, e, depth + 1)) return false;
+      }
+    } else if (o.Kind == Type::Map) {
+      for (size_t i = 0; i < o.Length; ++i) {
+        Obj k;
+        if (!next(r, k) || !skip(r, k, depth + 1)) return false;
+        if (k.Kind == Type::Array || k.Kind == Type::Map) return false;
+        Obj v;
+        if (!next(r, v) || !skip(r, v, depth + 1)) return false;
+      }
+    }
+    return true;
+  }
+
+  // A key of an interpreted map: read, checked to be a scalar; its string form
+  // (empty for non-strings, which match no known key).
+  static bool key(llvm::msgpack::Reader& r, int depth, llvm::StringRef& out) {
+    Obj k;
+    if (!next(r, k) || !skip(r, k, depth + 1) || k.Kind == Type::Array || k.Kind == Type::Map) return false;
+    out = k.Kind == Type::String ? k.Raw : llvm::StringRef();
+    return true;
+  }
+
+  // UInt or non-negative Int (the metadata verifier accepts both).
+  static std::optional<uint64_t> as_uint(const Obj& o) {
+    if (o.Kind == Type::UInt) return o.UInt;
+    if (o.Kind == Type::Int && o.Int >= 0) return static_cast<uint64_t>(o.Int);
+    return std::nullopt;
+  }
+
+  Verdict read_root(llvm::msgpack::Reader& r, Out& out) {
+    Obj root;
+    if (!next(r, root)) return Verdict::Invalid;
+    if (root.Kind != Type::Map) {
+      if (!skip(r, root, 0)) return Verdict::Invalid;
+      out.issues.push_back({std::string(code::kBadMetadata), "", "metadata root is not a map"});
+      return Verdict::Ok;
+    }
+    bool seen_target = false, seen_kernels = false, kernels_ok = false;
+    for (size_t i = 0; i < root.Length; ++i) {
+      llvm::StringRef k;
+      if (!key(r, 0, k)) return Verdict::Invalid;
+      Obj v;
+      if (!next(r, v)) return Verdict::Invalid;
+      if (k == "amdhsa.target") {
+        if (seen_target) return Verdict::Invalid;
+        seen_target = true;
+        if (v.Kind == Type::String) out.target = v.Raw.str();
+        if (!skip(r, v, 1)) return Verdict::Invalid;
+      } else if (k == "amdhsa.kernels") {
+        if (seen_kernels) return Verdict::Invalid;
+        seen_kernels = true;
+        if (v.Kind != Type::Array) {
+          if (!skip(r, v, 1)) return Verdict::Invalid;
+          continue;
+        }
+        kernels_ok = true;
+        for (size_t j = 0; j < v.Length; ++j)
+          if (read_kernel(r, j, out) == Verdict::Invalid) return Verdict::Invalid;
+      } else if (!skip(r, v, 1)) {
+        return Verdict::Invalid;
+      }
+    }
+    if (!seen_kernels)
+      out.issues.push_back({std::string(code::kBadMetadata), "", "metadata has no amdhsa.kernels list"});
+    else if (!kernels_ok)
+      out.issues.push_back({std::string(code::kBadMetadata), "", "amdhsa.kernels is not an array"});
+    return Verdict::Ok;
+  }
+
+  Verdict read_kernel(llvm::msgpack::Reader& r, size_t index, Out& out) {
+    constexpr int depth = 2;  // root map -> kernels array -> this map
+    std::string label = "#" + std::to_string(index);
+    Obj m;
+    if (!next(r, m)) return Verdict::Invalid;
+    if (m.Kind != Type::Map) {
+      if (!skip(r, m, depth)) return Verdict::Invalid;
+      out.issues.push_back({std::string(code::kBadKernelMetadata), label,
+                            "amdhsa.kernels[" + std::to_string(index) + "] is not a map"});
+      return Verdict::Ok;
+    }
     // Required integer keys (AMDGPUUsage, Code Object V3+ Metadata; MetadataVerifier).
+    KernelInfo k;
     struct IntKey {
       const char* key;
       uint64_t* out;
+      enum { Absent, NotInt, Set } state;
     } required[] = {
-        {".group_segment_fixed_size", &k.group_segment_fixed_size},
-        {".private_segment_fixed_size", &k.private_segment_fixed_size},
-        {".kernarg_segment_size", &k.kernarg_segment_size},
-        {".kernarg_segment_align", &k.kernarg_segment_align},
-        {".wavefront_size", &k.wavefront_size},
-        {".sgpr_count", &k.sgpr_count},
-        {".vgpr_count", &k.vgpr_count},
-        {".max_flat_workgroup_size", &k.max_flat_workgroup_size},
+        {".group_segment_fixed_size", &k.group_segment_fixed_size, IntKey::Absent},
+        {".private_segment_fixed_size", &k.private_segment_fixed_size, IntKey::Absent},
+        {".kernarg_segment_size", &k.kernarg_segment_size, IntKey::Absent},
+        {".kernarg_segment_align", &k.kernarg_segment_align, IntKey::Absent},
+        {".wavefront_size", &k.wavefront_size, IntKey::Absent},
+        {".sgpr_count", &k.sgpr_count, IntKey::Absent},
+        {".vgpr_count", &k.vgpr_count, IntKey::Absent},
+        {".max_flat_workgroup_size", &k.max_flat_workgroup_size, IntKey::Absent},
     };
-    for (auto& r : required) {
-      auto* n = get(r.key);
-      std::optional<uint64_t> v = n ? as_uint(*n) : std::nullopt;
-      if (!v) {
-        missing.push_back(n ? std::string(r.key) + " (not an integer)" : std::string(r.key));
-        continue;
-      }
-      *r.out = *v;
-    }
-    if (auto* n = get(".agpr_count")) k.agpr_count = as_uint(*n);
-    if (auto* n = get(".sgpr_spill_count")) k.sgpr_spill_count = as_uint(*n).value_or(0);
-    if (auto* n = get(".vgpr_spill_count")) k.vgpr_spill_count = as_uint(*n).value_or(0);
-    if (auto* n = get(".reqd_workgroup_size"); n && n->getKind() == llvm::msgpack::Type::Array) {
-      auto& a = n->getArray();
-      if (a.size() == 3 && as_uint(a[0]) && as_uint(a[1]) && as_uint(a[2]))
-        k.reqd_workgroup_size = std::array<uint64_t, 3>{*as_uint(a[0]), *as_uint(a[1]), *as_uint(a[2])};
-      else
-        issue(code::kBadKernelMetadata, who, ".reqd_workgroup_size is not an array of 3 integers");
-    }
-    if (auto* n = get(".args")) {
-      if (n->getKind() != llvm::msgpack::Type::Array) {
-        issue(code::kBadKernelMetadata, who, ".args is not an array");
+    bool has_name = false, has_symbol = false;
+    uint32_t seen = 0;  // bit per optional key below, to reject repeats
+    std::vector<std::string> arg_missing;
+    std::optional<std::string> reqd_issue, args_issue;
+    for (size_t i = 0; i < m.Length; ++i) {
+      llvm::StringRef key_name;
+      if (!key(r, depth, key_name)) return Verdict::Invalid;
+      Obj v;
+      if (!next(r, v)) return Verdict::Invalid;
+      auto once = [&](unsigned bit) {
+        if (seen & (1u << bit)) return false;
+        seen |= 1u << bit;
+        return true;
+      };
+      if (key_name == ".name" || key_name == ".symbol") {
+        bool is_name = key_name == ".name";
+        if (!once(is_name ? 0 : 1)) return Verdict::Invalid;
+        if (v.Kind == Type::String) {
+          (is_name ? k.name : k.symbol) = v.Raw.str();
+          (is_name ? has_name : has_symbol) = true;
+        }
+      } else if (key_name == ".agpr_count") {
+        if (!once(2)) return Verdict::Invalid;
+        k.agpr_count = as_uint(v);
+      } else if (key_name == ".sgpr_spill_count") {
+        if (!once(3)) return Verdict::Invalid;
+        k.sgpr_spill_count = as_uint(v).value_or(0);
+      } else if (key_name == ".vgpr_spill_count") {
+        if (!once(4)) return Verdict::Invalid;
+        k.vgpr_spill_count = as_uint(v).value_or(0);
+      } else if (key_name == ".uses_dynamic_stack") {
+        if (!once(5)) return Verdict::Invalid;
+        if (v.Kind == Type::Boolean) k.uses_dynamic_stack = v.Bool;
+      } else if (key_name == ".reqd_workgroup_size" && v.Kind == Type::Array) {
+        if (!once(6)) return Verdict::Invalid;
+        std::array<uint64_t, 3> dims{};
+        bool good = v.Length == 3;
+        for (size_t j = 0; j < v.Length; ++j) {
+          Obj e;
+          if (!next(r, e) || !skip(r, e, depth + 2)) return Verdict::Invalid;
+          auto n = as_uint(e);
+          if (!n) good = false;
+          else if (j < 3) dims[j] = *n;
+        }
+        if (good) k.reqd_workgroup_size = dims;
+        else reqd_issue = ".reqd_workgroup_size is not an array of 3 integers";
+        continue;  // elements already read
+      } else if (key_name == ".args") {
+        if (!once(7)) return Verdict::Invalid;
+        if (v.Kind != Type::Array) {
+          args_issue = ".args is not an array";
+        } else {
+          for (size_t j = 0; j < v.Length; ++j)
+            if (read_arg(r, j, k, arg_missing) == Verdict::Invalid) return Verdict::Invalid;
+          continue;  // elements already read
+        }
       } else {
-        size_t i = 0;
-        for (auto& an : n->getArray()) {
-          std::string label = "argument " + std::to_string(i++);
-          if (an.getKind() != llvm::msgpack::Type::Map) {
-            missing.push_back(label + " (not a map)");
-            continue;
-          }
-          auto& am = an.getMap();
-          auto aget = [&](const char* key) -> llvm::msgpack::DocNode* {
-            auto it = am.find(am.getDocument()->getNode(key));
-            return it == am.end() ? nullptr : &it->second;
-          };
-          KernelArg arg;
-          auto* off = aget(".offset");
-          auto* size = aget(".size");
-          auto* kind = aget(".value_kind");
-          if (!off || !as_uint(*off) || !size || !as_uint(*size) || !kind || kind->getKind() != llvm::msgpack::Type::String) {
-            missing.push_back(label + " .offset/.size/.value_kind");
-            continue;
-          }
-          arg.offset = *as_uint(*off);
-          arg.size = *as_uint(*size);
-          arg.value_kind = kind->getString().str();
-          if (auto* nm = aget(".name"); nm && nm->getKind() == llvm::msgpack::Type::String) arg.name = nm->getString().str();
-          k.args.push_back(std::move(arg));
+        for (auto& rk : required) {
+          if (key_name != rk.key) continue;
+          if (rk.state != IntKey::Absent) return Verdict::Invalid;  // repeated key
+          auto n = as_uint(v);
+          rk.state = n ? IntKey::Set : IntKey::NotInt;
+          if (n) *rk.out = *n;
+          break;
         }
       }
+      if (!skip(r, v, depth + 1)) return Verdict::Invalid;
     }
-    if (auto* n = get(".uses_dynamic_stack"); n && n->getKind() == llvm::msgpack::Type::Boolean)
-      k.uses_dynamic_stack = n->getBool();
+    std::string who = !k.name.empty() ? k.name : !k.symbol.empty() ? k.symbol : label;
+    if (reqd_issue) out.issues.push_back({std::string(code::kBadKernelMetadata), who, *reqd_issue});
+    if (args_issue) out.issues.push_back({std::string(code::kBadKernelMetadata), who, *args_issue});
+    std::vector<std::string> missing;
+    if (!has_name) missing.push_back(".name");
+    if (!has_symbol) missing.push_back(".symbol");
+    for (auto& rk : required)
+      if (rk.state != IntKey::Set)
+        missing.push_back(rk.state == IntKey::NotInt ? std::string(rk.key) + " (not an integer)" : std::string(rk.key));
+    for (auto& a : arg_missing) missing.push_back(std::move(a));
     if (!missing.empty()) {
       // The kernel cannot be judged without these: report it, never fill in guesses.
       std::string list;
       for (auto& s : missing) list += (list.empty() ? "" : ", ") + s;
-      issue(code::kBadKernelMetadata, who, "kernel metadata lacks required " + list);
-      return;
+      out.issues.push_back({std::string(code::kBadKernelMetadata), who, "kernel metadata lacks required " + list});
+      return Verdict::Ok;
     }
-    co_.kernels.push_back(std::move(k));
+    out.kernels.push_back(std::move(k));
+    return Verdict::Ok;
+  }
+
+  Verdict read_arg(llvm::msgpack::Reader& r, size_t index, KernelInfo& k, std::vector<std::string>& missing) {
+    constexpr int depth = 4;  // kernel map -> .args array -> this map
+    Obj m;
+    if (!next(r, m)) return Verdict::Invalid;
+    if (m.Kind != Type::Map) {
+      if (!skip(r, m, depth)) return Verdict::Invalid;
+      missing.push_back("argument " + std::to_string(index) + " (not a map)");
+      return Verdict::Ok;
+    }
+    KernelArg arg;
+    bool off = false, size = false, kind = false;
+    unsigned seen = 0;  // .offset, .size, .value_kind, .name: a repeated key is rejected
+    for (size_t i = 0; i < m.Length; ++i) {
+      llvm::StringRef key_name;
+      if (!key(r, depth, key_name)) return Verdict::Invalid;
+      Obj v;
+      if (!next(r, v)) return Verdict::Invalid;
+      int bit = key_name == ".offset" ? 0 : key_name == ".size" ? 1 : key_name == ".value_kind" ? 2
+              : key_name == ".name" ? 3 : -1;
+      if (bit >= 0) {
+        if (seen & (1u << bit)) return Verdict::Invalid;
+        seen |= 1u << bit;
+        auto n = as_uint(v);
+        if (bit == 0 && n) arg.offset = *n, off = true;
+        if (bit == 1 && n) arg.size = *n, size = true;
+        if (bit == 2 && v.Kind == Type::String) arg.value_kind = v.Raw.str(), kind = true;
+        if (bit == 3 && v.Kind == Type::String) arg.name = v.Raw.str();
+      }
+      if (!skip(r, v, depth + 1)) return Verdict::Invalid;
+    }
+    if (!off || !size || !kind) {
+      missing.push_back("argument " + std::to_string(index) + " .offset/.size/.value_kind");
+      return Verdict::Ok;
+    }
+    k.args.push_back(std::move(arg));
+    return Verdict::Ok;
   }
 
   CodeObject& co_;

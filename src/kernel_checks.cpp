@@ -78,18 +78,20 @@ void add_structural_kernel_issues(CodeObject& co) {
     bool seen_hidden = false;
     for (const auto& a : k.args) {
       uint64_t end;
-      std::string label = "argument '" + (a.name.empty() ? a.value_kind : a.name) + "' at offset " +
-                          std::to_string(a.offset);
+      // Built only for a finding: this loop runs for every argument of every kernel.
+      auto label = [&a] {
+        return "argument '" + (a.name.empty() ? a.value_kind : a.name) + "' at offset " + std::to_string(a.offset);
+      };
       if (__builtin_add_overflow(a.offset, a.size, &end) || end > k.kernarg_segment_size)
         add(code::kKernargLayout, k.name,
-            label + " (" + std::to_string(a.size) + " bytes) ends beyond .kernarg_segment_size " +
+            label() + " (" + std::to_string(a.size) + " bytes) ends beyond .kernarg_segment_size " +
                 std::to_string(k.kernarg_segment_size));
       bool pointer_like = a.hidden() || a.value_kind == "global_buffer" || a.value_kind == "dynamic_shared_pointer";
       if (pointer_like && power_of_two(a.size) && a.size <= 8 && a.offset % a.size != 0)
-        add(code::kKernargLayout, k.name, label + " is not aligned to its " + std::to_string(a.size) + "-byte size");
+        add(code::kKernargLayout, k.name, label() + " is not aligned to its " + std::to_string(a.size) + "-byte size");
       if (a.hidden()) seen_hidden = true;
       else if (seen_hidden)
-        add(code::kKernargLayout, k.name, label + " is an explicit argument after hidden ones");
+        add(code::kKernargLayout, k.name, label() + " is an explicit argument after hidden ones");
       sorted.push_back(&a);
     }
     std::sort(sorted.begin(), sorted.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
