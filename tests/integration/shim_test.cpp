@@ -5,7 +5,9 @@
 // the corpus, not from hipguard itself.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -245,6 +247,50 @@ TEST(ShimDlopen, HipLibraryOpenedByAHostThatDoesNotLinkHip) {
   auto hits = lines_with(r.err, "error HG201 [gfx942] " + app("libkernels_lib.so"));
   ASSERT_EQ(hits.size(), 1u) << r.err;
   EXPECT_NE(hits[0].find("gfx90a"), std::string::npos);
+}
+
+// Issue 5: a setuid process must not write files its environment chooses. The
+// same program registers the same fat binary twice, as root and as a setuid
+// copy owned by nobody (AT_SECURE): both report HG201, only the first writes
+// HIPGUARD_REPORT. Needs root and a mount without nosuid; skipped otherwise.
+TEST(ShimSecure, SetuidProcessWritesNoReport) {
+#ifdef HIPGUARD_SANITIZER_RUNTIME
+  GTEST_SKIP() << "an instrumented shim cannot be dlopen'ed by an uninstrumented setuid program";
+#endif
+  REQUIRE_APP("secure_host");
+  REQUIRE_APP("vector_add_gfx90a.hipfb");
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to make a setuid copy";
+  const passwd* nobody = getpwnam("nobody");
+  if (!nobody) GTEST_SKIP() << "no user 'nobody'";
+  char dir[] = "/tmp/hipguard-secure-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  ASSERT_EQ(chmod(dir, 01777), 0);  // writable by nobody too: only AT_SECURE may stop the write
+  const std::string suid = std::string(dir) + "/secure_host";
+  run_process({"/bin/cp", app("secure_host"), suid});
+  ASSERT_EQ(chown(suid.c_str(), nobody->pw_uid, nobody->pw_gid), 0);
+  ASSERT_EQ(chmod(suid.c_str(), 04755), 0);
+  const std::map<std::string, std::string> env = {{"HIPGUARD_TARGET", "gfx942"}};
+  const std::string hipfb = app("vector_add_gfx90a.hipfb");
+
+  auto plain_env = env;
+  plain_env["HIPGUARD_REPORT"] = std::string(dir) + "/plain.json";
+  ProcessResult plain = run_process({app("secure_host"), kShim, hipfb}, plain_env);
+  auto secure_env = env;
+  secure_env["HIPGUARD_REPORT"] = std::string(dir) + "/secure.json";
+  ProcessResult secure = run_process({suid, kShim, hipfb}, secure_env);
+  bool really_secure = secure.out.find("AT_SECURE=1") != std::string::npos;
+  bool plain_written = exists(std::string(dir) + "/plain.json");
+  bool secure_written = exists(std::string(dir) + "/secure.json");
+  run_process({"/bin/rm", "-rf", dir});
+  if (!really_secure) GTEST_SKIP() << "the setuid copy did not run AT_SECURE (nosuid mount?): " << secure.out << secure.err;
+
+  EXPECT_EQ(plain.status, 0) << plain.err;
+  EXPECT_NE(plain.out.find("AT_SECURE=0"), std::string::npos) << plain.out;
+  EXPECT_EQ(lines_with(plain.err, "error HG201 [gfx942]").size(), 1u) << plain.err;
+  EXPECT_TRUE(plain_written) << "control: the report is written without AT_SECURE";
+  EXPECT_EQ(secure.status, 0) << secure.err;
+  EXPECT_EQ(lines_with(secure.err, "error HG201 [gfx942]").size(), 1u) << "the shim ran and checked: " << secure.err;
+  EXPECT_FALSE(secure_written) << "HIPGUARD_REPORT must be ignored in a setuid process";
 }
 
 TEST(ShimNonHip, SilentInProcessesThatNeverTouchHip) {
