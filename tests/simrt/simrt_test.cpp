@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -92,7 +93,12 @@ ProcResult run(const std::vector<std::string>& argv, const std::map<std::string,
   std::string* bufs[2] = {&r.out, &r.err};
   int open_fds = 2;
   while (open_fds > 0) {
-    if (poll(fds, 2, 60000) <= 0) break;
+    int ready = poll(fds, 2, 60000);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      fprintf(stderr, "run: no output from %s for 60 s (or poll failed: %s)\n", argv[0].c_str(), strerror(errno));
+      break;
+    }
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       char buf[4096];
@@ -562,9 +568,11 @@ TEST(Apps, DlopenedHipLibrary) {
   REQUIRE_APP("libkernels_lib.so");
   REQUIRE_APP("dlopen_host");
   ProcResult ok = run({app("dlopen_host"), app("libkernels_lib.so")}, sim_env("gfx90a:sramecc-:xnack-"));
-  EXPECT_NE(ok.out.find("kernels_lib_run returned 0"), std::string::npos) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("kernels_lib_run returned 0"), std::string::npos)
+      << "status " << ok.status << "\nstdout: " << ok.out << "\nstderr: " << ok.err;
   ProcResult bad = run({app("dlopen_host"), app("libkernels_lib.so")}, sim_env("gfx942:sramecc+:xnack-"));
-  EXPECT_NE(bad.out.find("kernels_lib_run returned 209"), std::string::npos) << bad.out << bad.err;
+  EXPECT_NE(bad.out.find("kernels_lib_run returned 209"), std::string::npos)
+      << "status " << bad.status << "\nstdout: " << bad.out << "\nstderr: " << bad.err;
 }
 
 TEST(Apps, ModuleLoaderHipfb) {
