@@ -14,6 +14,8 @@
 //   HIPGUARD_REPORT     file written at exit: JSON, or JUnit XML when it ends
 //                       in .xml; "%p" becomes the process ID
 //   HIPGUARD_SYSFS_ROOT sysfs root for GPU discovery (tests; default /sys)
+// In a setuid/setgid (AT_SECURE) process HIPGUARD_REPORT and
+// HIPGUARD_SYSFS_ROOT are ignored: the environment chooses no file to write or read.
 #pragma once
 
 #include <atomic>
