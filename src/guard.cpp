@@ -42,6 +42,7 @@ namespace {
 constexpr unsigned kGateProbe = 1;     // registration probe still to run
 constexpr unsigned kGateFindings = 2;  // some registered kernel has findings
 constexpr unsigned kGatePending = 4;   // some fat binary's kernels are not checked yet (first use checks them)
+constexpr unsigned kGateUnindexed = 8; // some registered kernels are not in the kernel table yet
 
 std::string env_or(const char* name, const char* fallback) {
   const char* v = getenv(name);
@@ -270,8 +271,11 @@ struct FatbinState {
   Bytes data;            // the registered image (valid while registered)
   bool shallow = false;  // only selection so far: kernels are checked at first use
   std::shared_ptr<const std::string> origin;  // report.origin, shared with its kernels
-  std::unique_ptr<ImageIndex> index;  // built at the first __hipRegisterFunction
-  std::vector<const void*> host_functions;
+  std::unique_ptr<ImageIndex> index;  // built when its kernels are first indexed
+  std::vector<const void*> host_functions;  // indexed kernels (in the kernel table)
+  // Registered, not indexed yet: (host function, device name). The name points
+  // into the registering library, valid while the fat binary is registered.
+  std::vector<std::pair<const void*, const char*>> unindexed;
 };
 
 struct ModuleInfo {
@@ -289,13 +293,14 @@ struct Guard::State {
   std::set<std::string> logged;  // diagnostics already reported
   std::map<const void*, FatbinState> fatbins;
   std::map<const void*, ModuleInfo> modules;
-  std::vector<ImageReport> unregistered;  // fat binaries seen but unregistered (for the report)
+  std::deque<ImageReport> unregistered;  // fat binaries seen but unregistered (for the report); no copies on growth
   std::deque<KernelState> kernels;        // stable addresses: the table points into it
   KernelTable<KernelState> table;
   ProbeFunctions probe;
   std::vector<std::pair<const void*, const KernelState*>> unprobed;  // registered since the last probe
   bool probe_off = false;  // the runtime has no usable GPU: probing says nothing
   size_t pending_fatbins = 0;  // registered with selection only, kernels not checked yet
+  std::vector<const void*> unindexed_order;  // fat binaries with unindexed kernels, in registration order
 };
 
 namespace {
@@ -499,11 +504,15 @@ void Guard::on_registered_fatbin(const void* handle) try {
   fb.index.reset();
   fb.origin.reset();
   fb.host_functions.clear();
+  fb.unindexed.clear();
   if (fb.shallow && s.pending_fatbins++ == 0) g_launch_gate.fetch_or(kGatePending, std::memory_order_release);
   t_pending_fatbin.reset();
 } catch (...) {
 }
 
+// __hipRegisterFunction runs for every kernel of every fat binary a library
+// carries (12 k for rocSPARSE), during dlopen: it only records the kernel. The
+// kernel table is filled at the first launch, lookup, or report (index_*).
 void Guard::on_register_function(const void* handle, const void* host_function, const char* device_name) try {
   if (!host_function || !device_name) return;
   State& s = state();
@@ -511,19 +520,50 @@ void Guard::on_register_function(const void* handle, const void* host_function, 
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.fatbins.find(handle);
   if (it == s.fatbins.end()) return;
-  if (!it->second.index) it->second.index = std::make_unique<ImageIndex>(build_index(it->second.report, s.config.targets));
-  KernelState& k = s.kernels.emplace_back();
-  k.name = device_name;
-  if (!it->second.origin) it->second.origin = std::make_shared<const std::string>(it->second.report.origin);
-  k.file = it->second.origin;
-  k.fatbin = handle;
-  k.shallow = it->second.shallow;
-  fill_kernel(k, *it->second.index);
-  it->second.host_functions.push_back(host_function);
-  s.table.insert(host_function, &k);
-  s.unprobed.emplace_back(host_function, &k);
-  if (!k.findings().empty()) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
+  if (it->second.unindexed.empty()) s.unindexed_order.push_back(handle);
+  it->second.unindexed.emplace_back(host_function, device_name);
+  if (!(g_launch_gate.load(std::memory_order_relaxed) & kGateUnindexed))
+    g_launch_gate.fetch_or(kGateUnindexed, std::memory_order_release);
 } catch (...) {
+}
+
+void Guard::index_kernels_of(const void* handle) {
+  State& s = state();
+  auto it = s.fatbins.find(handle);
+  if (it == s.fatbins.end() || it->second.unindexed.empty()) return;
+  FatbinState& fb = it->second;
+  if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
+  if (!fb.origin) fb.origin = std::make_shared<const std::string>(fb.report.origin);
+  bool findings = false;
+  for (const auto& [host_function, device_name] : fb.unindexed) {
+    KernelState& k = s.kernels.emplace_back();
+    k.name = device_name;
+    k.file = fb.origin;
+    k.fatbin = handle;
+    k.shallow = fb.shallow;
+    fill_kernel(k, *fb.index);
+    fb.host_functions.push_back(host_function);
+    s.table.insert(host_function, &k);
+    s.unprobed.emplace_back(host_function, &k);
+    findings = findings || !k.findings().empty();
+  }
+  fb.unindexed.clear();
+  fb.unindexed.shrink_to_fit();
+  if (findings) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
+}
+
+void Guard::index_pending_kernels() {
+  State& s = state();
+  for (const void* h : s.unindexed_order) index_kernels_of(h);
+  s.unindexed_order.clear();
+  g_launch_gate.fetch_and(~kGateUnindexed, std::memory_order_release);
+}
+
+void Guard::index_if_needed() {
+  if (!(g_launch_gate.load(std::memory_order_acquire) & kGateUnindexed)) return;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  index_pending_kernels();
 }
 
 void Guard::on_unregister_fatbin(const void* handle) try {
@@ -531,10 +571,12 @@ void Guard::on_unregister_fatbin(const void* handle) try {
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.fatbins.find(handle);
   if (it == s.fatbins.end()) return;
+  // The report lists kernels with findings: index them while their names are valid.
+  if (!s.config.report_path.empty()) index_kernels_of(handle);
   // Host addresses may be reused by a library loaded later: forget them.
   for (const void* f : it->second.host_functions) s.table.insert(f, nullptr);
   if (it->second.shallow && --s.pending_fatbins == 0) g_launch_gate.fetch_and(~kGatePending, std::memory_order_release);
-  s.unregistered.push_back(std::move(it->second.report));
+  if (!s.config.report_path.empty()) s.unregistered.push_back(std::move(it->second.report));  // only the report reads it
   s.fatbins.erase(it);
 } catch (...) {
 }
@@ -691,6 +733,7 @@ void Guard::on_get_func_by_symbol(const void* host_function, int result) try {
   if (result == 0 || no_device_error(result)) return;
   State& s = state();
   if (s.config.mode == Mode::Off) return;
+  index_if_needed();
   const KernelState* k = s.table.find(host_function);
   if (k && k->shallow) {
     deepen(k->fatbin);
@@ -797,6 +840,7 @@ void Guard::run_probe() {
 Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api) try {
   State& s = state();
   if (s.config.mode == Mode::Off) return {};
+  index_if_needed();
   if (g_launch_gate.load(std::memory_order_acquire) & kGateProbe) {
     // The runtime is initialised by now (a launch is under way): probe what was
     // registered since the last probe (later dlopen's set the bit again).
@@ -867,6 +911,7 @@ void Guard::write_report() try {
   std::vector<const void*> shallow;  // the report covers every kernel: finish the deferred checks
   {
     std::lock_guard<std::mutex> lock(s.mu);
+    index_pending_kernels();
     for (const auto& [h, fb] : s.fatbins)
       if (fb.shallow) shallow.push_back(h);
   }

@@ -126,6 +126,10 @@ class Guard {
   void report_once(const Diagnostic& d);
   void run_probe();
   void deepen(const void* fatbin_handle);  // full check of a fat binary registered with selection only
+  // Registered kernels enter the kernel table lazily (the first launch, lookup or report).
+  void index_if_needed();
+  void index_pending_kernels();                   // state mutex held
+  void index_kernels_of(const void* fatbin_handle);  // state mutex held
 };
 
 // hipError_t values used when refusing (hip_runtime_api.h).
