@@ -104,6 +104,7 @@ SLOT(hipGetFuncBySymbol);
 SLOT(hipLaunchKernel);
 SLOT(hipLaunchKernel_spt);
 SLOT(hipLaunchCooperativeKernel);
+SLOT(hipLaunchCooperativeKernel_spt);
 SLOT(hipModuleLaunchKernel);
 SLOT(hipModuleLaunchCooperativeKernel);
 SLOT(hipGetLastError);
@@ -282,6 +283,30 @@ EXPORT hipError_t hipLaunchCooperativeKernel(const void* f, dim3 gridDim, dim3 b
   if (__builtin_expect(p != nullptr && !hipguard::launch_needs_check(sharedMemBytes), 1))
     return reinterpret_cast<decltype(&hipLaunchCooperativeKernel)>(p)(f, gridDim, blockDimX, kernelParams, sharedMemBytes, stream);
   return hipLaunchCooperativeKernel_slow(f, gridDim, blockDimX, kernelParams, sharedMemBytes, stream);
+}
+
+// Slow path: kernels with findings, dynamic LDS, first launches (probe), unresolved runtime.
+// hip_5.2; the per-thread-stream form of hipLaunchCooperativeKernel (CLR hip_runtime_api.h).
+extern "C" hipError_t hipLaunchCooperativeKernel_spt(const void* f, dim3 gridDim, dim3 blockDim, void** kernelParams,
+                                                 uint32_t sharedMemBytes, hipStream_t stream);
+__attribute__((noinline)) static hipError_t hipLaunchCooperativeKernel_spt_slow(const void* f, dim3 gridDim, dim3 blockDim,
+                                                 void** kernelParams, uint32_t sharedMemBytes, hipStream_t stream) {
+  if (hipguard::launch_needs_check(sharedMemBytes)) {
+    Verdict v = gate(f, sharedMemBytes, "hipLaunchCooperativeKernel_spt");
+    if (v.action == Action::Refuse) return v.hip_error;
+  }
+  auto fn = REAL(hipLaunchCooperativeKernel_spt, "hip_5.2");
+  return fn ? fn(f, gridDim, blockDim, kernelParams, sharedMemBytes, stream) : kHipErrorNotInitialized;
+}
+
+EXPORT hipError_t hipLaunchCooperativeKernel_spt(const void* f, dim3 gridDim, dim3 blockDim, void** kernelParams,
+                                                 uint32_t sharedMemBytes, hipStream_t stream) {
+  // Fast path: one load of the resolved function, one of the gate, a tail call.
+  void* p = slot_hipLaunchCooperativeKernel_spt.load(std::memory_order_acquire);
+  if (__builtin_expect(p != nullptr && !hipguard::launch_needs_check(sharedMemBytes), 1))
+    return reinterpret_cast<decltype(&hipLaunchCooperativeKernel_spt)>(p)(f, gridDim, blockDim, kernelParams,
+                                                                          sharedMemBytes, stream);
+  return hipLaunchCooperativeKernel_spt_slow(f, gridDim, blockDim, kernelParams, sharedMemBytes, stream);
 }
 
 // Slow path: kernels with findings, dynamic LDS, first launches (probe), unresolved runtime.

@@ -43,6 +43,22 @@ int main(int argc, char** argv) {
     e = ex(&config, reinterpret_cast<const void*>(lds_static_and_dynamic), args);
     printf("hipLaunchKernelExC(dynamic LDS %zu): %d (%s)\n", dynamic, static_cast<int>(e), hipGetErrorName(e));
   }
+  // The other launch entry points the shim gates, looked up by name (the 5.2
+  // headers do not declare the _spt forms).
+  using Launch = hipError_t (*)(const void*, dim3, dim3, void**, size_t, hipStream_t);
+  using LaunchCoop = hipError_t (*)(const void*, dim3, dim3, void**, uint32_t, hipStream_t);
+  void* args[] = {&d};
+  if (auto spt = reinterpret_cast<Launch>(dlsym(RTLD_DEFAULT, "hipLaunchKernel_spt"))) {
+    e = spt(reinterpret_cast<const void*>(lds_static_and_dynamic), dim3(1), dim3(64), args, dynamic, nullptr);
+    printf("hipLaunchKernel_spt(dynamic LDS %zu): %d (%s)\n", dynamic, static_cast<int>(e), hipGetErrorName(e));
+  }
+  for (const char* name : {"hipLaunchCooperativeKernel", "hipLaunchCooperativeKernel_spt"}) {
+    if (auto coop = reinterpret_cast<LaunchCoop>(dlsym(RTLD_DEFAULT, name))) {
+      e = coop(reinterpret_cast<const void*>(lds_static_and_dynamic), dim3(1), dim3(64), args,
+               static_cast<uint32_t>(dynamic), nullptr);
+      printf("%s(dynamic LDS %zu): %d (%s)\n", name, dynamic, static_cast<int>(e), hipGetErrorName(e));
+    }
+  }
   hipLaunchKernelGGL(lds_static_and_dynamic, dim3(1), dim3(64), dynamic, 0, d);
   e = hipGetLastError();
   printf("hipLaunchKernel(dynamic LDS %zu): %d (%s)\n", dynamic, static_cast<int>(e), hipGetErrorName(e));

@@ -91,6 +91,13 @@ TEST_F(Runtime, StaticPlusDynamicLdsTheRuntimeDoesNotCheck) {
   EXPECT_NE(strict.out.find("hipLaunchKernelExC(dynamic LDS 20000): 9 (hipErrorInvalidConfiguration)"), std::string::npos)
       << strict.out;
   EXPECT_NE(plain.out.find("hipLaunchKernelExC(dynamic LDS 20000): 0"), std::string::npos) << plain.out;
+  // And through the stream-per-thread and cooperative entry points.
+  for (const char* api : {"hipLaunchKernel_spt", "hipLaunchCooperativeKernel", "hipLaunchCooperativeKernel_spt"}) {
+    EXPECT_NE(plain.out.find(std::string(api) + "(dynamic LDS 20000): 0"), std::string::npos) << api << plain.out;
+    EXPECT_NE(strict.out.find(std::string(api) + "(dynamic LDS 20000): 9 (hipErrorInvalidConfiguration)"),
+              std::string::npos)
+        << api << strict.out;
+  }
   EXPECT_EQ(lines_with(strict.err, "HG306").size(), 1u);
   // Within the limit nothing is said and nothing changes.
   ProcessResult fits = run_process({app("dyn_lds_gfx90a"), "16384"},

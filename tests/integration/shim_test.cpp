@@ -330,7 +330,7 @@ TEST(ShimExports, OnlyInterposedHipSymbolsUnderTheRuntimeVersions) {
       "hipGetLastError@@hip_4.2",        "hipPeekAtLastError@@hip_4.2",
       // ROCm 5.2 has only the C++ spelling; newer runtimes add the C one.
       "_Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j@@hip_4.2",
-      "hipLaunchKernel_spt@@hip_5.2"};
+      "hipLaunchKernel_spt@@hip_5.2", "hipLaunchCooperativeKernel_spt@@hip_5.2"};
   std::set<std::string> newer = {"hipExtModuleLaunchKernel@@hip_4.2", "hipModuleLaunchCooperativeKernel@@hip_5.5",
                                  "hipGetFuncBySymbol@@hip_6.2", "hipLaunchKernelExC@@hip_6.5"};
   std::set<std::string> expected = in_rocm52;

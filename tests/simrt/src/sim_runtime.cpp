@@ -679,6 +679,11 @@ SIMRT_EXPORT hipError_t hipLaunchCooperativeKernel(const void* f, dim3 gridDim, 
   return launch_static(f, gridDim, blockDimX, sharedMemBytes, true);
 }
 
+SIMRT_EXPORT hipError_t hipLaunchCooperativeKernel_spt(const void* f, dim3 gridDim, dim3 blockDim, void**,
+                                                       uint32_t sharedMemBytes, hipStream_t) {
+  return launch_static(f, gridDim, blockDim, sharedMemBytes, true);
+}
+
 SIMRT_EXPORT hipError_t hipLaunchKernelExC(const hipLaunchConfig_sim* config, const void* fPtr, void**) {
   if (!config) return ret(hipErrorInvalidValue);
   return launch_static(fPtr, config->gridDim, config->blockDim, config->dynamicSmemBytes, false);
