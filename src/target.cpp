@@ -1,5 +1,7 @@
 #include "hipguard/target.h"
 
+#include <unordered_map>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -95,9 +97,14 @@ bool feature_conflicts(Feature code, Feature device) {
 std::span<const ProcessorInfo> all_processors() { return kProcessors; }
 
 const ProcessorInfo* find_processor(std::string_view name) {
-  for (const auto& p : kProcessors)
-    if (p.name == name) return &p;
-  return nullptr;
+  // Hashed: registration looks up two processors per bundle entry (thousands per library).
+  static const std::unordered_map<std::string_view, const ProcessorInfo*> by_name = [] {
+    std::unordered_map<std::string_view, const ProcessorInfo*> m;
+    for (const auto& p : kProcessors) m.emplace(p.name, &p);
+    return m;
+  }();
+  auto it = by_name.find(name);
+  return it == by_name.end() ? nullptr : it->second;
 }
 
 const ProcessorInfo* find_processor_by_mach(uint32_t mach) {
