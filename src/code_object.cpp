@@ -5,6 +5,7 @@
 #include <llvm/Object/ELF.h>
 #include <llvm/Support/Error.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -239,6 +240,7 @@ class MetadataReader {
         if (v.Kind != Type::Array) {
           args_issue = ".args is not an array";
         } else {
+          k.args.reserve(std::min<size_t>(v.Length, 256));  // Length is untrusted: cap the up-front allocation
           for (size_t j = 0; j < v.Length; ++j)
             if (read_arg(r, j, k, arg_missing) == Verdict::Invalid) return Verdict::Invalid;
           continue;  // elements already read
@@ -285,7 +287,7 @@ class MetadataReader {
       missing.push_back("argument " + std::to_string(index) + " (not a map)");
       return Verdict::Ok;
     }
-    KernelArg arg;
+    KernelArg& arg = k.args.emplace_back();  // built in place; dropped again if incomplete
     bool off = false, size = false, kind = false;
     unsigned seen = 0;  // .offset, .size, .value_kind, .name: a repeated key is rejected
     for (size_t i = 0; i < m.Length; ++i) {
@@ -307,10 +309,10 @@ class MetadataReader {
       if (!skip(r, v, depth + 1)) return Verdict::Invalid;
     }
     if (!off || !size || !kind) {
+      k.args.pop_back();
       missing.push_back("argument " + std::to_string(index) + " .offset/.size/.value_kind");
       return Verdict::Ok;
     }
-    k.args.push_back(std::move(arg));
     return Verdict::Ok;
   }
 
