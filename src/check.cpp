@@ -186,8 +186,8 @@ class Checker {
     std::string held;
     report_.ccob_version = b.ccob_version;
     report_.ccob_method = b.ccob_method;
-    report_.entries = b.entries;
-    for (const auto& e : b.entries) {
+    report_.entries = std::move(b.entries);  // candidates point into report_.entries from here on
+    for (const auto& e : report_.entries) {
       report_.entry_ids.push_back(e.id);
       if (e.parsed.is_hip() && e.parsed.target_id == "amdgcnspirv" && !spirv) {
         spirv = &e;
@@ -212,9 +212,8 @@ class Checker {
       const Candidate* chosen = nullptr;
       for (Selection pass : {Selection::Native, Selection::Generic}) {
         for (const auto& c : candidates) {
-          MatchResult m = match_target(c.tid, 1, t);  // generic version checked on the ELF below
-          if ((pass == Selection::Native && m.kind == Match::Native) ||
-              (pass == Selection::Generic && m.kind == Match::Generic)) {
+          Match m = match_kind(c.tid, 1, t);  // generic version checked on the ELF below
+          if ((pass == Selection::Native && m == Match::Native) || (pass == Selection::Generic && m == Match::Generic)) {
             chosen = &c;
             break;
           }

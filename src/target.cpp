@@ -178,23 +178,42 @@ std::optional<TargetId> parse_target(std::string_view text, std::string* error) 
   return parse_target_id(text, error);
 }
 
-MatchResult match_target(const TargetId& code, unsigned generic_version, const TargetId& device) {
-  const ProcessorInfo* code_p = find_processor(code.processor);
-  const ProcessorInfo* dev_p = find_processor(device.processor);
+Match match_kind(const TargetId& code, unsigned generic_version, const TargetId& device) {
   Match kind;
   if (code.processor == device.processor) {
     kind = Match::Native;
-  } else if (code_p && code_p->is_generic && dev_p && dev_p->generic == code.processor) {
-    // AMDGPUUsage "Generic Processor Versioning": every current member joined at version 1.
-    if (generic_version < 1)
-      return {Match::GenericTooOld, "generic code object has generic version " + std::to_string(generic_version) +
-                                        ", the loader requires at least 1"};
-    kind = Match::Generic;
   } else {
-    std::string why = "code object is for " + code.processor + ", device is " + device.processor;
-    if (dev_p && !dev_p->generic.empty() && code_p && code_p->is_generic)
-      why += " (member of " + std::string(dev_p->generic) + ")";
-    return {Match::ProcessorMismatch, why};
+    const ProcessorInfo* code_p = find_processor(code.processor);
+    const ProcessorInfo* dev_p = find_processor(device.processor);
+    if (!(code_p && code_p->is_generic && dev_p && dev_p->generic == code.processor)) return Match::ProcessorMismatch;
+    // AMDGPUUsage "Generic Processor Versioning": every current member joined at version 1.
+    if (generic_version < 1) return Match::GenericTooOld;
+    kind = Match::Generic;
+  }
+  if (feature_conflicts(code.sramecc, device.sramecc) || feature_conflicts(code.xnack, device.xnack))
+    return Match::FeatureMismatch;
+  return kind;
+}
+
+MatchResult match_target(const TargetId& code, unsigned generic_version, const TargetId& device) {
+  Match kind = match_kind(code, generic_version, device);
+  switch (kind) {
+    case Match::Native:
+    case Match::Generic:
+      return {kind, ""};
+    case Match::GenericTooOld:
+      return {kind, "generic code object has generic version " + std::to_string(generic_version) +
+                        ", the loader requires at least 1"};
+    case Match::ProcessorMismatch: {
+      const ProcessorInfo* code_p = find_processor(code.processor);
+      const ProcessorInfo* dev_p = find_processor(device.processor);
+      std::string why = "code object is for " + code.processor + ", device is " + device.processor;
+      if (dev_p && !dev_p->generic.empty() && code_p && code_p->is_generic)
+        why += " (member of " + std::string(dev_p->generic) + ")";
+      return {kind, why};
+    }
+    case Match::FeatureMismatch:
+      break;
   }
   std::string detail;
   if (feature_conflicts(code.sramecc, device.sramecc))
@@ -205,8 +224,7 @@ MatchResult match_target(const TargetId& code, unsigned generic_version, const T
     detail += std::string("code object xnack") + feature_suffix(code.xnack) + ", device xnack" +
               feature_suffix(device.xnack);
   }
-  if (!detail.empty()) return {Match::FeatureMismatch, detail};
-  return {kind, ""};
+  return {kind, detail};
 }
 
 }  // namespace hipguard

@@ -88,5 +88,8 @@ struct MatchResult {
 // from e_flags, 0 for non-generic) run on `device`? A device feature left Any
 // (the user named only the processor) is compatible with every code-object value.
 MatchResult match_target(const TargetId& code, unsigned generic_version, const TargetId& device);
+// The same verdict without the reason text (selection runs it for every bundle
+// entry at every registration; the text is only needed for a diagnostic).
+Match match_kind(const TargetId& code, unsigned generic_version, const TargetId& device);
 
 }  // namespace hipguard

@@ -238,6 +238,35 @@ TEST(Match, AnyMatchesBothSettings) {
             Match::Native);
 }
 
+// match_kind (selection's fast form) gives match_target's verdict for every
+// pair of processors in the table, with every feature setting and generic version.
+TEST(Match, KindAgreesWithMatchTarget) {
+  std::vector<TargetId> ids;
+  for (const auto& p : all_processors()) {
+    for (Feature x : {Feature::Any, Feature::On, Feature::Off}) {
+      TargetId t;
+      t.processor = std::string(p.name);
+      t.xnack = p.xnack ? x : Feature::Unsupported;
+      t.sramecc = p.sramecc ? (x == Feature::On ? Feature::Off : x) : Feature::Unsupported;
+      ids.push_back(t);
+    }
+  }
+  size_t native = 0, generic = 0, mismatch = 0;
+  for (const auto& code : ids)
+    for (const auto& dev : ids)
+      for (unsigned gv : {0u, 1u}) {
+        Match k = match_kind(code, gv, dev);
+        ASSERT_EQ(k, match_target(code, gv, dev).kind) << code.str() << " on " << dev.str() << " v" << gv;
+        native += k == Match::Native;
+        generic += k == Match::Generic;
+        mismatch += k == Match::FeatureMismatch;
+      }
+  // Every kind occurs, so the comparison covered each branch.
+  EXPECT_GT(native, 0u);
+  EXPECT_GT(generic, 0u);
+  EXPECT_GT(mismatch, 0u);
+}
+
 TEST(Match, GenericFeatureMismatch) {
   EXPECT_EQ(match_target(must_parse("gfx9-4-generic:xnack+"), 1, must_parse("gfx942:xnack-")).kind,
             Match::FeatureMismatch);
