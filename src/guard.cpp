@@ -825,6 +825,10 @@ void Guard::run_probe() {
       return;
     }
     if (r == 0) continue;
+    if (k->shallow) {  // explain the rejection with the full check of its fat binary
+      deepen(k->fatbin);
+      if (const KernelState* fresh = s.table.find(host)) k = fresh;
+    }
     Diagnostic d;
     d.code = std::string(code::kRuntimeRejected);
     d.file = k->file_name();
