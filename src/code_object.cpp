@@ -41,7 +41,8 @@ Feature v4_feature(uint32_t bits, uint32_t unsupported, uint32_t any, uint32_t o
 // of `hipguard check` on rocSPARSE's multi-megabyte metadata. Every object is
 // still read, so a truncated or malformed document is rejected as a whole, as
 // before: container map keys (which Document cannot order), nesting deeper than
-// 64, and a repeated key in the root, kernel or argument maps.
+// 64, and a repeated key that hipguard reads (in the root, kernel or argument
+// maps; Document rejected every repeated key).
 class MetadataReader {
  public:
   explicit MetadataReader(CodeObject& co) : co_(co) {}

@@ -3,6 +3,8 @@
 // per-kernel structural findings).
 #include "hipguard/code_object.h"
 
+#include <functional>
+
 #include "corpus_facts.h"
 #include "test_util.h"
 
@@ -324,6 +326,100 @@ TEST(CraftedCodeObject, MissingRequiredKernelKeyIsHG403) {
     }
   // The kernel is not guessed at: it is left out of the kernel list.
   EXPECT_TRUE(co->kernels.empty());
+}
+
+// Hand-encoded MessagePack (fixmap/fixarray/fixstr/uint32), for documents a
+// well-behaved writer cannot produce: repeated keys, wrong types, cut ends.
+struct Mp {
+  std::string b;
+  Mp& map(unsigned n) { return b += char(0x80 | n), *this; }  // n < 16
+  Mp& arr(unsigned n) { return b += char(0x90 | n), *this; }
+  Mp& str(std::string_view v) { return b += char(0xa0 | v.size()), b += v, *this; }  // size < 32
+  Mp& u(uint32_t v) {
+    b += char(0xce);
+    for (int i = 3; i >= 0; --i) b += char(v >> (8 * i));
+    return *this;
+  }
+};
+
+// The root map and one kernel map: the ten required entries (.name, .symbol and
+// the eight integers), then `extra_fields` more that `extra` appends.
+std::string one_kernel_doc(unsigned extra_fields, const std::function<void(Mp&)>& extra,
+                           const char* vgpr_key = ".vgpr_count") {
+  Mp m;
+  m.map(2).str("amdhsa.target").str("amdgcn-amd-amdhsa--gfx942").str("amdhsa.kernels").arr(1);
+  m.map(10 + extra_fields).str(".name").str("k").str(".symbol").str("k.kd");
+  m.str(".group_segment_fixed_size").u(1024).str(".private_segment_fixed_size").u(0);
+  m.str(".kernarg_segment_size").u(16).str(".kernarg_segment_align").u(8).str(".wavefront_size").u(64);
+  m.str(".sgpr_count").u(16).str(vgpr_key).u(8).str(".max_flat_workgroup_size").u(256);
+  extra(m);
+  return m.b;
+}
+
+TEST(CraftedCodeObject, StreamingMetadataReader) {
+  CodeObjectSpec s;  // kernel "k" with its k.kd descriptor
+  auto parse_doc = [&](const std::string& doc) {
+    s.raw_metadata = doc;
+    auto co = parse(make_code_object(s));
+    EXPECT_TRUE(co) << co.error().message;
+    return co ? *co : CodeObject{};
+  };
+  // Unknown keys, nested containers included, are skipped; arguments are read.
+  CodeObject co = parse_doc(one_kernel_doc(2, [](Mp& m) {
+    m.str(".vendor_x").map(1).str("deep").arr(2).u(1).map(1).str("y").arr(0);
+    m.str(".args").arr(1).map(4).str(".offset").u(0).str(".size").u(8).str(".value_kind").str("global_buffer");
+    m.str(".name").str("out");
+  }));
+  ASSERT_EQ(co.kernels.size(), 1u);
+  EXPECT_EQ(co.metadata_target, "amdgcn-amd-amdhsa--gfx942");
+  EXPECT_EQ(co.kernels[0].group_segment_fixed_size, 1024u);
+  ASSERT_EQ(co.kernels[0].args.size(), 1u);
+  EXPECT_EQ(co.kernels[0].args[0].value_kind, "global_buffer");
+  EXPECT_EQ(co.kernels[0].args[0].name, "out");
+  EXPECT_FALSE(has_issue(co, code::kBadMetadata));
+  EXPECT_FALSE(has_issue(co, code::kBadKernelMetadata));
+
+  // Cut anywhere inside the document: the whole document is rejected, no kernel survives.
+  std::string full = one_kernel_doc(0, [](Mp&) {});
+  for (size_t cut : {full.size() - 1, full.size() - 5, full.size() / 2, size_t{1}}) {
+    co = parse_doc(full.substr(0, cut));
+    EXPECT_TRUE(has_issue(co, code::kBadMetadata)) << "cut at " << cut;
+    EXPECT_TRUE(co.kernels.empty()) << "cut at " << cut;
+  }
+
+  // A key the checks read, given twice (which value would the runtime use?): HG402.
+  co = parse_doc(one_kernel_doc(1, [](Mp& m) { m.str(".sgpr_count").u(99); }));
+  EXPECT_TRUE(has_issue(co, code::kBadMetadata));
+  EXPECT_TRUE(co.kernels.empty());
+
+  // A required integer missing (misspelt key) or of the wrong type: HG403 naming
+  // it, and the kernel is not guessed at.
+  co = parse_doc(one_kernel_doc(0, [](Mp&) {}, ".vgpr_countX"));
+  ASSERT_TRUE(has_issue(co, code::kBadKernelMetadata));
+  co = parse_doc([] {
+    std::string d = one_kernel_doc(0, [](Mp&) {});
+    // Replace the uint32 8 after ".vgpr_count" by the string "many".
+    std::string key = std::string(1, char(0xa0 | 11)) + ".vgpr_count";
+    size_t at = d.find(key) + key.size();
+    return d.substr(0, at) + Mp().str("many").b + d.substr(at + 5);
+  }());
+  EXPECT_TRUE(co.kernels.empty());
+  bool named = false;
+  for (const auto& i : co.issues)
+    named = named || (i.code == code::kBadKernelMetadata && i.kernel == "k" &&
+                      i.message.find(".vgpr_count (not an integer)") != std::string::npos);
+  EXPECT_TRUE(named);
+
+  // An argument without .value_kind: HG403 naming the argument.
+  co = parse_doc(one_kernel_doc(1, [](Mp& m) {
+    m.str(".args").arr(1).map(2).str(".offset").u(0).str(".size").u(8);
+  }));
+  EXPECT_TRUE(co.kernels.empty());
+  named = false;
+  for (const auto& i : co.issues)
+    named = named || (i.code == code::kBadKernelMetadata &&
+                      i.message.find("argument 0 .offset/.size/.value_kind") != std::string::npos);
+  EXPECT_TRUE(named);
 }
 
 TEST(CraftedCodeObject, CodeObjectVersionOutsideV4ToV6IsHG109) {
