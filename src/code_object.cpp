@@ -96,9 +96,8 @@ class MetadataReader {
       }
     } else if (o.Kind == Type::Map) {
       for (size_t i = 0; i < o.Length; ++i) {
-        Obj k;
-        if (!next(r, k) || !skip(r, k, depth + 1)) return false;
-        if (k.Kind == Type::Array || k.Kind == Type::Map) return false;
+        llvm::StringRef unused;
+        if (!key(r, unused)) return false;
         Obj v;
         if (!next(r, v) || !skip(r, v, depth + 1)) return false;
       }
@@ -106,11 +105,11 @@ class MetadataReader {
     return true;
   }
 
-  // A key of an interpreted map: read, checked to be a scalar; its string form
-  // (empty for non-strings, which match no known key).
-  static bool key(llvm::msgpack::Reader& r, int depth, llvm::StringRef& out) {
+  // A map key: read and checked to be a scalar (a scalar has no body to skip);
+  // its string form, empty for non-strings, which match no known key.
+  static bool key(llvm::msgpack::Reader& r, llvm::StringRef& out) {
     Obj k;
-    if (!next(r, k) || !skip(r, k, depth + 1) || k.Kind == Type::Array || k.Kind == Type::Map) return false;
+    if (!next(r, k) || k.Kind == Type::Array || k.Kind == Type::Map) return false;
     out = k.Kind == Type::String ? k.Raw : llvm::StringRef();
     return true;
   }
@@ -133,7 +132,7 @@ class MetadataReader {
     bool seen_target = false, seen_kernels = false, kernels_ok = false;
     for (size_t i = 0; i < root.Length; ++i) {
       llvm::StringRef k;
-      if (!key(r, 0, k)) return Verdict::Invalid;
+      if (!key(r, k)) return Verdict::Invalid;
       Obj v;
       if (!next(r, v)) return Verdict::Invalid;
       if (k == "amdhsa.target") {
@@ -195,7 +194,7 @@ class MetadataReader {
     std::optional<std::string> reqd_issue, args_issue;
     for (size_t i = 0; i < m.Length; ++i) {
       llvm::StringRef key_name;
-      if (!key(r, depth, key_name)) return Verdict::Invalid;
+      if (!key(r, key_name)) return Verdict::Invalid;
       Obj v;
       if (!next(r, v)) return Verdict::Invalid;
       auto once = [&](unsigned bit) {
@@ -293,7 +292,7 @@ class MetadataReader {
     unsigned seen = 0;  // .offset, .size, .value_kind, .name: a repeated key is rejected
     for (size_t i = 0; i < m.Length; ++i) {
       llvm::StringRef key_name;
-      if (!key(r, depth, key_name)) return Verdict::Invalid;
+      if (!key(r, key_name)) return Verdict::Invalid;
       Obj v;
       if (!next(r, v)) return Verdict::Invalid;
       int bit = key_name == ".offset" ? 0 : key_name == ".size" ? 1 : key_name == ".value_kind" ? 2
