@@ -256,12 +256,11 @@ class Checker {
   void no_match(const std::vector<Candidate>& candidates, const TargetId& t, const std::string& held) {
     // Same processor with a conflicting xnack/sramecc setting is the more precise finding.
     for (const auto& c : candidates) {
-      MatchResult m = match_target(c.tid, 1, t);
-      if (m.kind == Match::FeatureMismatch) {
-        add(code::kFeatureMismatch, c.entry->id, "", &t,
-            "bundle has " + c.tid.str() + " but not for " + t.label() + ": " + m.detail, feature_fix(c.tid, t));
-        return;
-      }
+      if (match_kind(c.tid, 1, t) != Match::FeatureMismatch) continue;
+      add(code::kFeatureMismatch, c.entry->id, "", &t,
+          "bundle has " + c.tid.str() + " but not for " + t.label() + ": " + match_target(c.tid, 1, t).detail,
+          feature_fix(c.tid, t));
+      return;
     }
     std::string fix = "rebuild with --offload-arch=" + t.processor + " added to the existing --offload-arch list";
     // An ISA-compatible sibling (same major.minor and generic family, e.g. gfx1031 device, gfx1030 code).
