@@ -24,27 +24,11 @@
 #include <thread>
 #include <vector>
 
+#include "sim_api.h"
 #include "sim_parse.h"
 
 extern char** environ;
 
-extern "C" {
-void** __hipRegisterFatBinary(const void* data);
-void __hipRegisterFunction(void** modules, const void* hostFunction, char* deviceFunction, const char* deviceName,
-                           unsigned int threadLimit, uint3* tid, uint3* bid, dim3* blockDim, dim3* gridDim,
-                           int* wSize);
-void __hipUnregisterFatBinary(void** modules);
-hipError_t hipGetFuncBySymbol(hipFunction_t* functionPtr, const void* symbolPtr);
-hipError_t hipModuleLaunchCooperativeKernel(hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY,
-                                            unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                            unsigned int blockDimZ, unsigned int sharedMemBytes,
-                                            hipStream_t stream, void** kernelParams);
-hipError_t hipExtModuleLaunchKernel(hipFunction_t f, uint32_t globalWorkSizeX, uint32_t globalWorkSizeY,
-                                    uint32_t globalWorkSizeZ, uint32_t localWorkSizeX, uint32_t localWorkSizeY,
-                                    uint32_t localWorkSizeZ, size_t sharedMemBytes, hipStream_t hStream,
-                                    void** kernelParams, void** extra, hipEvent_t startEvent,
-                                    hipEvent_t stopEvent, uint32_t flags);
-}
 
 namespace fs = std::filesystem;
 
