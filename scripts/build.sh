@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -G Ninja "$@" >/dev/null
-ninja -C "$BUILD_DIR"
+ninja --quiet -C "$BUILD_DIR"  # warnings and errors only

@@ -18,6 +18,13 @@ done
 if ((${#missing[@]})); then
   SUDO=""
   [[ $(id -u) -eq 0 ]] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # apt's hundreds of progress lines go to a log, shown only when apt fails.
+  log=$(mktemp "${TMPDIR:-/tmp}/hipguard-apt.XXXXXX")
+  echo "deps: installing ${missing[*]} (log: $log)"
+  if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+         $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    tail -n 40 "$log"
+    echo "deps: apt failed (full log: $log)"
+    exit 1
+  fi
 fi

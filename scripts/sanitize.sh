@@ -18,5 +18,5 @@ for kind in "${kinds[@]}"; do
   # halt_on_error: the first report fails the test that triggered it.
   ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp" \
-    ctest --test-dir "$dir" --output-on-failure -j2
+    scripts/ctest.sh "$dir"
 done
