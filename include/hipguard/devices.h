@@ -38,8 +38,9 @@ struct Device {
 
 // GPUs under `sysfs_root` (default "/sys"), in KFD node order, honouring
 // ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (indices),
-// HSA_OVERRIDE_GFX_VERSION, HSA_XNACK and HSA_ENABLE_SRAMECC. xnack is left Any
-// when HSA_XNACK is unset (it then depends on the kernel's noretry setting).
+// HSA_OVERRIDE_GFX_VERSION, HSA_XNACK and HSA_ENABLE_SRAMECC. With HSA_XNACK
+// unset, xnack is the amdgpu driver's default: off (noretry=1) on gfx900, gfx906,
+// gfx908, gfx90a, gfx940-942 and gfx950, left Any elsewhere.
 std::vector<Device> discover_devices(const std::string& sysfs_root = "/sys");
 
 }  // namespace hipguard

@@ -46,8 +46,8 @@ TEST(Devices, Mi300xMi355xMi210) {
   Env env({});
   auto mi300x = discover_devices(kFixtures + "/mi300x");
   ASSERT_EQ(mi300x.size(), 1u) << "the CPU node (simd_count 0) is not a GPU";
-  EXPECT_EQ(mi300x[0].target.str(), "gfx942:sramecc+") << "xnack unknown without HSA_XNACK";
-  EXPECT_EQ(mi300x[0].target.xnack, Feature::Any);
+  EXPECT_EQ(mi300x[0].target.str(), "gfx942:sramecc+:xnack-") << "the driver's default without HSA_XNACK";
+  EXPECT_EQ(mi300x[0].target.xnack, Feature::Off);
   EXPECT_EQ(mi300x[0].lds_bytes, 65536u);
   EXPECT_EQ(mi300x[0].node, 1u);
   auto mi355x = discover_devices(kFixtures + "/mi355x");
@@ -56,7 +56,7 @@ TEST(Devices, Mi300xMi355xMi210) {
   EXPECT_EQ(mi355x[0].lds_bytes, 163840u);
   auto mi210 = discover_devices(kFixtures + "/mi210");
   ASSERT_EQ(mi210.size(), 1u);
-  EXPECT_EQ(mi210[0].target.str(), "gfx90a:sramecc-") << "capability bit 26 clear: sramecc off";
+  EXPECT_EQ(mi210[0].target.str(), "gfx90a:sramecc-:xnack-") << "capability bit 26 clear: sramecc off";
   EXPECT_TRUE(discover_devices(kFixtures + "/does-not-exist").empty());
 }
 
