@@ -147,7 +147,7 @@ class Checker {
           add(code::kProcessorMismatch, "", "", &t,
               "code object is built for " + describe_target(*co) + ", cannot run on " + t.label(),
               "load the variant of this code object built for " + t.processor + ", or rebuild it with --offload-arch=" +
-                  t.processor + " (-mcpu=" + t.processor + ")");
+                  t.processor + " (-mcpu=" + t.processor + ")" + override_workaround(co->target.processor, t.processor));
           // Raw code objects are loaded by hand (AITER-style): say too whether the
           // kernels would fit this GPU at all, since a plain rebuild would not fix that.
           check_kernels(*co, "", t, /*lds_only=*/true);
@@ -162,10 +162,15 @@ class Checker {
     }
   }
 
+  static bool conflicts(Feature code, Feature device) {
+    return (code == Feature::On || code == Feature::Off) && (device == Feature::On || device == Feature::Off) &&
+           code != device;
+  }
+
   static std::string feature_fix(const TargetId& code, const TargetId& device) {
     std::string fix;
-    if ((code.xnack == Feature::On || code.xnack == Feature::Off) && device.xnack != Feature::Any &&
-        code.xnack != device.xnack)
+    // HSA_XNACK switches the GPU's xnack mode; it cannot help when sramecc differs too.
+    if (conflicts(code.xnack, device.xnack) && !conflicts(code.sramecc, device.sramecc))
       fix = std::string("run with HSA_XNACK=") + (code.xnack == Feature::On ? "1" : "0") + " (if the GPU supports it), or ";
     TargetId want = device;
     fix += "rebuild with --offload-arch=" + device.processor +
@@ -244,6 +249,21 @@ class Checker {
       const CodeObject* co = entry_code_object(b, *chosen->entry);
       if (!co) continue;
       v.kernels = co->kernels.size();
+      // The runtime selects by entry ID, then its loader checks the ELF's own
+      // processor and features (e_flags) against the GPU: an entry whose label
+      // and code object disagree is selected and then rejected.
+      // (A generic version below the minimum is HG205, below.)
+      if (MatchResult own = match_target(co->target, co->generic_version, t);
+          own.kind == Match::ProcessorMismatch || own.kind == Match::FeatureMismatch) {
+        add(own.kind == Match::FeatureMismatch ? code::kFeatureMismatch : code::kProcessorMismatch, chosen->entry->id, "",
+            &t,
+            "bundle entry '" + chosen->entry->id + "' is selected for " + t.label() + ", but its code object is built for " +
+                describe_target(*co) + " (ELF e_flags); the runtime's loader rejects it" +
+                (own.detail.empty() ? "" : ": " + own.detail),
+            "the bundle was assembled by hand or by a broken tool: rebuild it with clang-offload-bundler from code "
+            "objects built with --offload-arch=" + t.processor);
+        continue;
+      }
       if (v.selection == Selection::Generic && co->generic_version < 1)
         add(code::kGenericTooOld, chosen->entry->id, "", &t,
             "generic code object has generic version " + std::to_string(co->generic_version) +
@@ -251,6 +271,19 @@ class Checker {
             "rebuild with a current compiler for " + t.processor);
       check_kernels(*co, chosen->entry->id, t);
     }
+  }
+
+  // An ISA-compatible sibling (same major.minor and generic family, e.g. gfx1031
+  // device, gfx1030 code): HSA_OVERRIDE_GFX_VERSION makes ROCr report the GPU as
+  // the code's processor. "" when `code` is no such sibling of `device`.
+  static std::string override_workaround(const std::string& code, const std::string& device) {
+    const ProcessorInfo* dev = find_processor(device);
+    const ProcessorInfo* p = find_processor(code);
+    if (!dev || !p || p == dev || p->is_generic || p->major != dev->major || p->minor != dev->minor ||
+        dev->generic.empty() || p->generic != dev->generic)
+      return "";
+    return "; workaround (not supported by AMD): HSA_OVERRIDE_GFX_VERSION=" + std::to_string(p->major) + "." +
+           std::to_string(p->minor) + "." + std::to_string(p->stepping) + " makes the runtime treat the GPU as " + code;
   }
 
   void no_match(const std::vector<Candidate>& candidates, const TargetId& t, const std::string& held) {
@@ -263,18 +296,12 @@ class Checker {
       return;
     }
     std::string fix = "rebuild with --offload-arch=" + t.processor + " added to the existing --offload-arch list";
-    // An ISA-compatible sibling (same major.minor and generic family, e.g. gfx1031 device, gfx1030 code).
     const ProcessorInfo* dev = find_processor(t.processor);
-    for (const auto& c : candidates) {
-      const ProcessorInfo* p = find_processor(c.tid.processor);
-      if (dev && p && p != dev && !p->is_generic && p->major == dev->major && p->minor == dev->minor &&
-          !dev->generic.empty() && p->generic == dev->generic) {
-        fix += "; workaround (not supported by AMD): HSA_OVERRIDE_GFX_VERSION=" + std::to_string(p->major) + "." +
-               std::to_string(p->minor) + "." + std::to_string(p->stepping) + " makes the runtime treat the GPU as " +
-               c.tid.processor;
+    for (const auto& c : candidates)
+      if (std::string w = override_workaround(c.tid.processor, t.processor); !w.empty()) {
+        fix += w;
         break;
       }
-    }
     // The nearest candidates: same ISA major.minor, else same major version.
     std::string nearest;
     for (int level = 0; level < 2 && nearest.empty(); ++level)

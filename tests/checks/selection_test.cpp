@@ -180,3 +180,64 @@ TEST(Selection, OpenmpAndHostEntriesAreNotHipCandidates) {
   EXPECT_EQ(v.selection, Selection::None) << "the uncompressed path (comgr lookup) only takes hip/hipv4 entries";
   EXPECT_TRUE(has_code(r, "HG201"));
 }
+
+TEST(Selection, EntryWhoseCodeObjectIsBuiltForAnotherProcessorIsRejected) {
+  // The runtime selects by entry ID, then its loader checks the ELF's e_flags:
+  // an entry labelled gfx942 that holds a gfx90a code object is selected and rejected.
+  if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb")) GTEST_SKIP() << "hipcc test apps not built";
+  auto co = app_code_object("vector_add_multi.hipfb", "gfx90a");
+  ASSERT_FALSE(co.empty());
+  auto b = make_bundle({{kHip + "gfx942", co}});
+  ImageReport r;
+  auto v = verdict(b, "gfx942:sramecc+:xnack-", &r);
+  EXPECT_EQ(v.selected, kHip + "gfx942") << "selected by its label";
+  EXPECT_FALSE(v.can_run);
+  ASSERT_TRUE(has_code(r, "HG202"));
+  for (const auto& d : r.diagnostics)
+    if (d.code == "HG202") {
+      EXPECT_NE(d.message.find("built for gfx90a"), std::string::npos) << d.message;
+      EXPECT_NE(d.message.find("e_flags"), std::string::npos) << d.message;
+      EXPECT_EQ(d.entry, kHip + "gfx942");
+    }
+  // Labelled correctly, the same object is fine on gfx90a.
+  EXPECT_TRUE(verdict(make_bundle({{kHip + "gfx90a:xnack-", co}}), "gfx90a:sramecc+:xnack-").can_run);
+  // Label without features, ELF xnack+ (e_flags bits 8-9 = EF_AMDGPU_FEATURE_XNACK_ON_V4,
+  // 0x300): an xnack- GPU selects it by its label and the loader refuses it (HG203).
+  auto xnack_on = co;
+  xnack_on[49] = static_cast<uint8_t>((xnack_on[49] & ~0x03) | 0x03);
+  ImageReport rx;
+  auto vx = verdict(make_bundle({{kHip + "gfx90a", xnack_on}}), "gfx90a:xnack-", &rx);
+  EXPECT_FALSE(vx.can_run);
+  EXPECT_TRUE(has_code(rx, "HG203"));
+}
+
+TEST(Selection, HsaXnackIsSuggestedOnlyWhenXnackAloneDiffers) {
+  if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb")) GTEST_SKIP() << "hipcc test apps not built";
+  auto co = app_code_object("vector_add_multi.hipfb", "gfx90a");
+  ASSERT_FALSE(co.empty());
+  // xnack and sramecc both differ: HSA_XNACK cannot fix it.
+  auto b = make_bundle({{kHip + "gfx90a:sramecc-:xnack+", co}});
+  ImageReport r;
+  verdict(b, "gfx90a:sramecc+:xnack-", &r);
+  ASSERT_TRUE(has_code(r, "HG203"));
+  for (const auto& d : r.diagnostics)
+    if (d.code == "HG203") {
+      EXPECT_EQ(d.fix.find("HSA_XNACK"), std::string::npos) << d.fix;
+      EXPECT_NE(d.fix.find("--offload-arch=gfx90a:sramecc+:xnack-"), std::string::npos) << d.fix;
+    }
+}
+
+TEST(Selection, RawCodeObjectOfAnIsaCompatibleSiblingSuggestsOverride) {
+  // hipModuleLoad of a gfx1030 .co on a gfx1031 GPU: HG202 with the workaround.
+  if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb")) GTEST_SKIP() << "hipcc test apps not built";
+  auto co = app_code_object("vector_add_multi.hipfb", "gfx1030");
+  ASSERT_FALSE(co.empty());
+  ImageReport r;
+  verdict(co, "gfx1031", &r);
+  ASSERT_TRUE(has_code(r, "HG202"));
+  for (const auto& d : r.diagnostics)
+    if (d.code == "HG202") EXPECT_NE(d.fix.find("HSA_OVERRIDE_GFX_VERSION=10.3.0"), std::string::npos) << d.fix;
+  ImageReport r2;
+  verdict(co, "gfx942", &r2);
+  for (const auto& d : r2.diagnostics) EXPECT_EQ(d.fix.find("HSA_OVERRIDE_GFX_VERSION"), std::string::npos) << d.fix;
+}
