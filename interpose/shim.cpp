@@ -111,7 +111,12 @@ SLOT(hipGetLastError);
 SLOT(hipLaunchKernelExC);
 SLOT(hipPeekAtLastError);
 
-[[noreturn]] void strict_exit() { _exit(Guard::get().config().exit_code); }
+// _exit, not exit: the program's own atexit handlers and destructors must not
+// run half-initialised. The report (HIPGUARD_REPORT) is the one thing written first.
+[[noreturn]] void strict_exit() {
+  Guard::get().write_report();
+  _exit(Guard::get().config().exit_code);
+}
 
 // The probe runs at the first launch; hand the core the runtime's lookup functions then.
 void provide_probe_functions() {

@@ -189,8 +189,7 @@ GuardConfig config_from_env() {
   };
   // A setuid/setgid process must not write files chosen by its environment.
   if (std::string report = env_or("HIPGUARD_REPORT", ""); !report.empty() && !getauxval(AT_SECURE)) {
-    for (size_t p; (p = report.find("%p")) != std::string::npos;) report.replace(p, 2, std::to_string(getpid()));
-    c.report_path = report;
+    c.report_path = report;  // "%p" is expanded when the report is written: a forked child has its own pid
   }
   std::string targets = env_or("HIPGUARD_TARGET", "");
   if (!targets.empty()) {
@@ -245,6 +244,9 @@ struct KernelState {
   uint64_t lds_limit = 0;
   const void* fatbin = nullptr;  // registration handle (null for module functions)
   bool shallow = false;          // its fat binary's kernels are not checked yet
+  // Replaced by a fresh state after the full check (readers may still hold this
+  // one, so it is kept, but the report lists only the current state).
+  mutable bool superseded = false;  // written and read under the state mutex
   mutable std::atomic<uint64_t> launches{0}, blocked{0};
   mutable std::atomic<bool> warned{false}, lds_warned{false};
 
@@ -299,6 +301,7 @@ struct Guard::State {
   ProbeFunctions probe;
   std::vector<std::pair<const void*, const KernelState*>> unprobed;  // registered since the last probe
   bool probe_off = false;  // the runtime has no usable GPU: probing says nothing
+  pid_t report_written_by = 0;  // the report is written once per process (a forked child writes its own)
   size_t pending_fatbins = 0;  // registered with selection only, kernels not checked yet
   std::vector<const void*> unindexed_order;  // fat binaries with unindexed kernels, in registration order
 };
@@ -465,12 +468,15 @@ Verdict Guard::on_register_fatbin(const void* wrapper) try {
   if (classify(data) == PayloadKind::CodeObject) {
     if (auto size = elf_image_size(data); size && *size <= extent) data = data.first(*size);
   }
-  // Bundles: selection only now (a library may carry hundreds of fat binaries
-  // whose kernels are never launched); each fat binary's kernels are checked
-  // at the first launch or lookup of one of them. Raw code objects: in full.
+  // Warn mode, bundles: selection only now (a library may carry hundreds of fat
+  // binaries whose kernels are never launched); each fat binary's kernels are
+  // checked at the first launch or lookup of one of them. Strict mode checks
+  // every kernel now, so that any error stops the program before main, as
+  // `hipguard check` would fail it. Raw code objects: in full.
   auto pending = std::make_unique<PendingFatbin>();
   PayloadKind kind = classify(data);
-  pending->shallow = (kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) && !c.targets.empty();
+  pending->shallow = (kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) &&
+                     !c.targets.empty() && c.mode != Mode::Strict;
   pending->data = data;
   pending->report = check_image(data, origin, c.targets, "", pending->shallow ? Depth::Selection : Depth::Full);
   // Nothing selected for any target: there is nothing to check more deeply.
@@ -658,7 +664,8 @@ void Guard::on_module_unloaded(const void* module) try {
   auto it = s.modules.find(module);
   if (it == s.modules.end()) return;
   for (const void* f : it->second.functions) s.table.insert(f, nullptr);
-  for (auto& img : it->second.images) s.unregistered.push_back(std::move(img));
+  if (!s.config.report_path.empty())  // only the report reads them
+    for (auto& img : it->second.images) s.unregistered.push_back(std::move(img));
   s.modules.erase(it);
 } catch (...) {
 }
@@ -696,6 +703,8 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
   if (it == s.modules.end()) return;
   ModuleInfo& m = it->second;
   if (result == 0 && function) {
+    // The runtime hands out the same hipFunction_t for the same name again: known already.
+    if (const KernelState* known = s.table.find(function); known && known->name == name) return;
     KernelState& k = s.kernels.emplace_back();
     k.name = name;
     k.file = std::make_shared<const std::string>(m.origin);
@@ -776,6 +785,7 @@ void Guard::deepen(const void* handle) {
     for (const void* f : fb.host_functions) {
       const KernelState* old = s.table.find(f);
       if (!old) continue;
+      old->superseded = true;
       KernelState& k = s.kernels.emplace_back();
       k.name = old->name;
       k.file = old->file;
@@ -912,6 +922,11 @@ Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api)
 void Guard::write_report() try {
   State& s = state();
   if (s.config.report_path.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.report_written_by == getpid()) return;
+    s.report_written_by = getpid();
+  }
   std::vector<const void*> shallow;  // the report covers every kernel: finish the deferred checks
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -924,7 +939,6 @@ void Guard::write_report() try {
   RunInfo run;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (s.config.report_path.empty()) return;
     std::map<std::string, size_t> by_origin;
     auto add = [&](const ImageReport& img) {
       auto [it, fresh] = by_origin.emplace(img.origin, files.size());
@@ -939,19 +953,22 @@ void Guard::write_report() try {
     for (const auto& [m, mi] : s.modules)
       for (const auto& img : mi.images) add(img);
     for (const auto& img : s.unregistered) add(img);
+    // A strict-mode stop comes between a fat binary's check and its registration.
+    if (t_pending_fatbin) add(t_pending_fatbin->report);
     run.program = self_exe();
     run.pid = getpid();
     run.mode = s.config.mode == Mode::Strict ? "strict" : s.config.mode == Mode::Off ? "off" : "warn";
     run.target_source = s.config.target_source;
     for (const auto& t : s.config.targets) run.devices.push_back(t.label());
     for (const auto& k : s.kernels) {
-      if (k.findings().empty() && k.launches == 0) continue;
+      if (k.superseded || (k.findings().empty() && k.launches == 0)) continue;
       KernelRecord rec{k.name, k.file_name(), k.launches.load(), k.blocked.load(), {}};
       for (const auto& d : k.findings()) rec.codes.push_back(d.code);
       run.kernels.push_back(std::move(rec));
     }
   }
-  const std::string& path = s.config.report_path;
+  std::string path = s.config.report_path;
+  for (size_t p; (p = path.find("%p")) != std::string::npos;) path.replace(p, 2, std::to_string(getpid()));
   bool xml = path.size() > 4 && path.compare(path.size() - 4, 4, ".xml") == 0;
   std::string text = xml ? report_junit(files, s.config.targets) : report_json(files, s.config.targets, &run) + "\n";
   // Never follow a symlink, never clobber a file another process wrote.
@@ -972,7 +989,6 @@ void Guard::write_report() try {
     done += static_cast<size_t>(n);
   }
   close(fd);
-  s.config.report_path.clear();  // once
   log("debug", "report written to " + used);
 } catch (...) {
 }

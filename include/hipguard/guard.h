@@ -35,7 +35,7 @@ struct GuardConfig {
   int exit_code = 86;
   std::vector<TargetId> targets;  // empty: structural checks only
   std::string target_source;      // "HIPGUARD_TARGET", "GPU 0 (KFD node 1)", ...
-  std::string report_path;        // HIPGUARD_REPORT with %p expanded; empty: none
+  std::string report_path;        // HIPGUARD_REPORT as given ("%p" expanded at write time); empty: none
   std::vector<Diagnostic> setup_diagnostics;  // HG204 / HG206, logged once at first use
 };
 

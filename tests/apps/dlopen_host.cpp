@@ -1,8 +1,11 @@
 // Plain C++ host (no HIP link): dlopen's a HIP library the way Python imports a
 // HIP extension, then calls into it.
 #include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -20,5 +23,18 @@ int main(int argc, char** argv) {
     return 4;
   }
   printf("dlopen_host: kernels_lib_run returned %d\n", run());
+  fflush(stdout);
+  // DLOPEN_HOST_FORK=1: fork after using HIP (each process must write its own report).
+  if (const char* f = getenv("DLOPEN_HOST_FORK"); f && f[0] == '1') {
+    pid_t child = fork();
+    if (child < 0) return 5;
+    if (child == 0) {
+      printf("dlopen_host: child %d\n", static_cast<int>(getpid()));
+      return 0;  // exit(), so its atexit handlers run
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    printf("dlopen_host: parent %d, child status %d\n", static_cast<int>(getpid()), status);
+  }
   return 0;
 }

@@ -145,13 +145,32 @@ TEST_F(Runtime, PerGpuFindingsWithTwoGpus) {
   ProcessResult r = run_process({app("vector_add_gfx90a")}, env);
   auto hits = lines_with(r.err, "error HG201");
   ASSERT_EQ(hits.size(), 1u) << r.err;
-  EXPECT_NE(hits[0].find("[gfx942:sramecc+]"), std::string::npos) << hits[0];
+  EXPECT_NE(hits[0].find("[gfx942:sramecc+:xnack-]"), std::string::npos) << hits[0];
   EXPECT_NE(hits[0].find("(GPU 0)"), std::string::npos) << "says which GPU: " << hits[0];
   EXPECT_EQ(r.err.find("GPU 1"), std::string::npos) << "the gfx90a code object fits GPU 1: " << r.err;
   // Only GPU 1 visible: nothing to say.
   env["HIP_VISIBLE_DEVICES"] = "1";
   ProcessResult one = run_process({app("vector_add_gfx90a")}, env);
   EXPECT_EQ(lines_with(one.err, "HG201").size(), 0u) << one.err;
+}
+
+TEST_F(Runtime, XnackFollowsTheDriverDefaultWithoutHsaXnack) {
+  // An MI210 found in the KFD topology, HSA_XNACK unset: the driver runs it
+  // xnack- (noretry=1), so a code object built for gfx90a:xnack+ is rejected.
+  if (!exists(app("vector_add_xnack_on"))) GTEST_SKIP() << "vector_add_xnack_on not built";
+  std::map<std::string, std::string> env = sim(kMi210, true, {{"HIPGUARD_SYSFS_ROOT", kFixtures + "/sysfs/mi210"}});
+  ProcessResult r = run_process({app("vector_add_xnack_on")}, env);
+  EXPECT_NE(r.out.find("hipLaunchKernel: 209"), std::string::npos) << "the simulator rejects it too: " << r.out;
+  auto hits = lines_with(r.err, "error HG201 [gfx90a:sramecc-:xnack-]");
+  if (hits.empty()) hits = lines_with(r.err, "error HG203 [gfx90a:sramecc-:xnack-]");
+  ASSERT_EQ(hits.size(), 1u) << r.err;
+  EXPECT_NE(hits[0].find("(GPU 0)"), std::string::npos) << hits[0];
+  EXPECT_NE(hits[0].find("HSA_XNACK=1"), std::string::npos) << "only xnack differs: " << hits[0];
+  // HSA_XNACK=1 asks the driver for xnack+ (the simulated GPU follows): nothing to say.
+  env["HSA_XNACK"] = "1";
+  env["HIPGUARD_SIM_GPUS"] = "gfx90a:sramecc-:xnack+";
+  ProcessResult on = run_process({app("vector_add_xnack_on")}, env);
+  EXPECT_EQ(on.err.find("hipguard: error"), std::string::npos) << on.err;
 }
 
 TEST_F(Runtime, WarnModeIsTransparent) {
@@ -208,6 +227,69 @@ TEST_F(Runtime, ReportFileJsonAndJunit) {
   EXPECT_EQ(slurp(victim), "keep");
   ProcessResult ls2 = run_process({"/bin/sh", "-c", std::string("ls ") + dir});
   EXPECT_EQ(lines_with(ls2.out, "planted.json.").size(), 1u) << "written beside it, with the pid: " << ls2.out;
+  run_process({"/bin/rm", "-rf", dir});
+}
+
+// Files in `dir` whose names contain `part`.
+std::vector<std::string> files_in(const std::string& dir, const std::string& part) {
+  return lines_with(run_process({"/bin/sh", "-c", "ls " + dir}).out, part);
+}
+
+TEST_F(Runtime, ReportListsEachKernelOnce) {
+  // Selection at registration, the full check at the first launch: the kernel's
+  // state is replaced then, and the report must not list it twice.
+  char dir[] = "/tmp/hipguard-report-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  std::string json = std::string(dir) + "/r.json";
+  ProcessResult r = run_process({app("vector_add_gfx90a")},
+                                sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_REPORT", json}}));
+  EXPECT_NE(r.out.find("hipLaunchKernel: 0"), std::string::npos) << r.out;
+  std::string doc = slurp(json);
+  size_t records = 0;
+  for (size_t p = 0; (p = doc.find("\"launches\":", p)) != std::string::npos; ++p) ++records;
+  EXPECT_EQ(records, 1u) << doc;
+  EXPECT_NE(doc.find("\"launches\": 1"), std::string::npos) << doc;
+  run_process({"/bin/rm", "-rf", dir});
+}
+
+TEST_F(Runtime, ForkedChildWritesItsOwnReport) {
+  if (!exists(app("dlopen_host")) || !exists(app("libkernels_lib.so"))) GTEST_SKIP() << "dlopen_host not built";
+  char dir[] = "/tmp/hipguard-report-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  ProcessResult r = run_process({app("dlopen_host"), app("libkernels_lib.so")},
+                                sim(kMi300x, true,
+                                    {{"HIPGUARD_TARGET", kMi300x},
+                                     {"HIPGUARD_REPORT", std::string(dir) + "/f-%p.json"},
+                                     {"DLOPEN_HOST_FORK", "1"}}));
+  ASSERT_NE(r.out.find("child status 0"), std::string::npos) << r.out << r.err;
+  auto files = files_in(dir, "f-");
+  ASSERT_EQ(files.size(), 2u) << "one report per process: " << r.out;
+  for (const auto& f : files) {
+    // f-<pid>.json holds the report of process <pid>.
+    std::string pid = f.substr(2, f.find(".json") - 2);
+    std::string doc = slurp(std::string(dir) + "/" + f);
+    EXPECT_NE(doc.find("\"pid\": " + pid), std::string::npos) << f << ": " << doc.substr(0, 600);
+    EXPECT_NE(doc.find("\"code\": \"HG201\""), std::string::npos) << f;
+  }
+  run_process({"/bin/rm", "-rf", dir});
+}
+
+TEST_F(Runtime, StrictStopWritesTheReport) {
+  char dir[] = "/tmp/hipguard-report-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  ProcessResult r = run_process({app("vector_add_gfx90a")},
+                                sim(kMi300x, true,
+                                    {{"HIPGUARD_TARGET", kMi300x},
+                                     {"HIPGUARD_MODE", "strict"},
+                                     {"HIPGUARD_REPORT", std::string(dir) + "/s-%p.json"}}));
+  EXPECT_EQ(r.status, 86);
+  EXPECT_EQ(r.out.find("main reached"), std::string::npos) << r.out;
+  auto files = files_in(dir, "s-");
+  ASSERT_EQ(files.size(), 1u) << "the report of the stopped program: " << r.err;
+  std::string doc = slurp(std::string(dir) + "/" + files[0]);
+  EXPECT_NE(doc.find("\"mode\": \"strict\""), std::string::npos) << doc.substr(0, 600);
+  EXPECT_NE(doc.find("\"code\": \"HG201\""), std::string::npos) << doc.substr(0, 600);
+  EXPECT_NE(doc.find("vector_add_gfx90a"), std::string::npos);
   run_process({"/bin/rm", "-rf", dir});
 }
 
