@@ -125,6 +125,8 @@ void provide_probe_functions() {
   hipguard::ProbeFunctions f;
   f.get_func_by_symbol = reinterpret_cast<int (*)(void**, const void*)>(resolve("hipGetFuncBySymbol", "hip_6.2", true));
   f.func_get_attributes = reinterpret_cast<int (*)(void*, const void*)>(resolve("hipFuncGetAttributes", "hip_4.2", true));
+  f.get_last_error = reinterpret_cast<int (*)()>(resolve("hipGetLastError", "hip_4.2", true));
+  f.peek_at_last_error = reinterpret_cast<int (*)()>(resolve("hipPeekAtLastError", "hip_4.2", true));
   Guard::get().set_probe_functions(f);
 }
 
@@ -151,7 +153,7 @@ EXPORT void** __hipRegisterFatBinary(const void* data) {
 EXPORT void __hipRegisterFunction(void** modules, const void* hostFunction, char* deviceFunction,
                                   const char* deviceName, unsigned int threadLimit, uint3* tid, uint3* bid,
                                   dim3* blockDim, dim3* gridDim, int* wSize) {
-  Guard::get().on_register_function(modules, hostFunction, deviceName);
+  if (Guard::get().on_register_function(modules, hostFunction, deviceName).action == Action::Exit) strict_exit();
   auto fn = REAL(__hipRegisterFunction, "hip_4.2");
   if (fn) fn(modules, hostFunction, deviceFunction, deviceName, threadLimit, tid, bid, blockDim, gridDim, wSize);
 }
@@ -414,15 +416,16 @@ EXPORT hipError_t hipModuleLaunchCooperativeKernel(hipFunction_t f, unsigned int
 EXPORT hipError_t hipGetLastError() {
   auto fn = REAL(hipGetLastError, "hip_4.2");
   hipError_t r = fn ? fn() : kHipErrorNotInitialized;  // also clears the runtime's own state
+  int restored = hipguard::restored_last_error(/*clear=*/true);
   if (int refused = hipguard::refused_launch_error(/*clear=*/true)) return refused;
-  return r;
+  return r != kHipSuccess ? r : restored;
 }
 
 EXPORT hipError_t hipPeekAtLastError() {
   auto fn = REAL(hipPeekAtLastError, "hip_4.2");
   hipError_t r = fn ? fn() : kHipErrorNotInitialized;
   if (int refused = hipguard::refused_launch_error(/*clear=*/false)) return refused;
-  return r;
+  return r != kHipSuccess ? r : hipguard::restored_last_error(/*clear=*/false);
 }
 
 // ---------------------------------------------------------------- hipLaunchKernelExC (hip_6.5)

@@ -36,6 +36,7 @@ constexpr std::array kCodes = {
     CodeInfo{code::kDescriptorMissing, "descriptor-missing", S::Error},
     CodeInfo{code::kKernelWithoutMetadata, "kernel-without-metadata", S::Error},
     CodeInfo{code::kDeviceFunction, "device-function-not-kernel", S::Error},
+    CodeInfo{code::kKernelNotInCodeObject, "kernel-not-in-code-object", S::Error},
     CodeInfo{code::kRuntimeRejected, "runtime-rejected-kernel", S::Error},
     CodeInfo{code::kLaunchWithFindings, "launch-with-findings", S::Error},
     CodeInfo{code::kLookupFailed, "lookup-failed", S::Error},

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "hipguard/inputs.h"
 #include "hipguard/report.h"
@@ -29,6 +30,12 @@ std::atomic<unsigned> g_launch_gate{0};
 
 namespace {
 thread_local int t_refused_error = 0;
+thread_local int t_restored_error = 0;
+}
+int restored_last_error(bool clear) {
+  int e = t_restored_error;
+  if (clear) t_restored_error = 0;
+  return e;
 }
 int refused_launch_error(bool clear) {
   int e = t_refused_error;
@@ -266,6 +273,15 @@ struct ImageIndex {
   std::shared_ptr<const std::vector<Diagnostic>> image_findings;  // errors about the whole image
   std::unordered_map<std::string, std::vector<Diagnostic>> by_kernel;
   std::unordered_map<std::string, LdsFit> lds;
+  // Per target with a parsed selected code object: the kernels it holds. A
+  // registered kernel missing there cannot be launched on that target (HG409).
+  struct Selected {
+    const TargetId* target;
+    std::string entry;
+    std::unordered_set<std::string> kernels;
+  };
+  std::vector<Selected> selected;
+  std::string origin;
 };
 
 struct FatbinState {
@@ -324,6 +340,7 @@ ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& target
     else if (d.severity == Severity::Error) image->push_back(d);
   }
   idx.image_findings = std::move(image);
+  idx.origin = r.location.empty() ? r.origin : r.origin + " [" + r.location + "]";
   for (size_t t = 0; t < targets.size() && t < r.verdicts.size(); ++t) {
     const TargetVerdict& v = r.verdicts[t];
     if (v.selection == Selection::None) continue;
@@ -332,6 +349,10 @@ ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& target
       if (c.entry == v.selected || (r.kind == PayloadKind::CodeObject && c.entry.empty())) co = &c.co;
     const ProcessorInfo* proc = find_processor(targets[t].processor);
     if (!co || !proc) continue;
+    ImageIndex::Selected& sel = idx.selected.emplace_back();
+    sel.target = &targets[t];
+    sel.entry = v.selected;
+    for (const auto& ki : co->kernels) sel.kernels.insert(ki.name);
     for (const auto& ki : co->kernels) {
       uint64_t lds = ki.group_segment_fixed_size;
       if (ki.descriptor) lds = std::max<uint64_t>(lds, ki.descriptor->group_segment_fixed_size);
@@ -343,15 +364,46 @@ ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& target
   return idx;
 }
 
+// HG409 for each target whose selected code object lacks the kernel `name`.
+std::vector<Diagnostic> missing_kernel(const std::string& name, const ImageIndex& idx) {
+  std::vector<Diagnostic> out;
+  for (const auto& sel : idx.selected) {
+    if (sel.kernels.count(name)) continue;
+    std::string held;
+    size_t n = 0;
+    for (const auto& k : sel.kernels) {
+      if (++n > 8) {
+        held += ", ...";
+        break;
+      }
+      held += (held.empty() ? "" : ", ") + k;
+    }
+    Diagnostic d = make_diagnostic(
+        code::kKernelNotInCodeObject, idx.origin,
+        "kernel is registered by the program, but the code object selected for " + sel.target->label() + " (" +
+            sel.entry + ") does not contain it; the runtime fails its lookup and launch with "
+            "hipErrorInvalidDeviceFunction. Kernels there: " + (held.empty() ? std::string("none") : held),
+        "compile the kernel for every --offload-arch (look for #if __gfx...__ / __HIP_ARCH_* guards around its "
+        "definition), or do not launch it on " + sel.target->processor);
+    d.entry = sel.entry;
+    d.kernel = name;
+    d.target = sel.target->str();
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 // Adds what `idx` says about kernel k.name (its findings, its LDS headroom).
 void fill_kernel(KernelState& k, const ImageIndex& idx) {
   auto own = idx.by_kernel.find(k.name);
-  if (!k.findings_ptr && own == idx.by_kernel.end()) {
+  std::vector<Diagnostic> missing = missing_kernel(k.name, idx);
+  if (!k.findings_ptr && own == idx.by_kernel.end() && missing.empty()) {
     k.findings_ptr = idx.image_findings;  // shared
   } else {
     auto merged = std::make_shared<std::vector<Diagnostic>>(k.findings());
     merged->insert(merged->end(), idx.image_findings->begin(), idx.image_findings->end());
     if (own != idx.by_kernel.end()) merged->insert(merged->end(), own->second.begin(), own->second.end());
+    merged->insert(merged->end(), missing.begin(), missing.end());
     k.findings_ptr = std::move(merged);
   }
   k.blocking = false;
@@ -519,18 +571,34 @@ void Guard::on_registered_fatbin(const void* handle) try {
 // __hipRegisterFunction runs for every kernel of every fat binary a library
 // carries (12 k for rocSPARSE), during dlopen: it only records the kernel. The
 // kernel table is filled at the first launch, lookup, or report (index_*).
-void Guard::on_register_function(const void* handle, const void* host_function, const char* device_name) try {
-  if (!host_function || !device_name) return;
+Verdict Guard::on_register_function(const void* handle, const void* host_function, const char* device_name) try {
+  if (!host_function || !device_name) return {};
   State& s = state();
-  if (s.config.mode == Mode::Off) return;
-  std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.fatbins.find(handle);
-  if (it == s.fatbins.end()) return;
-  if (it->second.unindexed.empty()) s.unindexed_order.push_back(handle);
-  it->second.unindexed.emplace_back(host_function, device_name);
-  if (!(g_launch_gate.load(std::memory_order_relaxed) & kGateUnindexed))
-    g_launch_gate.fetch_or(kGateUnindexed, std::memory_order_release);
+  if (s.config.mode == Mode::Off) return {};
+  std::vector<Diagnostic> missing;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.fatbins.find(handle);
+    if (it == s.fatbins.end()) return {};
+    FatbinState& fb = it->second;
+    if (fb.unindexed.empty()) s.unindexed_order.push_back(handle);
+    fb.unindexed.emplace_back(host_function, device_name);
+    if (!(g_launch_gate.load(std::memory_order_relaxed) & kGateUnindexed))
+      g_launch_gate.fetch_or(kGateUnindexed, std::memory_order_release);
+    // Strict mode checked the fat binary in full: a kernel its selected code
+    // object lacks stops the program here, still before main.
+    if (s.config.mode == Mode::Strict && !fb.shallow) {
+      if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
+      missing = missing_kernel(device_name, *fb.index);
+    }
+  }
+  if (missing.empty()) return {};
+  for (const auto& d : missing) report_once(d);
+  log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
+                   std::to_string(s.config.exit_code) + ")");
+  return {Action::Exit, 0};
 } catch (...) {
+  return {};
 }
 
 void Guard::index_kernels_of(const void* handle) {
@@ -821,13 +889,23 @@ void Guard::run_probe() {
   }
   if (todo.empty() || (!fns.get_func_by_symbol && !fns.func_get_attributes)) return;
   const char* via = fns.get_func_by_symbol ? "hipGetFuncBySymbol" : "hipFuncGetAttributes";
+  // Leave the program's last-error state as it was (see restored_last_error).
+  const int prior = fns.peek_at_last_error ? fns.peek_at_last_error() : 0;
+  bool failed = false;
+  auto restore = [&] {
+    if (!failed || !fns.get_last_error) return;
+    fns.get_last_error();  // drain what the probe caused
+    if (prior != 0) t_restored_error = prior;
+  };
   for (const auto& [host, registered] : todo) {
     const KernelState* k = s.table.find(host);  // the current state (a first use may have refined it)
     if (!k || k->name != registered->name) continue;  // unregistered meanwhile
     alignas(16) unsigned char attr[512] = {};  // hipFuncAttributes is far smaller
     void* fn = nullptr;
     int r = fns.get_func_by_symbol ? fns.get_func_by_symbol(&fn, host) : fns.func_get_attributes(attr, host);
+    failed = failed || r != 0;
     if (no_device_error(r)) {
+      restore();
       log("debug", std::string("registration probe off: the runtime has no usable GPU (") + via + " returned " +
                        std::to_string(r) + ")");
       std::lock_guard<std::mutex> lock(s.mu);
@@ -848,6 +926,7 @@ void Guard::run_probe() {
     d.fix = k->findings().empty() ? "run with AMD_LOG_LEVEL=4 for the runtime's own reason" : k->findings().front().fix;
     report_once(d);
   }
+  restore();
   log("debug", std::string("registration probe done through ") + via + " (" + std::to_string(todo.size()) + " kernels)");
 }
 

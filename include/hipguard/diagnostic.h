@@ -54,6 +54,7 @@ inline constexpr std::string_view kKernargLayout = "HG405";       // kernel argu
 inline constexpr std::string_view kDescriptorMissing = "HG406";   // metadata kernel without its .kd symbol
 inline constexpr std::string_view kKernelWithoutMetadata = "HG407"; // .kd symbol without metadata: not launchable
 inline constexpr std::string_view kDeviceFunction = "HG408";      // a device function asked for as a kernel
+inline constexpr std::string_view kKernelNotInCodeObject = "HG409";  // registered kernel absent from the selected code object
 // Runtime events (shim only).
 inline constexpr std::string_view kRuntimeRejected = "HG501";     // the runtime rejected a registered kernel (probe)
 inline constexpr std::string_view kLaunchWithFindings = "HG502";  // a kernel with findings is being launched

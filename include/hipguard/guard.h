@@ -73,11 +73,18 @@ inline bool launch_needs_check(uint64_t dynamic_lds_bytes) {
 // like HIP's own last error). 0 when there is none.
 int refused_launch_error(bool clear);
 void note_refused_launch(int hip_error);
+// The registration probe's failed lookups would stay in a runtime's sticky
+// last-error state (HIP 6.x), where the program would read them as its own: the
+// probe drains them and keeps the error the program had before, which
+// hipGetLastError / hipPeekAtLastError report while the runtime has none newer.
+int restored_last_error(bool clear);
 
 // Real runtime entry points the probe needs (resolved by the shim).
 struct ProbeFunctions {
   int (*get_func_by_symbol)(void** function, const void* symbol) = nullptr;  // hip_6.2, may be absent
   int (*func_get_attributes)(void* attr, const void* func) = nullptr;        // hip_4.2
+  int (*get_last_error)() = nullptr;                                         // hip_4.2
+  int (*peek_at_last_error)() = nullptr;                                     // hip_4.2
 };
 
 class Guard {
@@ -91,8 +98,9 @@ class Guard {
   // __hipRegisterFatBinary(wrapper), then its result. `wrapper` is untrusted memory.
   Verdict on_register_fatbin(const void* wrapper);
   void on_registered_fatbin(const void* handle);
-  // __hipRegisterFunction(handle, host_function, device_name).
-  void on_register_function(const void* handle, const void* host_function, const char* device_name);
+  // __hipRegisterFunction(handle, host_function, device_name). Strict mode may
+  // stop here: a kernel missing from the selected code object (HG409).
+  Verdict on_register_function(const void* handle, const void* host_function, const char* device_name);
   void on_unregister_fatbin(const void* handle);
 
   // hipModuleLoad(path) / hipModuleLoadData(Ex)(image), then the loaded module.

@@ -180,8 +180,10 @@ TEST_F(Runtime, WarnModeIsTransparent) {
     std::vector<std::string> args;
   };
   std::vector<Case> cases = {{"vector_add_gfx90a", {}}, {"vector_add_multi", {}}, {"vector_add_xnack_on", {}},
-                             {"vector_add_gfx940", {}}, {"big_lds_gfx90a", {}},   {"dyn_lds_gfx90a", {"30000"}}};
-  for (const std::string gpus : {kMi300x, kMi210, std::string("gfx90a:sramecc-:xnack+"), std::string("gfx940:sramecc+:xnack-")}) {
+                             {"vector_add_gfx940", {}}, {"big_lds_gfx90a", {}},   {"dyn_lds_gfx90a", {"30000"}},
+                             {"arch_guarded", {}}};
+  for (const std::string gpus : {kMi300x, kMi210, std::string("gfx90a:sramecc-:xnack+"), std::string("gfx940:sramecc+:xnack-"),
+                                 std::string("gfx1030")}) {
     for (const auto& c : cases) {
       if (!exists(app(c.app))) continue;
       std::vector<std::string> argv = {app(c.app)};
@@ -192,6 +194,38 @@ TEST_F(Runtime, WarnModeIsTransparent) {
       EXPECT_EQ(r.out, plain.out) << c.app << " on " << gpus;
     }
   }
+}
+
+TEST_F(Runtime, KernelMissingFromTheSelectedCodeObject) {
+  // arch_guarded defines only_on_gfx90a for gfx90a only; on a gfx1030 GPU the
+  // selected code object lacks it and the runtime rejects it with 98.
+  if (!exists(app("arch_guarded"))) GTEST_SKIP() << "arch_guarded not built";
+  const std::string kGfx1030 = "gfx1030";
+  ProcessResult plain = run_process({app("arch_guarded")}, sim(kGfx1030, false));
+  ASSERT_NE(plain.out.find("hipLaunchKernel only_on_gfx90a: 98"), std::string::npos) << plain.out;
+  ASSERT_NE(plain.out.find("hipLaunchKernel everywhere: 0"), std::string::npos) << plain.out;
+  // Warn: the same results (the probe's failed lookup does not leak into the
+  // program's hipGetLastError), and the cause is named.
+  ProcessResult r = run_process({app("arch_guarded")}, sim(kGfx1030, true, {{"HIPGUARD_TARGET", kGfx1030}}));
+  EXPECT_EQ(r.out, plain.out);
+  auto probe = lines_with(r.err, "error HG501");
+  ASSERT_EQ(probe.size(), 1u) << r.err;
+  EXPECT_NE(probe[0].find("_Z14only_on_gfx90aPf"), std::string::npos) << probe[0];
+  EXPECT_NE(probe[0].find("HG409 [gfx1030]"), std::string::npos) << probe[0];
+  EXPECT_NE(probe[0].find("Kernels there: _Z10everywherePf"), std::string::npos) << probe[0];
+  EXPECT_EQ(r.err.find("_Z10everywherePf'"), std::string::npos) << "the other kernel is fine: " << r.err;
+  // On gfx90a both kernels are there: nothing to say.
+  ProcessResult ok = run_process({app("arch_guarded")}, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}}));
+  EXPECT_EQ(ok.err, "");
+  // Strict: stopped while the kernel is registered, before main.
+  ProcessResult strict =
+      run_process({app("arch_guarded")}, sim(kGfx1030, true, {{"HIPGUARD_TARGET", kGfx1030}, {"HIPGUARD_MODE", "strict"}}));
+  EXPECT_EQ(strict.status, 86);
+  EXPECT_EQ(strict.out.find("main reached"), std::string::npos) << strict.out;
+  auto hg409 = lines_with(strict.err, "error HG409 [gfx1030]");
+  ASSERT_EQ(hg409.size(), 1u) << strict.err;
+  EXPECT_NE(hg409[0].find("only_on_gfx90a"), std::string::npos);
+  EXPECT_NE(hg409[0].find("--offload-arch"), std::string::npos) << hg409[0];
 }
 
 TEST_F(Runtime, ReportFileJsonAndJunit) {
