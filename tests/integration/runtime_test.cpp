@@ -196,6 +196,30 @@ TEST_F(Runtime, WarnModeIsTransparent) {
   }
 }
 
+TEST_F(Runtime, ModuleLaunchEntryPointsCheckStaticPlusDynamicLds) {
+  // 48 KiB static + 30000 bytes dynamic > 64 KiB: the runtime never adds them up.
+  std::string hipfb = app("big_lds_gfx90a.hipfb");
+  if (!exists(app("module_loader")) || !exists(hipfb)) GTEST_SKIP() << "module_loader or big_lds_gfx90a.hipfb not built";
+  std::vector<std::string> argv = {app("module_loader"), "--kernel", "_Z7lds_48kPf", "--launch", "30000", hipfb};
+  const char* apis[] = {"hipModuleLaunchKernel: ", "hipExtModuleLaunchKernel: ", "hipModuleLaunchCooperativeKernel: "};
+  ProcessResult plain = run_process(argv, sim(kMi210, false));
+  for (const char* api : apis) ASSERT_NE(plain.out.find(std::string(api) + "0"), std::string::npos) << plain.out;
+  ProcessResult warn = run_process(argv, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}}));
+  EXPECT_EQ(warn.out, plain.out) << "warn mode forwards every launch";
+  auto hits = lines_with(warn.err, "error HG306");
+  ASSERT_EQ(hits.size(), 1u) << "once per kernel: " << warn.err;
+  EXPECT_NE(hits[0].find("49152 bytes of static + 30000 bytes of dynamic LDS = 79152"), std::string::npos) << hits[0];
+  ProcessResult strict = run_process(argv, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"}}));
+  for (const char* api : apis)
+    EXPECT_NE(strict.out.find(std::string(api) + "9"), std::string::npos)
+        << api << "refused with hipErrorInvalidConfiguration: " << strict.out;
+  // Within the limit, strict mode forwards.
+  argv[4] = "16000";
+  ProcessResult fits = run_process(argv, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"}}));
+  for (const char* api : apis) EXPECT_NE(fits.out.find(std::string(api) + "0"), std::string::npos) << fits.out;
+  EXPECT_EQ(fits.err, "");
+}
+
 TEST_F(Runtime, KernelMissingFromTheSelectedCodeObject) {
   // arch_guarded defines only_on_gfx90a for gfx90a only; on a gfx1030 GPU the
   // selected code object lacks it and the runtime rejects it with 98.
