@@ -93,6 +93,14 @@ void print_json(const std::vector<FileReport>& reports, const std::vector<Target
   printf("%s\n", report_json(reports, targets).c_str());
 }
 
+// A path named on the command line that does not exist: HG101, as a report of its own.
+FileReport missing_report(const std::string& path) {
+  FileReport r;
+  r.path = path;
+  r.diagnostics.push_back(make_diagnostic(code::kUnreadable, path, "no such file or directory", "check the path"));
+  return r;
+}
+
 int cmd_check(int argc, char** argv) {
   std::vector<TargetId> targets;
   std::vector<std::string> paths;
@@ -127,12 +135,7 @@ int cmd_check(int argc, char** argv) {
   std::vector<std::string> missing;
   std::vector<std::string> files = expand_paths(paths, &missing);
   std::vector<FileReport> reports;
-  for (const auto& m : missing) {
-    FileReport r;
-    r.path = m;
-    r.diagnostics.push_back(make_diagnostic(code::kUnreadable, m, "no such file or directory", "check the path"));
-    reports.push_back(std::move(r));
-  }
+  for (const auto& m : missing) reports.push_back(missing_report(m));
   // Files named on the command line get a note when they carry no GPU code;
   // files found inside directories are skipped silently.
   std::vector<std::string> explicit_files;
@@ -221,11 +224,12 @@ int cmd_inspect(int argc, char** argv) {
   if (paths.empty()) return usage_error("inspect needs at least one PATH");
   std::vector<std::string> missing;
   std::vector<FileReport> reports;
-  for (const auto& f : expand_paths(paths, &missing)) {
+  std::vector<std::string> files = expand_paths(paths, &missing);
+  for (const auto& m : missing) reports.push_back(missing_report(m));
+  for (const auto& f : files) {
     FileReport r = check_file(f, {}, std::find(paths.begin(), paths.end(), f) != paths.end());
     if (r.hip || !r.diagnostics.empty()) reports.push_back(std::move(r));
   }
-  for (const auto& m : missing) fprintf(stderr, "hipguard: %s: no such file or directory\n", m.c_str());
   if (json) print_json(reports, {});
   else print_inspect(reports);
   return missing.empty() ? kExitOk : kExitProblems;

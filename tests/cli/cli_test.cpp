@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "corpus_facts.h"
@@ -177,4 +179,106 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_cli({}).status, 2) << "no command";
   EXPECT_EQ(run_cli({"frobnicate"}).status, 2) << "unknown command";
   EXPECT_EQ(run_cli({"--help"}).status, 0);
+}
+
+// ---------------------------------------------------------------- inspect
+
+namespace {
+// The JSON document of `hipguard inspect --json ARGS`, or null with a test failure.
+std::optional<llvm::json::Value> inspect_json(const std::vector<std::string>& paths, int* status = nullptr) {
+  std::vector<std::string> args = {"inspect", "--json"};
+  args.insert(args.end(), paths.begin(), paths.end());
+  CliRun r = run_cli(args);
+  if (status) *status = r.status;
+  auto doc = llvm::json::parse(r.out);
+  if (!doc) {
+    ADD_FAILURE() << llvm::toString(doc.takeError()) << "\n" << r.out.substr(0, 2000);
+    return std::nullopt;
+  }
+  return std::move(*doc);
+}
+}  // namespace
+
+TEST(CliInspect, HipccProgramTableAndJson) {
+  // arch_guarded: gfx90a holds two kernels, gfx1030 one (the other is #if'd out).
+  HG_REQUIRE_APP(path, "arch_guarded");
+  CliRun r = run_cli({"inspect", path});
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("1 offload bundle(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("entry hipv4-amdgcn-amd-amdhsa--gfx90a"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("code object gfx1030 [hipv4-amdgcn-amd-amdhsa--gfx1030], v"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("code object gfx90a [hipv4-amdgcn-amd-amdhsa--gfx90a], v"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("LDS        SCRATCH   WAVE"), std::string::npos) << "the kernel table header: " << r.out;
+  int status = -1;
+  auto doc = inspect_json({path}, &status);
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(status, 0);
+  const auto* files = doc->getAsObject()->getArray("files");
+  ASSERT_TRUE(files && files->size() == 1);
+  const auto* images = (*files)[0].getAsObject()->getArray("images");
+  ASSERT_TRUE(images && images->size() == 1);
+  std::map<std::string, std::vector<std::string>> kernels;  // processor -> kernel names
+  for (const auto& co : *(*images)[0].getAsObject()->getArray("code_objects")) {
+    const auto* o = co.getAsObject();
+    for (const auto& k : *o->getArray("kernels")) {
+      kernels[o->getString("target")->str()].push_back(k.getAsObject()->getString("name")->str());
+      EXPECT_EQ(k.getAsObject()->getInteger("kernarg_segment_size"), 8) << "one pointer argument";
+    }
+  }
+  EXPECT_EQ(kernels["gfx90a"].size(), 2u);
+  ASSERT_EQ(kernels["gfx1030"].size(), 1u);
+  EXPECT_EQ(kernels["gfx1030"][0], "_Z10everywherePf");
+}
+
+TEST(CliInspect, CorpusCodeObjectShowsLdsFromMetadataAndDescriptor) {
+  HG_REQUIRE_CORPUS();
+  // The 66048-byte kernel (llvm-readelf: group_segment_fixed_size in the notes).
+  std::string f = (corpus_dir() / "gfx950_fmha_v4_fwd_fwd_hd128_f4f4.co").string();
+  CliRun r = run_cli({"inspect", f});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("code object gfx950, v6, 1 kernel(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("66048"), std::string::npos) << r.out;
+  auto doc = inspect_json({f});
+  ASSERT_TRUE(doc);
+  const auto& co = *(*doc->getAsObject()->getArray("files"))[0].getAsObject()->getArray("images")->front()
+                        .getAsObject()->getArray("code_objects")->front().getAsObject();
+  const auto& k = *co.getArray("kernels")->front().getAsObject();
+  EXPECT_EQ(k.getInteger("group_segment_fixed_size"), 66048);
+  EXPECT_EQ(k.getObject("descriptor")->getInteger("group_segment_fixed_size"), 66048) << "kernel descriptor agrees";
+  EXPECT_EQ(co.getInteger("code_object_version"), 6);
+}
+
+TEST(CliInspect, RocsparseHas111Bundles) {
+  const std::string lib = "/usr/lib/x86_64-linux-gnu/librocsparse.so.0";
+  if (!fs::exists(lib)) GTEST_SKIP() << lib << " not installed (Debian package librocsparse0)";
+  CliRun r = run_cli({"inspect", lib});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("  111 offload bundle(s)\n"), std::string::npos) << r.out.substr(0, 500);
+  EXPECT_NE(r.out.find(".hip_fatbin bundle 111/111"), std::string::npos);
+  auto doc = inspect_json({lib});
+  ASSERT_TRUE(doc);
+  const auto* images = (*doc->getAsObject()->getArray("files"))[0].getAsObject()->getArray("images");
+  ASSERT_NE(images, nullptr);
+  EXPECT_EQ(images->size(), 111u);
+  size_t xnack_off = 0;
+  for (const auto& img : *images)
+    for (const auto& e : *img.getAsObject()->getArray("entries"))
+      if (e.getAsObject()->getString("id") == "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-") ++xnack_off;
+  EXPECT_EQ(xnack_off, 111u) << "every bundle carries a gfx90a:xnack- entry";
+  // check selects exactly those.
+  CliRun c = run_cli({"check", "--target", "gfx90a:xnack-", lib});
+  EXPECT_EQ(c.status, 0);
+  EXPECT_NE(c.out.find("111 of 111 can run on gfx90a:xnack-"), std::string::npos) << c.out.substr(0, 500);
+  size_t selected = 0;
+  for (size_t p = 0; (p = c.out.find("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack- (native)", p)) != std::string::npos; ++p)
+    ++selected;
+  EXPECT_EQ(selected, 111u);
+}
+
+TEST(CliInspect, MissingPathAndUsage) {
+  CliRun r = run_cli({"inspect", "/nonexistent/hipguard.co"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("error HG101 /nonexistent/hipguard.co: no such file or directory"), std::string::npos) << r.out;
+  EXPECT_EQ(run_cli({"inspect"}).status, 2) << "no path";
+  EXPECT_EQ(run_cli({"inspect", "--frobnicate", "x"}).status, 2) << "unknown option";
 }
