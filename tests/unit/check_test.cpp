@@ -450,6 +450,94 @@ TEST(KernelChecks, RegisterFileIsHG303) {
   }
 }
 
+TEST(KernelChecks, RegisterLimitsOfGfx11AndGfx1250) {
+  // gfx10/11: 256 addressable VGPRs and 108 SGPRs (incl. VCC etc.); gfx1250: 1024 VGPRs.
+  auto regs = [](uint32_t mach, const std::string& proc, uint64_t vgpr, uint64_t sgpr) {
+    CodeObjectSpec s;
+    s.mach = mach;
+    s.features = 0;  // no xnack/sramecc on these processors
+    s.target = "amdgcn-amd-amdhsa--" + proc;
+    s.kernels[0].wavefront = 32;
+    s.kernels[0].vgpr = vgpr;
+    s.kernels[0].sgpr = sgpr;
+    auto r = check_image(span(make_code_object(s)), "crafted", {target(proc)});
+    return find_diags(r.diagnostics, code::kRegisterLimit);
+  };
+  EXPECT_TRUE(regs(0x041, "gfx1100", 256, 108).empty());
+  auto v = regs(0x041, "gfx1100", 257, 108);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0]->limit, 256u);
+  auto sg = regs(0x041, "gfx1100", 256, 109);
+  ASSERT_EQ(sg.size(), 1u);
+  EXPECT_EQ(sg[0]->limit, 108u);
+  EXPECT_TRUE(regs(0x049, "gfx1250", 1024, 100).empty()) << "gfx1250 addresses 1024 VGPRs";
+  auto big = regs(0x049, "gfx1250", 1025, 100);
+  ASSERT_EQ(big.size(), 1u);
+  EXPECT_EQ(big[0]->limit, 1024u);
+}
+
+TEST(KernelChecks, DescriptorDisagreesWithMetadataIsHG404) {
+  // The runtime sizes scratch and kernargs from the metadata; the hardware reads the descriptor.
+  auto mismatches = [](const KernelSpec& k) {
+    CodeObjectSpec s;
+    s.kernels = {k};
+    auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
+    auto d = find_diags(r.diagnostics, code::kDescriptorMismatch);
+    std::string all;
+    for (const auto* x : d) all += x->message + "|";
+    return std::make_pair(d.size(), all);
+  };
+  KernelSpec agree;
+  agree.private_size = 64;
+  EXPECT_EQ(mismatches(agree).first, 0u);
+  KernelSpec scratch = agree;
+  scratch.kd_private = 128;
+  auto [n1, m1] = mismatches(scratch);
+  EXPECT_EQ(n1, 1u);
+  EXPECT_NE(m1.find("private_segment_fixed_size (scratch bytes): metadata says 64, kernel descriptor says 128"),
+            std::string::npos)
+      << m1;
+  KernelSpec kernarg = agree;
+  kernarg.kd_kernarg = 24;  // metadata: 16
+  auto [n2, m2] = mismatches(kernarg);
+  EXPECT_EQ(n2, 1u);
+  EXPECT_NE(m2.find("kernarg size (bytes): metadata says 16, kernel descriptor says 24"), std::string::npos) << m2;
+  KernelSpec unset = agree;
+  unset.kd_kernarg = 0;  // hand-assembled descriptors may leave it 0: not a contradiction
+  EXPECT_EQ(mismatches(unset).first, 0u);
+  KernelSpec stack = agree;
+  stack.kd_properties = 0x8 | (1u << 11);  // USES_DYNAMIC_STACK in the descriptor only (code object v5)
+  auto [n3, m3] = mismatches(stack);
+  EXPECT_EQ(n3, 1u);
+  EXPECT_NE(m3.find("uses_dynamic_stack"), std::string::npos) << m3;
+}
+
+TEST(KernelChecks, KernargHiddenArgumentsComeLast) {
+  KernelSpec k;
+  k.kernarg_size = 24;
+  k.args = {{"a", "global_buffer", 0, 8}, {"", "hidden_block_count_x", 8, 4}, {"b", "by_value", 16, 4}};
+  CodeObjectSpec s;
+  s.kernels = {k};
+  auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
+  auto d = find_diags(r.diagnostics, code::kKernargLayout);
+  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+  EXPECT_NE(d[0]->message.find("argument 'b' at offset 16 is an explicit argument after hidden ones"), std::string::npos)
+      << d[0]->message;
+  // A hidden argument off its natural alignment.
+  k.args = {{"a", "global_buffer", 0, 8}, {"", "hidden_global_offset_x", 12, 8}};
+  s.kernels = {k};
+  auto r2 = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
+  auto d2 = find_diags(r2.diagnostics, code::kKernargLayout);
+  ASSERT_EQ(d2.size(), 1u) << dump(r2.diagnostics);
+  EXPECT_NE(d2[0]->message.find("is not aligned to its 8-byte size"), std::string::npos) << d2[0]->message;
+  // kernarg_segment_align must be a power of two.
+  k.args = {{"a", "global_buffer", 0, 8}};
+  k.kernarg_align = 12;
+  s.kernels = {k};
+  auto r3 = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
+  EXPECT_TRUE(has_code(r3.diagnostics, code::kKernargLayout)) << dump(r3.diagnostics);
+}
+
 TEST(KernelChecks, MetadataIssuesFailTheImage) {
   CodeObjectSpec s;
   s.kernels[0].descriptor = false;
