@@ -378,7 +378,7 @@ Result<CodeObject> parse_code_object(Bytes data) {
     for (auto note : file->notes(sec, err)) {
       if (note.getName() == "AMDGPU" && note.getType() == kNtAmdgpuMetadata && !found_metadata) {
         found_metadata = true;
-        MetadataReader(co).read(note.getDescAsStringRef());
+        read_metadata_note(note.getDescAsStringRef(), co);
       }
     }
     if (err) return elf_error("note section: " + llvm::toString(std::move(err)));
@@ -458,6 +458,10 @@ Result<CodeObject> parse_code_object(Bytes data) {
   }
   add_structural_kernel_issues(co);
   return co;
+}
+
+void read_metadata_note(std::string_view desc, CodeObject& co) {
+  MetadataReader(co).read(llvm::StringRef(desc.data(), desc.size()));
 }
 
 std::string describe_target(const CodeObject& co) {

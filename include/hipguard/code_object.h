@@ -88,6 +88,13 @@ struct CodeObject {
 // is unknown; metadata problems are recorded in issues and do not fail.
 Result<CodeObject> parse_code_object(Bytes data);
 
+// Reads the descriptor of an NT_AMDGPU_METADATA note (MessagePack; AMDGPUUsage
+// "Code Object V3+ Metadata") into co.kernels and co.metadata_target. A document
+// that is not valid MessagePack, or whose amdhsa map is malformed, adds HG402;
+// a malformed kernel entry adds HG403 (co.issues). Never fails otherwise.
+// parse_code_object calls it for the first such note.
+void read_metadata_note(std::string_view desc, CodeObject& co);
+
 // Human-readable e_flags summary: "gfx942:sramecc+:xnack-" plus generic version.
 std::string describe_target(const CodeObject& co);
 

@@ -6,6 +6,7 @@
 // bundles and their CCOB forms, the code objects inside, entry IDs, target IDs.
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/SmallVector.h>
+#include <llvm/Object/ELF.h>
 #include <llvm/Support/Compression.h>
 #include <llvm/Support/Error.h>
 
@@ -74,8 +75,27 @@ ByteVec ccob(const ByteVec& bundle, uint16_t version, llvm::compression::Format 
   return v;
 }
 
+// The NT_AMDGPU_METADATA descriptors of a code object, read with LLVM Object.
+void metadata_notes(hipguard::Bytes b) {
+  auto file = llvm::object::ELF64LEFile::create(llvm::StringRef(reinterpret_cast<const char*>(b.data()), b.size()));
+  if (!file) return llvm::consumeError(file.takeError());
+  auto sections = file->sections();
+  if (!sections) return llvm::consumeError(sections.takeError());
+  for (const auto& sec : *sections) {
+    if (sec.sh_type != llvm::ELF::SHT_NOTE || sec.sh_offset > b.size() || sec.sh_size > b.size() - sec.sh_offset) continue;
+    llvm::Error err = llvm::Error::success();
+    for (auto note : file->notes(sec, err))
+      if (note.getName() == "AMDGPU" && note.getType() == 32) {  // NT_AMDGPU_METADATA
+        llvm::StringRef d = note.getDescAsStringRef();
+        seed("fuzz_metadata", d.data(), d.size());
+      }
+    llvm::consumeError(std::move(err));
+  }
+}
+
 void code_object(hipguard::Bytes b) {
   ByteVec v(b.begin(), b.end());
+  metadata_notes(b);
   seed("fuzz_code_object", v);
   seed("fuzz_elf_image_size", v);
   seed("fuzz_check_image", v);

@@ -1,0 +1,18 @@
+// read_metadata_note on arbitrary bytes: the NT_AMDGPU_METADATA MessagePack
+// reader alone (seeded with the notes of the AITER .co files and of the code
+// objects inside the hipcc-built bundles), without the ELF around it.
+#include "fuzz_common.h"
+#include "hipguard/code_object.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  hipguard::CodeObject co;
+  hipguard::read_metadata_note(std::string_view(reinterpret_cast<const char*>(data), size), co);
+  for (const auto& i : co.issues) HG_FUZZ_CHECK(i.code == "HG402" || i.code == "HG403");
+  for (const auto& k : co.kernels) {
+    // Every kernel and argument came out of the input: none can outnumber its bytes.
+    HG_FUZZ_CHECK(k.args.size() <= size);
+    HG_FUZZ_CHECK(k.name.size() <= size);
+  }
+  HG_FUZZ_CHECK(co.kernels.size() <= size);
+  return 0;
+}
