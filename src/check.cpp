@@ -92,9 +92,11 @@ class Checker {
   }
 
   void check_kernels(const CodeObject& co, const std::string& entry, const TargetId& target, bool lds_only = false) {
-    const ProcessorInfo* proc = find_processor(target.processor);
-    if (!proc) return;
-    for (auto& f : check_kernels_on(co, *proc, lds_only)) {
+    const ProcessorInfo* found = find_processor(target.processor);
+    if (!found) return;
+    ProcessorInfo proc = *found;
+    proc.lds_bytes = static_cast<uint32_t>(lds_limit(target, *found));
+    for (auto& f : check_kernels_on(co, proc, lds_only)) {
       Diagnostic& d = add(f.code, entry, f.kernel, &target, std::move(f.message), std::move(f.fix));
       d.value = f.value;
       d.limit = f.limit;

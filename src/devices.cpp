@@ -82,6 +82,7 @@ std::vector<Device> discover_devices(const std::string& sysfs_root) {
     d.index = index++;
     d.node = num;
     d.lds_bytes = n.lds_size_in_kb * 1024;
+    d.target.lds_bytes = d.lds_bytes;
     if (!p) {
       d.target.processor = "gfx-unknown-" + std::to_string(v);
       out.push_back(d);

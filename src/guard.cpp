@@ -356,9 +356,10 @@ ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& target
     for (const auto& ki : co->kernels) {
       uint64_t lds = ki.group_segment_fixed_size;
       if (ki.descriptor) lds = std::max<uint64_t>(lds, ki.descriptor->group_segment_fixed_size);
-      uint64_t avail = proc->lds_bytes > lds ? proc->lds_bytes - lds : 0;
+      uint64_t limit = lds_limit(targets[t], *proc);
+      uint64_t avail = limit > lds ? limit - lds : 0;
       ImageIndex::LdsFit& fit = idx.lds[ki.name];
-      if (avail < fit.max_dynamic) fit = {lds, avail, proc->lds_bytes, targets[t].label()};
+      if (avail < fit.max_dynamic) fit = {lds, avail, limit, targets[t].label()};
     }
   }
   return idx;

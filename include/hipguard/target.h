@@ -52,6 +52,9 @@ struct TargetId {
   Feature sramecc = Feature::Any;
   Feature xnack = Feature::Any;
   std::string alias;  // product name the user typed ("mi300x") or the GPU ("GPU 0"); empty otherwise
+  // LDS per workgroup the GPU itself reports (KFD lds_size_in_kb × 1024), bytes;
+  // 0 when unknown (a target named by the user): the processor table's value.
+  uint64_t lds_bytes = 0;
 
   // Canonical spelling: features in alphabetical order (sramecc, xnack), only
   // those that are On/Off.
@@ -70,6 +73,14 @@ std::optional<TargetId> parse_target_id(std::string_view text, std::string* erro
 // (gfx942), mi350x, mi355x (gfx950), mi250x, mi250, mi210 (gfx90a), mi100 (gfx908),
 // optionally followed by features ("mi300x:xnack+").
 std::optional<TargetId> parse_target(std::string_view text, std::string* error);
+
+// Static + dynamic LDS one workgroup of `t` may use, bytes: the processor's
+// addressable LDS, or less when the GPU reports less (shared reference,
+// amdgpu-code-object.md: min(lds_size_in_kb × 1024, addressable size); on
+// gfx10+ KFD may report the per-WGP size, which is more).
+inline uint64_t lds_limit(const TargetId& t, const ProcessorInfo& p) {
+  return t.lds_bytes && t.lds_bytes < p.lds_bytes ? t.lds_bytes : p.lds_bytes;
+}
 
 enum class Match {
   Native,             // same processor, features compatible

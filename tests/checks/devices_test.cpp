@@ -49,6 +49,7 @@ TEST(Devices, Mi300xMi355xMi210) {
   EXPECT_EQ(mi300x[0].target.str(), "gfx942:sramecc+:xnack-") << "the driver's default without HSA_XNACK";
   EXPECT_EQ(mi300x[0].target.xnack, Feature::Off);
   EXPECT_EQ(mi300x[0].lds_bytes, 65536u);
+  EXPECT_EQ(mi300x[0].target.lds_bytes, 65536u) << "the checks use the GPU's own figure";
   EXPECT_EQ(mi300x[0].node, 1u);
   auto mi355x = discover_devices(kFixtures + "/mi355x");
   ASSERT_EQ(mi355x.size(), 1u);

@@ -173,6 +173,20 @@ TEST_F(Runtime, XnackFollowsTheDriverDefaultWithoutHsaXnack) {
   EXPECT_EQ(on.err.find("hipguard: error"), std::string::npos) << on.err;
 }
 
+TEST_F(Runtime, HsaOverrideGfxVersionChangesTheGpuHipguardChecksAgainst) {
+  // ROCr reports the GPU as the overridden version; the shim follows it.
+  std::map<std::string, std::string> env = sim(kMi300x, true, {{"HIPGUARD_SYSFS_ROOT", kFixtures + "/sysfs/mi300x"}});
+  ProcessResult r = run_process({app("vector_add_gfx90a")}, env);
+  auto hits = lines_with(r.err, "error HG201 [gfx942:sramecc+:xnack-]");
+  ASSERT_EQ(hits.size(), 1u) << r.err;
+  EXPECT_NE(hits[0].find("(GPU 0)"), std::string::npos) << hits[0];
+  env["HSA_OVERRIDE_GFX_VERSION"] = "9.0.10";  // gfx90a
+  env["HIPGUARD_SIM_GPUS"] = kMi210;           // what the overridden runtime would see
+  ProcessResult o = run_process({app("vector_add_gfx90a")}, env);
+  EXPECT_EQ(o.err, "") << "the gfx90a code object fits the overridden GPU";
+  EXPECT_NE(o.out.find("hipLaunchKernel: 0"), std::string::npos) << o.out;
+}
+
 TEST_F(Runtime, WarnModeIsTransparent) {
   // Every app, several GPUs: with and without the shim, the same output and status.
   struct Case {

@@ -403,6 +403,26 @@ TEST(KernelChecks, LdsOverLimitIsHG301) {
   EXPECT_TRUE(check_image(span(make_code_object(s)), "crafted", {target("gfx942")}).ok());
 }
 
+TEST(KernelChecks, LdsLimitIsTheSmallerOfTableAndDevice) {
+  // A GPU that reports less LDS than its processor addresses (KFD lds_size_in_kb)
+  // sets the limit; one that reports more (gfx10+ per-WGP figures) does not.
+  CodeObjectSpec s;
+  s.kernels[0].lds = 40000;
+  TargetId small = target("gfx942");
+  small.lds_bytes = 32768;
+  auto r = check_image(span(make_code_object(s)), "crafted", {small});
+  auto d = find_diags(r.diagnostics, code::kLdsOverLimit);
+  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+  EXPECT_EQ(d[0]->limit, 32768u);
+  TargetId big = target("gfx942");
+  big.lds_bytes = 131072;
+  s.kernels[0].lds = 65537;
+  auto r2 = check_image(span(make_code_object(s)), "crafted", {big});
+  auto d2 = find_diags(r2.diagnostics, code::kLdsOverLimit);
+  ASSERT_EQ(d2.size(), 1u) << dump(r2.diagnostics);
+  EXPECT_EQ(d2[0]->limit, 65536u);
+}
+
 TEST(KernelChecks, Wave32OnWave64OnlyProcessorIsHG302) {
   // gfx9 (CDNA) runs wave64 only (AMDGPUUsage: wavefrontsize32 is a gfx10+ feature).
   CodeObjectSpec s;
