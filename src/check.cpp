@@ -200,7 +200,10 @@ class Checker {
         spirv = &e;
         held += (held.empty() ? "" : ", ") + std::string("amdgcnspirv (SPIR-V)");
       }
-      if (!e.parsed.is_hip() || !e.parsed.is_amdgcn() || e.parsed.target_id.empty()) continue;
+      // comgr unbundles compressed bundles with HipOpenmpCompatible: openmp- entries
+      // are candidates there; the uncompressed lookup takes hip/hipv4/hcc only.
+      bool kind_ok = e.parsed.is_hip() || (b.compressed && e.parsed.kind == "openmp");
+      if (!kind_ok || !e.parsed.is_amdgcn() || e.parsed.target_id.empty()) continue;
       std::string err;
       auto tid = parse_target_id(e.parsed.target_id, &err);
       held += (held.empty() ? "" : ", ") + e.parsed.target_id;
@@ -227,6 +230,7 @@ class Checker {
         }
         if (chosen) {
           v.selection = pass;
+          if (b.compressed) ambiguous_in_ccob(candidates, *chosen, t, pass);
           break;
         }
       }
@@ -273,6 +277,29 @@ class Checker {
             "rebuild with a current compiler for " + t.processor);
       check_kernels(*co, chosen->entry->id, t);
     }
+  }
+
+  // comgr visits a compressed bundle's entries in StringMap (hash) order, not
+  // file order: with several entries that fit, which one the runtime loads
+  // depends on comgr's LLVM version. hipguard checks the first in file order.
+  void ambiguous_in_ccob(const std::vector<Candidate>& candidates, const Candidate& chosen, const TargetId& t,
+                         Selection pass) {
+    std::string fitting;
+    size_t n = 0;
+    for (const auto& c : candidates) {
+      Match m = match_kind(c.tid, 1, t);
+      if ((pass == Selection::Native && m == Match::Native) || (pass == Selection::Generic && m == Match::Generic)) {
+        fitting += (fitting.empty() ? "" : ", ") + c.entry->id;
+        ++n;
+      }
+    }
+    if (n < 2) return;
+    add(code::kAmbiguousSelection, chosen.entry->id, "", &t,
+        "compressed bundle has " + std::to_string(n) + " entries that fit " + t.label() + " (" + fitting +
+            "); comgr unbundles in hash order, so which one the runtime loads depends on its version; hipguard "
+            "checked the first in file order",
+        "ship one code object per processor (e.g. only --offload-arch=" + t.processor +
+            ", or only the feature variants you need), or an uncompressed bundle, where the first in file order wins");
   }
 
   // An ISA-compatible sibling (same major.minor and generic family, e.g. gfx1031

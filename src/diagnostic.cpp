@@ -22,6 +22,7 @@ constexpr std::array kCodes = {
     CodeInfo{code::kGenericTooOld, "generic-version-too-old", S::Error},
     CodeInfo{code::kBadTarget, "bad-target", S::Error},
     CodeInfo{code::kSpirvFallback, "spirv-fallback", S::Warning},
+    CodeInfo{code::kAmbiguousSelection, "ambiguous-compressed-selection", S::Warning},
     CodeInfo{code::kLdsOverLimit, "lds-over-limit", S::Error},
     CodeInfo{code::kWavefrontSize, "wavefront-size-unsupported", S::Error},
     CodeInfo{code::kRegisterLimit, "register-limit", S::Error},

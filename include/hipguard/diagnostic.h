@@ -38,6 +38,7 @@ inline constexpr std::string_view kDeviceChecksSkipped = "HG204"; // no GPU and 
 inline constexpr std::string_view kGenericTooOld = "HG205";       // generic version below the minimum
 inline constexpr std::string_view kBadTarget = "HG206";           // HIPGUARD_TARGET / --target unparsable
 inline constexpr std::string_view kSpirvFallback = "HG207";       // only a SPIR-V entry: runtime JIT, ROCm-version dependent
+inline constexpr std::string_view kAmbiguousSelection = "HG208";  // CCOB: several entries fit; runtime order is hash order
 // Kernel resources.
 inline constexpr std::string_view kLdsOverLimit = "HG301";        // group segment > device LDS
 inline constexpr std::string_view kWavefrontSize = "HG302";       // wave size the processor lacks

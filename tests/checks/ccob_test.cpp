@@ -167,3 +167,46 @@ TEST_F(Ccob, HugeClaimedSizeCostsOnlyWhatTheStreamYields) {
   EXPECT_TRUE(entry_bytes(*b, Bytes(v.data(), v.size()), beyond).empty());
   EXPECT_LT(b->storage.capacity(), size_t{1} << 20);
 }
+
+TEST_F(Ccob, SeveralFittingEntriesAreAmbiguousOnlyWhenCompressed) {
+  // comgr unbundles a CCOB in hash order: with two entries that fit, the runtime's
+  // pick is version dependent (HG208). Uncompressed: the first in file order, silently.
+  auto co = app_code_object("vector_add_multi.hipfb", "gfx90a");
+  ASSERT_FALSE(co.empty());
+  const std::string hip = "hipv4-amdgcn-amd-amdhsa--";
+  auto plain = make_bundle({{hip + "gfx90a", co}, {hip + "gfx90a:xnack-", co}});
+  auto gfx90a = *parse_target("gfx90a:sramecc+:xnack-", nullptr);
+  ImageReport u = check_image(Bytes(plain.data(), plain.size()), "plain", {gfx90a});
+  for (const auto& d : u.diagnostics) EXPECT_NE(d.code, "HG208") << d.message;
+  auto packed = make_ccob(plain, 3, 1);
+  ImageReport c = check_image(Bytes(packed.data(), packed.size()), "ccob", {gfx90a});
+  ASSERT_EQ(c.verdicts.size(), 1u);
+  EXPECT_TRUE(c.verdicts[0].can_run) << "a warning, not an error";
+  EXPECT_EQ(c.verdicts[0].selected, hip + "gfx90a");
+  size_t n = 0;
+  for (const auto& d : c.diagnostics)
+    if (d.code == "HG208") {
+      ++n;
+      EXPECT_EQ(d.severity, Severity::Warning);
+      EXPECT_NE(d.message.find("2 entries that fit"), std::string::npos) << d.message;
+      EXPECT_NE(d.message.find(hip + "gfx90a:xnack-"), std::string::npos) << d.message;
+    }
+  EXPECT_EQ(n, 1u);
+  // One fitting entry: nothing to say.
+  auto single = make_ccob(make_bundle({{hip + "gfx90a:xnack-", co}, {hip + "gfx1030", {}}}), 2, 0);
+  ImageReport s = check_image(Bytes(single.data(), single.size()), "ccob", {gfx90a});
+  for (const auto& d : s.diagnostics) EXPECT_NE(d.code, "HG208") << d.message;
+}
+
+TEST_F(Ccob, OpenmpEntriesAreCandidatesOnlyWhenCompressed) {
+  // comgr's unbundler runs with HipOpenmpCompatible; the uncompressed lookup takes hip* only.
+  auto co = app_code_object("vector_add_multi.hipfb", "gfx90a");
+  ASSERT_FALSE(co.empty());
+  auto plain = make_bundle({{"openmp-amdgcn-amd-amdhsa--gfx90a", co}});
+  auto gfx90a = *parse_target("gfx90a", nullptr);
+  EXPECT_EQ(check_image(Bytes(plain.data(), plain.size()), "plain", {gfx90a}).verdicts[0].selection, Selection::None);
+  auto packed = make_ccob(plain, 2, 1);
+  ImageReport c = check_image(Bytes(packed.data(), packed.size()), "ccob", {gfx90a});
+  EXPECT_EQ(c.verdicts[0].selection, Selection::Native);
+  EXPECT_EQ(c.verdicts[0].selected, "openmp-amdgcn-amd-amdhsa--gfx90a");
+}

@@ -19,36 +19,6 @@ namespace {
 
 using namespace checks;
 
-void put64(std::vector<uint8_t>& v, uint64_t x) {
-  for (int i = 0; i < 8; ++i) v.push_back(static_cast<uint8_t>(x >> (8 * i)));
-}
-
-using Entry = std::pair<std::string, std::vector<uint8_t>>;
-
-std::vector<uint8_t> make_bundle(const std::vector<Entry>& entries) {
-  size_t table = 32;
-  for (const auto& e : entries) table += 24 + e.first.size();
-  std::vector<uint64_t> offsets;
-  uint64_t pos = (table + 4095) / 4096 * 4096;  // -bundle-align=4096, as the HIP driver passes
-  for (const auto& e : entries) {
-    offsets.push_back(pos);
-    pos = (pos + e.second.size() + 4095) / 4096 * 4096;
-  }
-  std::vector<uint8_t> out(kBundleMagic.begin(), kBundleMagic.end());
-  put64(out, entries.size());
-  for (size_t i = 0; i < entries.size(); ++i) {
-    put64(out, offsets[i]);
-    put64(out, entries[i].second.size());
-    put64(out, entries[i].first.size());
-    out.insert(out.end(), entries[i].first.begin(), entries[i].first.end());
-  }
-  for (size_t i = 0; i < entries.size(); ++i) {
-    out.resize(offsets[i], 0);
-    out.insert(out.end(), entries[i].second.begin(), entries[i].second.end());
-  }
-  return out;
-}
-
 TargetVerdict verdict(const std::vector<uint8_t>& data, const std::string& target, ImageReport* out = nullptr) {
   std::string err;
   auto t = parse_target(target, &err);
