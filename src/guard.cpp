@@ -46,7 +46,7 @@ void note_refused_launch(int hip_error) { t_refused_error = hip_error; }
 
 namespace {
 
-constexpr unsigned kGateProbe = 1;     // registration probe still to run
+constexpr unsigned kGateProbe = 1;     // some fat binary's kernels are not probed yet
 constexpr unsigned kGateFindings = 2;  // some registered kernel has findings
 constexpr unsigned kGatePending = 4;   // some fat binary's kernels are not checked yet (first use checks them)
 constexpr unsigned kGateUnindexed = 8; // some registered kernels are not in the kernel table yet
@@ -315,7 +315,10 @@ struct Guard::State {
   std::deque<KernelState> kernels;        // stable addresses: the table points into it
   KernelTable<KernelState> table;
   ProbeFunctions probe;
-  std::vector<std::pair<const void*, const KernelState*>> unprobed;  // registered since the last probe
+  // Indexed kernels not probed yet, by fat binary (handle): probed at the first
+  // launch of one of them, so the runtime never loads code objects for us that
+  // the program does not use.
+  std::unordered_map<const void*, std::vector<std::pair<const void*, const KernelState*>>> unprobed;
   bool probe_off = false;  // the runtime has no usable GPU: probing says nothing
   pid_t report_written_by = 0;  // the report is written once per process (a forked child writes its own)
   size_t pending_fatbins = 0;  // registered with selection only, kernels not checked yet
@@ -544,7 +547,6 @@ Verdict Guard::on_register_fatbin(const void* wrapper) try {
     log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
                      std::to_string(c.exit_code) + ")");
   t_pending_fatbin = std::move(pending);
-  g_launch_gate.fetch_or(kGateProbe, std::memory_order_relaxed);
   return v;
 } catch (...) {
   return {};  // never let hipguard be the reason a program fails
@@ -619,12 +621,13 @@ void Guard::index_kernels_of(const void* handle) {
     fill_kernel(k, *fb.index);
     fb.host_functions.push_back(host_function);
     s.table.insert(host_function, &k);
-    s.unprobed.emplace_back(host_function, &k);
+    if (!s.probe_off) s.unprobed[handle].emplace_back(host_function, &k);  // gate set below
     findings = findings || !k.findings().empty();
   }
   fb.unindexed.clear();
   fb.unindexed.shrink_to_fit();
   if (findings) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
+  if (!s.probe_off) g_launch_gate.fetch_or(kGateProbe, std::memory_order_release);
 }
 
 void Guard::index_pending_kernels() {
@@ -650,6 +653,7 @@ void Guard::on_unregister_fatbin(const void* handle) try {
   if (!s.config.report_path.empty()) index_kernels_of(handle);
   // Host addresses may be reused by a library loaded later: forget them.
   for (const void* f : it->second.host_functions) s.table.insert(f, nullptr);
+  if (s.unprobed.erase(handle) && s.unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_release);
   if (it->second.shallow && --s.pending_fatbins == 0) g_launch_gate.fetch_and(~kGatePending, std::memory_order_release);
   if (!s.config.report_path.empty()) s.unregistered.push_back(std::move(it->second.report));  // only the report reads it
   s.fatbins.erase(it);
@@ -878,7 +882,7 @@ void Guard::set_probe_functions(const ProbeFunctions& f) {
   s.probe = f;
 }
 
-void Guard::run_probe() {
+void Guard::run_probe(const void* fatbin_handle) {
   State& s = state();
   std::vector<std::pair<const void*, const KernelState*>> todo;
   ProbeFunctions fns;
@@ -886,7 +890,11 @@ void Guard::run_probe() {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.probe_off) return;
     fns = s.probe;
-    todo.swap(s.unprobed);  // each kernel is probed once, by whichever launch gets here first
+    auto it = s.unprobed.find(fatbin_handle);
+    if (it == s.unprobed.end()) return;
+    todo.swap(it->second);  // each kernel is probed once, by whichever launch gets here first
+    s.unprobed.erase(it);
+    if (s.unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
   }
   if (todo.empty() || (!fns.get_func_by_symbol && !fns.func_get_attributes)) return;
   const char* via = fns.get_func_by_symbol ? "hipGetFuncBySymbol" : "hipFuncGetAttributes";
@@ -911,6 +919,8 @@ void Guard::run_probe() {
                        std::to_string(r) + ")");
       std::lock_guard<std::mutex> lock(s.mu);
       s.probe_off = true;
+      s.unprobed.clear();
+      g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
       return;
     }
     if (r == 0) continue;
@@ -935,20 +945,22 @@ Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api)
   State& s = state();
   if (s.config.mode == Mode::Off) return {};
   index_if_needed();
-  if (g_launch_gate.load(std::memory_order_acquire) & kGateProbe) {
-    // The runtime is initialised by now (a launch is under way): probe what was
-    // registered since the last probe (later dlopen's set the bit again).
-    g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
-    run_probe();
-  }
   const KernelState* k = s.table.find(key);
   if (!k) return {};
+  if (g_launch_gate.load(std::memory_order_acquire) & kGateProbe) {
+    // The runtime is initialised by now (a launch is under way) and loads this
+    // fat binary's code object for the launch anyway: probe its kernels.
+    run_probe(k->fatbin);
+    k = s.table.find(key);
+    if (!k) return {};
+  }
   if (k->shallow) {
     deepen(k->fatbin);  // first use of this fat binary: check its kernels now
     k = s.table.find(key);
     if (!k) return {};
   }
-  k->launches.fetch_add(1, std::memory_order_relaxed);
+  // Counted for the report only: an atomic add on a shared line costs every launching thread.
+  if (!s.config.report_path.empty()) k->launches.fetch_add(1, std::memory_order_relaxed);
   bool strict = s.config.mode == Mode::Strict;
   if (!k->findings().empty()) {
     if (!k->warned.exchange(true)) {

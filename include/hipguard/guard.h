@@ -132,7 +132,7 @@ class Guard {
   State& state();
   Verdict judge(const ImageReport& report, bool registration);
   void report_once(const Diagnostic& d);
-  void run_probe();
+  void run_probe(const void* fatbin_handle);  // probes the kernels of one fat binary, once
   void deepen(const void* fatbin_handle);  // full check of a fat binary registered with selection only
   // Registered kernels enter the kernel table lazily (the first launch, lookup or report).
   void index_if_needed();

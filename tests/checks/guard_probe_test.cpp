@@ -31,6 +31,39 @@ class GuardProbe : public ::testing::Test {
 
 }  // namespace
 
+TEST_F(GuardProbe, OnlyTheLaunchedFatBinaryIsProbed) {
+  // Probing makes the runtime load a fat binary's code object: only the one a
+  // launch needs anyway is probed, each kernel once.
+  std::string path = kApps + "/vector_add_gfx90a.hipfb";
+  if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
+  std::vector<uint8_t> bundle = checks::read_file(path);
+  FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
+  static int handle_c, handle_d, host_c, host_d;
+  Guard& g = Guard::get();
+  testing::internal::CaptureStderr();
+  for (auto [handle, host] : {std::pair{&handle_c, &host_c}, std::pair{&handle_d, &host_d}}) {
+    g.on_register_fatbin(&w);
+    g.on_registered_fatbin(handle);
+    g.on_register_function(handle, host, "_Z12probe_kernelv");  // a name of its own: its lines are not deduplicated away
+  }
+  ProbeFunctions fns;
+  fns.func_get_attributes = fake_func_get_attributes;
+  g.set_probe_functions(fns);
+  g_attr_result = 0;  // the runtime accepts everything
+  g_attr_calls = 0;
+  g.on_launch(&host_c, 0, "hipLaunchKernel");
+  EXPECT_EQ(g_attr_calls, 1) << "library c only";
+  g.on_launch(&host_c, 0, "hipLaunchKernel");
+  EXPECT_EQ(g_attr_calls, 1) << "once";
+  g.on_launch(&host_d, 0, "hipLaunchKernel");
+  EXPECT_EQ(g_attr_calls, 2) << "library d at its own first launch";
+  g.on_unregister_fatbin(&handle_c);
+  g.on_unregister_fatbin(&handle_d);
+  testing::internal::GetCapturedStderr();
+  refused_launch_error(true);
+  g_attr_calls = 0;
+}
+
 TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   std::string path = kApps + "/vector_add_gfx90a.hipfb";
   if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
