@@ -256,6 +256,9 @@ struct KernelState {
   mutable bool superseded = false;  // written and read under the state mutex
   mutable std::atomic<uint64_t> launches{0}, blocked{0};
   mutable std::atomic<bool> warned{false}, lds_warned{false};
+  // Its fat binary's kernels were probed (or are never probed: module kernels):
+  // launches need not take the state mutex to find out.
+  mutable std::atomic<bool> probed{false};
 
   const std::vector<Diagnostic>& findings() const {
     static const std::vector<Diagnostic> none;
@@ -780,6 +783,7 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
     if (const KernelState* known = s.table.find(function); known && known->name == name) return;
     KernelState& k = s.kernels.emplace_back();
     k.name = name;
+    k.probed = true;  // module kernels are checked at load and lookup, not probed
     k.file = std::make_shared<const std::string>(m.origin);
     for (const auto& img : m.images) fill_kernel(k, build_index(img, s.config.targets));
     m.functions.push_back(function);
@@ -867,6 +871,7 @@ void Guard::deepen(const void* handle) {
       k.launches = old->launches.load();
       k.blocked = old->blocked.load();
       k.warned = old->warned.load();
+      k.probed = old->probed.load();
       s.table.insert(f, &k);
       findings = findings || !k.findings().empty();
     }
@@ -894,6 +899,8 @@ void Guard::run_probe(const void* fatbin_handle) {
     if (it == s.unprobed.end()) return;
     todo.swap(it->second);  // each kernel is probed once, by whichever launch gets here first
     s.unprobed.erase(it);
+    for (const auto& [host, registered] : todo)
+      if (const KernelState* k = s.table.find(host)) k->probed.store(true, std::memory_order_release);
     if (s.unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
   }
   if (todo.empty() || (!fns.get_func_by_symbol && !fns.func_get_attributes)) return;
@@ -947,7 +954,7 @@ Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api)
   index_if_needed();
   const KernelState* k = s.table.find(key);
   if (!k) return {};
-  if (g_launch_gate.load(std::memory_order_acquire) & kGateProbe) {
+  if ((g_launch_gate.load(std::memory_order_acquire) & kGateProbe) && !k->probed.load(std::memory_order_acquire)) {
     // The runtime is initialised by now (a launch is under way) and loads this
     // fat binary's code object for the launch anyway: probe its kernels.
     run_probe(k->fatbin);
