@@ -120,6 +120,22 @@ TEST_F(Crafted, DescriptorLdsDisagreesWithMetadata) {
   EXPECT_NE(lds[0]->message.find("kernel descriptor"), std::string::npos);
 }
 
+TEST_F(Crafted, DescriptorVgprAllocationDisagreesWithMetadata) {
+  // compute_pgm_rsrc1 bits 5:0 (GRANULATED_WORKITEM_VGPR_COUNT, at descriptor
+  // offset 48): hipcc writes max(0, ceil(.vgpr_count / 8) - 1) for gfx90a. Two
+  // granules fewer than the metadata's count: the hardware would give the kernel
+  // fewer registers than it uses.
+  uint32_t rsrc1;
+  std::memcpy(&rsrc1, co_.data() + kd_ + 48, 4);
+  put_u32(kd_ + 48, (rsrc1 & ~0x3fu) | ((rsrc1 & 0x3fu) + 2));
+  auto ds = run(co_, "gfx90a");
+  auto m = with_code(ds, "HG404");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0]->severity, Severity::Warning);
+  EXPECT_NE(m[0]->message.find("VGPRs: metadata says .vgpr_count"), std::string::npos) << m[0]->message;
+  EXPECT_NE(m[0]->message.find("granule 8"), std::string::npos) << m[0]->message;
+}
+
 TEST_F(Crafted, Wave32KernelOnWave64OnlyProcessor) {
   ASSERT_TRUE(patch_value(co_, ".wavefront_size", {0x40}, {0x20}));
   put_u16(kd_ + 56, get_u16(kd_ + 56) | (1u << 10));  // ENABLE_WAVEFRONT_SIZE32

@@ -84,4 +84,18 @@ TEST(RealObjects, RocsparseHas111BundlesAndSelectsGfx90aXnackOff) {
   for (const auto& img : mi300.images)
     for (const auto& d : img.diagnostics) hg201 += d.code == "HG201";
   EXPECT_EQ(hg201, magics);
+  // Structural checks of every code object of every bundle (777, ~88 k kernels,
+  // gfx803 to gfx1030, wave64 and wave32): a production library from AMD's own
+  // toolchain has no descriptor/metadata disagreement and no malformed metadata.
+  FileReport all = check_file(kRocsparse, {});
+  size_t objects = 0, kernels = 0;
+  for (const auto& img : all.images) {
+    for (const auto& co : img.code_objects) {
+      ++objects;
+      kernels += co.co.kernels.size();
+    }
+    for (const auto& d : img.diagnostics) ADD_FAILURE() << img.location << ": " << d.code << " " << d.message;
+  }
+  EXPECT_EQ(objects, 777u);
+  EXPECT_GT(kernels, 80000u);
 }
