@@ -221,13 +221,11 @@ class Checker {
       const TargetId& t = v.target;
       const Candidate* chosen = nullptr;
       for (Selection pass : {Selection::Native, Selection::Generic}) {
-        for (const auto& c : candidates) {
-          Match m = match_kind(c.tid, 1, t);  // generic version checked on the ELF below
-          if ((pass == Selection::Native && m == Match::Native) || (pass == Selection::Generic && m == Match::Generic)) {
+        for (const auto& c : candidates)
+          if (fits(c, t, pass)) {
             chosen = &c;
             break;
           }
-        }
         if (chosen) {
           v.selection = pass;
           if (b.compressed) ambiguous_in_ccob(candidates, *chosen, t, pass);
@@ -279,6 +277,13 @@ class Checker {
     }
   }
 
+  // Does candidate `c` fit target `t` in selection pass `pass` (native or generic)?
+  // The generic version is checked on the ELF once an entry is chosen.
+  static bool fits(const Candidate& c, const TargetId& t, Selection pass) {
+    Match m = match_kind(c.tid, 1, t);
+    return (pass == Selection::Native && m == Match::Native) || (pass == Selection::Generic && m == Match::Generic);
+  }
+
   // comgr visits a compressed bundle's entries in StringMap (hash) order, not
   // file order: with several entries that fit, which one the runtime loads
   // depends on comgr's LLVM version. hipguard checks the first in file order.
@@ -286,13 +291,11 @@ class Checker {
                          Selection pass) {
     std::string fitting;
     size_t n = 0;
-    for (const auto& c : candidates) {
-      Match m = match_kind(c.tid, 1, t);
-      if ((pass == Selection::Native && m == Match::Native) || (pass == Selection::Generic && m == Match::Generic)) {
+    for (const auto& c : candidates)
+      if (fits(c, t, pass)) {
         fitting += (fitting.empty() ? "" : ", ") + c.entry->id;
         ++n;
       }
-    }
     if (n < 2) return;
     add(code::kAmbiguousSelection, chosen.entry->id, "", &t,
         "compressed bundle has " + std::to_string(n) + " entries that fit " + t.label() + " (" + fitting +
