@@ -66,8 +66,9 @@ class Checker {
   }
 
   void structural(std::string_view c, const std::string& entry, const std::string& kernel, std::string message,
-                  std::string fix) {
+                  std::string fix, std::optional<Severity> severity = std::nullopt) {
     Diagnostic& d = add(c, entry, kernel, nullptr, std::move(message), std::move(fix));
+    if (severity) d.severity = *severity;
     if (d.severity == Severity::Error) report_.structurally_ok = false;
   }
 
@@ -83,7 +84,8 @@ class Checker {
                      ? "update hipguard, or check that the file really is an AMDGPU code object"
                      : "rebuild the code object; the file is damaged or was not produced by an AMDGPU toolchain");
     } else {
-      for (const auto& issue : co->issues) structural(issue.code, entry, issue.kernel, issue.message, structural_fix(issue.code));
+      for (const auto& issue : co->issues)
+        structural(issue.code, entry, issue.kernel, issue.message, structural_fix(issue.code), issue.severity);
       report_.code_objects.push_back({entry, std::move(*co)});
       result = &report_.code_objects.back().co;
     }

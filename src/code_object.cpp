@@ -155,7 +155,10 @@ class MetadataReader {
       }
     }
     if (!seen_kernels)
-      out.issues.push_back({std::string(code::kBadMetadata), "", "metadata has no amdhsa.kernels list"});
+      // CLR accepts a code object without kernels ("HIP may have binaries with just
+      // global variables", devprogram.cpp): only lookups of kernels fail.
+      out.issues.push_back({std::string(code::kBadMetadata), "",
+                            "metadata has no amdhsa.kernels list: the code object holds no kernel", Severity::Warning});
     else if (!kernels_ok)
       out.issues.push_back({std::string(code::kBadMetadata), "", "amdhsa.kernels is not an array"});
     return Verdict::Ok;
@@ -271,7 +274,17 @@ class MetadataReader {
       // The kernel cannot be judged without these: report it, never fill in guesses.
       std::string list;
       for (auto& s : missing) list += (list.empty() ? "" : ", ") + s;
-      out.issues.push_back({std::string(code::kBadKernelMetadata), who, "kernel metadata lacks required " + list});
+      // CLR rejects the whole code object without .name, .symbol or a non-zero
+      // .max_flat_workgroup_size (devprogram.cpp createKernelMetadataMap, rockernel.cpp
+      // postLoad); other keys it takes as 0 (comgr ignores the reader's errors).
+      bool fatal = !has_name || !has_symbol;
+      for (auto& rk : required)
+        fatal = fatal || (rk.state != IntKey::Set && std::string_view(rk.key) == ".max_flat_workgroup_size");
+      out.issues.push_back({std::string(code::kBadKernelMetadata), who,
+                            "kernel metadata lacks required " + list +
+                                (fatal ? "; the runtime rejects the whole code object"
+                                       : "; the runtime takes what is missing as 0, hipguard leaves the kernel unchecked"),
+                            fatal ? Severity::Error : Severity::Warning});
       return Verdict::Ok;
     }
     out.kernels.push_back(std::move(k));
@@ -359,11 +372,15 @@ Result<CodeObject> parse_code_object(Bytes data) {
     co.target.sramecc = co.processor->sramecc ? ((co.e_flags & kSrameccV3) ? Feature::On : Feature::Off) : Feature::Unsupported;
   }
   if (co.version >= 6) co.generic_version = co.e_flags >> 24;
+  // ROCr's loader takes v2 to v6 (amd_hsa_code.cpp GetCodeObjectVersion,
+  // executable.cpp LoadCodeObject); LLVM no longer emits v2/v3.
   if (co.version < 4 || co.version > 6)
     co.issues.push_back({std::string(code::kCodeObjectVersion), "",
                          "code object v" + std::to_string(co.version) + " (EI_ABIVERSION " +
-                             std::to_string(hdr.e_ident[llvm::ELF::EI_ABIVERSION]) +
-                             "); current ROCm loads v4 to v6"});
+                             std::to_string(hdr.e_ident[llvm::ELF::EI_ABIVERSION]) + ")" +
+                             (co.version > 6 ? "; the ROCm loader takes v2 to v6 and rejects it"
+                                             : "; the ROCm loader still takes it, current compilers emit v4 to v6"),
+                         co.version > 6 ? Severity::Error : Severity::Warning});
 
   // Metadata note(s).
   bool found_metadata = false;

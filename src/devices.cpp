@@ -98,15 +98,9 @@ std::vector<Device> discover_devices(const std::string& sysfs_root) {
       d.target.sramecc = on ? Feature::On : Feature::Off;
     }
     if (p->xnack) {
-      // Without HSA_XNACK the process gets the driver's mode: amdgpu's noretry
-      // defaults to 1 (xnack off) on these (amdgpu_gmc.c amdgpu_gmc_noretry_set:
-      // GC 9.0.1, 9.4.x, 9.5.0; SR-IOV forces it). Elsewhere (APUs, gfx10.1) it
-      // is left unknown.
-      static constexpr std::string_view kNoretryByDefault[] = {"gfx900", "gfx906", "gfx908", "gfx90a",
-                                                               "gfx940", "gfx941", "gfx942", "gfx950"};
-      d.target.xnack = Feature::Any;
-      for (std::string_view n : kNoretryByDefault)
-        if (p->name == n) d.target.xnack = Feature::Off;
+      // Without HSA_XNACK the process gets the driver's mode (the processor
+      // table's default_xnack: off where amdgpu's noretry defaults to 1).
+      d.target.xnack = p->default_xnack;
       if (xnack_env && std::string_view(xnack_env) == "1") d.target.xnack = Feature::On;
       if (xnack_env && std::string_view(xnack_env) == "0") d.target.xnack = Feature::Off;
     }

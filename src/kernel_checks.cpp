@@ -35,8 +35,9 @@ uint64_t vgpr_granule(const ProcessorInfo& p, bool wave32) {
 }  // namespace
 
 void add_structural_kernel_issues(CodeObject& co) {
-  auto add = [&](std::string_view c, const std::string& kernel, std::string msg) {
-    co.issues.push_back({std::string(c), kernel, std::move(msg)});
+  auto add = [&](std::string_view c, const std::string& kernel, std::string msg,
+                 std::optional<Severity> severity = std::nullopt) {
+    co.issues.push_back({std::string(c), kernel, std::move(msg), severity});
   };
   if (co.processor && co.processor->is_generic && co.version < 6)
     add(code::kCodeObjectVersion, "",
@@ -77,7 +78,12 @@ void add_structural_kernel_issues(CodeObject& co) {
     }
 
     // Workgroup size limits (AMDGPUUsage: max_flat_workgroup_size >= 1; hardware max 1024).
-    if (k.max_flat_workgroup_size == 0 || k.max_flat_workgroup_size > 1024)
+    // CLR rejects the code object for 0 (rockernel.cpp postLoad: workGroupInfo_.size_ == 0);
+    // nothing enforces the upper bound or .reqd_workgroup_size.
+    if (k.max_flat_workgroup_size == 0)
+      add(code::kWorkgroupSize, k.name, ".max_flat_workgroup_size is 0; the runtime rejects the code object",
+          Severity::Error);
+    else if (k.max_flat_workgroup_size > 1024)
       add(code::kWorkgroupSize, k.name,
           ".max_flat_workgroup_size is " + std::to_string(k.max_flat_workgroup_size) + "; it must be 1 to 1024");
     if (k.reqd_workgroup_size) {

@@ -20,18 +20,18 @@ constexpr std::array kProcessors = {
   ProcessorInfo{"gfx803",  0x02a,  8, 0,  3, K64, false, true, false, false, "",               false, true},
   ProcessorInfo{"gfx805",  0x03c,  8, 0,  5, K64, false, true, false, false, "",               false, true},
   ProcessorInfo{"gfx810",  0x02b,  8, 1,  0, K64, false, true, true,  false, "",               false, true},
-  ProcessorInfo{"gfx900",  0x02c,  9, 0,  0, K64, false, true, true,  false, "gfx9-generic",   false, false},
+  ProcessorInfo{"gfx900",  0x02c,  9, 0,  0, K64, false, true, true,  false, "gfx9-generic",   false, false, Feature::Off},
   ProcessorInfo{"gfx902",  0x02d,  9, 0,  2, K64, false, true, true,  false, "gfx9-generic",   false, false},
   ProcessorInfo{"gfx904",  0x02e,  9, 0,  4, K64, false, true, true,  false, "gfx9-generic",   false, false},
-  ProcessorInfo{"gfx906",  0x02f,  9, 0,  6, K64, false, true, true,  true,  "gfx9-generic",   false, false},
-  ProcessorInfo{"gfx908",  0x030,  9, 0,  8, K64, false, true, true,  true,  "",               false, false},
+  ProcessorInfo{"gfx906",  0x02f,  9, 0,  6, K64, false, true, true,  true,  "gfx9-generic",   false, false, Feature::Off},
+  ProcessorInfo{"gfx908",  0x030,  9, 0,  8, K64, false, true, true,  true,  "",               false, false, Feature::Off},
   ProcessorInfo{"gfx909",  0x031,  9, 0,  9, K64, false, true, true,  false, "gfx9-generic",   false, false},
-  ProcessorInfo{"gfx90a",  0x03f,  9, 0, 10, K64, false, true, true,  true,  "",               false, false},
+  ProcessorInfo{"gfx90a",  0x03f,  9, 0, 10, K64, false, true, true,  true,  "",               false, false, Feature::Off},
   ProcessorInfo{"gfx90c",  0x032,  9, 0, 12, K64, false, true, true,  false, "gfx9-generic",   false, false},
-  ProcessorInfo{"gfx940",  0x040,  9, 4,  0, K64, false, true, true,  true,  "",               false, true},
-  ProcessorInfo{"gfx941",  0x04b,  9, 4,  1, K64, false, true, true,  true,  "",               false, true},
-  ProcessorInfo{"gfx942",  0x04c,  9, 4,  2, K64, false, true, true,  true,  "gfx9-4-generic", false, false},
-  ProcessorInfo{"gfx950",  0x04f,  9, 5,  0, K160, false, true, true, true,  "gfx9-4-generic", false, false},
+  ProcessorInfo{"gfx940",  0x040,  9, 4,  0, K64, false, true, true,  true,  "",               false, true, Feature::Off},
+  ProcessorInfo{"gfx941",  0x04b,  9, 4,  1, K64, false, true, true,  true,  "",               false, true, Feature::Off},
+  ProcessorInfo{"gfx942",  0x04c,  9, 4,  2, K64, false, true, true,  true,  "gfx9-4-generic", false, false, Feature::Off},
+  ProcessorInfo{"gfx950",  0x04f,  9, 5,  0, K160, false, true, true, true,  "gfx9-4-generic", false, false, Feature::Off},
   ProcessorInfo{"gfx1010", 0x033, 10, 1,  0, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
   ProcessorInfo{"gfx1011", 0x034, 10, 1,  1, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
   ProcessorInfo{"gfx1012", 0x035, 10, 1,  2, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
@@ -67,14 +67,38 @@ constexpr std::array kProcessors = {
 };
 // clang-format on
 
-struct Alias {
-  std::string_view product, processor;
+// Products and the configuration they run with as shipped (sources: target.h).
+constexpr Feature kOn = Feature::On, kOff = Feature::Off, kNone = Feature::Unsupported;
+// clang-format off
+constexpr std::array kProducts = {
+  ProductInfo{"mi300x",     "AMD Instinct MI300X",   "gfx942",  kOn,   kOff},
+  ProductInfo{"mi300a",     "AMD Instinct MI300A",   "gfx942",  kOn,   kOff},
+  ProductInfo{"mi308x",     "AMD Instinct MI308X",   "gfx942",  kOn,   kOff},
+  ProductInfo{"mi325x",     "AMD Instinct MI325X",   "gfx942",  kOn,   kOff},
+  ProductInfo{"mi350x",     "AMD Instinct MI350X",   "gfx950",  kOn,   kOff},
+  ProductInfo{"mi355x",     "AMD Instinct MI355X",   "gfx950",  kOn,   kOff},
+  ProductInfo{"mi210",      "AMD Instinct MI210",    "gfx90a",  kOn,   kOff},
+  ProductInfo{"mi250",      "AMD Instinct MI250",    "gfx90a",  kOn,   kOff},
+  ProductInfo{"mi250x",     "AMD Instinct MI250X",   "gfx90a",  kOn,   kOff},
+  ProductInfo{"mi100",      "AMD Instinct MI100",    "gfx908",  kOn,   kOff},
+  ProductInfo{"mi50",       "AMD Instinct MI50",     "gfx906",  kOn,   kOff},
+  ProductInfo{"mi60",       "AMD Instinct MI60",     "gfx906",  kOn,   kOff},
+  ProductInfo{"radeon-vii", "AMD Radeon VII",        "gfx906",  kOff,  kOff},
+  ProductInfo{"mi25",       "AMD Instinct MI25",     "gfx900",  kNone, kOff},
+  ProductInfo{"w7900",      "AMD Radeon PRO W7900",  "gfx1100", kNone, kNone},
+  ProductInfo{"rx7900xtx",  "AMD Radeon RX 7900 XTX", "gfx1100", kNone, kNone},
+  ProductInfo{"rx9070xt",   "AMD Radeon RX 9070 XT", "gfx1201", kNone, kNone},
 };
-constexpr std::array kAliases = {
-    Alias{"mi300x", "gfx942"}, Alias{"mi300a", "gfx942"}, Alias{"mi325x", "gfx942"},
-    Alias{"mi308x", "gfx942"}, Alias{"mi350x", "gfx950"}, Alias{"mi355x", "gfx950"},
-    Alias{"mi250x", "gfx90a"}, Alias{"mi250", "gfx90a"},  Alias{"mi210", "gfx90a"},
-    Alias{"mi100", "gfx908"},  Alias{"mi50", "gfx906"},   Alias{"mi60", "gfx906"},
+// clang-format on
+
+constexpr std::array kSources = {
+    FactSource{"processors, EF_AMDGPU_MACH, generic families",
+               "LLVM AMDGPUUsage (AMDGPU Processors, EF_AMDGPU_MACH values, Generic Processors); BinaryFormat/ELF.h"},
+    FactSource{"LDS per workgroup", "LLVM AMDGPU.td FeatureAddressableLocalMemorySize; CLR ISA table"},
+    FactSource{"wavefront sizes", "LLVM AMDGPUUsage (AMDGPU Processors: wavefrontsize64 / wave32-only gfx125x)"},
+    FactSource{"xnack default off", "Linux amdgpu_gmc.c amdgpu_gmc_noretry_set: noretry=1 on GC 9.0.1, 9.4.x, 9.5.0"},
+    FactSource{"sramecc default", "Linux kfd_topology.c: HSA_CAP_SRAM_EDCSUPPORTED when GFX RAS (ECC) is enabled; "
+                                  "rocminfo: gfx906:sramecc+ on MI50/MI60, sramecc- on Radeon VII"},
 };
 
 std::string lower(std::string_view s) {
@@ -95,6 +119,14 @@ bool feature_conflicts(Feature code, Feature device) {
 }  // namespace
 
 std::span<const ProcessorInfo> all_processors() { return kProcessors; }
+std::span<const ProductInfo> all_products() { return kProducts; }
+std::span<const FactSource> fact_sources() { return kSources; }
+
+const ProductInfo* find_product(std::string_view name) {
+  for (const auto& p : kProducts)
+    if (p.name == name) return &p;
+  return nullptr;
+}
 
 const ProcessorInfo* find_processor(std::string_view name) {
   // Hashed: registration looks up two processors per bundle entry (thousands per library).
@@ -167,15 +199,46 @@ std::optional<TargetId> parse_target_id(std::string_view text, std::string* erro
 
 std::optional<TargetId> parse_target(std::string_view text, std::string* error) {
   std::string head = lower(text.substr(0, text.find(':')));
-  for (const auto& a : kAliases) {
-    if (head == a.product) {
-      std::string rewritten = std::string(a.processor) + std::string(text.substr(head.size()));
-      auto id = parse_target_id(rewritten, error);
-      if (id) id->alias = head;
-      return id;
+  const ProductInfo* product = find_product(head);
+  if (!product) return parse_target_id(text, error);
+  auto id = parse_target_id(std::string(product->processor) + std::string(text.substr(head.size())), error);
+  if (!id) return id;
+  id->alias = head;
+  if (id->sramecc == Feature::Any) id->sramecc = product->sramecc;
+  if (id->xnack == Feature::Any) id->xnack = product->xnack;
+  return id;
+}
+
+std::vector<TargetId> resolve_target(std::string_view text, std::string* error) {
+  auto id = parse_target(text, error);
+  if (!id) return {};
+  bool open = id->sramecc == Feature::Any || id->xnack == Feature::Any;
+  if (!id->alias.empty() || !open) return {*id};
+  // Every configuration GPUs of this processor ship with, in product order.
+  std::vector<TargetId> out;
+  for (const auto& p : kProducts) {
+    if (p.processor != id->processor) continue;
+    TargetId t = *id;
+    if (t.sramecc == Feature::Any) t.sramecc = p.sramecc;
+    if (t.xnack == Feature::Any) t.xnack = p.xnack;
+    auto same = std::find_if(out.begin(), out.end(), [&](const TargetId& o) { return o.str() == t.str(); });
+    // "AMD Instinct MI300X" -> "MI300X" in the alias, which every message repeats.
+    std::string_view gpu = p.display.substr(p.display.rfind("Instinct ") == std::string_view::npos
+                                                ? 0
+                                                : p.display.rfind("Instinct ") + 9);
+    if (same == out.end()) {
+      t.alias = id->processor + " as shipped in " + std::string(gpu);
+      out.push_back(std::move(t));
+    } else {
+      same->alias += ", " + std::string(gpu);
     }
   }
-  return parse_target_id(text, error);
+  if (out.empty()) {  // no product known: the driver's xnack default, sramecc open
+    const ProcessorInfo* info = find_processor(id->processor);
+    if (info && id->xnack == Feature::Any) id->xnack = info->default_xnack;
+    out.push_back(*id);
+  }
+  return out;
 }
 
 Match match_kind(const TargetId& code, unsigned generic_version, const TargetId& device) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hipguard/bundle.h"
+#include "hipguard/diagnostic.h"
 #include "hipguard/result.h"
 #include "hipguard/target.h"
 
@@ -66,6 +67,9 @@ struct CodeObjectIssue {
   std::string code;    // diagnostic code
   std::string kernel;  // kernel name, if the issue is about one
   std::string message;
+  // Where one code covers cases the runtime treats differently (HG304, HG402,
+  // HG403: docs/diagnostics.md), the severity of this case; else the code's.
+  std::optional<Severity> severity = std::nullopt;
 };
 
 struct CodeObject {

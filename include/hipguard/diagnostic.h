@@ -27,9 +27,10 @@ inline constexpr std::string_view kUnknownPayload = "HG103";      // neither bun
 inline constexpr std::string_view kMalformedBundle = "HG104";     // offload bundle header/table out of bounds
 inline constexpr std::string_view kMalformedCompressed = "HG105"; // CCOB header or decompression failure
 inline constexpr std::string_view kMalformedElf = "HG106";        // code object ELF invalid
-inline constexpr std::string_view kNoHipFatbin = "HG107";         // host binary without .hip_fatbin
+inline constexpr std::string_view kNoHipFatbin = "HG107";         // a named file holds no GPU code
 inline constexpr std::string_view kUnknownProcessor = "HG108";    // e_flags processor not in the table
 inline constexpr std::string_view kCodeObjectVersion = "HG109";   // code object version not loadable by ROCm
+inline constexpr std::string_view kNothingToCheck = "HG110";      // a directory argument holds no GPU code
 // Selection against a target.
 inline constexpr std::string_view kNoCodeObject = "HG201";        // bundle has nothing for the target
 inline constexpr std::string_view kProcessorMismatch = "HG202";   // code object for another processor

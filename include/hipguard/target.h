@@ -9,6 +9,15 @@
 //  - target-ID syntax and feature rule: AMDGPUUsage "Target ID"; clang TargetID.cpp;
 //    ROCr Isa::IsCompatible (an unspecified code-object feature matches either
 //    device value, '+'/'-' must match).
+//  - the configuration a GPU ships with (kSources below, cited by `hipguard targets`):
+//    xnack is off unless the user changes the driver default: amdgpu's noretry
+//    parameter defaults to 1 on GC 9.0.1 (gfx900), 9.4.x (gfx906, gfx908, gfx90a,
+//    gfx94x) and 9.5.0 (gfx950) (Linux amdgpu_gmc.c, amdgpu_gmc_noretry_set), and
+//    ROCr then reports xnack- (HSA_XNACK=1 turns it on per process). sramecc is
+//    what KFD reports as HSA_CAP_SRAM_EDCSUPPORTED, set when the board's GFX RAS
+//    (ECC) is enabled (Linux kfd_topology.c): on for Instinct boards, off for
+//    Radeon VII (rocminfo on those boards: gfx906:sramecc+:xnack- on MI50,
+//    gfx906:sramecc-:xnack- on Radeon VII).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +25,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hipguard {
 
@@ -38,9 +48,29 @@ struct ProcessorInfo {
   std::string_view generic;  // generic family this processor belongs to ("" if none)
   bool is_generic;           // this row is a generic processor
   bool legacy;               // no longer supported by current ROCm (gfx8, gfx940, gfx941)
+  // xnack as the amdgpu driver sets it by default (Off: noretry=1), Any where
+  // hipguard knows no default; see the sources above.
+  Feature default_xnack = Feature::Any;
 };
 
 std::span<const ProcessorInfo> all_processors();
+
+// A GPU product and the target-ID configuration it runs with as shipped.
+struct ProductInfo {
+  std::string_view name;       // as typed on the command line: "mi300x"
+  std::string_view display;    // "AMD Instinct MI300X"
+  std::string_view processor;  // "gfx942"
+  Feature sramecc, xnack;      // default configuration (On/Off, Unsupported)
+};
+std::span<const ProductInfo> all_products();
+const ProductInfo* find_product(std::string_view name);
+
+// One line per fact source that the processor and product tables use, for
+// `hipguard targets` and the docs.
+struct FactSource {
+  std::string_view fact, source;
+};
+std::span<const FactSource> fact_sources();
 const ProcessorInfo* find_processor(std::string_view name);
 const ProcessorInfo* find_processor_by_mach(uint32_t mach);
 // gfx_target_version triple as reported by KFD (e.g. 9,4,2 -> gfx942).
@@ -69,10 +99,20 @@ struct TargetId {
 // On failure returns nullopt and sets *error.
 std::optional<TargetId> parse_target_id(std::string_view text, std::string* error);
 
-// As parse_target_id, and also accepts product names: mi300x, mi300a, mi325x
-// (gfx942), mi350x, mi355x (gfx950), mi250x, mi250, mi210 (gfx90a), mi100 (gfx908),
-// optionally followed by features ("mi300x:xnack+").
+// As parse_target_id, and also accepts product names (all_products(): mi300x,
+// mi325x, mi355x, mi250x, ...), optionally followed by features
+// ("mi250x:xnack+"). A product means the configuration it ships with: every
+// feature not given is the product's default (mi300x -> gfx942:sramecc+:xnack-).
 std::optional<TargetId> parse_target(std::string_view text, std::string* error);
+
+// What a user's target names, as the GPUs run it: a product as parse_target;
+// a target ID whose features are not all given is checked in every
+// configuration that GPUs of that processor ship with (gfx90a ->
+// gfx90a:sramecc+:xnack-; gfx906 -> sramecc+ (MI50, MI60) and sramecc- (Radeon
+// VII)); the alias says which GPUs each configuration stands for. A processor
+// with no known product keeps its driver's xnack default and "any" elsewhere.
+// Empty on failure, with *error set.
+std::vector<TargetId> resolve_target(std::string_view text, std::string* error);
 
 // Static + dynamic LDS one workgroup of `t` may use, bytes: the processor's
 // addressable LDS, or less when the GPU reports less (shared reference,

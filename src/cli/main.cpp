@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@ void usage(FILE* out) {
   fputs(
       "usage: hipguard check [--target T]... [--json | --junit] PATH...\n"
       "       hipguard inspect [--json] PATH...\n"
+      "       hipguard targets\n"
       "       hipguard run [--target T]... [--strict] [--report FILE] -- COMMAND [ARGS...]\n"
       "\n"
       "check  reads executables and shared libraries (.hip_fatbin), offload bundles,\n"
@@ -33,9 +35,13 @@ void usage(FILE* out) {
       "inspect lists what is inside: bundles, entries, code objects, kernels with\n"
       "       LDS, scratch, registers, kernarg size, device functions.\n"
       "run    runs COMMAND with libhipguard.so preloaded (HIPGUARD_TARGET, HIPGUARD_MODE).\n"
+      "targets lists the products and processors hipguard knows, with the target ID\n"
+      "       each is checked as, its LDS and wave sizes, and the source of each fact.\n"
       "\n"
-      "T is a target ID (gfx942, gfx942:sramecc+:xnack-, gfx90a:xnack+) or a product\n"
-      "name (mi300x, mi325x, mi355x, mi250x, ...).\n",
+      "T is a product name (mi300x, mi325x, mi355x, mi250x, ...: checked as the GPU\n"
+      "ships, e.g. mi300x = gfx942:sramecc+:xnack-; mi250x:xnack+ for the other\n"
+      "setting) or a target ID (gfx942, gfx90a:xnack+); a feature left out is checked\n"
+      "in every configuration GPUs of that processor ship with.\n",
       out);
 }
 
@@ -54,14 +60,74 @@ std::string image_name(const ImageReport& img) {
   return img.location.empty() ? img.origin : img.origin + " [" + img.location + "]";
 }
 
-void print_table(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets) {
+// Findings that differ only in which fat binary of one file they concern
+// (rocSPARSE: 111 bundles, one HG201 each) are printed once with a count; the
+// JSON report keeps every one.
+void print_findings(const std::vector<FileReport>& reports) {
+  size_t count = 0;
+  for (const auto& r : reports) {
+    for (const auto& d : r.diagnostics) printf("%s\n", format_line(d).c_str()), ++count;
+    std::vector<std::pair<Diagnostic, size_t>> groups;  // first occurrence order
+    std::map<std::string, size_t> index;
+    for (const auto& i : r.images)
+      for (const auto& d : i.diagnostics) {
+        Diagnostic key = d;
+        key.file = r.path;  // without the "[bundle n/m @0x...]" location
+        std::string k = format_line(key);
+        auto [it, fresh] = index.emplace(k, groups.size());
+        if (fresh) groups.push_back({d, 0});
+        ++groups[it->second].second;
+      }
+    for (auto& [d, n] : groups) {
+      if (n > 1) d.file = r.path + " [" + std::to_string(n) + " of " + std::to_string(r.images.size()) + " fat binaries]";
+      printf("%s\n", format_line(d).c_str());
+      ++count;
+    }
+  }
+  if (count == 0) printf("no problems found\n");
+}
+
+// What was checked, per target, for the closing line: a CI log shows a gate
+// that checked nothing. Counted as files are checked (the table mode drops
+// the parsed kernels afterwards).
+struct Tally {
+  size_t bundles = 0, raw = 0, objects = 0, kernels = 0;  // objects/kernels: read, without targets
+  std::vector<size_t> selected, selected_kernels;          // per target: selected code objects, their kernels
+
+  void add(const FileReport& r, size_t targets) {
+    selected.resize(targets), selected_kernels.resize(targets);
+    for (const auto& img : r.images) {
+      (img.kind == PayloadKind::CodeObject ? raw : bundles)++;
+      for (size_t t = 0; t < targets && t < img.verdicts.size(); ++t) {
+        const TargetVerdict& v = img.verdicts[t];
+        if (v.selection == Selection::Native || v.selection == Selection::Generic)
+          ++selected[t], selected_kernels[t] += v.kernels;
+      }
+      for (const auto& c : img.code_objects) ++objects, kernels += c.co.kernels.size();
+    }
+  }
+
+  std::string line(const std::vector<TargetId>& targets) const {
+    std::string s = "checked " + std::to_string(bundles) + " fat binaries and " + std::to_string(raw) +
+                    " code object files";
+    if (targets.empty())
+      s += ": " + std::to_string(objects) + " code objects, " + std::to_string(kernels) + " kernels (structural checks only)";
+    for (size_t t = 0; t < targets.size(); ++t)
+      s += std::string(t ? "; " : ": ") + targets[t].str() + ": " +
+           std::to_string(t < selected.size() ? selected[t] : 0) + " code objects, " +
+           std::to_string(t < selected.size() ? selected_kernels[t] : 0) + " kernels";
+    return s;
+  }
+};
+
+void print_table(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets, const Tally& tally) {
   std::vector<const ImageReport*> images;
   for (const auto& r : reports)
     for (const auto& i : r.images) images.push_back(&i);
   for (size_t t = 0; t < targets.size(); ++t) {
     const TargetId& target = targets[t];
     size_t runnable = 0;
-    printf("target %s%s\n", target.str().c_str(), target.alias.empty() ? "" : (" (" + target.alias + ")").c_str());
+    printf("target %s\n", target.label().c_str());
     printf("  %s %s %s %s\n", pad("RESULT", 6).c_str(), pad("SELECTED", 52).c_str(), pad("KERNELS", 7).c_str(), "FILE");
     for (const ImageReport* img : images) {
       const TargetVerdict& v = img->verdicts[t];
@@ -80,13 +146,8 @@ void print_table(const std::vector<FileReport>& reports, const std::vector<Targe
              image_name(*img).c_str(), std::string(to_string(img->kind)).c_str(), img->code_objects.size());
     printf("\n");
   }
-  size_t count = 0;
-  for (const auto& r : reports) {
-    for (const auto& d : r.diagnostics) printf("%s\n", format_line(d).c_str()), ++count;
-    for (const auto& i : r.images)
-      for (const auto& d : i.diagnostics) printf("%s\n", format_line(d).c_str()), ++count;
-  }
-  if (count == 0) printf("no problems found\n");
+  print_findings(reports);
+  printf("%s\n", tally.line(targets).c_str());
 }
 
 void print_json(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets) {
@@ -101,23 +162,49 @@ FileReport missing_report(const std::string& path) {
   return r;
 }
 
+// A directory named on the command line that holds no GPU code: HG110, so a
+// mistyped CI path does not pass the gate by checking nothing.
+FileReport empty_directory_report(const std::string& path) {
+  FileReport r;
+  r.path = path;
+  r.diagnostics.push_back(make_diagnostic(code::kNothingToCheck, path,
+                                          "no GPU code found below this directory (no code object, offload bundle or "
+                                          "program with a .hip_fatbin section): nothing was checked",
+                                          "check the path; name the build outputs that hold the kernels"));
+  return r;
+}
+
+// --target values: each resolved to the configurations it stands for (a
+// product as shipped, a processor in each shipped configuration); the same
+// target ID named twice is checked once. False after a usage error.
+bool add_targets(std::string_view text, std::vector<TargetId>* targets, std::string* error) {
+  std::vector<TargetId> resolved = resolve_target(text, error);
+  if (resolved.empty()) {
+    *error = "bad target '" + std::string(text) + "': " + *error;
+    return false;
+  }
+  for (auto& t : resolved) {
+    auto same = std::find_if(targets->begin(), targets->end(), [&](const TargetId& o) { return o.str() == t.str(); });
+    if (same == targets->end()) targets->push_back(std::move(t));
+    else if (!t.alias.empty() && same->alias.find(t.alias) == std::string::npos)
+      same->alias += (same->alias.empty() ? "" : "; ") + t.alias;
+  }
+  return true;
+}
+
 int cmd_check(int argc, char** argv) {
   std::vector<TargetId> targets;
   std::vector<std::string> paths;
   bool json = false, junit = false;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--target" || a == "-t") {
-      if (i + 1 >= argc) return usage_error("--target needs a value");
+    if (a == "--target" || a == "-t" || a.rfind("--target=", 0) == 0) {
+      std::string value;
+      if (a.rfind("--target=", 0) == 0) value = a.substr(9);
+      else if (i + 1 >= argc) return usage_error(a + " needs a value");
+      else value = argv[++i];
       std::string err;
-      auto t = parse_target(argv[++i], &err);
-      if (!t) return usage_error("bad target '" + std::string(argv[i]) + "': " + err);
-      targets.push_back(*t);
-    } else if (a.rfind("--target=", 0) == 0) {
-      std::string err;
-      auto t = parse_target(a.substr(9), &err);
-      if (!t) return usage_error("bad target '" + a.substr(9) + "': " + err);
-      targets.push_back(*t);
+      if (!add_targets(value, &targets, &err)) return usage_error(err);
     } else if (a == "--json") {
       json = true;
     } else if (a == "--junit") {
@@ -132,6 +219,7 @@ int cmd_check(int argc, char** argv) {
     }
   }
   if (paths.empty()) return usage_error("check needs at least one PATH");
+  if (json && junit) return usage_error("--json and --junit exclude each other");
   std::vector<std::string> missing;
   std::vector<std::string> files = expand_paths(paths, &missing);
   std::vector<FileReport> reports;
@@ -141,10 +229,18 @@ int cmd_check(int argc, char** argv) {
   std::vector<std::string> explicit_files;
   for (const auto& p : paths)
     if (!std::filesystem::is_directory(p)) explicit_files.push_back(p);
+  Tally tally;
+  std::map<std::string, size_t> found_below;  // GPU-code files found in each directory argument
+  for (const auto& p : paths)
+    if (std::filesystem::is_directory(p)) found_below[p] = 0;
   for (const auto& f : files) {
     bool is_explicit = std::find(explicit_files.begin(), explicit_files.end(), f) != explicit_files.end();
     FileReport r = check_file(f, targets, is_explicit);
+    if (r.hip)
+      for (auto& [dir, n] : found_below)
+        if (f.rfind(dir, 0) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
     if (!r.hip && r.diagnostics.empty()) continue;
+    tally.add(r, targets.size());
     // The table needs only verdicts and diagnostics: drop the parsed kernels so
     // memory stays flat over thousands of files (the JSON report keeps them).
     if (!json)
@@ -154,9 +250,11 @@ int cmd_check(int argc, char** argv) {
       }
     reports.push_back(std::move(r));
   }
+  for (const auto& [dir, n] : found_below)
+    if (n == 0) reports.push_back(empty_directory_report(dir));
   if (json) print_json(reports, targets);
   else if (junit) printf("%s", report_junit(reports, targets).c_str());
-  else print_table(reports, targets);
+  else print_table(reports, targets, tally);
   bool ok = true;
   for (const auto& r : reports) ok = ok && r.ok();
   return ok ? kExitOk : kExitProblems;
@@ -235,6 +333,56 @@ int cmd_inspect(int argc, char** argv) {
   return missing.empty() ? kExitOk : kExitProblems;
 }
 
+std::string feature_name(Feature f) {
+  switch (f) {
+    case Feature::On: return "+";
+    case Feature::Off: return "-";
+    case Feature::Any: return "any";
+    case Feature::Unsupported: return "n/a";
+  }
+  return "?";
+}
+
+std::string waves(const ProcessorInfo& p) {
+  return p.wave32 && p.wave64 ? "32,64" : p.wave32 ? "32" : "64";
+}
+
+// `hipguard targets`: the product and processor tables the checks use.
+int cmd_targets(int argc, char** argv) {
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return kExitOk;
+    }
+    return usage_error("targets takes no argument (got '" + a + "')");
+  }
+  printf("Products (checked as shipped; NAME:xnack+ etc. for another setting)\n");
+  printf("  %-11s %-24s %-26s %-10s %s\n", "NAME", "GPU", "TARGET ID", "LDS", "WAVE");
+  for (const auto& p : all_products()) {
+    std::string err;
+    auto t = parse_target(p.name, &err);
+    const ProcessorInfo* info = find_processor(p.processor);
+    if (!t || !info) continue;
+    printf("  %-11s %-24s %-26s %-10s %s\n", std::string(p.name).c_str(), std::string(p.display).c_str(),
+           t->str().c_str(), human_bytes(info->lds_bytes).c_str(), waves(*info).c_str());
+  }
+  printf("\nProcessors (a bare processor is checked in each configuration its products ship with)\n");
+  printf("  %-16s %-10s %-6s %-7s %-8s %-14s %s\n", "PROCESSOR", "LDS", "WAVE", "XNACK", "SRAMECC", "XNACK DEFAULT",
+         "CHECKED AS");
+  for (const auto& p : all_processors()) {
+    std::string err, as;
+    for (const auto& t : resolve_target(p.name, &err)) as += (as.empty() ? "" : ", ") + t.str();
+    printf("  %-16s %-10s %-6s %-7s %-8s %-14s %s%s\n", std::string(p.name).c_str(), human_bytes(p.lds_bytes).c_str(),
+           waves(p).c_str(), p.xnack ? "yes" : "no", p.sramecc ? "yes" : "no",
+           p.xnack ? feature_name(p.default_xnack).c_str() : "n/a", as.c_str(),
+           p.legacy ? " (legacy)" : p.is_generic ? " (generic)" : "");
+  }
+  printf("\nSources\n");
+  for (const auto& f : fact_sources()) printf("  %s: %s\n", std::string(f.fact).c_str(), std::string(f.source).c_str());
+  return kExitOk;
+}
+
 std::string find_shim() {
   if (const char* env = getenv("HIPGUARD_SHIM"); env && *env) return env;
   std::error_code ec;
@@ -304,6 +452,7 @@ int main(int argc, char** argv) {
   if (cmd == "check") return cmd_check(argc - 2, argv + 2);
   if (cmd == "run") return cmd_run(argc - 2, argv + 2);
   if (cmd == "inspect") return cmd_inspect(argc - 2, argv + 2);
+  if (cmd == "targets") return cmd_targets(argc - 2, argv + 2);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     usage(stdout);
     return kExitOk;

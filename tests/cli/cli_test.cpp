@@ -61,8 +61,9 @@ TEST(Cli, CorpusAgainstGfx942AndMi355xJson) {
   const auto* targets = root->getArray("targets");
   ASSERT_NE(targets, nullptr);
   ASSERT_EQ(targets->size(), 2u);
-  EXPECT_EQ((*targets)[0].getAsString(), "gfx942");
-  EXPECT_EQ((*targets)[1].getAsString(), "gfx950");
+  // Checked as the GPUs ship: the full target ID, never a bare processor.
+  EXPECT_EQ((*targets)[0].getAsString(), "gfx942:sramecc+:xnack-");
+  EXPECT_EQ((*targets)[1].getAsString(), "gfx950:sramecc+:xnack-");
   const auto* files = root->getArray("files");
   ASSERT_NE(files, nullptr);
   ASSERT_EQ(files->size(), 42u) << "LICENSE and MANIFEST.tsv inside the directory are skipped";
@@ -93,14 +94,14 @@ TEST(Cli, CorpusAgainstGfx942AndMi355xJson) {
       const auto* d = dv.getAsObject();
       std::string code = d->getString("code").value_or("").str();
       std::string target = d->getString("target").value_or("").str();
-      if (code == "HG301" && target == "gfx942") {
+      if (code == "HG301" && target == "gfx942:sramecc+:xnack-") {
         seen_hg301_942 = true;
         ++hg301_gfx942;
         EXPECT_EQ(d->getInteger("value"), static_cast<int64_t>(lds));
         EXPECT_EQ(d->getInteger("limit"), 65536);
         EXPECT_FALSE(d->getString("kernel").value_or("").empty());
       }
-      if (code == "HG202" && target == "gfx942") seen_hg202_942 = true;
+      if (code == "HG202" && target == "gfx942:sramecc+:xnack-") seen_hg202_942 = true;
     }
     EXPECT_EQ(seen_hg301_942, lds > 65536) << "LDS " << lds;
     EXPECT_EQ(seen_hg202_942, prefix != "gfx942");
@@ -114,12 +115,18 @@ TEST(Cli, CorpusTable) {
   HG_REQUIRE_CORPUS();
   CliRun r = run_cli({"check", "--target", "gfx942", "--target", "mi355x", corpus_dir().string()});
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find("target gfx942\n"), std::string::npos) << r.out.substr(0, 500);
-  EXPECT_NE(r.out.find("target gfx950 (mi355x)"), std::string::npos);
-  EXPECT_NE(r.out.find("19 of 42 can run on gfx942"), std::string::npos);
-  EXPECT_NE(r.out.find("19 of 42 can run on gfx950"), std::string::npos);
+  EXPECT_NE(r.out.find("target gfx942:sramecc+:xnack- (gfx942 as shipped in MI300X, MI300A, MI308X, MI325X)\n"),
+            std::string::npos)
+      << r.out.substr(0, 500);
+  EXPECT_NE(r.out.find("target gfx950:sramecc+:xnack- (mi355x)\n"), std::string::npos);
+  EXPECT_NE(r.out.find("19 of 42 can run on gfx942:sramecc+:xnack-"), std::string::npos);
+  EXPECT_NE(r.out.find("19 of 42 can run on gfx950:sramecc+:xnack-"), std::string::npos);
   // One diagnostic line per finding, e.g. the 66048-byte kernel on gfx942.
-  EXPECT_NE(r.out.find("error HG301 [gfx942]"), std::string::npos);
+  EXPECT_NE(r.out.find("error HG301 [gfx942:sramecc+:xnack-]"), std::string::npos);
+  // The last line says what was checked per target.
+  EXPECT_NE(r.out.find("checked 0 fat binaries and 42 code object files: gfx942:sramecc+:xnack-: 19 code objects, "),
+            std::string::npos)
+      << r.out.substr(r.out.size() > 400 ? r.out.size() - 400 : 0);
   size_t pos = r.out.find("gfx950_fmha_v4_fwd_fwd_hd128_f4f4.co");
   ASSERT_NE(pos, std::string::npos);
   bool found = false;
@@ -138,7 +145,7 @@ TEST(Cli, PassingCaseExitsZero) {
   for (const auto& f : corpus_files("gfx942_")) args.push_back(f.string());
   CliRun r = run_cli(args);
   EXPECT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("19 of 19 can run on gfx942"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("19 of 19 can run on gfx942:sramecc+:xnack-"), std::string::npos) << r.out;
   CliRun gfx950 = run_cli({"check", "--target=mi355x",
                          (corpus_dir() / "gfx950_f4gemm_f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256.co").string()});
   EXPECT_EQ(gfx950.status, 0) << gfx950.out;
@@ -176,6 +183,10 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_cli({"check"}).status, 2) << "no path, no target";
   EXPECT_EQ(run_cli({"check", "--frobnicate", f}).status, 2) << "unknown option";
   EXPECT_EQ(run_cli({"check", f, "--target"}).status, 2) << "--target without a value";
+  EXPECT_EQ(run_cli({"check", "--target=", f}).status, 2) << "--target= without a value";
+  EXPECT_EQ(run_cli({"check", "--target", " gfx942", f}).status, 2) << "leading space";
+  EXPECT_EQ(run_cli({"check", "--target", "gfx942;gfx90a", f}).status, 2) << "not a list";
+  EXPECT_EQ(run_cli({"check", "--json", "--junit", f}).status, 2) << "two output formats";
   EXPECT_EQ(run_cli({}).status, 2) << "no command";
   EXPECT_EQ(run_cli({"frobnicate"}).status, 2) << "unknown command";
   EXPECT_EQ(run_cli({"--help"}).status, 0);
@@ -268,7 +279,7 @@ TEST(CliInspect, RocsparseHas111Bundles) {
   // check selects exactly those.
   CliRun c = run_cli({"check", "--target", "gfx90a:xnack-", lib});
   EXPECT_EQ(c.status, 0);
-  EXPECT_NE(c.out.find("111 of 111 can run on gfx90a:xnack-"), std::string::npos) << c.out.substr(0, 500);
+  EXPECT_NE(c.out.find("111 of 111 can run on gfx90a:sramecc+:xnack-"), std::string::npos) << c.out.substr(0, 500);
   size_t selected = 0;
   for (size_t p = 0; (p = c.out.find("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack- (native)", p)) != std::string::npos; ++p)
     ++selected;
@@ -281,4 +292,90 @@ TEST(CliInspect, MissingPathAndUsage) {
   EXPECT_NE(r.out.find("error HG101 /nonexistent/hipguard.co: no such file or directory"), std::string::npos) << r.out;
   EXPECT_EQ(run_cli({"inspect"}).status, 2) << "no path";
   EXPECT_EQ(run_cli({"inspect", "--frobnicate", "x"}).status, 2) << "unknown option";
+}
+
+// rocSPARSE has no gfx942 code: one cause, one line with the count (the JSON
+// keeps all 111); the closing line says what was checked.
+TEST(Cli, IdenticalFindingsOfOneFileAreOneLine) {
+  const std::string lib = "/usr/lib/x86_64-linux-gnu/librocsparse.so.0";
+  if (!fs::exists(lib)) GTEST_SKIP() << lib << " not installed (Debian package librocsparse0)";
+  CliRun r = run_cli({"check", "--target", "mi300x", lib});
+  EXPECT_EQ(r.status, 1);
+  size_t hg201 = 0;
+  std::istringstream lines(r.out);
+  std::string last;
+  for (std::string line; std::getline(lines, line); last = line)
+    if (line.find("HG201") != std::string::npos) {
+      ++hg201;
+      EXPECT_NE(line.find(lib + " [111 of 111 fat binaries]: no code object for gfx942:sramecc+:xnack- (mi300x)"),
+                std::string::npos)
+          << line;
+    }
+  EXPECT_EQ(hg201, 1u) << r.out.substr(0, 2000);
+  EXPECT_EQ(last, "checked 111 fat binaries and 0 code object files: gfx942:sramecc+:xnack-: 0 code objects, 0 kernels");
+  auto doc = llvm::json::parse(run_cli({"check", "--target", "mi300x", "--json", lib}).out);
+  ASSERT_TRUE(bool(doc)) << llvm::toString(doc.takeError());
+  size_t in_json = 0;
+  for (const auto& img : *(*doc->getAsObject()->getArray("files"))[0].getAsObject()->getArray("images"))
+    for (const auto& d : *img.getAsObject()->getArray("diagnostics"))
+      in_json += d.getAsObject()->getString("code") == "HG201";
+  EXPECT_EQ(in_json, 111u);
+}
+
+// A bare processor means the GPUs that have it, as they ship: an xnack+ build
+// fails on gfx90a (MI210/MI250/MI250X run with xnack off by default).
+TEST(Cli, BareProcessorIsCheckedAsShipped) {
+  HG_REQUIRE_APP(path, "vector_add_xnack_on");
+  CliRun bare = run_cli({"check", "--target", "gfx90a", path});
+  EXPECT_EQ(bare.status, 1) << bare.out;
+  EXPECT_NE(bare.out.find("target gfx90a:sramecc+:xnack- (gfx90a as shipped in MI210, MI250, MI250X)"),
+            std::string::npos)
+      << bare.out;
+  EXPECT_NE(bare.out.find("error HG203 [gfx90a:sramecc+:xnack-]"), std::string::npos) << bare.out;
+  EXPECT_EQ(run_cli({"check", "--target", "mi250x", path}).status, 1) << "a product as shipped";
+  CliRun on = run_cli({"check", "--target", "mi250x:xnack+", path});
+  EXPECT_EQ(on.status, 0) << on.out;
+  EXPECT_NE(on.out.find("1 of 1 can run on gfx90a:sramecc+:xnack+"), std::string::npos) << on.out;
+  // The same target named twice is checked once.
+  CliRun twice = run_cli({"check", "--target", "mi250x:xnack+", "--target", "gfx90a:sramecc+:xnack+", path});
+  EXPECT_EQ(twice.status, 0);
+  EXPECT_EQ(twice.out.find("target ", twice.out.find("target ") + 1), std::string::npos) << twice.out;
+}
+
+// Nothing checked is a failure: a file without GPU code, a directory without any.
+TEST(Cli, NothingCheckedFails) {
+  CliRun ls = run_cli({"check", "--target", "mi300x", "/bin/ls"});
+  EXPECT_EQ(ls.status, 1) << ls.out;
+  EXPECT_NE(ls.out.find("error HG107 /bin/ls: no GPU code"), std::string::npos) << ls.out;
+  fs::path dir = fs::temp_directory_path() / ("hipguard-empty-" + std::to_string(getpid()));
+  fs::create_directories(dir / "sub");
+  std::ofstream(dir / "sub" / "notes.txt") << "no kernels here\n";
+  CliRun empty = run_cli({"check", "--target", "mi300x", dir.string()});
+  fs::remove_all(dir);
+  EXPECT_EQ(empty.status, 1) << empty.out;
+  EXPECT_NE(empty.out.find("error HG110 " + dir.string() + ": no GPU code found below this directory"),
+            std::string::npos)
+      << empty.out;
+  EXPECT_NE(empty.out.find("checked 0 fat binaries and 0 code object files: gfx942:sramecc+:xnack-: 0 code objects"),
+            std::string::npos)
+      << empty.out;
+}
+
+TEST(Cli, TargetsListsProductsProcessorsAndSources) {
+  CliRun r = run_cli({"targets"});
+  EXPECT_EQ(r.status, 0);
+  std::istringstream lines(r.out);
+  size_t products = 0;
+  bool mi300x = false, gfx906 = false, sources = false;
+  for (std::string line; std::getline(lines, line);) {
+    for (const auto& p : hipguard::all_products())
+      if (line.rfind("  " + std::string(p.name) + " ", 0) == 0) ++products;
+    mi300x = mi300x || (line.find("mi300x") != std::string::npos &&
+                        line.find("gfx942:sramecc+:xnack-") != std::string::npos && line.find("64.0 KiB") != std::string::npos);
+    gfx906 = gfx906 || line.find("gfx906:sramecc+:xnack-, gfx906:sramecc-:xnack-") != std::string::npos;
+    sources = sources || line.find("amdgpu_gmc_noretry_set") != std::string::npos;
+  }
+  EXPECT_EQ(products, hipguard::all_products().size()) << r.out;
+  EXPECT_TRUE(mi300x && gfx906 && sources) << r.out;
+  EXPECT_EQ(run_cli({"targets", "extra"}).status, 2);
 }

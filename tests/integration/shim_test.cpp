@@ -120,7 +120,7 @@ TEST(ShimApp, StrictModeStopsBeforeMain) {
                                 shim_env({{"HIPGUARD_TARGET", "mi300x"}, {"HIPGUARD_MODE", "strict"}}));
   EXPECT_EQ(r.status, 86);
   EXPECT_EQ(r.out.find("main reached"), std::string::npos) << r.out;
-  EXPECT_EQ(lines_with(r.err, "error HG201 [gfx942]").size(), 1u) << r.err;
+  EXPECT_EQ(lines_with(r.err, "error HG201 [gfx942:sramecc+:xnack-]").size(), 1u) << r.err;
   EXPECT_NE(r.err.find("strict mode: stopping"), std::string::npos);
 
   ProcessResult custom = run_process(
@@ -350,7 +350,7 @@ TEST(CliRun, RunsTheProgramUnderTheShim) {
   REQUIRE_APP("vector_add_multi");
   ProcessResult r = run_process({kCli, "run", "--target", "gfx942", "--strict", "--", app("vector_add_multi")});
   EXPECT_EQ(r.status, 86);
-  EXPECT_EQ(lines_with(r.err, "error HG201 [gfx942]").size(), 1u) << r.err;
+  EXPECT_EQ(lines_with(r.err, "error HG201 [gfx942:sramecc+:xnack-]").size(), 1u) << r.err;
   ProcessResult ok = run_process({kCli, "run", "--target", "gfx940", "--", app("vector_add_multi")});
   EXPECT_EQ(ok.status, 0);
   EXPECT_NE(ok.out.find("main reached"), std::string::npos);

@@ -556,6 +556,78 @@ TEST(KernelChecks, KernargHiddenArgumentsComeLast) {
   EXPECT_TRUE(has_code(r3.diagnostics, code::kKernargLayout)) << dump(r3.diagnostics);
 }
 
+// Severities follow the runtime: only what CLR/ROCr reject (or what cannot run
+// on the hardware) fails the verdict (docs/diagnostics.md cites the source).
+TEST(KernelChecks, SeveritiesTheRuntimeAgreesWith) {
+  auto verdict = [](const CodeObjectSpec& s) { return check_image(span(make_code_object(s)), "crafted", {target("mi300x")}); };
+  // AITER's fmoe kernels: 'pad' arguments past .kernarg_segment_size. CLR copies
+  // the arguments by offset and never checks: they run. A warning, verdict ok.
+  KernelSpec pad;
+  pad.kernarg_size = 16;
+  pad.args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 8, 8}, {"pad", "by_value", 16, 8}};
+  CodeObjectSpec s;
+  s.kernels = {pad};
+  auto r = verdict(s);
+  auto d = find_diags(r.diagnostics, code::kKernargLayout);
+  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+  EXPECT_EQ(d[0]->severity, Severity::Warning);
+  EXPECT_TRUE(r.ok()) << dump(r.diagnostics);
+  // .max_flat_workgroup_size 0: CLR rejects the code object (rockernel.cpp postLoad).
+  KernelSpec zero;
+  zero.max_flat = 0;
+  s.kernels = {zero};
+  r = verdict(s);
+  d = find_diags(r.diagnostics, code::kWorkgroupSize);
+  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+  EXPECT_EQ(d[0]->severity, Severity::Error);
+  EXPECT_FALSE(r.ok());
+  // Over 1024: nothing enforces it; a warning.
+  KernelSpec big;
+  big.max_flat = 2048;
+  s.kernels = {big};
+  r = verdict(s);
+  d = find_diags(r.diagnostics, code::kWorkgroupSize);
+  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+  EXPECT_EQ(d[0]->severity, Severity::Warning);
+  EXPECT_TRUE(r.ok());
+  // A missing .symbol makes CLR reject the code object; a missing .sgpr_count is taken as 0.
+  KernelSpec no_symbol, no_sgpr;
+  no_symbol.omit = {".symbol"};
+  no_sgpr.omit = {".sgpr_count"};
+  s.kernels = {no_symbol};
+  r = verdict(s);
+  d = find_diags(r.diagnostics, code::kBadKernelMetadata);
+  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+  EXPECT_EQ(d[0]->severity, Severity::Error);
+  s.kernels = {no_sgpr};
+  r = verdict(s);
+  d = find_diags(r.diagnostics, code::kBadKernelMetadata);
+  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+  EXPECT_EQ(d[0]->severity, Severity::Warning);
+  EXPECT_TRUE(r.ok()) << dump(r.diagnostics);
+  // A .kd symbol without metadata: the code object loads, that symbol is not a HIP kernel.
+  KernelSpec unlisted;
+  unlisted.name = "unlisted";
+  unlisted.metadata = false;
+  s.kernels = {KernelSpec{}, unlisted};
+  r = verdict(s);
+  d = find_diags(r.diagnostics, code::kKernelWithoutMetadata);
+  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+  EXPECT_EQ(d[0]->severity, Severity::Warning);
+  EXPECT_TRUE(r.ok());
+  // Code object v3: ROCr still loads it (a warning); v7: rejected.
+  for (unsigned v : {3u, 7u}) {
+    CodeObjectSpec old;
+    old.version = v;
+    if (v == 3) old.features = 0;  // v3 e_flags: one bit per feature, clear = off
+    r = check_image(span(make_code_object(old)), "crafted", {target("gfx942:sramecc-:xnack-")});
+    d = find_diags(r.diagnostics, code::kCodeObjectVersion);
+    ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
+    EXPECT_EQ(d[0]->severity, v == 3 ? Severity::Warning : Severity::Error) << "v" << v;
+    EXPECT_EQ(r.ok(), v == 3) << "v" << v;
+  }
+}
+
 TEST(KernelChecks, MetadataIssuesFailTheImage) {
   CodeObjectSpec s;
   s.kernels[0].descriptor = false;
@@ -574,14 +646,14 @@ TEST(Inputs, MissingFileIsHG101) {
   EXPECT_TRUE(r.images.empty());
 }
 
-TEST(Inputs, NonHipFileIsHG107Note) {
+TEST(Inputs, NonHipFileIsHG107Error) {
   TempFile text(ByteVec{'h', 'e', 'l', 'l', 'o', '\n'}, ".txt");
   auto r = check_file(text.str(), {target("gfx942")});
   EXPECT_FALSE(r.hip);
   auto d = find_diags(r.diagnostics, code::kNoHipFatbin);
   ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
-  EXPECT_EQ(d[0]->severity, Severity::Note);
-  EXPECT_TRUE(r.ok()) << "a note never fails";
+  EXPECT_EQ(d[0]->severity, Severity::Error);
+  EXPECT_FALSE(r.ok()) << "a named file with no GPU code fails the check: a mistyped CI path must not pass";
   // Not named explicitly (found in a directory): skipped silently.
   auto quiet = check_file(text.str(), {target("gfx942")}, /*explicit_arg=*/false);
   EXPECT_TRUE(quiet.diagnostics.empty());

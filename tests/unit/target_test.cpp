@@ -96,33 +96,76 @@ TEST(Target, ProductNamesAreNotTargetIds) {
 }
 
 TEST(Target, ProductAliases) {
-  // AMD Instinct product -> processor (AMD product pages / ROCm GPU support table).
+  // AMD product -> the target ID it runs with as shipped (driver defaults: xnack
+  // off, SRAM ECC on for Instinct boards; rocminfo on those boards).
   struct {
     const char* product;
     const char* processor;
-  } cases[] = {{"mi300x", "gfx942"}, {"mi325x", "gfx942"}, {"mi300a", "gfx942"}, {"mi355x", "gfx950"},
-               {"mi350x", "gfx950"}, {"mi250x", "gfx90a"}, {"mi250", "gfx90a"},  {"mi210", "gfx90a"},
-               {"mi100", "gfx908"}};
+    const char* shipped;
+  } cases[] = {{"mi300x", "gfx942", "gfx942:sramecc+:xnack-"}, {"mi325x", "gfx942", "gfx942:sramecc+:xnack-"},
+               {"mi300a", "gfx942", "gfx942:sramecc+:xnack-"}, {"mi355x", "gfx950", "gfx950:sramecc+:xnack-"},
+               {"mi350x", "gfx950", "gfx950:sramecc+:xnack-"}, {"mi250x", "gfx90a", "gfx90a:sramecc+:xnack-"},
+               {"mi250", "gfx90a", "gfx90a:sramecc+:xnack-"},  {"mi210", "gfx90a", "gfx90a:sramecc+:xnack-"},
+               {"mi100", "gfx908", "gfx908:sramecc+:xnack-"},  {"mi50", "gfx906", "gfx906:sramecc+:xnack-"},
+               {"radeon-vii", "gfx906", "gfx906:sramecc-:xnack-"}, {"mi25", "gfx900", "gfx900:xnack-"},
+               {"w7900", "gfx1100", "gfx1100"}};
   for (const auto& c : cases) {
     TargetId t = must_parse(c.product);
     EXPECT_EQ(t.processor, c.processor) << c.product;
     EXPECT_EQ(t.alias, c.product);
-    EXPECT_EQ(t.str(), c.processor) << "str() is the canonical target ID, without the product name";
+    EXPECT_EQ(t.str(), c.shipped) << "a product is checked as it ships";
   }
   TargetId upper = must_parse("MI355X");
   EXPECT_EQ(upper.processor, "gfx950");
   EXPECT_EQ(upper.alias, "mi355x");
   EXPECT_EQ(find_processor(upper.processor)->lds_bytes, 163840u);
+  // Every product names a processor of the table, and its defaults are settings the processor has.
+  for (const auto& p : all_products()) {
+    const ProcessorInfo* info = find_processor(p.processor);
+    ASSERT_NE(info, nullptr) << p.name;
+    EXPECT_EQ(p.xnack != Feature::Unsupported, info->xnack) << p.name;
+    EXPECT_EQ(p.sramecc != Feature::Unsupported, info->sramecc) << p.name;
+  }
 }
 
 TEST(Target, ProductAliasWithFeatures) {
   TargetId t = must_parse("mi300x:xnack+");
   EXPECT_EQ(t.processor, "gfx942");
   EXPECT_EQ(t.xnack, Feature::On);
-  EXPECT_EQ(t.str(), "gfx942:xnack+");
+  EXPECT_EQ(t.str(), "gfx942:sramecc+:xnack+") << "the named setting, the shipped default for the other";
+  EXPECT_EQ(must_parse("mi250x:sramecc-").str(), "gfx90a:sramecc-:xnack-");
   std::string err;
   EXPECT_FALSE(parse_target("mi300x:bogus+", &err));
   EXPECT_FALSE(parse_target("mi999x", &err));
+}
+
+// A bare processor is checked in every configuration its GPUs ship with.
+TEST(Target, BareProcessorResolvesToShippedConfigurations) {
+  auto ids = [](std::string_view text) {
+    std::string err;
+    std::vector<std::string> out;
+    for (const auto& t : resolve_target(text, &err)) out.push_back(t.str());
+    if (out.empty()) out.push_back("error: " + err);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(ids("gfx90a"), (V{"gfx90a:sramecc+:xnack-"}));
+  EXPECT_EQ(ids("gfx942"), (V{"gfx942:sramecc+:xnack-"}));
+  EXPECT_EQ(ids("gfx950"), (V{"gfx950:sramecc+:xnack-"}));
+  EXPECT_EQ(ids("gfx906"), (V{"gfx906:sramecc+:xnack-", "gfx906:sramecc-:xnack-"})) << "MI50/MI60 and Radeon VII";
+  EXPECT_EQ(ids("gfx906:sramecc-"), (V{"gfx906:sramecc-:xnack-"}));
+  EXPECT_EQ(ids("gfx90a:xnack+"), (V{"gfx90a:sramecc+:xnack+"}));
+  EXPECT_EQ(ids("gfx90a:sramecc-:xnack+"), (V{"gfx90a:sramecc-:xnack+"})) << "fully given: as given";
+  EXPECT_EQ(ids("gfx1030"), (V{"gfx1030"})) << "no xnack/sramecc settings";
+  EXPECT_EQ(ids("gfx940"), (V{"gfx940:xnack-"})) << "no product: the driver's xnack default";
+  EXPECT_EQ(ids("gfx902"), (V{"gfx902"})) << "no known default: either setting";
+  EXPECT_EQ(ids("mi250x:xnack+"), (V{"gfx90a:sramecc+:xnack+"}));
+  EXPECT_EQ(ids("gfx9422"), (V{"error: unknown processor 'gfx9422'"}));
+  std::string err;
+  auto gfx906 = resolve_target("gfx906", &err);
+  ASSERT_EQ(gfx906.size(), 2u);
+  EXPECT_EQ(gfx906[0].alias, "gfx906 as shipped in MI50, MI60");
+  EXPECT_EQ(gfx906[1].alias, "gfx906 as shipped in AMD Radeon VII");
 }
 
 TEST(Target, ProcessorTableFacts) {
