@@ -19,7 +19,7 @@ if [[ -d ../shared/corpus/aiter ]]; then
   out=$("$HG" check --target gfx942 --target mi355x ../shared/corpus/aiter || true)
   grep -E 'can run on' <<<"$out"
   echo "gfx950 kernels whose LDS does not fit gfx942:"
-  grep -E 'HG301 \[gfx942\] .*/gfx950_' <<<"$out" | head -5
+  grep -E 'HG301 \[gfx942[^]]*\] .*/gfx950_' <<<"$out" | head -5
   echo "(full table and every diagnostic: run the command yourself)"
 else
   echo "../shared/corpus not found: skipping the AITER part of the demo"
@@ -39,5 +39,6 @@ set -e
 if [[ -e /usr/lib/x86_64-linux-gnu/librocsparse.so.0 ]]; then
   step "Debian's rocSPARSE (111 fat binaries) against gfx90a:xnack- and gfx942"
   echo "\$ hipguard check --target gfx90a:xnack- --target gfx942 /usr/lib/x86_64-linux-gnu/librocsparse.so.0"
-  "$HG" check --target gfx90a:xnack- --target gfx942 /usr/lib/x86_64-linux-gnu/librocsparse.so.0 | grep -E 'can run on' || true
+  "$HG" check --target gfx90a:xnack- --target gfx942 /usr/lib/x86_64-linux-gnu/librocsparse.so.0 |
+    grep -E 'can run on|^error|^checked' | cut -c1-240 || true
 fi
