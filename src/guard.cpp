@@ -207,7 +207,7 @@ GuardConfig config_from_env() {
       pos = comma == std::string::npos ? targets.size() + 1 : comma + 1;
       if (item.empty()) continue;
       std::string err;
-      if (auto t = parse_target(item, &err)) c.targets.push_back(*t);
+      if (auto ts = resolve_target(item, &err); !ts.empty()) c.targets.insert(c.targets.end(), ts.begin(), ts.end());
       else
         setup(code::kBadTarget, "HIPGUARD_TARGET entry '" + item + "' is not a target: " + err,
               "use a target ID such as gfx942, gfx942:sramecc+:xnack- or a product name such as mi300x");

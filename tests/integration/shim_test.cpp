@@ -97,7 +97,7 @@ TEST(ShimApp, ReportsMissingCodeObjectForTarget) {
   // Warn mode changes nothing the program sees.
   EXPECT_EQ(r.out, plain.out);
   EXPECT_NE(r.out.find("vector_add: main reached"), std::string::npos);
-  auto hits = lines_with(r.err, "hipguard: error HG201 [gfx942]");
+  auto hits = lines_with(r.err, "hipguard: error HG201 [gfx942:sramecc+:xnack-]");
   ASSERT_EQ(hits.size(), 1u) << r.err;
   // Names the program, and lists what the bundle holds (the --offload-arch values it was built with).
   EXPECT_NE(hits[0].find(app("vector_add_multi")), std::string::npos) << hits[0];
@@ -138,7 +138,7 @@ TEST(ShimApp, StrictModeStopsBeforeMain) {
 TEST(ShimApp, XnackMismatchExplainsTheSetting) {
   REQUIRE_APP("vector_add_xnack_on");
   ProcessResult r = run_process({app("vector_add_xnack_on")}, shim_env({{"HIPGUARD_TARGET", "gfx90a:xnack-"}}));
-  auto hits = lines_with(r.err, "error HG203 [gfx90a:xnack-]");
+  auto hits = lines_with(r.err, "error HG203 [gfx90a:sramecc+:xnack-]");
   ASSERT_EQ(hits.size(), 1u) << r.err;
   EXPECT_NE(hits[0].find("xnack+"), std::string::npos);
   EXPECT_NE(hits[0].find("HSA_XNACK=1"), std::string::npos) << hits[0];
@@ -192,9 +192,9 @@ TEST(ShimModules, CorpusAgainstGfx942) {
       EXPECT_TRUE(mentions.empty()) << name << " should pass on gfx942:\n" << r.err;
       continue;
     }
-    EXPECT_EQ(lines_with(r.err, "error HG202 [gfx942] " + f + ":").size(), 1u) << name;
+    EXPECT_EQ(lines_with(r.err, "error HG202 [gfx942:sramecc+:xnack-] " + f + ":").size(), 1u) << name;
     for (const auto& k : kernels) {
-      auto lds_lines = lines_with(r.err, "error HG301 [gfx942] " + f + " kernel '" + k.symbol + "'");
+      auto lds_lines = lines_with(r.err, "error HG301 [gfx942:sramecc+:xnack-] " + f + " kernel '" + k.symbol + "'");
       if (k.lds > 65536) {
         ++lds_reports;
         ASSERT_EQ(lds_lines.size(), 1u) << name << " kernel " << k.symbol << " declares " << k.lds << "\n" << r.err;
@@ -244,7 +244,7 @@ TEST(ShimDlopen, HipLibraryOpenedByAHostThatDoesNotLinkHip) {
   // Registration was forwarded to the real runtime, found without dlsym(RTLD_NEXT).
   EXPECT_EQ(lines_with(r.err, "forwarding __hipRegisterFatBinary to").size(), 1u) << r.err;
   EXPECT_NE(lines_with(r.err, "forwarding __hipRegisterFatBinary to")[0].find("libamdhip64.so"), std::string::npos);
-  auto hits = lines_with(r.err, "error HG201 [gfx942] " + app("libkernels_lib.so"));
+  auto hits = lines_with(r.err, "error HG201 [gfx942:sramecc+:xnack-] " + app("libkernels_lib.so"));
   ASSERT_EQ(hits.size(), 1u) << r.err;
   EXPECT_NE(hits[0].find("gfx90a"), std::string::npos);
 }
@@ -286,10 +286,10 @@ TEST(ShimSecure, SetuidProcessWritesNoReport) {
 
   EXPECT_EQ(plain.status, 0) << plain.err;
   EXPECT_NE(plain.out.find("AT_SECURE=0"), std::string::npos) << plain.out;
-  EXPECT_EQ(lines_with(plain.err, "error HG201 [gfx942]").size(), 1u) << plain.err;
+  EXPECT_EQ(lines_with(plain.err, "error HG201 [gfx942:sramecc+:xnack-]").size(), 1u) << plain.err;
   EXPECT_TRUE(plain_written) << "control: the report is written without AT_SECURE";
   EXPECT_EQ(secure.status, 0) << secure.err;
-  EXPECT_EQ(lines_with(secure.err, "error HG201 [gfx942]").size(), 1u) << "the shim ran and checked: " << secure.err;
+  EXPECT_EQ(lines_with(secure.err, "error HG201 [gfx942:sramecc+:xnack-]").size(), 1u) << "the shim ran and checked: " << secure.err;
   EXPECT_FALSE(secure_written) << "HIPGUARD_REPORT must be ignored in a setuid process";
 }
 
