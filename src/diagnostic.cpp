@@ -85,7 +85,48 @@ std::string format_line(const Diagnostic& d) {
   if (!d.kernel.empty()) s += " kernel '" + d.kernel + "'";
   s += ": " + d.message;
   if (!d.fix.empty()) s += " -- fix: " + d.fix;
-  return s;
+  return escape_text(s);
+}
+
+namespace {
+// Length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlongs, no
+// surrogates, at most U+10FFFF), 0 when there is none.
+size_t utf8_length(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = byte(i);
+  size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    cp = cp << 6 | (byte(i + k) & 0x3f);
+  }
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return n;
+}
+}  // namespace
+
+std::string escape_text(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = utf8_length(s, i);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (n == 0 || c < 0x20 || c == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+      n = 1;
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n ? n : 1;
+  }
+  return out;
 }
 
 }  // namespace hipguard

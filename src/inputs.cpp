@@ -5,16 +5,67 @@
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 namespace hipguard {
 
+namespace {
+// What a path that is not a regular file is, for the message.
+const char* file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+}  // namespace
+
 Result<FileData> FileData::open(const std::string& path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buf) return ParseError{std::string(code::kUnreadable), "cannot read " + path + ": " + buf.getError().message()};
+  auto fail = [&](std::string why) { return ParseError{std::string(code::kUnreadable), "cannot read " + path + ": " + why}; };
+  // stat before open: opening a FIFO would block (or consume a writer's data),
+  // a device may never end. Only regular files are read.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return fail(strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail(std::string(file_kind(st.st_mode)) + ", not a regular file: not read");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return fail(strerror(errno));
+  std::shared_ptr<int> closer(new int(fd), [](int* p) {
+    ::close(*p);
+    delete p;
+  });
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return fail("changed while being opened: not read");
+  uint64_t size = static_cast<uint64_t>(st.st_size);
   FileData f;
+  if (size <= kCopyLimit) {
+    // Small files are copied with pread: a file that shrinks meanwhile is read
+    // short (and checked as such), never a SIGBUS.
+    auto copy = std::make_shared<std::vector<uint8_t>>(size);
+    uint64_t done = 0;
+    while (done < size) {
+      ssize_t n = ::pread(fd, copy->data() + done, size - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return fail(strerror(errno));
+      if (n == 0) break;  // shrank
+      done += static_cast<uint64_t>(n);
+    }
+    copy->resize(done);
+    f.bytes_ = Bytes(copy->data(), copy->size());
+    f.owner_ = copy;
+    return f;
+  }
+  // Large files (a 1.3 GB rocSPARSE) are mapped: only the pages the checks touch
+  // are read. The CLI turns a SIGBUS from a file truncated meanwhile into a clean error.
+  auto buf = llvm::MemoryBuffer::getOpenFile(fd, path, size, /*RequiresNullTerminator=*/false);
+  if (!buf) return fail(buf.getError().message());
   std::shared_ptr<llvm::MemoryBuffer> owner(std::move(*buf));
   f.bytes_ = Bytes(reinterpret_cast<const uint8_t*>(owner->getBufferStart()), owner->getBufferSize());
   f.owner_ = owner;
@@ -71,6 +122,18 @@ bool find_fatbin_section(Bytes data, Bytes* section, std::string* error) {
   return true;
 }
 
+// Every bundle of `data` (a .hip_fatbin section or a file holding one or more
+// bundles back to back), each an image of `r`.
+void check_bundles(Bytes data, const std::string& path, const std::vector<TargetId>& targets, FileReport& r) {
+  auto bundles = split_fatbin_section(data);
+  size_t n = 0;
+  for (auto& sb : bundles) {
+    std::string where = ".hip_fatbin bundle " + std::to_string(++n) + "/" + std::to_string(bundles.size()) + " @" +
+                        hex(sb.offset);
+    r.images.push_back(check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : ""));
+  }
+}
+
 }  // namespace
 
 FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, bool explicit_arg) {
@@ -83,9 +146,15 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   }
   Bytes data = file->bytes();
   PayloadKind kind = classify(data);
-  if (kind == PayloadKind::CodeObject || kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) {
+  if (kind == PayloadKind::CodeObject) {
     r.hip = true;
     r.images.push_back(check_image(data, path, targets));
+    return r;
+  }
+  if (kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) {
+    // A bundle file, or a dumped .hip_fatbin section: several bundles back to back.
+    r.hip = true;
+    check_bundles(data, path, targets, r);
     return r;
   }
   bool elf = data.size() >= 64 && std::equal(data.begin(), data.begin() + 4, "\x7f" "ELF");
@@ -100,14 +169,8 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
     }
     if (!section.empty()) {
       r.hip = true;
-      auto bundles = split_fatbin_section(section);
-      size_t n = 0;
-      for (auto& sb : bundles) {
-        std::string where = ".hip_fatbin bundle " + std::to_string(++n) + "/" + std::to_string(bundles.size()) + " @" +
-                            hex(sb.offset);
-        r.images.push_back(check_image(section.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : ""));
-      }
-      if (bundles.empty())
+      check_bundles(section, path, targets, r);
+      if (r.images.empty())
         r.diagnostics.push_back(make_diagnostic(code::kMalformedBundle, path, ".hip_fatbin holds no offload bundle",
                                           "rebuild the program; its GPU code is missing"));
       return r;
@@ -121,25 +184,50 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   return r;
 }
 
-std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<std::string>* missing) {
+std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<PathProblem>* problems) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
+  auto problem = [&](const std::string& path, const std::error_code& ec) {
+    if (problems) problems->push_back({path, ec.message()});
+  };
   for (const auto& p : paths) {
     std::error_code ec;
-    if (fs::is_directory(p, ec)) {
-      std::vector<std::string> found;
-      for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        std::error_code ec2;
-        if (it->is_regular_file(ec2)) found.push_back(it->path().string());
-      }
-      std::sort(found.begin(), found.end());
-      out.insert(out.end(), found.begin(), found.end());
-    } else if (fs::exists(p, ec)) {
-      out.push_back(p);
-    } else if (missing) {
-      missing->push_back(p);
+    fs::file_status st = fs::status(p, ec);  // follows symlinks; ELOOP, ENAMETOOLONG, EACCES come back in ec
+    if (ec || !fs::exists(st)) {
+      problem(p, ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory));
+      continue;
     }
+    if (!fs::is_directory(st)) {
+      out.push_back(p);
+      continue;
+    }
+    // Walked by hand: every directory that cannot be read is reported, never skipped silently.
+    std::vector<std::string> found;
+    std::vector<fs::path> todo{fs::path(p)};
+    while (!todo.empty()) {
+      fs::path dir = std::move(todo.back());
+      todo.pop_back();
+      fs::directory_iterator it(dir, ec), end;
+      if (ec) {
+        problem(dir.string(), ec);
+        continue;
+      }
+      for (; it != end; it.increment(ec)) {
+        std::error_code ec2;
+        const fs::directory_entry& e = *it;
+        if (e.is_symlink(ec2)) {
+          // Symlinks to files are followed; symlinked directories are not walked (no loops).
+          if (e.is_regular_file(ec2)) found.push_back(e.path().string());
+        } else if (e.is_directory(ec2)) {
+          todo.push_back(e.path());
+        } else if (e.is_regular_file(ec2)) {
+          found.push_back(e.path().string());
+        }
+      }
+      if (ec) problem(dir.string(), ec);
+    }
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
   }
   return out;
 }

@@ -7,11 +7,29 @@
 namespace hipguard {
 namespace {
 
+// JSON strings must be UTF-8. A name or path that is not keeps its exact bytes
+// in "<key>_hex" (two hex digits per byte); "<key>" then has U+FFFD for each
+// invalid sequence (docs/report.md).
+void put_text(llvm::json::Object& o, llvm::StringRef key, const std::string& text) {
+  if (llvm::json::isUTF8(text)) {
+    o[key] = text;
+    return;
+  }
+  o[key] = llvm::json::fixUTF8(text);
+  std::string hex;
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (unsigned char c : text) hex += kHex[c >> 4], hex += kHex[c & 15];
+  o[(key + "_hex").str()] = std::move(hex);
+}
+
 llvm::json::Value diag_json(const Diagnostic& d) {
-  llvm::json::Object o{{"code", d.code},       {"severity", std::string(to_string(d.severity))},
-                       {"file", d.file},       {"entry", d.entry},
-                       {"kernel", d.kernel},   {"target", d.target},
-                       {"message", d.message}, {"fix", d.fix}};
+  llvm::json::Object o{{"code", d.code}, {"severity", std::string(to_string(d.severity))}};
+  put_text(o, "file", d.file);
+  put_text(o, "entry", d.entry);
+  put_text(o, "kernel", d.kernel);
+  put_text(o, "target", d.target);
+  put_text(o, "message", d.message);
+  put_text(o, "fix", d.fix);
   if (d.value) o["value"] = static_cast<int64_t>(*d.value);
   if (d.limit) o["limit"] = static_cast<int64_t>(*d.limit);
   return o;
@@ -20,9 +38,7 @@ llvm::json::Value diag_json(const Diagnostic& d) {
 llvm::json::Value code_object_json(const CodeObjectSummary& c) {
   llvm::json::Array kernels, devfns, orphans;
   for (const auto& k : c.co.kernels) {
-    llvm::json::Object o{{"name", k.name},
-                         {"symbol", k.symbol},
-                         {"group_segment_fixed_size", static_cast<int64_t>(k.group_segment_fixed_size)},
+    llvm::json::Object o{{"group_segment_fixed_size", static_cast<int64_t>(k.group_segment_fixed_size)},
                          {"private_segment_fixed_size", static_cast<int64_t>(k.private_segment_fixed_size)},
                          {"kernarg_segment_size", static_cast<int64_t>(k.kernarg_segment_size)},
                          {"kernarg_segment_align", static_cast<int64_t>(k.kernarg_segment_align)},
@@ -32,6 +48,8 @@ llvm::json::Value code_object_json(const CodeObjectSummary& c) {
                          {"vgpr_count", static_cast<int64_t>(k.vgpr_count)},
                          {"uses_dynamic_stack", k.uses_dynamic_stack},
                          {"args", static_cast<int64_t>(k.args.size())}};
+    put_text(o, "name", k.name);
+    put_text(o, "symbol", k.symbol);
     if (k.agpr_count) o["agpr_count"] = static_cast<int64_t>(*k.agpr_count);
     if (k.descriptor)
       o["descriptor"] = llvm::json::Object{
@@ -44,16 +62,17 @@ llvm::json::Value code_object_json(const CodeObjectSummary& c) {
           {"kernel_code_properties", static_cast<int64_t>(k.descriptor->kernel_code_properties)}};
     kernels.push_back(std::move(o));
   }
-  for (const auto& f : c.co.device_functions) devfns.push_back(f);
-  for (const auto& f : c.co.kernels_without_metadata) orphans.push_back(f);
-  return llvm::json::Object{{"entry", c.entry},
-                            {"target", describe_target(c.co)},
+  for (const auto& f : c.co.device_functions) devfns.push_back(llvm::json::fixUTF8(f));
+  for (const auto& f : c.co.kernels_without_metadata) orphans.push_back(llvm::json::fixUTF8(f));
+  llvm::json::Object o{{"target", describe_target(c.co)},
                             {"e_flags", static_cast<int64_t>(c.co.e_flags)},
                             {"code_object_version", static_cast<int64_t>(c.co.version)},
                             {"size", static_cast<int64_t>(c.co.size)},
                             {"kernels", std::move(kernels)},
                             {"device_functions", std::move(devfns)},
                             {"kernels_without_metadata", std::move(orphans)}};
+  put_text(o, "entry", c.entry);
+  return o;
 }
 
 }  // namespace
@@ -69,14 +88,15 @@ std::string report_json(const std::vector<FileReport>& reports, const std::vecto
         verdicts.push_back(llvm::json::Object{{"target", v.target.str()},
                                               {"can_run", v.can_run},
                                               {"selection", std::string(to_string(v.selection))},
-                                              {"selected", v.selected}});
+                                              {"selected", llvm::json::fixUTF8(v.selected)}});
       for (const auto& d : img.diagnostics) diags.push_back(diag_json(d));
-      for (const auto& e : img.entries)
-        entries.push_back(llvm::json::Object{{"id", e.id},
-                                             {"offset", static_cast<int64_t>(e.offset)},
-                                             {"size", static_cast<int64_t>(e.size)}});
+      for (const auto& e : img.entries) {
+        llvm::json::Object entry{{"offset", static_cast<int64_t>(e.offset)}, {"size", static_cast<int64_t>(e.size)}};
+        put_text(entry, "id", e.id);
+        entries.push_back(std::move(entry));
+      }
       for (const auto& c : img.code_objects) cos.push_back(code_object_json(c));
-      llvm::json::Object image{{"location", img.location},
+      llvm::json::Object image{{"location", llvm::json::fixUTF8(img.location)},
                                {"kind", std::string(to_string(img.kind))},
                                {"ok", img.ok()},
                                {"entries", std::move(entries)},
@@ -89,8 +109,9 @@ std::string report_json(const std::vector<FileReport>& reports, const std::vecto
       }
       images.push_back(std::move(image));
     }
-    files.push_back(llvm::json::Object{
-        {"path", r.path}, {"ok", r.ok()}, {"images", std::move(images)}, {"diagnostics", std::move(fdiags)}});
+    llvm::json::Object file{{"ok", r.ok()}, {"images", std::move(images)}, {"diagnostics", std::move(fdiags)}};
+    put_text(file, "path", r.path);
+    files.push_back(std::move(file));
   }
   llvm::json::Array tlist;
   for (const auto& t : targets) tlist.push_back(t.str());
@@ -101,12 +122,20 @@ std::string report_json(const std::vector<FileReport>& reports, const std::vecto
     for (const auto& k : run->kernels) {
       llvm::json::Array codes;
       for (const auto& c : k.codes) codes.push_back(c);
-      kernels.push_back(llvm::json::Object{{"name", k.name}, {"file", k.file}, {"launches", static_cast<int64_t>(k.launches)},
-                                           {"blocked", static_cast<int64_t>(k.blocked)}, {"findings", std::move(codes)}});
+      llvm::json::Object kernel{{"launches", static_cast<int64_t>(k.launches)},
+                                {"blocked", static_cast<int64_t>(k.blocked)},
+                                {"findings", std::move(codes)}};
+      put_text(kernel, "name", k.name);
+      put_text(kernel, "file", k.file);
+      kernels.push_back(std::move(kernel));
     }
-    doc["run"] = llvm::json::Object{{"program", run->program}, {"pid", static_cast<int64_t>(run->pid)},
-                                    {"mode", run->mode}, {"target_source", run->target_source},
-                                    {"devices", std::move(devices)}, {"kernels", std::move(kernels)}};
+    llvm::json::Object r{{"pid", static_cast<int64_t>(run->pid)},
+                         {"mode", run->mode},
+                         {"target_source", run->target_source},
+                         {"devices", std::move(devices)},
+                         {"kernels", std::move(kernels)}};
+    put_text(r, "program", run->program);
+    doc["run"] = std::move(r);
   }
   std::string out;
   llvm::raw_string_ostream os(out);
@@ -117,17 +146,17 @@ std::string report_json(const std::vector<FileReport>& reports, const std::vecto
 
 
 namespace {
-std::string xml_escape(const std::string& s) {
-  std::string o;
+// escape_text (no control characters or invalid UTF-8 survive: XML 1.0 allows
+// neither), then XML's own escapes.
+std::string xml_escape(const std::string& text) {
+  std::string o, s = escape_text(text);
   for (char c : s) {
     switch (c) {
       case '&': o += "&amp;"; break;
       case '<': o += "&lt;"; break;
       case '>': o += "&gt;"; break;
       case '"': o += "&quot;"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') o += ' ';
-        else o += c;
+      default: o += c;
     }
   }
   return o;

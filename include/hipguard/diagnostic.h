@@ -88,7 +88,13 @@ struct Diagnostic {
 // A diagnostic with the code's severity from the table (Error for unknown codes).
 Diagnostic make_diagnostic(std::string_view code, std::string file, std::string message, std::string fix);
 
-// "error HG301 [gfx942] file: entry: kernel 'k': message (fix: ...)" on one line.
+// "error HG301 [gfx942] file: entry: kernel 'k': message (fix: ...)" on one
+// line, passed through escape_text.
 std::string format_line(const Diagnostic& d);
+
+// Text for a terminal, a log line or XML: control characters (newline, ESC,
+// ...) and bytes that are not valid UTF-8 become \xNN and a backslash becomes
+// \\, so a crafted file or kernel name can neither forge nor hide lines.
+std::string escape_text(std::string_view s);
 
 }  // namespace hipguard

@@ -11,10 +11,14 @@
 
 namespace hipguard {
 
-// A read-only view of a whole file (memory-mapped where possible, so only the
-// pages the checks touch are read).
+// A read-only view of a whole regular file: copied with pread up to
+// kCopyLimit bytes (a file that shrinks while read is read short, never a
+// SIGBUS), memory-mapped above (only the pages the checks touch are read).
+// FIFOs, devices, sockets and directories are refused (HG101) without being
+// opened for reading.
 class FileData {
  public:
+  static constexpr uint64_t kCopyLimit = 64ull << 20;
   static Result<FileData> open(const std::string& path);
   Bytes bytes() const { return bytes_; }
 
@@ -36,8 +40,15 @@ struct FileReport {
 // HIP at all gets a note (HG107) when `explicit_arg`, and is otherwise skipped.
 FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, bool explicit_arg = true);
 
+// A path that could not be used: missing, unreadable directory, symlink loop,
+// name too long, ... (reported as HG101 by the CLI).
+struct PathProblem {
+  std::string path, reason;
+};
+
 // Expands directories recursively (sorted, regular files only, symlinks to
-// files followed); plain files are kept as given.
-std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<std::string>* missing);
+// files followed, symlinked directories not walked); plain files are kept as
+// given. Never throws: each path or directory that cannot be read is a problem.
+std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<PathProblem>* problems);
 
 }  // namespace hipguard

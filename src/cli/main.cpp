@@ -1,10 +1,12 @@
 // hipguard: offline checks of HIP fat binaries and code objects, and a
 // launcher that runs a program with the libhipguard.so shim preloaded.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -57,7 +59,7 @@ std::string pad(std::string s, size_t width) {
 }
 
 std::string image_name(const ImageReport& img) {
-  return img.location.empty() ? img.origin : img.origin + " [" + img.location + "]";
+  return escape_text(img.location.empty() ? img.origin : img.origin + " [" + img.location + "]");
 }
 
 // Findings that differ only in which fat binary of one file they concern
@@ -132,7 +134,7 @@ void print_table(const std::vector<FileReport>& reports, const std::vector<Targe
     for (const ImageReport* img : images) {
       const TargetVerdict& v = img->verdicts[t];
       if (v.can_run) ++runnable;
-      std::string sel = v.selection == Selection::None ? "-" : v.selected + " (" + std::string(to_string(v.selection)) + ")";
+      std::string sel = v.selection == Selection::None ? "-" : escape_text(v.selected) + " (" + std::string(to_string(v.selection)) + ")";
       std::string kernels = v.selection == Selection::None ? "-" : std::to_string(v.kernels);
       printf("  %s %s %s %s\n", pad(v.can_run ? "ok" : "FAIL", 6).c_str(), pad(sel, 52).c_str(), pad(kernels, 7).c_str(),
              image_name(*img).c_str());
@@ -154,12 +156,21 @@ void print_json(const std::vector<FileReport>& reports, const std::vector<Target
   printf("%s\n", report_json(reports, targets).c_str());
 }
 
-// A path named on the command line that does not exist: HG101, as a report of its own.
-FileReport missing_report(const std::string& path) {
+// A path named on the command line, or a directory below one, that cannot be
+// read (missing, no permission, a symlink loop, a name too long): HG101, as a
+// report of its own, so the check fails instead of skipping it.
+FileReport problem_report(const PathProblem& p) {
   FileReport r;
-  r.path = path;
-  r.diagnostics.push_back(make_diagnostic(code::kUnreadable, path, "no such file or directory", "check the path"));
+  r.path = p.path;
+  std::string why = p.reason;
+  if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
+  r.diagnostics.push_back(make_diagnostic(code::kUnreadable, p.path, why, "check the path and its permissions"));
   return r;
+}
+
+bool is_directory(const std::string& p) {
+  std::error_code ec;
+  return std::filesystem::is_directory(p, ec);
 }
 
 // A directory named on the command line that holds no GPU code: HG110, so a
@@ -220,19 +231,19 @@ int cmd_check(int argc, char** argv) {
   }
   if (paths.empty()) return usage_error("check needs at least one PATH");
   if (json && junit) return usage_error("--json and --junit exclude each other");
-  std::vector<std::string> missing;
-  std::vector<std::string> files = expand_paths(paths, &missing);
+  std::vector<PathProblem> problems;
+  std::vector<std::string> files = expand_paths(paths, &problems);
   std::vector<FileReport> reports;
-  for (const auto& m : missing) reports.push_back(missing_report(m));
+  for (const auto& m : problems) reports.push_back(problem_report(m));
   // Files named on the command line get a note when they carry no GPU code;
   // files found inside directories are skipped silently.
   std::vector<std::string> explicit_files;
   for (const auto& p : paths)
-    if (!std::filesystem::is_directory(p)) explicit_files.push_back(p);
+    if (!is_directory(p)) explicit_files.push_back(p);
   Tally tally;
   std::map<std::string, size_t> found_below;  // GPU-code files found in each directory argument
   for (const auto& p : paths)
-    if (std::filesystem::is_directory(p)) found_below[p] = 0;
+    if (is_directory(p)) found_below[p] = 0;
   for (const auto& f : files) {
     bool is_explicit = std::find(explicit_files.begin(), explicit_files.end(), f) != explicit_files.end();
     FileReport r = check_file(f, targets, is_explicit);
@@ -270,7 +281,7 @@ std::string human_bytes(uint64_t b) {
 
 void print_inspect(const std::vector<FileReport>& reports) {
   for (const auto& r : reports) {
-    printf("%s\n", r.path.c_str());
+    printf("%s\n", escape_text(r.path).c_str());
     for (const auto& d : r.diagnostics) printf("  %s\n", format_line(d).c_str());
     size_t bundles = 0;
     for (const auto& img : r.images)
@@ -282,11 +293,11 @@ void print_inspect(const std::vector<FileReport>& reports) {
         head += " (CCOB v" + std::to_string(img.ccob_version) + ", " + (img.ccob_method == 1 ? "zstd" : "zlib") + ")";
       printf("  %s\n", head.c_str());
       for (const auto& e : img.entries)
-        printf("    entry %-52s %10s at offset %llu\n", e.id.c_str(), human_bytes(e.size).c_str(),
+        printf("    entry %-52s %10s at offset %llu\n", escape_text(e.id).c_str(), human_bytes(e.size).c_str(),
                static_cast<unsigned long long>(e.offset));
       for (const auto& c : img.code_objects) {
         printf("    code object %s%s, v%u, %zu kernel(s)\n", describe_target(c.co).c_str(),
-               c.entry.empty() ? "" : (" [" + c.entry + "]").c_str(), c.co.version, c.co.kernels.size());
+               c.entry.empty() ? "" : (" [" + escape_text(c.entry) + "]").c_str(), c.co.version, c.co.kernels.size());
         if (!c.co.kernels.empty())
           printf("      %-10s %-9s %-6s %-11s %-5s %-5s %-7s %s\n", "LDS", "SCRATCH", "WAVE", "VGPR/AGPR", "SGPR",
                  "WG", "KERNARG", "KERNEL");
@@ -297,10 +308,12 @@ void print_inspect(const std::vector<FileReport>& reports) {
                  static_cast<unsigned long long>(k.group_segment_fixed_size), scratch.c_str(),
                  static_cast<unsigned long long>(k.wavefront_size), regs.c_str(),
                  static_cast<unsigned long long>(k.sgpr_count), static_cast<unsigned long long>(k.max_flat_workgroup_size),
-                 static_cast<unsigned long long>(k.kernarg_segment_size), k.name.c_str());
+                 static_cast<unsigned long long>(k.kernarg_segment_size), escape_text(k.name).c_str());
         }
-        for (const auto& f : c.co.device_functions) printf("      device function (not a kernel): %s\n", f.c_str());
-        for (const auto& f : c.co.kernels_without_metadata) printf("      kernel descriptor without metadata: %s\n", f.c_str());
+        for (const auto& f : c.co.device_functions)
+          printf("      device function (not a kernel): %s\n", escape_text(f).c_str());
+        for (const auto& f : c.co.kernels_without_metadata)
+          printf("      kernel descriptor without metadata: %s\n", escape_text(f).c_str());
       }
       for (const auto& d : img.diagnostics) printf("    %s\n", format_line(d).c_str());
     }
@@ -320,17 +333,21 @@ int cmd_inspect(int argc, char** argv) {
     else paths.push_back(a);
   }
   if (paths.empty()) return usage_error("inspect needs at least one PATH");
-  std::vector<std::string> missing;
+  std::vector<PathProblem> problems;
   std::vector<FileReport> reports;
-  std::vector<std::string> files = expand_paths(paths, &missing);
-  for (const auto& m : missing) reports.push_back(missing_report(m));
+  std::vector<std::string> files = expand_paths(paths, &problems);
+  for (const auto& m : problems) reports.push_back(problem_report(m));
   for (const auto& f : files) {
     FileReport r = check_file(f, {}, std::find(paths.begin(), paths.end(), f) != paths.end());
     if (r.hip || !r.diagnostics.empty()) reports.push_back(std::move(r));
   }
   if (json) print_json(reports, {});
   else print_inspect(reports);
-  return missing.empty() ? kExitOk : kExitProblems;
+  // inspect describes; it fails only when an input could not be read at all.
+  for (const auto& r : reports)
+    for (const auto& d : r.diagnostics)
+      if (d.code == code::kUnreadable) return kExitProblems;
+  return kExitOk;
 }
 
 std::string feature_name(Feature f) {
@@ -444,9 +461,16 @@ int cmd_run(int argc, char** argv) {
   return 127;
 }
 
-}  // namespace
 
-int main(int argc, char** argv) {
+// A file mapped for reading (FileData, above 64 MiB) that is truncated
+// meanwhile raises SIGBUS on the next page touched: say so, never crash.
+extern "C" void on_sigbus(int) {
+  static const char msg[] = "hipguard: a file shrank while it was being read (SIGBUS); check it again\n";
+  (void)!write(2, msg, sizeof msg - 1);
+  _exit(kExitUsage);
+}
+
+int run_command(int argc, char** argv) {
   if (argc < 2) return usage_error("missing command");
   std::string cmd = argv[1];
   if (cmd == "check") return cmd_check(argc - 2, argv + 2);
@@ -462,4 +486,28 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   return usage_error("unknown command '" + cmd + "'");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigbus;
+  sigaction(SIGBUS, &sa, nullptr);
+  int status;
+  try {
+    status = run_command(argc, argv);
+  } catch (const std::exception& e) {
+    fprintf(stderr, "hipguard: internal error: %s\n", e.what());
+    return kExitUsage;
+  } catch (...) {
+    fprintf(stderr, "hipguard: internal error\n");
+    return kExitUsage;
+  }
+  // A report that did not reach its reader (a full disk, a closed pipe) is a failure.
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "hipguard: cannot write the output: %s\n", strerror(errno));
+    return kExitUsage;
+  }
+  return status;
 }

@@ -3,7 +3,9 @@
 // corpus. Expected verdicts follow from the file names (gfx942_* / gfx950_* /
 // gfx1250_* are built for that processor, checked with llvm-readelf e_flags) and
 // the LDS table read with llvm-readelf (corpus_facts.h).
+#include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -378,4 +380,67 @@ TEST(Cli, TargetsListsProductsProcessorsAndSources) {
   EXPECT_EQ(products, hipguard::all_products().size()) << r.out;
   EXPECT_TRUE(mi300x && gfx906 && sources) << r.out;
   EXPECT_EQ(run_cli({"targets", "extra"}).status, 2);
+}
+
+// Paths the CLI cannot use are HG101 findings and exit 1: never an abort
+// (uncaught filesystem_error), a hang (FIFO) or an endless read (/dev/zero).
+TEST(Cli, UnusablePathsAreFindingsNotCrashes) {
+  fs::path root = fs::temp_directory_path() / ("hipguard-cli-paths-" + std::to_string(getpid()));
+  fs::create_directories(root);
+  fs::create_symlink("b", root / "a");
+  fs::create_symlink("a", root / "b");
+  ASSERT_EQ(mkfifo((root / "fifo").c_str(), 0600), 0);
+  std::string long_name = (root / std::string(300, 'n')).string();
+  for (const std::string& p : {(root / "a").string(), long_name, (root / "fifo").string(), std::string("/dev/zero")}) {
+    CliRun r = run_cli({"check", "--target", "mi300x", p});
+    EXPECT_EQ(r.status, 1) << p << "\n" << r.out;
+    EXPECT_NE(r.out.find("error HG101"), std::string::npos) << p << "\n" << r.out;
+    CliRun i = run_cli({"inspect", p});
+    EXPECT_EQ(i.status, 1) << p << "\n" << i.out;
+  }
+  fs::remove_all(root);
+}
+
+// A report that cannot be written fails the command.
+TEST(Cli, OutputWriteErrorFails) {
+  HG_REQUIRE_APP(path, "vector_add_multi");
+  std::string cmd = quote(HIPGUARD_CLI) + " check --target mi300x " + quote(path) + " > /dev/full 2>/dev/null";
+  int st = system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 2) << "a full disk must not pass as a clean report";
+  cmd = quote(HIPGUARD_CLI) + " targets > /dev/full 2>/dev/null";
+  st = system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(st), 2);
+}
+
+// Control characters and invalid UTF-8 in names cannot forge output lines or
+// break the JSON and XML outputs; JSON keeps the exact bytes in "<key>_hex".
+TEST(Cli, HostileFileNamesAreEscaped) {
+  HG_REQUIRE_APP(hipfb, "vector_add_gfx90a.hipfb");
+  fs::path dir = fs::temp_directory_path() / ("hipguard-names-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string evil = std::string("x\nerror HG000 forged\x1b[31m\xff.hipfb");
+  fs::copy_file(hipfb, dir / evil);
+  std::string path = (dir / evil).string();
+  CliRun text = run_cli({"check", "--target", "mi300x", path});
+  EXPECT_EQ(text.status, 1);
+  std::istringstream lines(text.out);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_NE(line.rfind("error HG000", 0), 0u) << "a forged line: " << line;
+    EXPECT_EQ(line.find('\x1b'), std::string::npos) << line;
+  }
+  EXPECT_NE(text.out.find("x\\x0aerror HG000 forged\\x1b[31m\\xff.hipfb"), std::string::npos) << text.out;
+
+  CliRun json = run_cli({"check", "--target", "mi300x", "--json", path});
+  auto doc = llvm::json::parse(json.out);
+  ASSERT_TRUE(bool(doc)) << llvm::toString(doc.takeError());
+  const auto* file = (*doc->getAsObject()->getArray("files"))[0].getAsObject();
+  std::string hex;
+  for (unsigned char c : path) hex += llvm::formatv("{0:x-2}", static_cast<unsigned>(c)).str();
+  EXPECT_EQ(file->getString("path_hex").value_or("").str(), hex) << "the exact bytes of the path";
+
+  CliRun junit = run_cli({"check", "--target", "mi300x", "--junit", path});
+  EXPECT_TRUE(llvm::json::isUTF8(junit.out)) << "XML output must be UTF-8";
+  for (unsigned char c : junit.out) EXPECT_TRUE(c >= 0x20 || c == '\n') << "control byte " << int(c) << " in XML";
+  fs::remove_all(dir);
 }

@@ -677,12 +677,71 @@ TEST(Inputs, UnknownPayloadIsHG103) {
 
 TEST(Inputs, ExpandPathsSortsAndReportsMissing) {
   HG_REQUIRE_CORPUS();
-  std::vector<std::string> missing;
-  auto files = expand_paths({corpus_dir().string(), "/nonexistent/x.co"}, &missing);
-  EXPECT_EQ(missing, std::vector<std::string>{"/nonexistent/x.co"});
+  std::vector<PathProblem> problems;
+  auto files = expand_paths({corpus_dir().string(), "/nonexistent/x.co"}, &problems);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].path, "/nonexistent/x.co");
   // The corpus folder holds 42 .co files plus LICENSE and MANIFEST.tsv.
   EXPECT_EQ(files.size(), 44u);
   EXPECT_TRUE(std::is_sorted(files.begin(), files.end()));
+}
+
+// Paths that cannot be walked are problems, never exceptions or silent skips.
+TEST(Inputs, ExpandPathsReportsLoopsLongNamesAndUnreadableDirectories) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("hipguard-paths-" + std::to_string(getpid()));
+  fs::create_directories(root / "locked");
+  fs::create_symlink("loop_b", root / "loop_a");
+  fs::create_symlink("loop_a", root / "loop_b");
+  fs::create_directory_symlink(root, root / "self");  // a symlinked directory is not walked: no endless loop
+  std::ofstream(root / "f.co") << "x";
+  std::string long_name = (root / std::string(300, 'n')).string();
+  std::vector<PathProblem> problems;
+  auto files = expand_paths({(root / "loop_a").string(), long_name, root.string()}, &problems);
+  std::map<std::string, std::string> why;
+  for (const auto& p : problems) why[p.path] = p.reason;
+  EXPECT_NE(why[(root / "loop_a").string()].find("symbolic links"), std::string::npos) << why[(root / "loop_a").string()];
+  EXPECT_NE(why[long_name].find("too long"), std::string::npos) << why[long_name];
+  EXPECT_EQ(files, std::vector<std::string>{(root / "f.co").string()});
+  if (geteuid() != 0) {  // root reads any directory
+    fs::permissions(root / "locked", fs::perms::none);
+    problems.clear();
+    expand_paths({root.string()}, &problems);
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_EQ(problems[0].path, (root / "locked").string());
+    fs::permissions(root / "locked", fs::perms::owner_all);
+  }
+  fs::remove_all(root);
+}
+
+// Only regular files are read: a FIFO would hang, a device never ends.
+TEST(Inputs, FifosAndDevicesAreRefusedWithoutReading) {
+  namespace fs = std::filesystem;
+  fs::path fifo = fs::temp_directory_path() / ("hipguard-fifo-" + std::to_string(getpid()));
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (std::string path : {fifo.string(), std::string("/dev/zero"), std::string("/dev/null")}) {
+    auto r = check_file(path, {target("gfx942")});
+    auto d = find_diags(r.diagnostics, code::kUnreadable);
+    ASSERT_EQ(d.size(), 1u) << path << dump(r.diagnostics);
+    EXPECT_NE(d[0]->message.find("not a regular file"), std::string::npos) << d[0]->message;
+    EXPECT_FALSE(r.ok());
+  }
+  fs::remove(fifo);
+}
+
+// A dumped .hip_fatbin section (bundles back to back) is checked in full.
+TEST(Inputs, FileOfSeveralBundlesChecksEachOne) {
+  HG_REQUIRE_APP(hipfb, "vector_add_gfx90a.hipfb");
+  ByteVec one = read_bytes(hipfb);
+  ByteVec three;
+  for (int i = 0; i < 3; ++i) {
+    three.insert(three.end(), one.begin(), one.end());
+    three.resize((three.size() + 4095) / 4096 * 4096, 0);  // 4096-aligned, as in a .hip_fatbin section
+  }
+  TempFile f(three, ".hipfb");
+  auto r = check_file(f.str(), {target("mi300x")});
+  EXPECT_EQ(r.images.size(), 3u) << dump(r.diagnostics);
+  for (const auto& img : r.images) EXPECT_TRUE(has_code(img.diagnostics, code::kNoCodeObject)) << dump(img.diagnostics);
 }
 
 TEST(Inputs, FileReportOkFollowsErrors) {
