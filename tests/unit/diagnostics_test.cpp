@@ -78,6 +78,17 @@ TEST(Docs, EveryCodeIsDocumented) {
                           std::string(to_string(c.severity)) + ")";
     EXPECT_NE(text.find(heading), std::string::npos) << "docs/diagnostics.md lacks the heading '" << heading << "'";
   }
+  // Every error says what in the runtime rejects it (or why it is hipguard's
+  // own): a "**Runtime.**" paragraph in its section.
+  for (const auto& c : all_codes()) {
+    if (c.severity != Severity::Error) continue;
+    size_t at = text.find("## " + std::string(c.code) + " ");
+    if (at == std::string::npos) continue;  // reported above
+    size_t next = text.find("\n## ", at + 1);
+    std::string section = text.substr(at, next == std::string::npos ? std::string::npos : next - at);
+    EXPECT_NE(section.find("**Runtime.**"), std::string::npos)
+        << c.code << " is an error: its section must cite the runtime source that rejects it (**Runtime.**)";
+  }
   // And no stale codes.
   std::regex re("## (HG[0-9]{3}) ");
   for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it)
