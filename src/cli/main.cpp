@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <set>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -237,15 +238,15 @@ int cmd_check(int argc, char** argv) {
   for (const auto& m : problems) reports.push_back(problem_report(m));
   // Files named on the command line get a note when they carry no GPU code;
   // files found inside directories are skipped silently.
-  std::vector<std::string> explicit_files;
+  std::set<std::string> explicit_files;  // a set: thousands of files are looked up
   for (const auto& p : paths)
-    if (!is_directory(p)) explicit_files.push_back(p);
+    if (!is_directory(p)) explicit_files.insert(p);
   Tally tally;
   std::map<std::string, size_t> found_below;  // GPU-code files found in each directory argument
   for (const auto& p : paths)
     if (is_directory(p)) found_below[p] = 0;
   for (const auto& f : files) {
-    bool is_explicit = std::find(explicit_files.begin(), explicit_files.end(), f) != explicit_files.end();
+    bool is_explicit = explicit_files.count(f) != 0;
     FileReport r = check_file(f, targets, is_explicit);
     if (r.hip)
       for (auto& [dir, n] : found_below)
