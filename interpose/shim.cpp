@@ -118,6 +118,10 @@ SLOT(hipPeekAtLastError);
   _exit(Guard::get().config().exit_code);
 }
 
+// The exit status of a process that saw errors and exits with 0 (strict mode,
+// HIPGUARD_FAIL_ON): registered before the program's own exit handlers, so it runs after them.
+__attribute__((constructor)) void install_exit_status() { hipguard::install_exit_status_handler(); }
+
 // The probe runs at the first launch; hand the core the runtime's lookup functions then.
 void provide_probe_functions() {
   static std::atomic<bool> done{false};

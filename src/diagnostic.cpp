@@ -24,6 +24,7 @@ constexpr std::array kCodes = {
     CodeInfo{code::kBadTarget, "bad-target", S::Error},
     CodeInfo{code::kSpirvFallback, "spirv-fallback", S::Warning},
     CodeInfo{code::kAmbiguousSelection, "ambiguous-compressed-selection", S::Warning},
+    CodeInfo{code::kHotSwapForwarding, "hotswap-forwarding", S::Warning},
     CodeInfo{code::kLdsOverLimit, "lds-over-limit", S::Error},
     CodeInfo{code::kWavefrontSize, "wavefront-size-unsupported", S::Error},
     CodeInfo{code::kRegisterLimit, "register-limit", S::Error},
@@ -42,6 +43,8 @@ constexpr std::array kCodes = {
     CodeInfo{code::kRuntimeRejected, "runtime-rejected-kernel", S::Error},
     CodeInfo{code::kLaunchWithFindings, "launch-with-findings", S::Error},
     CodeInfo{code::kLookupFailed, "lookup-failed", S::Error},
+    CodeInfo{code::kBadSetting, "bad-setting", S::Error},
+    CodeInfo{code::kExitStatusChanged, "exit-status-changed", S::Error},
 };
 }  // namespace
 

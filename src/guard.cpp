@@ -51,11 +51,6 @@ constexpr unsigned kGateFindings = 2;  // some registered kernel has findings
 constexpr unsigned kGatePending = 4;   // some fat binary's kernels are not checked yet (first use checks them)
 constexpr unsigned kGateUnindexed = 8; // some registered kernels are not in the kernel table yet
 
-std::string env_or(const char* name, const char* fallback) {
-  const char* v = getenv(name);
-  return v && *v ? v : fallback;
-}
-
 std::string self_exe() {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -180,42 +175,121 @@ uint64_t readable_extent(const void* p, uint64_t cap) {
   return extent < cap ? extent : cap;
 }
 
-GuardConfig config_from_env() {
+namespace {
+std::string lowered(std::string_view v) {
+  std::string s(v);
+  for (char& ch : s) ch = static_cast<char>(tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+}  // namespace
+
+GuardConfig config_from(const EnvLookup& env, bool secure) {
   GuardConfig c;
-  std::string mode = env_or("HIPGUARD_MODE", "warn");
-  if (mode == "strict") c.mode = Mode::Strict;
-  else if (mode == "off") c.mode = Mode::Off;
-  else c.mode = Mode::Warn;
-  if (const char* e = getenv("HIPGUARD_EXIT_CODE"); e && *e) {
-    char* end = nullptr;
-    long v = strtol(e, &end, 10);
-    if (end && *end == 0 && v >= 0 && v <= 255) c.exit_code = static_cast<int>(v);
-  }
-  auto setup = [&](std::string_view code, std::string msg, std::string fix) {
-    c.setup_diagnostics.push_back(make_diagnostic(code, self_exe(), std::move(msg), std::move(fix)));
+  auto get = [&](const char* name) -> std::string {
+    const char* v = env(name);
+    return v ? v : "";  // empty counts as unset
   };
+  auto setup = [&](std::string_view code, std::string msg, std::string fix) {
+    Diagnostic d = make_diagnostic(code, self_exe(), std::move(msg), std::move(fix));
+    if (d.severity == Severity::Error) c.config_error = true;
+    c.setup_diagnostics.push_back(std::move(d));
+  };
+  // One line naming the variable, the value, what is accepted and what hipguard does instead.
+  auto refuse = [&](const char* name, const std::string& value, const std::string& accepted, const std::string& instead) {
+    setup(code::kBadSetting, std::string(name) + "='" + value + "' is not accepted (accepted: " + accepted + "): " + instead,
+          "set " + std::string(name) + " to one of: " + accepted);
+  };
+
+  std::string mode = lowered(get("HIPGUARD_MODE"));
+  if (mode.empty() || mode == "warn") c.mode = Mode::Warn;
+  else if (mode == "strict") c.mode = Mode::Strict;
+  else if (mode == "off") c.mode = Mode::Off;
+  else {
+    c.mode = Mode::Strict;  // fail closed: a CI job that asked for something asked for checking
+    refuse("HIPGUARD_MODE", get("HIPGUARD_MODE"), "warn, strict, off (any case)", "running in strict mode");
+  }
+
+  if (std::string e = get("HIPGUARD_EXIT_CODE"); !e.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    long v = strtol(e.c_str(), &end, 10);
+    bool number = end && end != e.c_str() && *end == 0 && errno == 0 && isdigit(static_cast<unsigned char>(e[0]));
+    if (number && v >= 1 && v <= 255) c.exit_code = static_cast<int>(v);
+    else
+      refuse("HIPGUARD_EXIT_CODE", e, "a decimal exit status from 1 to 255",
+             std::string(number && v == 0 ? "0 would let a failing process pass; " : "") + "using exit status " +
+                 std::to_string(kDefaultExitCode));
+  }
+
+  if (c.mode == Mode::Strict) c.fail_on = Severity::Error;
+  if (std::string f = lowered(get("HIPGUARD_FAIL_ON")); !f.empty()) {
+    if (f == "error") c.fail_on = Severity::Error;
+    else if (f == "warning" || f == "warn") c.fail_on = Severity::Warning;
+    else if (f == "none") {
+      // Never weaker than strict mode.
+    } else {
+      c.fail_on = Severity::Warning;  // the stricter choice
+      refuse("HIPGUARD_FAIL_ON", get("HIPGUARD_FAIL_ON"), "error, warning, none (any case)",
+             "failing the exit status on warnings and errors");
+    }
+  }
+
+  if (std::string l = lowered(get("HIPGUARD_LOG_LEVEL")); !l.empty()) {
+    static const std::pair<const char*, LogLevel> kLevels[] = {
+        {"trace", LogLevel::Trace}, {"debug", LogLevel::Debug}, {"info", LogLevel::Info},
+        {"warn", LogLevel::Warn},   {"warning", LogLevel::Warn}, {"error", LogLevel::Error},
+        {"err", LogLevel::Error},   {"off", LogLevel::Off},      {"none", LogLevel::Off},
+        // AMD_LOG_LEVEL's numbers (CLR: 0 none, 1 error, 2 warning, 3 info, 4 debug, 5 extra debug).
+        {"0", LogLevel::Off},       {"1", LogLevel::Error},      {"2", LogLevel::Warn},
+        {"3", LogLevel::Info},      {"4", LogLevel::Debug},      {"5", LogLevel::Trace}};
+    bool found = false;
+    for (const auto& [name, level] : kLevels)
+      if (l == name) c.log_level = level, found = true;
+    if (!found)
+      refuse("HIPGUARD_LOG_LEVEL", get("HIPGUARD_LOG_LEVEL"),
+             "trace, debug, info, warn, error, off (any case), or AMD_LOG_LEVEL's 0 (off) to 5 (trace)",
+             "logging at info");
+  }
+
   // A setuid/setgid process must not write files chosen by its environment.
-  if (std::string report = env_or("HIPGUARD_REPORT", ""); !report.empty() && !getauxval(AT_SECURE)) {
+  if (std::string report = get("HIPGUARD_REPORT"); !report.empty() && !secure) {
     c.report_path = report;  // "%p" is expanded when the report is written: a forked child has its own pid
   }
-  std::string targets = env_or("HIPGUARD_TARGET", "");
+
+  // HSA_TOOLS_LIB: a space-separated list of tool libraries ROCr loads.
+  for (const char* tool : {"libhsa-hotswap.so", "libamd_comgr_hotswap_tool.so"})
+    if (std::string tools = get("HSA_TOOLS_LIB"); c.hotswap_tool.empty() && tools.find(tool) != std::string::npos)
+      c.hotswap_tool = tool;
+
+  std::string targets = get("HIPGUARD_TARGET");
   if (!targets.empty()) {
     size_t pos = 0;
     while (pos <= targets.size()) {
       size_t comma = targets.find(',', pos);
       std::string item = targets.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
       pos = comma == std::string::npos ? targets.size() + 1 : comma + 1;
-      if (item.empty()) continue;
       std::string err;
-      if (auto ts = resolve_target(item, &err); !ts.empty()) c.targets.insert(c.targets.end(), ts.begin(), ts.end());
-      else
-        setup(code::kBadTarget, "HIPGUARD_TARGET entry '" + item + "' is not a target: " + err,
-              "use a target ID such as gfx942, gfx942:sramecc+:xnack- or a product name such as mi300x");
+      if (item.empty()) err = "empty entry";
+      else if (item.find_first_of(" \t;") != std::string::npos) err = "separate targets with ',' and no spaces";
+      if (err.empty())
+        if (auto ts = resolve_target(item, &err); !ts.empty()) {
+          c.targets.insert(c.targets.end(), ts.begin(), ts.end());
+          continue;
+        }
+      setup(code::kBadTarget, "HIPGUARD_TARGET entry '" + item + "' is not a target: " + err,
+            "use a comma-separated list of target IDs such as gfx942, gfx942:sramecc+:xnack- or product names such "
+            "as mi300x");
     }
     c.target_source = "HIPGUARD_TARGET";
+    if (c.targets.empty())
+      setup(code::kDeviceChecksSkipped,
+            "HIPGUARD_TARGET='" + targets + "' has no valid entry: device checks skipped, structural checks only" +
+                (c.mode == Mode::Strict ? " (strict mode stops the program instead)" : ""),
+            "set HIPGUARD_TARGET to valid targets (gfx942, mi300x, ...)");
   } else {
     // A setuid/setgid process reads the real sysfs only, not files its environment names.
-    std::string sysfs = getauxval(AT_SECURE) ? "/sys" : env_or("HIPGUARD_SYSFS_ROOT", "/sys");
+    std::string sysfs = secure ? "/sys" : get("HIPGUARD_SYSFS_ROOT");
+    if (sysfs.empty()) sysfs = "/sys";
     for (const Device& d : discover_devices(sysfs)) {
       if (!find_processor(d.target.processor)) continue;
       TargetId t = d.target;
@@ -224,12 +298,16 @@ GuardConfig config_from_env() {
       c.target_source += (c.target_source.empty() ? "" : ", ") + ("GPU " + std::to_string(d.index) + " (KFD node " +
                                                                    std::to_string(d.node) + ")");
     }
+    if (c.targets.empty())
+      setup(code::kDeviceChecksSkipped,
+            "no AMD GPU found and HIPGUARD_TARGET not set: device checks skipped, structural checks only",
+            "set HIPGUARD_TARGET=gfx942 (or mi300x, mi355x, ...) to check against a GPU this machine lacks");
   }
-  if (c.targets.empty())
-    setup(code::kDeviceChecksSkipped,
-          "no AMD GPU found and HIPGUARD_TARGET not set: device checks skipped, structural checks only",
-          "set HIPGUARD_TARGET=gfx942 (or mi300x, mi355x, ...) to check against a GPU this machine lacks");
   return c;
+}
+
+GuardConfig config_from_env() {
+  return config_from([](const char* name) -> const char* { return getenv(name); }, getauxval(AT_SECURE) != 0);
 }
 
 // What hipguard knows about one kernel, by host function or hipFunction_t.
@@ -326,7 +404,18 @@ struct Guard::State {
   pid_t report_written_by = 0;  // the report is written once per process (a forked child writes its own)
   size_t pending_fatbins = 0;  // registered with selection only, kernels not checked yet
   std::vector<const void*> unindexed_order;  // fat binaries with unindexed kernels, in registration order
+  // The findings this process reported (for HIPGUARD_FAIL_ON / strict exit status):
+  // the most severe, how many at or above config.fail_on, the first of them.
+  pid_t findings_pid = 0;  // a forked child starts counting afresh
+  size_t failing = 0;
+  std::string first_failing;
 };
+
+namespace {
+// Set once the guard's state exists: the process called HIP. The exit status
+// handler does nothing before that.
+std::atomic<bool> g_state_ready{false};
+}  // namespace
 
 namespace {
 struct PendingFatbin {
@@ -400,6 +489,11 @@ std::vector<Diagnostic> missing_kernel(const std::string& name, const ImageIndex
   return out;
 }
 
+// HG210 into the image's own findings (a warning: verdicts are unchanged).
+void add_hotswap(ImageReport& report, const GuardConfig& c) {
+  for (auto& d : hotswap_forwarding(report, c.targets, c.hotswap_tool)) report.diagnostics.push_back(std::move(d));
+}
+
 // Adds what `idx` says about kernel k.name (its findings, its LDS headroom).
 void fill_kernel(KernelState& k, const ImageIndex& idx) {
   auto own = idx.by_kernel.find(k.name);
@@ -443,12 +537,10 @@ Guard::State& Guard::state() {
     auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
     st->logger = std::make_shared<spdlog::logger>("hipguard", sink);
     st->logger->set_pattern("hipguard: %v");
-    // spdlog maps unknown names to "off": an unknown level keeps the default instead.
-    std::string level = env_or("HIPGUARD_LOG_LEVEL", "info");
-    auto parsed = spdlog::level::from_str(level);
-    st->logger->set_level(parsed == spdlog::level::off && level != "off" ? spdlog::level::info : parsed);
+    st->logger->set_level(static_cast<spdlog::level::level_enum>(st->config.log_level));
     st->logger->flush_on(spdlog::level::trace);
     if (!st->config.report_path.empty()) atexit([] { Guard::get().write_report(); });
+    g_state_ready.store(true, std::memory_order_release);
     return st;
   }();
   return *s;
@@ -480,6 +572,10 @@ void Guard::report_once(const Diagnostic& d) {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mu);
     if (!s.logged.insert(line).second) return;
+    if (s.config.fails_on(d.severity)) {
+      if (s.findings_pid != getpid()) s.findings_pid = getpid(), s.failing = 0;
+      if (s.failing++ == 0) s.first_failing = d.code + (d.kernel.empty() ? "" : " kernel '" + d.kernel + "'");
+    }
   }
   log(d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warn" : "info", line);
 }
@@ -499,6 +595,11 @@ Verdict Guard::judge(const ImageReport& report, bool registration) {
 Verdict Guard::on_register_fatbin(const void* wrapper) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off) return {};
+  if (c.mode == Mode::Strict && c.config_error) {
+    log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
+                     std::to_string(c.exit_code) + "): the hipguard settings above are not accepted");
+    return {Action::Exit, 0};
+  }
   std::string origin = origin_of(wrapper);
   auto fail = [&](std::string_view code, std::string msg) {
     auto r = std::make_unique<PendingFatbin>();
@@ -538,6 +639,7 @@ Verdict Guard::on_register_fatbin(const void* wrapper) try {
                      !c.targets.empty() && c.mode != Mode::Strict;
   pending->data = data;
   pending->report = check_image(data, origin, c.targets, "", pending->shallow ? Depth::Selection : Depth::Full);
+  add_hotswap(pending->report, c);
   // Nothing selected for any target: there is nothing to check more deeply.
   bool selected = false;
   for (const auto& vv : pending->report.verdicts) selected = selected || vv.selection != Selection::None;
@@ -665,9 +767,20 @@ void Guard::on_unregister_fatbin(const void* handle) try {
 
 // ---------------------------------------------------------------- modules
 
+// Strict mode with a refused setting, at a module load: the same stop as at a
+// fat binary's registration (the shim's strict_exit), from here.
+void Guard::stop_for_settings() {
+  const GuardConfig& c = config();
+  log("error", "strict mode: stopping " + self_exe() + " at its first module load (exit status " +
+                   std::to_string(c.exit_code) + "): the hipguard settings above are not accepted");
+  write_report();
+  _exit(c.exit_code);
+}
+
 Verdict Guard::on_module_load_file(const char* path) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off || !path) return {};
+  if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
   FileReport fr = check_file(path, c.targets, /*explicit_arg=*/true);
   for (const auto& d : fr.diagnostics)
     if (d.code == code::kUnreadable) return {};  // let the runtime report hipErrorFileNotFound itself
@@ -675,6 +788,7 @@ Verdict Guard::on_module_load_file(const char* path) try {
   info->origin = path;
   bool structurally_ok = true;
   for (const auto& d : fr.diagnostics) report_once(d);
+  for (auto& img : fr.images) add_hotswap(img, c);
   for (const auto& img : fr.images) {
     for (const auto& d : img.diagnostics) report_once(d);
     structurally_ok = structurally_ok && img.structurally_ok;
@@ -696,6 +810,7 @@ Verdict Guard::on_module_load_file(const char* path) try {
 Verdict Guard::on_module_load_data(const void* image) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off || !image) return {};
+  if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
   std::string origin = "hipModuleLoadData image at " + hex(image) + " in " + origin_of(image);
   uint64_t extent = readable_extent(image, kMaxDecompressedBytes);
   ImageReport report;
@@ -710,6 +825,7 @@ Verdict Guard::on_module_load_data(const void* image) try {
       if (auto size = elf_image_size(data); size && *size <= extent) data = data.first(*size);
     }
     report = check_image(data, origin, c.targets);
+    add_hotswap(report, c);
   }
   auto info = std::make_unique<ModuleInfo>();
   info->origin = origin;
@@ -854,6 +970,7 @@ void Guard::deepen(const void* handle) {
     if (it == s.fatbins.end() || !it->second.shallow) return;
     FatbinState& fb = it->second;
     fb.report = check_image(fb.data, fb.report.origin, s.config.targets);
+    add_hotswap(fb.report, s.config);
     fb.shallow = false;
     fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
     said = fb.report.diagnostics;
@@ -1090,6 +1207,88 @@ void Guard::write_report() try {
   close(fd);
   log("debug", "report written to " + used);
 } catch (...) {
+}
+
+// ---------------------------------------------------------------- exit status
+
+void Guard::on_process_exit(int status) try {
+  if (status != 0) return;  // a program that fails keeps its own status
+  State& s = state();
+  std::string first;
+  size_t failing = 0;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.findings_pid != getpid() || s.failing == 0) return;
+    failing = s.failing;
+    first = s.first_failing;
+  }
+  const GuardConfig& c = s.config;
+  fflush(nullptr);  // the program's buffered output first: _exit below skips stdio's own flush
+  std::string why = c.mode == Mode::Strict ? "strict mode" : "HIPGUARD_FAIL_ON";
+  Diagnostic d = make_diagnostic(
+      code::kExitStatusChanged, self_exe(),
+      "the program exited with status 0 after " + std::to_string(failing) + " finding(s) that fail it (" + why +
+          "; first: " + first + "): exit status " + std::to_string(c.exit_code) + " (HIPGUARD_EXIT_CODE)",
+      "fix the findings above; a program should also check the HIP errors its calls return");
+  log("error", format_line(d));
+  write_report();
+  _exit(c.exit_code);
+} catch (...) {
+}
+
+void install_exit_status_handler() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  // The handler lives in this library: keep it mapped even if it was dlopen'ed and is dlclose'd.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&install_exit_status_handler), &info) && info.dli_fname)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  // on_exit handlers run in reverse order of registration: registered from the
+  // shim's constructor, this one runs after the program's and the HIP
+  // libraries' exit handlers (the report's, and __hipUnregisterFatBinary's).
+  on_exit(
+      [](int status, void*) {
+        if (status == 0 && g_state_ready.load(std::memory_order_acquire)) Guard::get().on_process_exit(status);
+      },
+      nullptr);
+}
+
+// ---------------------------------------------------------------- HotSwap
+
+std::vector<Diagnostic> hotswap_forwarding(const ImageReport& report, const std::vector<TargetId>& targets,
+                                           const std::string& tool) {
+  std::vector<Diagnostic> out;
+  if (tool.empty()) return out;
+  // The bundle entry CLR's HotSwap branch would forward: the first gfx1250 one.
+  std::string foreign;
+  for (const auto& id : report.entry_ids) {
+    size_t dash = id.rfind("--");
+    std::string_view target = dash == std::string::npos ? std::string_view() : std::string_view(id).substr(dash + 2);
+    std::string_view proc = target.substr(0, target.find(':'));
+    if (proc == "gfx1250") {
+      foreign = id;
+      break;
+    }
+  }
+  if (foreign.empty()) return out;
+  for (size_t i = 0; i < targets.size() && i < report.verdicts.size(); ++i) {
+    const TargetId& t = targets[i];
+    const TargetVerdict& v = report.verdicts[i];
+    if (t.processor != "gfx942" && t.processor != "gfx950") continue;
+    if (v.selection == Selection::None) continue;  // nothing native to lose (HG201 says why)
+    Diagnostic d = make_diagnostic(
+        code::kHotSwapForwarding, report.origin,
+        "HSA_TOOLS_LIB loads the HotSwap tool (" + tool + "): CLR builds with HotSwap forwarding hand the bundle entry " +
+            foreign + " to the tool for " + t.processor + " instead of loading the code object selected for it (" +
+            v.selected + ")",
+        "unset HSA_TOOLS_LIB (or remove " + tool + " from it); HSA_HOTSWAP_DISABLE=1 disables the forwarding only in "
+        "some CLR builds, and CLR without HotSwap (after ROCm PR #9856) loads the native code object");
+    d.target = t.str();
+    d.entry = foreign;
+    out.push_back(std::move(d));
+  }
+  return out;
 }
 
 }  // namespace hipguard

@@ -40,6 +40,7 @@ inline constexpr std::string_view kGenericTooOld = "HG205";       // generic ver
 inline constexpr std::string_view kBadTarget = "HG206";           // HIPGUARD_TARGET / --target unparsable
 inline constexpr std::string_view kSpirvFallback = "HG207";       // only a SPIR-V entry: runtime JIT, ROCm-version dependent
 inline constexpr std::string_view kAmbiguousSelection = "HG208";  // CCOB: several entries fit; runtime order is hash order
+inline constexpr std::string_view kHotSwapForwarding = "HG210";   // HSA_TOOLS_LIB's HotSwap tool gets a gfx1250 entry instead of the native one
 // Kernel resources.
 inline constexpr std::string_view kLdsOverLimit = "HG301";        // group segment > device LDS
 inline constexpr std::string_view kWavefrontSize = "HG302";       // wave size the processor lacks
@@ -61,6 +62,9 @@ inline constexpr std::string_view kKernelNotInCodeObject = "HG409";  // register
 inline constexpr std::string_view kRuntimeRejected = "HG501";     // the runtime rejected a registered kernel (probe)
 inline constexpr std::string_view kLaunchWithFindings = "HG502";  // a kernel with findings is being launched
 inline constexpr std::string_view kLookupFailed = "HG503";        // hipGetFuncBySymbol / hipModuleGetFunction failed: cause
+// Configuration and run-time status (shim only).
+inline constexpr std::string_view kBadSetting = "HG601";          // a HIPGUARD_* value is not accepted
+inline constexpr std::string_view kExitStatusChanged = "HG602";   // exit status 0 after findings becomes HIPGUARD_EXIT_CODE
 }  // namespace code
 
 struct CodeInfo {

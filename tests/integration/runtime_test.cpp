@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -98,7 +99,7 @@ TEST_F(Runtime, StaticPlusDynamicLdsTheRuntimeDoesNotCheck) {
               std::string::npos)
         << api << strict.out;
   }
-  EXPECT_EQ(lines_with(strict.err, "HG306").size(), 1u);
+  EXPECT_EQ(lines_with(strict.err, "error HG306").size(), 1u);
   // Within the limit nothing is said and nothing changes.
   ProcessResult fits = run_process({app("dyn_lds_gfx90a"), "16384"},
                                    sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"}}));
@@ -393,4 +394,71 @@ TEST_F(Runtime, ConcurrentDlopenAndLaunches) {
     }
   }
   run_process({"/bin/rm", "-rf", dir});
+}
+
+// Strict mode (and warn mode with HIPGUARD_FAIL_ON) gives a process that saw an
+// error and still exits 0 the status HIPGUARD_EXIT_CODE, like a sanitizer's
+// exitcode; a program that fails keeps its own status.
+TEST_F(Runtime, ExitStatusOfAProgramThatIgnoresARefusedLaunch) {
+  if (!exists(app("dyn_lds_gfx90a"))) GTEST_SKIP() << "dyn_lds_gfx90a not built";
+  const std::vector<std::string> over = {app("dyn_lds_gfx90a"), "20000"};
+  ProcessResult plain = run_process(over, sim(kMi210, false));
+  ASSERT_EQ(plain.status, 0) << "the program ignores the errors it gets";
+
+  ProcessResult strict = run_process(over, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"}}));
+  EXPECT_EQ(strict.status, 86) << strict.err;
+  // The program's buffered output is flushed before the status changes.
+  EXPECT_NE(strict.out.find("hipLaunchKernel(dynamic LDS 20000): 9 (hipErrorInvalidConfiguration)"), std::string::npos)
+      << strict.out;
+  auto why = lines_with(strict.err, "error HG602");
+  ASSERT_EQ(why.size(), 1u) << strict.err;
+  EXPECT_NE(why[0].find("status 0"), std::string::npos) << why[0];
+  EXPECT_NE(why[0].find("strict mode; first: HG306"), std::string::npos) << why[0];
+  EXPECT_NE(why[0].find("exit status 86 (HIPGUARD_EXIT_CODE)"), std::string::npos) << why[0];
+
+  ProcessResult code = run_process(over, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "STRICT"},
+                                                            {"HIPGUARD_EXIT_CODE", "42"}}));
+  EXPECT_EQ(code.status, 42) << code.err;
+
+  // A program that already fails keeps its own status, and nothing is said about it.
+  ProcessResult fails = run_process({app("dyn_lds_gfx90a"), "20000", "3"},
+                                    sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"}}));
+  EXPECT_EQ(fails.status, 3) << fails.err;
+  EXPECT_EQ(lines_with(fails.err, "HG602").size(), 0u) << fails.err;
+
+  // Warn mode changes nothing by default...
+  ProcessResult warn = run_process(over, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}}));
+  EXPECT_EQ(warn.status, 0) << warn.err;
+  EXPECT_EQ(lines_with(warn.err, "error HG306").size(), 1u) << warn.err;
+  EXPECT_EQ(lines_with(warn.err, "HG602").size(), 0u) << warn.err;
+  // ...and fails like strict mode when asked to (the launch itself is forwarded).
+  ProcessResult fail_on = run_process(over, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_FAIL_ON", "Error"}}));
+  EXPECT_EQ(fail_on.status, 86) << fail_on.err;
+  EXPECT_EQ(fail_on.out, plain.out);
+  auto fail_why = lines_with(fail_on.err, "error HG602");
+  ASSERT_EQ(fail_why.size(), 1u) << fail_on.err;
+  EXPECT_NE(fail_why[0].find("HIPGUARD_FAIL_ON"), std::string::npos) << fail_why[0];
+
+  // A clean run keeps 0 and stays silent in strict mode.
+  ProcessResult fits = run_process({app("dyn_lds_gfx90a"), "16384"},
+                                   sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"}}));
+  EXPECT_EQ(fits.status, 0) << fits.err;
+  EXPECT_EQ(fits.err, "");
+}
+
+TEST_F(Runtime, ExitStatusChangeStillWritesTheReport) {
+  if (!exists(app("dyn_lds_gfx90a"))) GTEST_SKIP() << "dyn_lds_gfx90a not built";
+  char dir[] = "/tmp/hipguard-exitstatus-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  std::string report = std::string(dir) + "/run.json";
+  ProcessResult r = run_process({app("dyn_lds_gfx90a"), "20000"},
+                                sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"},
+                                                   {"HIPGUARD_REPORT", report}}));
+  std::string json = slurp(report);
+  unlink(report.c_str());
+  rmdir(dir);
+  EXPECT_EQ(r.status, 86) << r.err;
+  // Written by the exit handlers, with the refused launches counted.
+  EXPECT_NE(json.find("_Z22lds_static_and_dynamicPf"), std::string::npos) << json;
+  EXPECT_TRUE(std::regex_search(json, std::regex("\"blocked\": *[1-9]"))) << json;
 }

@@ -372,7 +372,173 @@ TEST(ShimApp, UnknownLogLevelKeepsTheDefault) {
   ProcessResult r = run_process({app("vector_add_gfx90a")},
                                 shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_LOG_LEVEL", "verbose"}}));
   EXPECT_EQ(lines_with(r.err, "error HG201").size(), 1u) << r.err;
+  auto bad = lines_with(r.err, "error HG601");
+  ASSERT_EQ(bad.size(), 1u) << "said, not silently ignored: " << r.err;
+  EXPECT_NE(bad[0].find("HIPGUARD_LOG_LEVEL='verbose'"), std::string::npos) << bad[0];
+  EXPECT_EQ(r.status, 0) << "warn mode: the exit status is the program's";
   ProcessResult quiet = run_process({app("vector_add_gfx90a")},
                                     shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_LOG_LEVEL", "off"}}));
   EXPECT_EQ(quiet.err, "");
+}
+
+// ---- Configuration fails closed (HG601, HG206, HG204) and the exit status (HG602)
+
+TEST(ShimConfig, ModeIsCaseInsensitiveAndAnUnknownModeIsStrict) {
+  REQUIRE_APP("vector_add_multi");
+  ProcessResult upper = run_process({app("vector_add_multi")},
+                                    shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "STRICT"}}));
+  EXPECT_EQ(upper.status, 86) << upper.err;
+  EXPECT_EQ(upper.out.find("main reached"), std::string::npos);
+  EXPECT_EQ(lines_with(upper.err, "HG601").size(), 0u) << upper.err;
+  // A typo is said in one line and behaves as strict: stopped, even on a program with nothing wrong.
+  REQUIRE_APP("vector_add_gfx90a");
+  ProcessResult typo = run_process({app("vector_add_gfx90a")},
+                                   shim_env({{"HIPGUARD_TARGET", "gfx90a"}, {"HIPGUARD_MODE", "strcit"}}));
+  auto bad = lines_with(typo.err, "error HG601");
+  ASSERT_EQ(bad.size(), 1u) << typo.err;
+  EXPECT_NE(bad[0].find("HIPGUARD_MODE='strcit'"), std::string::npos) << bad[0];
+  EXPECT_NE(bad[0].find("warn, strict, off"), std::string::npos) << bad[0];
+  EXPECT_NE(bad[0].find("running in strict mode"), std::string::npos) << bad[0];
+  EXPECT_EQ(typo.status, 86) << typo.err;
+  EXPECT_EQ(typo.out.find("main reached"), std::string::npos) << typo.out;
+}
+
+TEST(ShimConfig, ExitCodeOutOfRangeIsAnError) {
+  REQUIRE_APP("vector_add_multi");
+  for (const char* v : {"300", "0", "-1", "abc"}) {
+    ProcessResult r = run_process({app("vector_add_multi")}, shim_env({{"HIPGUARD_TARGET", "gfx942"},
+                                                                       {"HIPGUARD_MODE", "strict"},
+                                                                       {"HIPGUARD_EXIT_CODE", v}}));
+    auto bad = lines_with(r.err, "error HG601");
+    ASSERT_EQ(bad.size(), 1u) << v << ": " << r.err;
+    EXPECT_NE(bad[0].find("HIPGUARD_EXIT_CODE='" + std::string(v) + "'"), std::string::npos) << bad[0];
+    EXPECT_NE(bad[0].find("from 1 to 255"), std::string::npos) << bad[0];
+    EXPECT_EQ(r.status, 86) << v << ": the documented fallback, never 0";
+  }
+  ProcessResult ok = run_process({app("vector_add_multi")}, shim_env({{"HIPGUARD_TARGET", "gfx942"},
+                                                                      {"HIPGUARD_MODE", "strict"},
+                                                                      {"HIPGUARD_EXIT_CODE", "7"}}));
+  EXPECT_EQ(ok.status, 7) << ok.err;
+}
+
+TEST(ShimConfig, UnparsableTargetNeverMeansUncheckedInStrictMode) {
+  REQUIRE_APP("vector_add_gfx90a");
+  for (const char* v : {"gfx9422", " gfx942", "gfx942;gfx90a"}) {
+    ProcessResult r = run_process({app("vector_add_gfx90a")},
+                                  shim_env({{"HIPGUARD_TARGET", v}, {"HIPGUARD_MODE", "strict"}}));
+    auto bad = lines_with(r.err, "error HG206");
+    ASSERT_EQ(bad.size(), 1u) << v << ": " << r.err;
+    EXPECT_NE(bad[0].find("'" + std::string(v) + "'"), std::string::npos) << "names the bad item: " << bad[0];
+    EXPECT_EQ(r.err.find("HIPGUARD_TARGET not set"), std::string::npos) << r.err;
+    EXPECT_EQ(r.status, 86) << v << ": " << r.err;
+    EXPECT_EQ(r.out.find("main reached"), std::string::npos) << v << ": the program must not run unchecked";
+  }
+  // Warn mode: logged, the program runs, and no contradicting "not set".
+  ProcessResult warn = run_process({app("vector_add_gfx90a")}, shim_env({{"HIPGUARD_TARGET", "gfx942;gfx90a"}}));
+  EXPECT_EQ(warn.status, 0) << warn.err;
+  EXPECT_EQ(lines_with(warn.err, "error HG206").size(), 1u) << warn.err;
+  auto none = lines_with(warn.err, "note HG204");
+  ASSERT_EQ(none.size(), 1u) << warn.err;
+  EXPECT_NE(none[0].find("has no valid entry"), std::string::npos) << none[0];
+  EXPECT_EQ(warn.err.find("not set"), std::string::npos) << warn.err;
+}
+
+TEST(ShimConfig, NumericLogLevelsLikeAmdLogLevel) {
+  REQUIRE_APP("vector_add_gfx90a");
+  auto run = [](const char* level) {
+    return run_process({app("vector_add_gfx90a")},
+                       shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_LOG_LEVEL", level}}));
+  };
+  EXPECT_EQ(run("0").err, "") << "0: off";
+  ProcessResult errors = run("1");
+  EXPECT_EQ(lines_with(errors.err, "error HG201").size(), 1u) << errors.err;
+  EXPECT_EQ(lines_with(errors.err, "registered fat binary").size(), 0u) << errors.err;
+  ProcessResult debug = run("4");
+  EXPECT_EQ(lines_with(debug.err, "error HG201").size(), 1u) << debug.err;
+  EXPECT_GE(lines_with(debug.err, "registered fat binary").size(), 1u) << "4: debug: " << debug.err;
+  EXPECT_EQ(lines_with(debug.err, "HG601").size(), 0u) << debug.err;
+}
+
+TEST(ShimConfig, StrictExitStatusOnTheRealRuntime) {
+  REQUIRE_APP("dyn_lds_gfx90a");
+  // Debian's libamdhip64 (no GPU): the refused launch never reaches it; the program ignores it and returns 0.
+  ProcessResult r = run_process({app("dyn_lds_gfx90a"), "20000"},
+                                shim_env({{"HIPGUARD_TARGET", "gfx90a"}, {"HIPGUARD_MODE", "strict"}}));
+  EXPECT_NE(r.out.find("hipLaunchKernel(dynamic LDS 20000): 9"), std::string::npos) << r.out;
+  EXPECT_EQ(r.status, 86) << r.err;
+  EXPECT_EQ(lines_with(r.err, "error HG602").size(), 1u) << r.err;
+  ProcessResult own = run_process({app("dyn_lds_gfx90a"), "20000", "3"},
+                                  shim_env({{"HIPGUARD_TARGET", "gfx90a"}, {"HIPGUARD_MODE", "strict"}}));
+  EXPECT_EQ(own.status, 3) << own.err;
+  ProcessResult warn = run_process({app("dyn_lds_gfx90a"), "20000"}, shim_env({{"HIPGUARD_TARGET", "gfx90a"}}));
+  EXPECT_EQ(warn.status, 0) << warn.err;
+}
+
+TEST(ShimConfig, NonHipProcessesStaySilentWhateverTheSettings) {
+  for (std::vector<std::string> argv : std::vector<std::vector<std::string>>{
+           {"/bin/true"}, {"/bin/sh", "-c", "echo hello; exit 0"}, {"/bin/false"}}) {
+    ProcessResult plain = run_process(argv);
+    ProcessResult r = run_process(argv, shim_env({{"HIPGUARD_MODE", "strcit"}, {"HIPGUARD_EXIT_CODE", "0"},
+                                                  {"HIPGUARD_TARGET", "gfx942;x"}, {"HIPGUARD_FAIL_ON", "warning"}}));
+    EXPECT_EQ(r.status, plain.status) << argv[0];
+    EXPECT_EQ(r.out, plain.out) << argv[0];
+    EXPECT_EQ(r.err, "") << argv[0];
+  }
+}
+
+// HG210: HSA_TOOLS_LIB names the HotSwap tool and a fat binary holds a gfx1250
+// entry besides the gfx942 one; said in-process, and only then.
+TEST(ShimHotSwap, ForwardedEntryIsNamedOnlyWhenTheToolIsEnabled) {
+  REQUIRE_CORPUS();
+  if (kApps.empty() || !exists(app("module_loader"))) GTEST_SKIP() << "module_loader not built";
+  // AITER code objects for each processor, as a fat binary built for both would hold.
+  std::string co942, co1250;
+  for (const auto& f : corpus_files()) {
+    if (co942.empty() && basename_of(f).rfind("gfx942_", 0) == 0) co942 = slurp(f);
+    if (co1250.empty() && basename_of(f).rfind("gfx1250_", 0) == 0) co1250 = slurp(f);
+  }
+  if (co942.empty() || co1250.empty()) GTEST_SKIP() << "the corpus has no gfx942 or no gfx1250 code object";
+  const std::string* payload[] = {&co942, &co1250};
+  // An uncompressed offload bundle (clang's layout): magic, count, then offset / size / id per entry.
+  std::vector<std::string> ids = {"hipv4-amdgcn-amd-amdhsa--gfx942", "hipv4-amdgcn-amd-amdhsa--gfx1250"};
+  std::string bundle = "__CLANG_OFFLOAD_BUNDLE__";
+  auto u64 = [&](uint64_t v) { bundle.append(reinterpret_cast<const char*>(&v), 8); };
+  u64(ids.size());
+  size_t table = bundle.size();
+  for (const auto& id : ids) table += 24 + id.size();
+  uint64_t first = (table + 4095) / 4096 * 4096, second = first + (co942.size() + 4095) / 4096 * 4096;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    u64(i == 0 ? first : second);
+    u64(payload[i]->size());
+    u64(ids[i].size());
+    bundle += ids[i];
+  }
+  bundle.resize(first, '\0');
+  bundle += co942;
+  bundle.resize(second, '\0');
+  bundle += co1250;
+  char dir[] = "/tmp/hipguard-hotswap-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  std::string path = std::string(dir) + "/both.hipfb";
+  {
+    FILE* f = fopen(path.c_str(), "wb");
+    ASSERT_TRUE(f);
+    fwrite(bundle.data(), 1, bundle.size(), f);
+    fclose(f);
+  }
+  ProcessResult on = run_process({app("module_loader"), path},
+                                 shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HSA_TOOLS_LIB", "libhsa-hotswap.so"}}));
+  ProcessResult off = run_process({app("module_loader"), path}, shim_env({{"HIPGUARD_TARGET", "gfx942"}}));
+  ProcessResult other = run_process({app("module_loader"), path},
+                                    shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HSA_TOOLS_LIB", "librocprofiler64.so"}}));
+  unlink(path.c_str());
+  rmdir(dir);
+  auto hits = lines_with(on.err, "warning HG210 [gfx942:sramecc+:xnack-]");
+  ASSERT_EQ(hits.size(), 1u) << on.err;
+  EXPECT_NE(hits[0].find("hipv4-amdgcn-amd-amdhsa--gfx1250"), std::string::npos) << hits[0];
+  EXPECT_NE(hits[0].find("(hipv4-amdgcn-amd-amdhsa--gfx942)"), std::string::npos) << hits[0];
+  EXPECT_NE(hits[0].find("unset HSA_TOOLS_LIB"), std::string::npos) << hits[0];
+  EXPECT_EQ(lines_with(off.err, "HG210").size(), 0u) << off.err;
+  EXPECT_EQ(lines_with(other.err, "HG210").size(), 0u) << other.err;
+  EXPECT_EQ(on.status, off.status) << "a warning changes nothing in warn mode";
 }
