@@ -412,6 +412,28 @@ std::string find_shim() {
   return "";
 }
 
+// LD_PRELOAD splits its value at spaces and colons: a shim path holding one
+// would not be preloaded, and the program would run unchecked. The path as
+// given, else its canonical form (a symlink's target), if either can be
+// preloaded; else "" and `why` says what is wrong.
+std::string preloadable(const std::string& shim, std::string* why) {
+  auto fits = [](const std::string& p) { return p.find_first_of(" :\t\n") == std::string::npos; };
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(shim, ec)) {
+    *why = "'" + shim + "' is not a file";
+    return "";
+  }
+  // Relative to this directory, not to wherever the program chdirs.
+  std::string abs = std::filesystem::absolute(shim, ec).string();
+  if (!ec && fits(abs)) return abs;
+  std::string real = std::filesystem::canonical(shim, ec).string();
+  if (!ec && fits(real)) return real;
+  *why = "'" + shim + "' contains a space or a colon, where LD_PRELOAD splits its value: the shim would not be "
+         "loaded and the program would run unchecked; install hipguard under a path without spaces and colons, or "
+         "point HIPGUARD_SHIM at a copy or symlink there";
+  return "";
+}
+
 int cmd_run(int argc, char** argv) {
   std::string targets, report;
   bool strict = false;
@@ -422,16 +444,24 @@ int cmd_run(int argc, char** argv) {
       ++i;
       break;
     }
-    if (a == "--target" || a == "-t") {
-      if (i + 1 >= argc) return usage_error("--target needs a value");
+    if (a == "--target" || a == "-t" || a.rfind("--target=", 0) == 0) {
+      std::string value;
+      if (a.rfind("--target=", 0) == 0) value = a.substr(9);
+      else if (i + 1 >= argc) return usage_error("--target needs a value");
+      else value = argv[++i];
       std::string err;
-      if (!parse_target(argv[i + 1], &err)) return usage_error("bad target '" + std::string(argv[i + 1]) + "': " + err);
-      targets += (targets.empty() ? "" : ",") + std::string(argv[++i]);
+      if (value.empty()) return usage_error("--target needs a value");
+      if (value.find_first_of(" \t,;") != std::string::npos)
+        return usage_error("bad target '" + value + "': give one target per --target, without spaces");
+      if (!parse_target(value, &err)) return usage_error("bad target '" + value + "': " + err);
+      targets += (targets.empty() ? "" : ",") + value;
     } else if (a == "--strict") {
       strict = true;
-    } else if (a == "--report") {
-      if (i + 1 >= argc) return usage_error("--report needs a file");
-      report = argv[++i];
+    } else if (a == "--report" || a.rfind("--report=", 0) == 0) {
+      if (a.rfind("--report=", 0) == 0) report = a.substr(9);
+      else if (i + 1 >= argc) return usage_error("--report needs a file");
+      else report = argv[++i];
+      if (report.empty()) return usage_error("--report needs a file");
     } else if (a == "-h" || a == "--help") {
       usage(stdout);
       return kExitOk;
@@ -442,9 +472,15 @@ int cmd_run(int argc, char** argv) {
     }
   }
   if (i >= argc) return usage_error("run needs a COMMAND");
-  std::string shim = find_shim();
-  if (shim.empty()) {
+  std::string found = find_shim();
+  if (found.empty()) {
     fprintf(stderr, "hipguard: cannot find libhipguard.so next to the hipguard executable (set HIPGUARD_SHIM)\n");
+    return kExitUsage;
+  }
+  std::string why;
+  std::string shim = preloadable(found, &why);
+  if (shim.empty()) {
+    fprintf(stderr, "hipguard: cannot preload the shim: %s\n", why.c_str());
     return kExitUsage;
   }
   std::string preload = shim;

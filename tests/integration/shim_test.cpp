@@ -542,3 +542,58 @@ TEST(ShimHotSwap, ForwardedEntryIsNamedOnlyWhenTheToolIsEnabled) {
   EXPECT_EQ(lines_with(other.err, "HG210").size(), 0u) << other.err;
   EXPECT_EQ(on.status, off.status) << "a warning changes nothing in warn mode";
 }
+
+// LD_PRELOAD splits at spaces and colons: hipguard run must never run the
+// program unchecked because of where the shim lives.
+TEST(CliRun, ShimPathWithASpaceOrAColon) {
+  REQUIRE_APP("vector_add_multi");
+  for (const char* name : {"/tmp/hipguard shim XXXXXX", "/tmp/hipguard:shim:XXXXXX"}) {
+    std::string tmpl = name;
+    ASSERT_TRUE(mkdtemp(tmpl.data())) << name;
+    std::string dir = tmpl;
+    // A copy there cannot be preloaded: refused, loudly, and the program does not run.
+    std::string copy = dir + "/libhipguard.so";
+    ASSERT_EQ(run_process({"cp", kShim, copy}).status, 0);
+    ProcessResult r = run_process({kCli, "run", "--target", "gfx942", "--strict", "--", app("vector_add_multi")},
+                                  {{"HIPGUARD_SHIM", copy}});
+    EXPECT_EQ(r.status, 2) << dir << ": " << r.err;
+    EXPECT_EQ(r.out.find("main reached"), std::string::npos) << "ran unchecked: " << r.out;
+    EXPECT_NE(r.err.find("cannot preload the shim"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("space or a colon"), std::string::npos) << r.err;
+    // A symlink there to the shim elsewhere works: its target is preloaded.
+    std::string link = dir + "/link.so";
+    ASSERT_EQ(symlink(kShim.c_str(), link.c_str()), 0);
+    ProcessResult via = run_process({kCli, "run", "--target", "gfx942", "--strict", "--", app("vector_add_multi")},
+                                    {{"HIPGUARD_SHIM", link}});
+    EXPECT_EQ(via.status, 86) << via.err;
+    EXPECT_EQ(lines_with(via.err, "error HG201 [gfx942:sramecc+:xnack-]").size(), 1u) << via.err;
+    unlink(link.c_str());
+    unlink(copy.c_str());
+    rmdir(dir.c_str());
+  }
+  // A shim that is not there is refused too (ld.so would only warn and run the program unchecked).
+  ProcessResult missing = run_process({kCli, "run", "--strict", "--", app("vector_add_multi")},
+                                      {{"HIPGUARD_SHIM", "/nonexistent/libhipguard.so"}});
+  EXPECT_EQ(missing.status, 2) << missing.err;
+  EXPECT_EQ(missing.out.find("main reached"), std::string::npos);
+}
+
+TEST(CliRun, OptionsAreValidated) {
+  REQUIRE_APP("vector_add_multi");
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"--target", "gfx9422"}, {"--target", " gfx942"}, {"--target", "gfx942;gfx90a"},
+           {"--target", "gfx942,gfx90a"}, {"--target="}, {"--report", ""}, {"--stirct"}}) {
+    std::vector<std::string> argv = {kCli, "run"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--", app("vector_add_multi")});
+    ProcessResult r = run_process(argv);
+    EXPECT_EQ(r.status, 2) << args[0] << " " << (args.size() > 1 ? args[1] : "") << ": " << r.err;
+    EXPECT_EQ(r.out.find("main reached"), std::string::npos) << r.out;
+  }
+  // --target=T like check's; the program's exit status passes through (here the strict stop's).
+  ProcessResult eq = run_process({kCli, "run", "--target=GFX942", "--strict", "--", app("vector_add_multi")});
+  EXPECT_EQ(eq.status, 86) << eq.err;
+  ProcessResult code = run_process({kCli, "run", "--target=gfx942", "--strict", "--", app("vector_add_multi")},
+                                   {{"HIPGUARD_EXIT_CODE", "9"}});
+  EXPECT_EQ(code.status, 9) << code.err;
+}
