@@ -6,8 +6,10 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/auxv.h>
+#include <strings.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -183,7 +185,26 @@ std::string lowered(std::string_view v) {
 }
 }  // namespace
 
-GuardConfig config_from(const EnvLookup& env, bool secure) {
+namespace {
+// Optimal string alignment distance (adjacent transpositions count as one edit).
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+constexpr const char* kVariables[] = {"HIPGUARD_MODE",      "HIPGUARD_TARGET", "HIPGUARD_EXIT_CODE",
+                                      "HIPGUARD_FAIL_ON",   "HIPGUARD_LOG_LEVEL", "HIPGUARD_REPORT",
+                                      "HIPGUARD_SYSFS_ROOT", "HIPGUARD_SHIM"};
+}  // namespace
+
+GuardConfig config_from(const EnvLookup& env, bool secure, const std::vector<std::string>& names) {
   GuardConfig c;
   auto get = [&](const char* name) -> std::string {
     const char* v = env(name);
@@ -200,6 +221,26 @@ GuardConfig config_from(const EnvLookup& env, bool secure) {
           "set " + std::string(name) + " to one of: " + accepted);
   };
 
+  // Misspelled variable names: said, never silently ignored.
+  bool misspelled_mode = false;
+  for (const auto& name : names) {
+    std::string upper = name;
+    for (char& ch : upper) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
+    const char* meant = nullptr;
+    bool known = false;
+    for (const char* v : kVariables) {
+      if (name == v) known = true;
+      else if (!meant && (upper == v || edit_distance(upper, v) <= 2)) meant = v;
+    }
+    if (known || !meant) continue;  // HIPGUARD_SIM_GPUS and the like belong to others
+    bool mode_var = std::string_view(meant) == "HIPGUARD_MODE" && !env("HIPGUARD_MODE");
+    misspelled_mode = misspelled_mode || mode_var;
+    setup(code::kBadSetting,
+          name + " is not a hipguard variable (did you mean " + meant + "?): ignored" +
+              (mode_var ? "; running in strict mode" : ""),
+          "rename it to " + std::string(meant) + " (variable names are case-sensitive)");
+  }
+
   std::string mode = lowered(get("HIPGUARD_MODE"));
   if (mode.empty() || mode == "warn") c.mode = Mode::Warn;
   else if (mode == "strict") c.mode = Mode::Strict;
@@ -208,6 +249,7 @@ GuardConfig config_from(const EnvLookup& env, bool secure) {
     c.mode = Mode::Strict;  // fail closed: a CI job that asked for something asked for checking
     refuse("HIPGUARD_MODE", get("HIPGUARD_MODE"), "warn, strict, off (any case)", "running in strict mode");
   }
+  if (misspelled_mode) c.mode = Mode::Strict;
 
   if (std::string e = get("HIPGUARD_EXIT_CODE"); !e.empty()) {
     char* end = nullptr;
@@ -233,6 +275,8 @@ GuardConfig config_from(const EnvLookup& env, bool secure) {
              "failing the exit status on warnings and errors");
     }
   }
+
+  if (c.mode == Mode::Off) c.fail_on.reset();  // off changes nothing, not even the exit status
 
   if (std::string l = lowered(get("HIPGUARD_LOG_LEVEL")); !l.empty()) {
     static const std::pair<const char*, LogLevel> kLevels[] = {
@@ -307,7 +351,11 @@ GuardConfig config_from(const EnvLookup& env, bool secure) {
 }
 
 GuardConfig config_from_env() {
-  return config_from([](const char* name) -> const char* { return getenv(name); }, getauxval(AT_SECURE) != 0);
+  std::vector<std::string> names;
+  for (char** e = environ; e && *e; ++e)
+    if (strncasecmp(*e, "HIPGUARD_", 9) == 0)
+      if (const char* eq = strchr(*e, '=')) names.emplace_back(*e, static_cast<size_t>(eq - *e));
+  return config_from([](const char* name) -> const char* { return getenv(name); }, getauxval(AT_SECURE) != 0, names);
 }
 
 // What hipguard knows about one kernel, by host function or hipFunction_t.

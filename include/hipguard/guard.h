@@ -78,8 +78,12 @@ using EnvLookup = std::function<const char*(const char*)>;
 // is accepted, and the stricter choice is taken (an unknown mode is strict, an
 // unusable exit code keeps 86). When HIPGUARD_TARGET is unset the GPUs come from
 // the KFD topology under HIPGUARD_SYSFS_ROOT (or /sys). `secure` (AT_SECURE):
-// HIPGUARD_REPORT and HIPGUARD_SYSFS_ROOT are ignored.
-GuardConfig config_from(const EnvLookup& env, bool secure);
+// HIPGUARD_REPORT and HIPGUARD_SYSFS_ROOT are ignored. `names`: the names of
+// the environment's variables that start with HIPGUARD_ in any case; one that
+// is a misspelling of a hipguard variable (another case, or at most two edits
+// away, e.g. HIPGUARD_MDOE) is an HG601 too, and one meant as HIPGUARD_MODE
+// makes the mode strict when HIPGUARD_MODE itself is unset.
+GuardConfig config_from(const EnvLookup& env, bool secure, const std::vector<std::string>& names = {});
 
 // config_from(getenv, AT_SECURE).
 GuardConfig config_from_env();

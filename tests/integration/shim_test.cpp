@@ -403,6 +403,18 @@ TEST(ShimConfig, ModeIsCaseInsensitiveAndAnUnknownModeIsStrict) {
   EXPECT_EQ(typo.out.find("main reached"), std::string::npos) << typo.out;
 }
 
+TEST(ShimConfig, MisspelledModeVariableIsStrict) {
+  REQUIRE_APP("vector_add_gfx90a");
+  ProcessResult r = run_process({app("vector_add_gfx90a")},
+                                shim_env({{"HIPGUARD_TARGET", "gfx90a"}, {"HIPGUARD_MDOE", "strict"}}));
+  auto bad = lines_with(r.err, "error HG601");
+  ASSERT_EQ(bad.size(), 1u) << r.err;
+  EXPECT_NE(bad[0].find("HIPGUARD_MDOE is not a hipguard variable (did you mean HIPGUARD_MODE?)"), std::string::npos)
+      << bad[0];
+  EXPECT_EQ(r.status, 86) << r.err;
+  EXPECT_EQ(r.out.find("main reached"), std::string::npos) << r.out;
+}
+
 TEST(ShimConfig, ExitCodeOutOfRangeIsAnError) {
   REQUIRE_APP("vector_add_multi");
   for (const char* v : {"300", "0", "-1", "abc"}) {

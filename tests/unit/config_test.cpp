@@ -180,6 +180,46 @@ TEST(Config, HotSwapToolFromHsaToolsLib) {
   EXPECT_EQ(config({}).hotswap_tool, "");
 }
 
+TEST(Config, OffModeNeverChangesTheExitStatus) {
+  EXPECT_FALSE(config({{"HIPGUARD_MODE", "off"}, {"HIPGUARD_FAIL_ON", "error"}}).fail_on.has_value());
+}
+
+TEST(Config, MisspelledVariableNamesAreSaid) {
+  auto cfg = [](std::map<std::string, std::string> vars) {
+    vars["HIPGUARD_TARGET"] = "gfx942";
+    std::vector<std::string> names;
+    for (const auto& [k, v] : vars) names.push_back(k);
+    return config_from(
+        [vars](const char* name) -> const char* {
+          auto it = vars.find(name);
+          return it == vars.end() ? nullptr : it->second.c_str();
+        },
+        false, names);
+  };
+  // Meant as HIPGUARD_MODE: said, and strict (the stricter choice).
+  for (const char* name : {"HIPGUARD_MDOE", "hipguard_mode", "HIPGUARD_MODES"}) {
+    GuardConfig c = cfg({{name, "strict"}});
+    EXPECT_EQ(c.mode, Mode::Strict) << name;
+    auto bad = with_code(c, code::kBadSetting);
+    ASSERT_EQ(bad.size(), 1u) << name << dump(c.setup_diagnostics);
+    EXPECT_NE(bad[0]->message.find(std::string(name) + " is not a hipguard variable (did you mean HIPGUARD_MODE?)"),
+              std::string::npos)
+        << bad[0]->message;
+  }
+  // HIPGUARD_MODE set as well: it decides; the misspelling is still said.
+  GuardConfig both = cfg({{"HIPGUARD_MODE", "warn"}, {"HIPGUARD_MDOE", "strict"}});
+  EXPECT_EQ(both.mode, Mode::Warn);
+  EXPECT_EQ(with_code(both, code::kBadSetting).size(), 1u);
+  GuardConfig exit = cfg({{"HIPGUARD_EXITCODE", "3"}});
+  EXPECT_EQ(exit.mode, Mode::Warn);
+  ASSERT_EQ(with_code(exit, code::kBadSetting).size(), 1u);
+  EXPECT_NE(with_code(exit, code::kBadSetting)[0]->message.find("did you mean HIPGUARD_EXIT_CODE?"), std::string::npos);
+  // Other people's HIPGUARD_ variables (the simulated runtime's, the CI script's) are not ours to judge.
+  GuardConfig others = cfg({{"HIPGUARD_SIM_GPUS", "gfx942"}, {"HIPGUARD_SMOKE_SIM", "1"}, {"HIPGUARD_SIM_LOG", "1"},
+                            {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_REPORT", "r.json"}});
+  EXPECT_TRUE(others.setup_diagnostics.empty()) << dump(others.setup_diagnostics);
+}
+
 namespace {
 ByteVec co_for(const std::string& proc) {
   CodeObjectSpec s;
