@@ -415,6 +415,24 @@ TEST(ShimConfig, MisspelledModeVariableIsStrict) {
   EXPECT_EQ(r.out.find("main reached"), std::string::npos) << r.out;
 }
 
+TEST(ShimConfig, RefusedSettingStopsAModuleLoaderInStrictMode) {
+  if (kApps.empty() || !exists(app("module_loader"))) GTEST_SKIP() << "module_loader not built";
+  REQUIRE_APP("vector_add_gfx90a.hipfb");
+  // module_loader registers no fat binary: its first HIP call the shim sees is hipModuleLoad.
+  ProcessResult r = run_process({app("module_loader"), app("vector_add_gfx90a.hipfb")},
+                                shim_env({{"HIPGUARD_TARGET", "gfx90a,gfx9422"}, {"HIPGUARD_MODE", "strict"},
+                                          {"HIPGUARD_EXIT_CODE", "77"}}));
+  EXPECT_EQ(lines_with(r.err, "error HG206").size(), 1u) << r.err;
+  EXPECT_EQ(lines_with(r.err, "at its first module load (exit status 77)").size(), 1u) << r.err;
+  EXPECT_EQ(r.status, 77) << r.err;
+  EXPECT_EQ(r.out.find("hipModuleLoad"), std::string::npos) << "stopped before the load returned: " << r.out;
+  // The same in warn mode: said, the valid entry used, the program runs.
+  ProcessResult warn = run_process({app("module_loader"), app("vector_add_gfx90a.hipfb")},
+                                   shim_env({{"HIPGUARD_TARGET", "gfx90a,gfx9422"}}));
+  EXPECT_EQ(lines_with(warn.err, "error HG206").size(), 1u) << warn.err;
+  EXPECT_NE(warn.out.find("hipModuleLoad"), std::string::npos) << warn.out;
+}
+
 TEST(ShimConfig, ExitCodeOutOfRangeIsAnError) {
   REQUIRE_APP("vector_add_multi");
   for (const char* v : {"300", "0", "-1", "abc"}) {
