@@ -693,10 +693,10 @@ Verdict Guard::on_module_load_file(const char* path) try {
   return {};
 }
 
-Verdict Guard::on_module_load_data(const void* image) try {
+Verdict Guard::on_module_load_data(const void* image, const char* api) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off || !image) return {};
-  std::string origin = "hipModuleLoadData image at " + hex(image) + " in " + origin_of(image);
+  std::string origin = std::string(api) + " image at " + hex(image) + " in " + origin_of(image);
   uint64_t extent = readable_extent(image, kMaxDecompressedBytes);
   ImageReport report;
   if (extent == 0) {
@@ -746,7 +746,7 @@ void Guard::on_module_unloaded(const void* module) try {
 } catch (...) {
 }
 
-Verdict Guard::before_module_get_function(const void* module, const char* name) try {
+Verdict Guard::before_module_get_function(const void* module, const char* name, const char* api) try {
   if (!name || config().mode == Mode::Off) return {};
   Diagnostic d;
   {
@@ -759,7 +759,7 @@ Verdict Guard::before_module_get_function(const void* module, const char* name) 
     d.code = std::string(code::kDeviceFunction);
     d.file = it->second.origin;
     d.kernel = name;
-    d.message = "hipModuleGetFunction asks for a device function, not a kernel; kernels in this module: " +
+    d.message = std::string(api) + " asks for a device function, not a kernel; kernels in this module: " +
                 (kernels.empty() ? std::string("none") : kernels);
     d.fix = "ask for a __global__ kernel; device functions can only be called from kernels";
   }
@@ -770,7 +770,8 @@ Verdict Guard::before_module_get_function(const void* module, const char* name) 
   return {};
 }
 
-void Guard::on_module_get_function(const void* module, const char* name, const void* function, int result) try {
+void Guard::on_module_get_function(const void* module, const char* name, const void* function, int result,
+                                   const char* api) try {
   if (!name) return;
   State& s = state();
   if (s.config.mode == Mode::Off) return;
@@ -797,7 +798,7 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
   d.file = m.origin;
   d.kernel = name;
   d.fix = "check the kernel name (mangled C++ name, or extern \"C\") against 'hipguard inspect " + m.origin + "'";
-  std::string prefix = "hipModuleGetFunction failed (hipError_t " + std::to_string(result) + "): ";
+  std::string prefix = std::string(api) + " failed (hipError_t " + std::to_string(result) + "): ";
   if (!m.kernels.empty() && !m.kernels.count(name)) {
     std::string list;
     for (const auto& k : m.kernels) list += (list.empty() ? "" : ", ") + k;

@@ -103,14 +103,18 @@ class Guard {
   Verdict on_register_function(const void* handle, const void* host_function, const char* device_name);
   void on_unregister_fatbin(const void* handle);
 
-  // hipModuleLoad(path) / hipModuleLoadData(Ex)(image), then the loaded module.
+  // hipModuleLoad(path) / hipModuleLoadData(Ex)(image) / hipModuleLoadFatBinary /
+  // hipLibraryLoadData / hipLibraryLoadFromFile, then the loaded module (or
+  // library: its handle is the key, like a module's). `api` names the call in messages.
   Verdict on_module_load_file(const char* path);
-  Verdict on_module_load_data(const void* image);
+  Verdict on_module_load_data(const void* image, const char* api = "hipModuleLoadData");
   void on_module_loaded(const void* module);
   void on_module_unloaded(const void* module);
-  // hipModuleGetFunction: before (strict may refuse a device function) and after.
-  Verdict before_module_get_function(const void* module, const char* name);
-  void on_module_get_function(const void* module, const char* name, const void* function, int result);
+  // hipModuleGetFunction / hipLibraryGetKernel: before (strict may refuse a
+  // device function) and after.
+  Verdict before_module_get_function(const void* module, const char* name, const char* api = "hipModuleGetFunction");
+  void on_module_get_function(const void* module, const char* name, const void* function, int result,
+                              const char* api = "hipModuleGetFunction");
   // hipGetFuncBySymbol returned `result` for `host_function`.
   void on_get_func_by_symbol(const void* host_function, int result);
 
