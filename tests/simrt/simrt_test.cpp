@@ -438,7 +438,7 @@ TEST(Exports, EverythingTheAppsImportIsProvided) {
   auto mine = defined_versions(SIMRT_LIB);
   int checked = 0;
   for (const char* a : {"vector_add_gfx90a", "vector_add_gfx940", "vector_add_multi", "vector_add_xnack_on",
-                        "big_lds_gfx90a", "libkernels_lib.so", "module_loader"}) {
+                        "big_lds_gfx90a", "libkernels_lib.so", "module_loader", "api_paths"}) {
     if (!fs::exists(app(a))) continue;
     for (const auto& [name, node] : undefined_versions(app(a))) {
       if (node.rfind("hip_", 0) != 0) continue;
