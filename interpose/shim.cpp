@@ -833,7 +833,9 @@ struct ApiEntry {
 };
 constexpr ApiEntry kApis[] = {
 #define HG_API(sym, node, kind) {#sym, #node},
+#define HG_SKIP(sym, node, why)
 #include "hip_api.def"
+#undef HG_SKIP
 #undef HG_API
 };
 

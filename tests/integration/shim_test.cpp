@@ -354,6 +354,52 @@ TEST(ShimExports, OnlyInterposedHipSymbolsUnderTheRuntimeVersions) {
     EXPECT_EQ(dyn.out.find(lib), std::string::npos) << "libhipguard.so must not depend on " << lib;
 }
 
+// The table's facts about the runtime's export map: symbols hipguard decided
+// not to interpose (HG_SKIP) are not exported by the shim, and every symbol of
+// Debian's ROCm 5.2 runtime whose name says it loads code, launches a kernel,
+// configures a launch or hands out entry points is in the table (HG_API or
+// HG_SKIP) under the runtime's node: a new path in the runtime fails here.
+TEST(ShimExports, ApiTableCoversTheRuntimesLoadAndLaunchSymbols) {
+  std::map<std::string, std::string> api, skip;
+  std::ifstream table(HIPGUARD_API_TABLE);
+  ASSERT_TRUE(table) << HIPGUARD_API_TABLE;
+  std::regex line_re(R"(^HG_(API|SKIP)\(([A-Za-z0-9_]+), *(hip_[0-9.]+), *([^)]+)\))");
+  for (std::string line; std::getline(table, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, line_re)) continue;
+    auto& into = m[1] == "API" ? api : skip;
+    EXPECT_TRUE(api.count(m[2]) == 0 && skip.count(m[2]) == 0) << m[2] << " is in the table twice";
+    into[m[2]] = m[3];
+  }
+  ASSERT_GT(skip.size(), 20u);
+  ProcessResult syms = run_process({kReadelf, "--dyn-syms", "-W", kShim});
+  for (const auto& [name, node] : skip) EXPECT_EQ(syms.out.find(" " + name + "@"), std::string::npos) << name;
+  const std::string real = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5";
+  if (!exists(real)) GTEST_SKIP() << real << " not installed";
+  ProcessResult rs = run_process({kReadelf, "--dyn-syms", "-W", real});
+  std::regex path_re("Launch|ModuleLoad|Library|KernelNode|GraphAddNode|NodeSetParams|ProcAddress|EntryPoint|"
+                     "ConfigureCall|CallConfiguration|SetupArgument|BeginCapture|GraphInstantiate|ChildGraph|"
+                     "GraphClone|ExecUpdate|GraphUpload");
+  std::regex other_node_kinds("Memcpy|Memset|HostNode|EventRecord|EventWait|ExternalSemaphore|MemAlloc|MemFree");
+  std::istringstream in(rs.out);
+  size_t checked = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string num, value, size, type, bind, vis, ndx, sym;
+    if (!(f >> num >> value >> size >> type >> bind >> vis >> ndx >> sym) || ndx == "UND" || type != "FUNC") continue;
+    auto at = sym.find('@');
+    if (at == std::string::npos) continue;
+    std::string name = sym.substr(0, at), node = sym.substr(sym.find_first_not_of('@', at));
+    if (!std::regex_search(name, path_re) || std::regex_search(name, other_node_kinds)) continue;
+    ++checked;
+    auto a = api.find(name);
+    auto s = skip.find(name);
+    ASSERT_TRUE(a != api.end() || s != skip.end()) << name << "@" << node << " loads or launches: add it to hip_api.def";
+    EXPECT_EQ(a != api.end() ? a->second : s->second, node) << name;
+  }
+  EXPECT_GT(checked, 30u);
+}
+
 TEST(CliRun, RunsTheProgramUnderTheShim) {
   REQUIRE_APP("vector_add_multi");
   ProcessResult r = run_process({kCli, "run", "--target", "gfx942", "--strict", "--", app("vector_add_multi")});
