@@ -556,9 +556,10 @@ static_assert(offsetof(hipGraphNodeParams, kernel) == 16 && sizeof(hipGraphNodeP
 namespace {
 
 // Gate for a launch that is not on a fast path: refuses in strict mode.
-inline bool refused(const void* key, uint64_t dynamic_lds, const char* api, hipError_t* err) {
+inline bool refused(const void* key, uint64_t dynamic_lds, const char* api, hipError_t* err, int device = -1) {
   if (!hipguard::launch_needs_check(dynamic_lds)) return false;
-  Verdict v = gate(key, dynamic_lds, api);
+  provide_probe_functions();
+  Verdict v = Guard::get().on_launch(key, dynamic_lds, api, device);
   if (v.action != Action::Refuse) return false;
   *err = v.hip_error;
   return true;
@@ -699,13 +700,31 @@ EXPORT hipError_t hipLaunchByPtr(const void* func) {
   return fn ? fn(func) : missing_runtime_function();
 }
 
-// Multi-device launches: one entry per device, each checked on its own (all
-// before any is forwarded: the runtime launches all or none).
-template <class Params, class Key, class Lds>
-static bool any_refused(const Params* list, long n, const char* api, hipError_t* err, Key key, Lds lds) {
+// Multi-device launches: one entry per device, each checked on its own
+// against its device (its stream's: CLR rejects null streams there), all
+// before any is forwarded (the runtime launches all or none).
+std::atomic<void*> slot_stream_get_device;
+static int stream_device(hipStream_t stream) {
+  using Fn = hipError_t (*)(hipStream_t, int*);
+  if (!stream) return -1;
+  void* p = slot_stream_get_device.load(std::memory_order_acquire);
+  if (!p) {
+    p = resolve("hipStreamGetDevice", "hip_4.2", /*optional=*/true);
+    if (!p) return -1;
+    slot_stream_get_device.store(p, std::memory_order_release);
+  }
+  int device = -1;
+  return reinterpret_cast<Fn>(p)(stream, &device) == kHipSuccess ? device : -1;
+}
+
+template <class Params, class Key, class Lds, class Stream>
+static bool any_refused(const Params* list, long n, const char* api, hipError_t* err, Key key, Lds lds,
+                        Stream stream) {
   if (!list || n <= 0 || n > 1024) return false;
-  for (long i = 0; i < n; ++i)
-    if (refused(key(list[i]), lds(list[i]), api, err)) return true;
+  for (long i = 0; i < n; ++i) {
+    if (!hipguard::launch_needs_check(lds(list[i]))) continue;
+    if (refused(key(list[i]), lds(list[i]), api, err, stream_device(stream(list[i])))) return true;
+  }
   return false;
 }
 
@@ -713,7 +732,8 @@ EXPORT hipError_t hipLaunchCooperativeKernelMultiDevice(hipLaunchParams* launchP
                                                         unsigned int flags) {
   hipError_t err;
   if (any_refused(launchParamsList, numDevices, "hipLaunchCooperativeKernelMultiDevice", &err,
-                  [](const hipLaunchParams& p) { return p.func; }, [](const hipLaunchParams& p) { return p.sharedMem; }))
+                  [](const hipLaunchParams& p) { return p.func; }, [](const hipLaunchParams& p) { return p.sharedMem; },
+                  [](const hipLaunchParams& p) { return p.stream; }))
     return err;
   auto fn = REAL(hipLaunchCooperativeKernelMultiDevice, "hip_4.2");
   return fn ? fn(launchParamsList, numDevices, flags) : missing_runtime_function();
@@ -723,7 +743,8 @@ EXPORT hipError_t hipExtLaunchMultiKernelMultiDevice(hipLaunchParams* launchPara
                                                      unsigned int flags) {
   hipError_t err;
   if (any_refused(launchParamsList, numDevices, "hipExtLaunchMultiKernelMultiDevice", &err,
-                  [](const hipLaunchParams& p) { return p.func; }, [](const hipLaunchParams& p) { return p.sharedMem; }))
+                  [](const hipLaunchParams& p) { return p.func; }, [](const hipLaunchParams& p) { return p.sharedMem; },
+                  [](const hipLaunchParams& p) { return p.stream; }))
     return err;
   auto fn = REAL(hipExtLaunchMultiKernelMultiDevice, "hip_4.2");
   return fn ? fn(launchParamsList, numDevices, flags) : missing_runtime_function();
@@ -734,7 +755,8 @@ EXPORT hipError_t hipModuleLaunchCooperativeKernelMultiDevice(hipFunctionLaunchP
   hipError_t err;
   if (any_refused(launchParamsList, static_cast<long>(numDevices), "hipModuleLaunchCooperativeKernelMultiDevice",
                   &err, [](const hipFunctionLaunchParams& p) { return static_cast<const void*>(p.function); },
-                  [](const hipFunctionLaunchParams& p) { return p.sharedMemBytes; }))
+                  [](const hipFunctionLaunchParams& p) { return p.sharedMemBytes; },
+                  [](const hipFunctionLaunchParams& p) { return p.hStream; }))
     return err;
   auto fn = REAL(hipModuleLaunchCooperativeKernelMultiDevice, "hip_5.5");
   return fn ? fn(launchParamsList, numDevices, flags) : missing_runtime_function();

@@ -35,6 +35,9 @@ struct GuardConfig {
   int exit_code = 86;
   std::vector<TargetId> targets;  // empty: structural checks only
   std::string target_source;      // "HIPGUARD_TARGET", "GPU 0 (KFD node 1)", ...
+  // HIP device index -> index into `targets`, or -1: known when the targets are
+  // the machine's GPUs (KFD discovery), empty with HIPGUARD_TARGET.
+  std::vector<int> device_targets;
   std::string report_path;        // HIPGUARD_REPORT as given ("%p" expanded at write time); empty: none
   std::vector<Diagnostic> setup_diagnostics;  // HG204 / HG206, logged once at first use
 };
@@ -122,6 +125,10 @@ class Guard {
   // module launches) with `dynamic_lds` bytes of dynamic LDS. Called only when
   // launch_needs_check() said so. `api` names the entry point for messages.
   Verdict on_launch(const void* key, uint64_t dynamic_lds, const char* api);
+  // The same for a launch on HIP device `device` (multi-device launches): its
+  // dynamic LDS is checked against that device's limit when the device's
+  // target is known (GuardConfig::device_targets), else against the smallest.
+  Verdict on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device);
   void set_probe_functions(const ProbeFunctions& f);
 
   // Logs one line at `level` ("info", "warn", "error", "debug"), prefixed "hipguard: ".

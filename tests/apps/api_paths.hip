@@ -5,6 +5,10 @@
 //
 //   api_paths MODULE.hipfb DYNAMIC_LDS [--only API]
 //
+// Multi-device launches get one entry per device, on a stream of that device;
+// entry i asks for DYNAMIC_LDS when bit i of API_PATHS_MULTI_MASK is set
+// (default: every entry but the first when there are several devices).
+//
 // MODULE.hipfb holds the same kernel (dyn_lds.hip built with --genco); it is
 // loaded with hipModuleLoadFatBinary, hipLibraryLoadData and
 // hipLibraryLoadFromFile. Each call prints "API: <hipError_t>"; entry points
@@ -133,6 +137,13 @@ int main(int argc, char** argv) {
   void* args[] = {&d};
   int devices = 0;
   if (hipGetDeviceCount(&devices) != hipSuccess || devices < 1) devices = 1;
+  unsigned long mask = devices > 1 ? ~1ul : ~0ul;
+  if (const char* m = getenv("API_PATHS_MULTI_MASK")) mask = strtoul(m, nullptr, 0);
+  auto multi_lds = [&](int i) { return (mask >> i) & 1 ? dyn : 0u; };
+  std::vector<hipStream_t> streams(devices, nullptr);
+  for (int i = 0; i < devices; ++i)
+    if (hipSetDevice(i) != hipSuccess || hipStreamCreate(&streams[i]) != hipSuccess) streams[i] = nullptr;
+  (void)hipSetDevice(0);
 
   // ---- launches by host function
   if (auto f = sym<ExtLaunch>("hipExtLaunchKernel"); f && want("hipExtLaunchKernel"))
@@ -142,10 +153,9 @@ int main(int argc, char** argv) {
     (void)hipSetupArgument(&d, sizeof d, 0);
     show("hipLaunchByPtr", hipLaunchByPtr(kernel));
   }
-  // One entry per device; the first launches without dynamic LDS, the others with it.
   std::vector<hipLaunchParams> lp(devices);
   for (int i = 0; i < devices; ++i)
-    lp[i] = {const_cast<void*>(kernel), dim3(1), dim3(64), args, i == 0 && devices > 1 ? 0 : dyn, nullptr};
+    lp[i] = {const_cast<void*>(kernel), dim3(1), dim3(64), args, multi_lds(i), streams[i]};
   for (const char* name : {"hipLaunchCooperativeKernelMultiDevice", "hipExtLaunchMultiKernelMultiDevice"})
     if (auto f = sym<MultiDevice>(name); f && want(name)) show(name, f(lp.data(), devices, 0));
 
@@ -228,7 +238,7 @@ int main(int argc, char** argv) {
         show("hipDrvLaunchKernelEx", ex(&config, f, kparams, nullptr));
       std::vector<FunctionLaunchParams> fp(devices);
       for (int i = 0; i < devices; ++i)
-        fp[i] = {f, 1, 1, 1, 64, 1, 1, i == 0 && devices > 1 ? 0u : dyn, nullptr, kparams};
+        fp[i] = {f, 1, 1, 1, 64, 1, 1, multi_lds(i), streams[i], kparams};
       if (auto mm = sym<ModuleMultiDevice>("hipModuleLaunchCooperativeKernelMultiDevice");
           mm && want("hipModuleLaunchCooperativeKernelMultiDevice"))
         show("hipModuleLaunchCooperativeKernelMultiDevice", mm(fp.data(), static_cast<unsigned>(devices), 0));
@@ -266,6 +276,8 @@ int main(int argc, char** argv) {
     Library lib = nullptr;
     use_library("hipLibraryLoadFromFile", load(&lib, module_file, nullptr, nullptr, 0, nullptr, nullptr, 0), lib);
   }
+  for (hipStream_t s : streams)
+    if (s) (void)hipStreamDestroy(s);
   (void)hipFree(d);
   printf("api_paths: done\n");
   return 0;

@@ -222,3 +222,37 @@ TEST_F(ApiPaths, RealRocm52RuntimeWhereItHasThePath) {
   EXPECT_TRUE(lines_with(warn.err, "cannot find").empty()) << warn.err;
   EXPECT_EQ(lines_with(warn.err, "HG306").size(), 1u) << warn.err;
 }
+
+// Multi-device launches: each entry against its own device's LDS. The KFD
+// fixture has two gfx90a, GPU 0 reporting 56 KiB of LDS and GPU 1 64 KiB; 48 KiB
+// static + 12000 dynamic fits GPU 1 only. Each entry runs on a stream of its device.
+TEST_F(ApiPaths, MultiDeviceChecksEachEntryAgainstItsDevice) {
+  const std::string gpus = kMi210 + "," + kMi210;
+  auto kfd = [&](const std::string& mask) {
+    return std::map<std::string, std::string>{{"LD_LIBRARY_PATH", kSimrt},
+                                              {"HIPGUARD_SIM_GPUS", gpus},
+                                              {"LD_PRELOAD", kShim},
+                                              {"HIPGUARD_MODE", "strict"},
+                                              {"HIPGUARD_SYSFS_ROOT", std::string(HIPGUARD_FIXTURES_DIR) + "/sysfs/mi210-lds56"},
+                                              {"API_PATHS_MULTI_MASK", mask}};
+  };
+  const char* multi[] = {"hipLaunchCooperativeKernelMultiDevice", "hipExtLaunchMultiKernelMultiDevice",
+                         "hipModuleLaunchCooperativeKernelMultiDevice"};
+  for (const char* api : multi) {
+    // Only GPU 1's entry asks for the dynamic LDS: it fits there, the launch goes through.
+    ProcessResult fits = run("12000", kfd("2"), api);
+    EXPECT_EQ(results(fits.out)[api], "0") << api << "\n" << fits.out << fits.err;
+    EXPECT_TRUE(lines_with(fits.err, "HG306").empty()) << api << "\n" << fits.err;
+    // GPU 0's entry asks for it: refused, with GPU 0's limit.
+    ProcessResult over = run("12000", kfd("1"), api);
+    EXPECT_EQ(results(over.out)[api], "9") << api << "\n" << over.out << over.err;
+    auto logged = lines_with(over.err, "HG306");
+    ASSERT_EQ(logged.size(), 1u) << over.err;
+    EXPECT_NE(logged[0].find(std::string(api) + " asks for 49152 bytes of static + 12000 bytes of dynamic LDS"),
+              std::string::npos) << logged[0];
+    EXPECT_NE(logged[0].find("(GPU 0) provides 57344 bytes per workgroup"), std::string::npos) << logged[0];
+  }
+  // Without the shim the simulator accepts both (it never adds static and dynamic LDS).
+  std::map<std::string, std::string> plain = {{"LD_LIBRARY_PATH", kSimrt}, {"HIPGUARD_SIM_GPUS", gpus}, {"API_PATHS_MULTI_MASK", "1"}};
+  for (const char* api : multi) EXPECT_EQ(results(run("12000", plain, api).out)[api], "0") << api;
+}

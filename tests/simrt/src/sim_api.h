@@ -93,6 +93,7 @@ hipError_t hipGraphAddNode(hipGraphNode_t* pGraphNode, hipGraph_t graph, const h
 hipError_t hipGraphNodeSetParams(hipGraphNode_t node, hipGraphNodeParams_sim* nodeParams);
 hipError_t hipGraphExecNodeSetParams(hipGraphExec_t graphExec, hipGraphNode_t node,
                                      hipGraphNodeParams_sim* nodeParams);
+hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t* device);
 hipError_t hipGetProcAddress(const char* symbol, void** pfn, int hipVersion, uint64_t flags, void* symbolStatus);
 hipError_t hipGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags, void* driverStatus);
 hipError_t hipGetDriverEntryPoint_spt(const char* symbol, void** funcPtr, unsigned long long flags,

@@ -107,6 +107,11 @@ struct GraphNode {
 struct Graph {
   std::vector<std::unique_ptr<GraphNode>> nodes;
 };
+// A stream only knows its device (nothing is ever queued).
+struct Stream {
+  int device = 0;
+};
+
 struct GraphExec {
   std::map<const GraphNode*, hipKernelNodeParams> kernels;  // instantiated copies
 };
@@ -131,6 +136,7 @@ struct State {
   std::unordered_map<const void*, std::unique_ptr<Library>> libraries;
   std::unordered_map<const void*, std::unique_ptr<Graph>> graphs;
   std::unordered_map<const void*, std::unique_ptr<GraphExec>> graph_execs;
+  std::unordered_map<const void*, std::unique_ptr<Stream>> streams;
 };
 
 thread_local hipError_t t_last_error = hipSuccess;
@@ -1087,21 +1093,67 @@ SIMRT_EXPORT hipError_t hipLaunchByPtr(const void* hostFunction) {
   return e == hipErrorNoBinaryForGpu ? ret(hipErrorInvalidDeviceFunction) : e;
 }
 
-namespace {
-// Multi-device launches: entry i runs on the device of its stream; streams are
-// not simulated, so entry i runs on device i (CLR requires one entry per device).
-template <class Params, class Launch>
-hipError_t multi_device(const Params* list, long n, Launch launch_one) {
+// ---- streams (a device each; nothing is queued) ------------------------------------------
+
+SIMRT_EXPORT hipError_t hipStreamCreate(hipStream_t* stream) {
   State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!stream) return ret(hipErrorInvalidValue);
+  if (hipError_t e = need_device(s)) return ret(e);
+  auto st = std::make_unique<Stream>();
+  st->device = t_device;
+  *stream = reinterpret_cast<hipStream_t>(st.get());
+  s.streams[st.get()] = std::move(st);
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipStreamDestroy(hipStream_t stream) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.streams.erase(stream) ? hipSuccess : ret(hipErrorInvalidHandle);
+}
+
+// hipStreamGetDevice (hip_4.2 in CLR's map; not in ROCm 5.2): the null stream is the current device's.
+SIMRT_EXPORT hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t* device) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!device) return ret(hipErrorInvalidValue);
+  if (!stream) {
+    *device = t_device;
+    return hipSuccess;
+  }
+  auto it = s.streams.find(stream);
+  if (it == s.streams.end()) return ret(hipErrorInvalidHandle);
+  *device = it->second->device;
+  return hipSuccess;
+}
+
+namespace {
+// Multi-device launches (CLR ihipLaunchCooperativeKernelMultiDevice): a null
+// list is hipErrorInvalidValue, more entries than devices
+// hipErrorInvalidDevice; every entry needs a stream (null:
+// hipErrorInvalidResourceHandle) and runs on its stream's device.
+template <class Params, class StreamOf, class Launch>
+hipError_t multi_device(const Params* list, long n, StreamOf stream_of, Launch launch_one) {
+  State& s = api();
+  std::vector<int> devices;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (hipError_t e = need_device(s)) return ret(e);
-    if (!list || n <= 0 || static_cast<size_t>(n) > s.devices.size()) return ret(hipErrorInvalidValue);
+    if (!list || n <= 0) return ret(hipErrorInvalidValue);
+    if (static_cast<size_t>(n) > s.devices.size()) return ret(hipErrorInvalidDevice);
+    for (long i = 0; i < n; ++i) {
+      hipStream_t st = stream_of(list[i]);
+      if (!st) return ret(hipErrorInvalidResourceHandle);
+      auto it = s.streams.find(st);
+      if (it == s.streams.end()) return ret(hipErrorInvalidValue);
+      devices.push_back(it->second->device);
+    }
   }
   int saved = t_device;
   hipError_t result = hipSuccess;
   for (long i = 0; i < n && result == hipSuccess; ++i) {
-    t_device = static_cast<int>(i);
+    t_device = devices[i];
     result = launch_one(list[i]);
   }
   t_device = saved;
@@ -1111,21 +1163,25 @@ hipError_t multi_device(const Params* list, long n, Launch launch_one) {
 
 SIMRT_EXPORT hipError_t hipLaunchCooperativeKernelMultiDevice(hipLaunchParams* launchParamsList, int numDevices,
                                                               unsigned int) {
-  return multi_device(launchParamsList, numDevices, [](const hipLaunchParams& p) {
-    return launch_static(p.func, p.gridDim, p.blockDim, p.sharedMem, true);
-  });
+  return multi_device(launchParamsList, numDevices, [](const hipLaunchParams& p) { return p.stream; },
+                      [](const hipLaunchParams& p) {
+                        return launch_static(p.func, p.gridDim, p.blockDim, p.sharedMem, true);
+                      });
 }
 
 SIMRT_EXPORT hipError_t hipExtLaunchMultiKernelMultiDevice(hipLaunchParams* launchParamsList, int numDevices,
                                                            unsigned int) {
-  return multi_device(launchParamsList, numDevices, [](const hipLaunchParams& p) {
-    return launch_static(p.func, p.gridDim, p.blockDim, p.sharedMem, false);
-  });
+  return multi_device(launchParamsList, numDevices, [](const hipLaunchParams& p) { return p.stream; },
+                      [](const hipLaunchParams& p) {
+                        return launch_static(p.func, p.gridDim, p.blockDim, p.sharedMem, false);
+                      });
 }
 
 SIMRT_EXPORT hipError_t hipModuleLaunchCooperativeKernelMultiDevice(hipFunctionLaunchParams_sim* launchParamsList,
                                                                     unsigned int numDevices, unsigned int) {
-  return multi_device(launchParamsList, static_cast<long>(numDevices), [](const hipFunctionLaunchParams_sim& p) {
+  return multi_device(launchParamsList, static_cast<long>(numDevices),
+                      [](const hipFunctionLaunchParams_sim& p) { return p.hStream; },
+                      [](const hipFunctionLaunchParams_sim& p) {
     return launch_module(p.function, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ,
                          p.sharedMemBytes, p.kernelParams, nullptr, true);
   });
