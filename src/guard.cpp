@@ -338,6 +338,10 @@ GuardConfig config_from(const EnvLookup& env, bool secure, const std::vector<std
       if (!find_processor(d.target.processor)) continue;
       TargetId t = d.target;
       t.alias = "GPU " + std::to_string(d.index);  // messages say which GPU a problem concerns
+      if (d.index < 1024) {
+        if (c.device_targets.size() <= static_cast<size_t>(d.index)) c.device_targets.resize(d.index + 1, -1);
+        c.device_targets[d.index] = static_cast<int>(c.targets.size());
+      }
       c.targets.push_back(t);
       c.target_source += (c.target_source.empty() ? "" : ", ") + ("GPU " + std::to_string(d.index) + " (KFD node " +
                                                                    std::to_string(d.node) + ")");
@@ -375,6 +379,12 @@ struct KernelState {
   uint64_t max_dynamic_lds = UINT64_MAX;  // smallest (device LDS - static LDS) over the targets
   std::string lds_target;                 // the target that sets max_dynamic_lds
   uint64_t lds_limit = 0;
+  // Per target (index into GuardConfig::targets), when there are several:
+  // {static LDS, max dynamic LDS, limit}; max dynamic UINT64_MAX = not known.
+  struct TargetLds {
+    uint64_t static_lds = 0, max_dynamic = UINT64_MAX, limit = 0;
+  };
+  std::vector<TargetLds> lds_by_target;
   const void* fatbin = nullptr;  // registration handle (null for module functions)
   bool shallow = false;          // its fat binary's kernels are not checked yet
   // Replaced by a fresh state after the full check (readers may still hold this
@@ -402,6 +412,8 @@ struct ImageIndex {
   std::shared_ptr<const std::vector<Diagnostic>> image_findings;  // errors about the whole image
   std::unordered_map<std::string, std::vector<Diagnostic>> by_kernel;
   std::unordered_map<std::string, LdsFit> lds;
+  // Per kernel and target index, when there are several targets.
+  std::unordered_map<std::string, std::vector<LdsFit>> lds_by_target;
   // Per target with a parsed selected code object: the kernels it holds. A
   // registered kernel missing there cannot be launched on that target (HG409).
   struct Selected {
@@ -503,6 +515,11 @@ ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& target
       uint64_t avail = limit > lds ? limit - lds : 0;
       ImageIndex::LdsFit& fit = idx.lds[ki.name];
       if (avail < fit.max_dynamic) fit = {lds, avail, limit, targets[t].label()};
+      if (targets.size() > 1) {
+        auto& per = idx.lds_by_target[ki.name];
+        if (per.size() < targets.size()) per.resize(targets.size());
+        if (avail < per[t].max_dynamic) per[t] = {lds, avail, limit, targets[t].label()};
+      }
     }
   }
   return idx;
@@ -562,6 +579,12 @@ void fill_kernel(KernelState& k, const ImageIndex& idx) {
     k.static_lds = fit->second.static_lds;
     k.lds_limit = fit->second.limit;
     k.lds_target = fit->second.target;
+  }
+  if (auto per = idx.lds_by_target.find(k.name); per != idx.lds_by_target.end()) {
+    if (k.lds_by_target.size() < per->second.size()) k.lds_by_target.resize(per->second.size());
+    for (size_t t = 0; t < per->second.size(); ++t)
+      if (per->second[t].max_dynamic < k.lds_by_target[t].max_dynamic)
+        k.lds_by_target[t] = {per->second[t].static_lds, per->second[t].max_dynamic, per->second[t].limit};
   }
 }
 
@@ -855,11 +878,11 @@ Verdict Guard::on_module_load_file(const char* path) try {
   return {};
 }
 
-Verdict Guard::on_module_load_data(const void* image) try {
+Verdict Guard::on_module_load_data(const void* image, const char* api) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off || !image) return {};
   if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
-  std::string origin = "hipModuleLoadData image at " + hex(image) + " in " + origin_of(image);
+  std::string origin = std::string(api) + " image at " + hex(image) + " in " + origin_of(image);
   uint64_t extent = readable_extent(image, kMaxDecompressedBytes);
   ImageReport report;
   if (extent == 0) {
@@ -910,7 +933,7 @@ void Guard::on_module_unloaded(const void* module) try {
 } catch (...) {
 }
 
-Verdict Guard::before_module_get_function(const void* module, const char* name) try {
+Verdict Guard::before_module_get_function(const void* module, const char* name, const char* api) try {
   if (!name || config().mode == Mode::Off) return {};
   Diagnostic d;
   {
@@ -923,7 +946,7 @@ Verdict Guard::before_module_get_function(const void* module, const char* name) 
     d.code = std::string(code::kDeviceFunction);
     d.file = it->second.origin;
     d.kernel = name;
-    d.message = "hipModuleGetFunction asks for a device function, not a kernel; kernels in this module: " +
+    d.message = std::string(api) + " asks for a device function, not a kernel; kernels in this module: " +
                 (kernels.empty() ? std::string("none") : kernels);
     d.fix = "ask for a __global__ kernel; device functions can only be called from kernels";
   }
@@ -934,7 +957,8 @@ Verdict Guard::before_module_get_function(const void* module, const char* name) 
   return {};
 }
 
-void Guard::on_module_get_function(const void* module, const char* name, const void* function, int result) try {
+void Guard::on_module_get_function(const void* module, const char* name, const void* function, int result,
+                                   const char* api) try {
   if (!name) return;
   State& s = state();
   if (s.config.mode == Mode::Off) return;
@@ -961,7 +985,7 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
   d.file = m.origin;
   d.kernel = name;
   d.fix = "check the kernel name (mangled C++ name, or extern \"C\") against 'hipguard inspect " + m.origin + "'";
-  std::string prefix = "hipModuleGetFunction failed (hipError_t " + std::to_string(result) + "): ";
+  std::string prefix = std::string(api) + " failed (hipError_t " + std::to_string(result) + "): ";
   if (!m.kernels.empty() && !m.kernels.count(name)) {
     std::string list;
     for (const auto& k : m.kernels) list += (list.empty() ? "" : ", ") + k;
@@ -1113,7 +1137,11 @@ void Guard::run_probe(const void* fatbin_handle) {
   log("debug", std::string("registration probe done through ") + via + " (" + std::to_string(todo.size()) + " kernels)");
 }
 
-Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api) try {
+Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api) {
+  return on_launch(key, dynamic_lds, api, -1);
+}
+
+Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device) try {
   State& s = state();
   if (s.config.mode == Mode::Off) return {};
   index_if_needed();
@@ -1154,20 +1182,33 @@ Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api)
       return {Action::Refuse, kHipErrorInvalidDeviceFunction};
     }
   }
-  if (dynamic_lds > k->max_dynamic_lds) {
+  uint64_t max_dynamic = k->max_dynamic_lds, static_lds = k->static_lds, limit = k->lds_limit;
+  int device_target = -1;  // the device's own limit applies (its target's label is said)
+  if (device >= 0 && static_cast<size_t>(device) < s.config.device_targets.size()) {
+    int t = s.config.device_targets[device];
+    if (t >= 0 && static_cast<size_t>(t) < k->lds_by_target.size() &&
+        k->lds_by_target[t].max_dynamic != UINT64_MAX) {  // that device's own limit
+      max_dynamic = k->lds_by_target[t].max_dynamic;
+      static_lds = k->lds_by_target[t].static_lds;
+      limit = k->lds_by_target[t].limit;
+      device_target = t;
+    }
+  }
+  if (dynamic_lds > max_dynamic) {
     if (!k->lds_warned.exchange(true)) {
       Diagnostic d;
       d.code = std::string(code::kLaunchLds);
       d.file = k->file_name();
       d.kernel = k->name;
-      d.target = k->lds_target;
-      d.message = std::string(api) + " asks for " + std::to_string(k->static_lds) + " bytes of static + " +
-                  std::to_string(dynamic_lds) + " bytes of dynamic LDS = " + std::to_string(k->static_lds + dynamic_lds) +
-                  "; " + k->lds_target + " provides " + std::to_string(k->lds_limit) + " bytes per workgroup" +
+      std::string lds_target = device_target >= 0 ? s.config.targets[device_target].label() : k->lds_target;
+      d.target = lds_target;
+      d.message = std::string(api) + " asks for " + std::to_string(static_lds) + " bytes of static + " +
+                  std::to_string(dynamic_lds) + " bytes of dynamic LDS = " + std::to_string(static_lds + dynamic_lds) +
+                  "; " + lds_target + " provides " + std::to_string(limit) + " bytes per workgroup" +
                   (strict ? "; strict mode: launch refused with hipErrorInvalidConfiguration" : "");
-      d.fix = "pass at most " + std::to_string(k->max_dynamic_lds) + " bytes of dynamic shared memory for this kernel";
-      d.value = k->static_lds + dynamic_lds;
-      d.limit = k->lds_limit;
+      d.fix = "pass at most " + std::to_string(max_dynamic) + " bytes of dynamic shared memory for this kernel";
+      d.value = static_lds + dynamic_lds;
+      d.limit = limit;
       report_once(d);
     }
     if (strict) {

@@ -56,6 +56,9 @@ struct GuardConfig {
   LogLevel log_level = LogLevel::Info;
   std::vector<TargetId> targets;  // empty: structural checks only
   std::string target_source;      // "HIPGUARD_TARGET", "GPU 0 (KFD node 1)", ...
+  // HIP device index -> index into `targets`, or -1: known when the targets are
+  // the machine's GPUs (KFD discovery), empty with HIPGUARD_TARGET.
+  std::vector<int> device_targets;
   std::string report_path;        // HIPGUARD_REPORT as given ("%p" expanded at write time); empty: none
   // The HotSwap tool HSA_TOOLS_LIB names (libhsa-hotswap.so, libamd_comgr_hotswap_tool.so); empty: none.
   std::string hotswap_tool;
@@ -161,14 +164,18 @@ class Guard {
   Verdict on_register_function(const void* handle, const void* host_function, const char* device_name);
   void on_unregister_fatbin(const void* handle);
 
-  // hipModuleLoad(path) / hipModuleLoadData(Ex)(image), then the loaded module.
+  // hipModuleLoad(path) / hipModuleLoadData(Ex)(image) / hipModuleLoadFatBinary /
+  // hipLibraryLoadData / hipLibraryLoadFromFile, then the loaded module (or
+  // library: its handle is the key, like a module's). `api` names the call in messages.
   Verdict on_module_load_file(const char* path);
-  Verdict on_module_load_data(const void* image);
+  Verdict on_module_load_data(const void* image, const char* api = "hipModuleLoadData");
   void on_module_loaded(const void* module);
   void on_module_unloaded(const void* module);
-  // hipModuleGetFunction: before (strict may refuse a device function) and after.
-  Verdict before_module_get_function(const void* module, const char* name);
-  void on_module_get_function(const void* module, const char* name, const void* function, int result);
+  // hipModuleGetFunction / hipLibraryGetKernel: before (strict may refuse a
+  // device function) and after.
+  Verdict before_module_get_function(const void* module, const char* name, const char* api = "hipModuleGetFunction");
+  void on_module_get_function(const void* module, const char* name, const void* function, int result,
+                              const char* api = "hipModuleGetFunction");
   // hipGetFuncBySymbol returned `result` for `host_function`.
   void on_get_func_by_symbol(const void* host_function, int result);
 
@@ -176,6 +183,10 @@ class Guard {
   // module launches) with `dynamic_lds` bytes of dynamic LDS. Called only when
   // launch_needs_check() said so. `api` names the entry point for messages.
   Verdict on_launch(const void* key, uint64_t dynamic_lds, const char* api);
+  // The same for a launch on HIP device `device` (multi-device launches): its
+  // dynamic LDS is checked against that device's limit when the device's
+  // target is known (GuardConfig::device_targets), else against the smallest.
+  Verdict on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device);
   void set_probe_functions(const ProbeFunctions& f);
 
   // Logs one line at `level` ("info", "warn", "error", "debug"), prefixed "hipguard: ".

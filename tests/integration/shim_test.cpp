@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -321,29 +323,81 @@ TEST(ShimExports, OnlyInterposedHipSymbolsUnderTheRuntimeVersions) {
     if (ndx == "ABS") continue;  // the version node's own definition
     defined.insert(name);
   }
-  // Nodes from ROCm CLR's hip_hcc.map.in; those Debian's ROCm 5.2 runtime has are checked against it below.
-  std::set<std::string> in_rocm52 = {
-      "__hipRegisterFatBinary@@hip_4.2", "__hipRegisterFunction@@hip_4.2", "__hipUnregisterFatBinary@@hip_4.2",
-      "hipModuleLoad@@hip_4.2",          "hipModuleLoadData@@hip_4.2",     "hipModuleLoadDataEx@@hip_4.2",
-      "hipModuleUnload@@hip_4.2",        "hipModuleGetFunction@@hip_4.2",  "hipLaunchKernel@@hip_4.2",
-      "hipLaunchCooperativeKernel@@hip_4.2", "hipModuleLaunchKernel@@hip_4.2",
-      "hipGetLastError@@hip_4.2",        "hipPeekAtLastError@@hip_4.2",
-      // ROCm 5.2 has only the C++ spelling; newer runtimes add the C one.
-      "_Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j@@hip_4.2",
-      "hipLaunchKernel_spt@@hip_5.2", "hipLaunchCooperativeKernel_spt@@hip_5.2"};
-  std::set<std::string> newer = {"hipExtModuleLaunchKernel@@hip_4.2", "hipModuleLaunchCooperativeKernel@@hip_5.5",
-                                 "hipGetFuncBySymbol@@hip_6.2", "hipLaunchKernelExC@@hip_6.5"};
-  std::set<std::string> expected = in_rocm52;
-  expected.insert(newer.begin(), newer.end());
+  // Exactly the symbols of interpose/hip_api.def, each under its node (the
+  // table's nodes are ROCm CLR hip_hcc.map.in's).
+  std::set<std::string> expected;
+  std::ifstream table(HIPGUARD_API_TABLE);
+  ASSERT_TRUE(table) << HIPGUARD_API_TABLE;
+  std::regex line_re(R"(^HG_API\(([A-Za-z0-9_]+), *(hip_[0-9.]+), *([a-z]+)\))");
+  for (std::string line; std::getline(table, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, line_re)) expected.insert(m[1].str() + "@@" + m[2].str());
+  }
+  ASSERT_GT(expected.size(), 40u);
   EXPECT_EQ(defined, expected);
+  // Where Debian's ROCm 5.2 runtime has a symbol, its node is the table's.
   const std::string real = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5";
   if (exists(real)) {
     ProcessResult rs = run_process({kReadelf, "--dyn-syms", "-W", real});
-    for (const auto& s : in_rocm52) EXPECT_NE(rs.out.find(" " + s), std::string::npos) << s << " not in " << real;
+    size_t in_rocm52 = 0;
+    for (const auto& s : expected) {
+      std::string name = s.substr(0, s.find('@'));
+      bool same = rs.out.find(" " + s + "\n") != std::string::npos || rs.out.find(" " + s + " ") != std::string::npos;
+      bool other = rs.out.find(" " + name + "@") != std::string::npos;
+      if (other) EXPECT_TRUE(same) << s << ": " << real << " has " << name << " under another node";
+      in_rocm52 += same;
+    }
+    EXPECT_GE(in_rocm52, 25u) << "ROCm 5.2 has the hip_4.x/5.2 entry points";
   }
   ProcessResult dyn = run_process({kReadelf, "-d", kShim});
   for (const char* lib : {"libamdhip64", "libLLVM", "libstdc++", "libspdlog", "libfmt"})
     EXPECT_EQ(dyn.out.find(lib), std::string::npos) << "libhipguard.so must not depend on " << lib;
+}
+
+// The table's facts about the runtime's export map: symbols hipguard decided
+// not to interpose (HG_SKIP) are not exported by the shim, and every symbol of
+// Debian's ROCm 5.2 runtime whose name says it loads code, launches a kernel,
+// configures a launch or hands out entry points is in the table (HG_API or
+// HG_SKIP) under the runtime's node: a new path in the runtime fails here.
+TEST(ShimExports, ApiTableCoversTheRuntimesLoadAndLaunchSymbols) {
+  std::map<std::string, std::string> api, skip;
+  std::ifstream table(HIPGUARD_API_TABLE);
+  ASSERT_TRUE(table) << HIPGUARD_API_TABLE;
+  std::regex line_re(R"(^HG_(API|SKIP)\(([A-Za-z0-9_]+), *(hip_[0-9.]+), *([^)]+)\))");
+  for (std::string line; std::getline(table, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, line_re)) continue;
+    auto& into = m[1] == "API" ? api : skip;
+    EXPECT_TRUE(api.count(m[2]) == 0 && skip.count(m[2]) == 0) << m[2] << " is in the table twice";
+    into[m[2]] = m[3];
+  }
+  ASSERT_GT(skip.size(), 20u);
+  ProcessResult syms = run_process({kReadelf, "--dyn-syms", "-W", kShim});
+  for (const auto& [name, node] : skip) EXPECT_EQ(syms.out.find(" " + name + "@"), std::string::npos) << name;
+  const std::string real = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5";
+  if (!exists(real)) GTEST_SKIP() << real << " not installed";
+  ProcessResult rs = run_process({kReadelf, "--dyn-syms", "-W", real});
+  std::regex path_re("Launch|ModuleLoad|Library|KernelNode|GraphAddNode|NodeSetParams|ProcAddress|EntryPoint|"
+                     "ConfigureCall|CallConfiguration|SetupArgument|BeginCapture|GraphInstantiate|ChildGraph|"
+                     "GraphClone|ExecUpdate|GraphUpload");
+  std::regex other_node_kinds("Memcpy|Memset|HostNode|EventRecord|EventWait|ExternalSemaphore|MemAlloc|MemFree");
+  std::istringstream in(rs.out);
+  size_t checked = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string num, value, size, type, bind, vis, ndx, sym;
+    if (!(f >> num >> value >> size >> type >> bind >> vis >> ndx >> sym) || ndx == "UND" || type != "FUNC") continue;
+    auto at = sym.find('@');
+    if (at == std::string::npos) continue;
+    std::string name = sym.substr(0, at), node = sym.substr(sym.find_first_not_of('@', at));
+    if (!std::regex_search(name, path_re) || std::regex_search(name, other_node_kinds)) continue;
+    ++checked;
+    auto a = api.find(name);
+    auto s = skip.find(name);
+    ASSERT_TRUE(a != api.end() || s != skip.end()) << name << "@" << node << " loads or launches: add it to hip_api.def";
+    EXPECT_EQ(a != api.end() ? a->second : s->second, node) << name;
+  }
+  EXPECT_GT(checked, 30u);
 }
 
 TEST(CliRun, RunsTheProgramUnderTheShim) {

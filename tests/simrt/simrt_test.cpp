@@ -157,6 +157,18 @@ std::map<std::string, std::string> defined_versions(const std::string& lib) {
   return out;
 }
 
+// symbol -> version node of every line of an API table (HG_API / SIM_API).
+std::map<std::string, std::string> table_nodes(const std::string& path) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  std::regex re(R"(^(HG|SIM)_API\(([A-Za-z0-9_]+), *(hip_[0-9.]+)[,)])");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, re)) out[m[2]] = m[3];
+  }
+  return out;
+}
+
 // Undefined dynamic references "name@node".
 std::map<std::string, std::string> undefined_versions(const std::string& bin) {
   std::map<std::string, std::string> out;
@@ -364,20 +376,17 @@ TEST(Exports, VersionNodesMatchRealLibrary) {
   auto real = defined_versions(SIMRT_REAL_AMDHIP64);
   ASSERT_GT(mine.size(), 20u);
   ASSERT_GT(real.size(), 100u);
-  // Functions newer than ROCm 5.2: CLR-new hip_hcc.map.in (reference §5).
-  const std::map<std::string, std::string> newer = {
-      {"hipGetFuncBySymbol", "hip_6.2"},
-      {"hipModuleLaunchCooperativeKernel", "hip_5.5"},
-      {"hipLaunchKernelExC", "hip_6.5"},
-      {"hipExtModuleLaunchKernel", "hip_4.2"},  // C symbol; 5.2 exports only the C++ one
-  };
+  // Functions newer than ROCm 5.2: the nodes of the API tables (CLR hip_hcc.map.in).
+  auto newer = table_nodes(HIPGUARD_API_TABLE);
+  for (const auto& [name, node] : table_nodes(SIMRT_EXTRA_TABLE)) newer[name] = node;
+  ASSERT_GT(newer.size(), 60u);
   for (const auto& [name, node] : mine) {
     auto r = real.find(name);
     if (r != real.end()) {
       EXPECT_EQ(node, r->second) << name;
     } else {
       auto n = newer.find(name);
-      ASSERT_NE(n, newer.end()) << name << " is exported but neither in ROCm 5.2 nor in the reference";
+      ASSERT_NE(n, newer.end()) << name << " is exported but neither in ROCm 5.2 nor in an API table";
       EXPECT_EQ(node, n->second) << name;
     }
   }
@@ -398,7 +407,8 @@ TEST(Exports, VersionNodeChain) {
   for (std::sregex_iterator it(v.begin(), v.end(), def), end; it != end; ++it) parent[(*it)[1]] = (*it)[2];
   const std::vector<std::string> chain = {"hip_4.2", "hip_4.3", "hip_4.4", "hip_4.5", "hip_5.0",
                                           "hip_5.1", "hip_5.2", "hip_5.3", "hip_5.5", "hip_5.6",
-                                          "hip_6.0", "hip_6.1", "hip_6.2", "hip_6.4", "hip_6.5"};
+                                          "hip_6.0", "hip_6.1", "hip_6.2", "hip_6.4", "hip_6.5",
+                                          "hip_7.1", "hip_7.2"};
   for (size_t i = 1; i < chain.size(); ++i) EXPECT_EQ(parent[chain[i]], chain[i - 1]) << chain[i] << "\n" << v;
   if (!std::string(SIMRT_REAL_AMDHIP64).empty()) {
     // The 5.2 part of the chain is the real library's.
@@ -408,12 +418,27 @@ TEST(Exports, VersionNodeChain) {
   }
 }
 
+// Everything hipguard interposes (interpose/hip_api.def) is exported by the
+// simulator under the same node, and so is every line of simrt_extra.def.
+TEST(Exports, EveryApiTableLineIsExported) {
+  auto mine = defined_versions(SIMRT_LIB);
+  for (const char* table : {HIPGUARD_API_TABLE, SIMRT_EXTRA_TABLE}) {
+    auto lines = table_nodes(table);
+    ASSERT_GT(lines.size(), 20u) << table;
+    for (const auto& [name, node] : lines) {
+      auto it = mine.find(name);
+      ASSERT_NE(it, mine.end()) << name << " (" << table << ") is not exported by " << SIMRT_LIB;
+      EXPECT_EQ(it->second, node) << name;
+    }
+  }
+}
+
 TEST(Exports, EverythingTheAppsImportIsProvided) {
   if (std::string(SIMRT_APPS_DIR).empty()) GTEST_SKIP() << "HIP test programs not built (no hipcc)";
   auto mine = defined_versions(SIMRT_LIB);
   int checked = 0;
   for (const char* a : {"vector_add_gfx90a", "vector_add_gfx940", "vector_add_multi", "vector_add_xnack_on",
-                        "big_lds_gfx90a", "libkernels_lib.so", "module_loader"}) {
+                        "big_lds_gfx90a", "libkernels_lib.so", "module_loader", "api_paths"}) {
     if (!fs::exists(app(a))) continue;
     for (const auto& [name, node] : undefined_versions(app(a))) {
       if (node.rfind("hip_", 0) != 0) continue;

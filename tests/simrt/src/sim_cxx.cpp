@@ -11,3 +11,13 @@ __attribute__((visibility("default"))) hipError_t hipExtModuleLaunchKernel(
   return simrt::ext_module_launch(f, globalWorkSizeX, globalWorkSizeY, globalWorkSizeZ, localWorkSizeX,
                                   localWorkSizeY, localWorkSizeZ, sharedMemBytes, kernelParams, extra);
 }
+
+// hipHccModuleLaunchKernel: C++ linkage in every CLR (hip_hcc.map.in extern
+// "C++" hipHccModuleLaunchKernel*, hip_4.2); hipExtModuleLaunchKernel without flags.
+__attribute__((visibility("default"))) hipError_t hipHccModuleLaunchKernel(
+    hipFunction_t f, uint32_t globalWorkSizeX, uint32_t globalWorkSizeY, uint32_t globalWorkSizeZ,
+    uint32_t localWorkSizeX, uint32_t localWorkSizeY, uint32_t localWorkSizeZ, size_t sharedMemBytes, hipStream_t,
+    void** kernelParams, void** extra, hipEvent_t, hipEvent_t) {
+  return simrt::ext_module_launch(f, globalWorkSizeX, globalWorkSizeY, globalWorkSizeZ, localWorkSizeX,
+                                  localWorkSizeY, localWorkSizeZ, sharedMemBytes, kernelParams, extra);
+}

@@ -14,6 +14,7 @@
 // Nothing here calls hipguard's core; all parsing is in sim_parse.cpp.
 #include <hip/hip_runtime_api.h>
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -87,6 +88,34 @@ struct Module {
   std::string origin;
 };
 
+// hipLibraryLoadData / hipLibraryLoadFromFile (CLR hip_library.cpp): the code
+// object is built lazily, for the current device, at the first kernel lookup.
+struct Library {
+  const uint8_t* image = nullptr;  // hipLibraryLoadData: the caller's memory
+  std::vector<uint8_t> file;       // hipLibraryLoadFromFile: read at load
+  std::string origin;
+  bool built = false;
+  hipError_t build_error = hipSuccess;
+  std::unique_ptr<Module> module;
+};
+
+// Graphs (CLR hip_graph.cpp): kernel nodes keep their parameters; nothing runs.
+struct GraphNode {
+  int type = kSimGraphNodeTypeKernel;
+  hipKernelNodeParams kernel{};
+};
+struct Graph {
+  std::vector<std::unique_ptr<GraphNode>> nodes;
+};
+// A stream only knows its device (nothing is ever queued).
+struct Stream {
+  int device = 0;
+};
+
+struct GraphExec {
+  std::map<const GraphNode*, hipKernelNodeParams> kernels;  // instantiated copies
+};
+
 struct LaunchConfig {
   dim3 grid, block;
   size_t shared = 0;
@@ -104,6 +133,10 @@ struct State {
   std::unordered_set<const Function*> functions;          // valid hipFunction_t
   std::unordered_map<const void*, std::unique_ptr<Module>> modules;
   std::unordered_map<void*, size_t> allocations;
+  std::unordered_map<const void*, std::unique_ptr<Library>> libraries;
+  std::unordered_map<const void*, std::unique_ptr<Graph>> graphs;
+  std::unordered_map<const void*, std::unique_ptr<GraphExec>> graph_execs;
+  std::unordered_map<const void*, std::unique_ptr<Stream>> streams;
 };
 
 thread_local hipError_t t_last_error = hipSuccess;
@@ -759,7 +792,11 @@ SIMRT_EXPORT hipError_t hipModuleLoad(hipModule_t* module, const char* fname) {
   return ret(module_load(module, data.data(), data.size(), fname));
 }
 
-SIMRT_EXPORT hipError_t hipModuleLoadData(hipModule_t* module, const void* image) {
+namespace {
+// hipModuleLoadData and the calls CLR implements the same way (hipModuleLoadDataEx,
+// hipModuleLoadFatBinary). Internal: a call to the exported symbol from inside
+// the library would go through an interposer again, which CLR's calls do not.
+hipError_t module_load_data(hipModule_t* module, const void* image) {
   State& s = api();
   std::lock_guard<std::mutex> lock(s.mu);
   if (!module || !image) return ret(hipErrorInvalidValue);
@@ -770,10 +807,15 @@ SIMRT_EXPORT hipError_t hipModuleLoadData(hipModule_t* module, const void* image
   // bundle table / ELF section headers found in it.
   return ret(module_load(module, static_cast<const uint8_t*>(image), SIZE_MAX, origin));
 }
+}  // namespace
+
+SIMRT_EXPORT hipError_t hipModuleLoadData(hipModule_t* module, const void* image) {
+  return module_load_data(module, image);
+}
 
 SIMRT_EXPORT hipError_t hipModuleLoadDataEx(hipModule_t* module, const void* image, unsigned int, hipJitOption*,
                                             void**) {
-  return hipModuleLoadData(module, image);  // CLR ignores the options (ref §5)
+  return module_load_data(module, image);  // CLR ignores the options (ref §5)
 }
 
 SIMRT_EXPORT hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_t module, const char* kname) {
@@ -934,3 +976,401 @@ SIMRT_EXPORT hipError_t hipPeekAtLastError() { return t_last_error; }
 SIMRT_EXPORT const char* hipGetErrorName(hipError_t hip_error) { return error_name(hip_error); }
 
 SIMRT_EXPORT const char* hipGetErrorString(hipError_t hipError) { return error_name(hipError); }
+
+// ---- HIP 7.2 load and launch paths -------------------------------------------------------
+
+// hipModuleLoadFatBinary (hip_7.1): CLR loads it exactly as hipModuleLoadData.
+SIMRT_EXPORT hipError_t hipModuleLoadFatBinary(hipModule_t* module, const void* fatbin) {
+  return module_load_data(module, fatbin);
+}
+
+namespace {
+hipError_t library_load(hipLibrary_sim* library, std::unique_ptr<Library> lib, unsigned int numJitOptions) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.initialized = true;
+  if (numJitOptions > 0) return ret(hipErrorInvalidValue);  // CLR: JIT options are not supported
+  Library* raw = lib.get();
+  s.libraries[raw] = std::move(lib);
+  *library = reinterpret_cast<hipLibrary_sim>(raw);
+  logf(s, "library %s loaded (built at the first kernel lookup)", raw->origin.c_str());
+  return hipSuccess;
+}
+}  // namespace
+
+// hipLibraryLoadData / hipLibraryLoadFromFile (hip_7.2): CLR only records the
+// image (or file name) and returns hipSuccess; LibraryContainer::BuildIt
+// extracts and builds the code object at the first hipLibraryGetKernel(Count).
+SIMRT_EXPORT hipError_t hipLibraryLoadData(hipLibrary_sim* library, const void* code, hipJitOption*, void**,
+                                           unsigned int numJitOptions, int*, void**, unsigned int) {
+  if (!library || !code) return ret(hipErrorInvalidValue);
+  auto lib = std::make_unique<Library>();
+  lib->image = static_cast<const uint8_t*>(code);
+  char origin[64];
+  snprintf(origin, sizeof origin, "library image %p", code);
+  lib->origin = origin;
+  return library_load(library, std::move(lib), numJitOptions);
+}
+
+SIMRT_EXPORT hipError_t hipLibraryLoadFromFile(hipLibrary_sim* library, const char* fileName, hipJitOption*, void**,
+                                               unsigned int numJitOptions, int*, void**, unsigned int) {
+  struct stat st{};
+  if (!library || !fileName || stat(fileName, &st) != 0) return ret(hipErrorInvalidValue);
+  auto lib = std::make_unique<Library>();
+  std::ifstream in(fileName, std::ios::binary);
+  lib->file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  lib->origin = fileName;
+  return library_load(library, std::move(lib), numJitOptions);
+}
+
+SIMRT_EXPORT hipError_t hipLibraryUnload(hipLibrary_sim library) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!library) return ret(hipErrorInvalidResourceHandle);
+  auto it = s.libraries.find(library);
+  if (it == s.libraries.end()) return ret(hipErrorInvalidResourceHandle);
+  if (it->second->module)
+    for (auto& [name, f] : it->second->module->functions) s.functions.erase(f.get());
+  s.libraries.erase(it);
+  return hipSuccess;
+}
+
+// The kernel handle is a hipFunction_t (CLR: getDynFunc), launched with
+// hipModuleLaunchKernel and friends.
+SIMRT_EXPORT hipError_t hipLibraryGetKernel(hipKernel_sim* pKernel, hipLibrary_sim library, const char* name) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!library || !name || !pKernel) return ret(hipErrorInvalidValue);
+  auto it = s.libraries.find(library);
+  if (it == s.libraries.end()) return ret(hipErrorInvalidValue);
+  if (hipError_t e = need_device(s)) return ret(e);
+  Library& l = *it->second;
+  if (!l.built) {
+    hipModule_t m = nullptr;
+    hipError_t e = l.file.empty() && !l.image
+                       ? hipErrorInvalidValue
+                       : module_load(&m, l.image ? l.image : l.file.data(), l.image ? SIZE_MAX : l.file.size(),
+                                     l.origin);
+    if (e != hipSuccess) {
+      logf(s, "library %s: build failed: %s", l.origin.c_str(), error_name(e));
+      return ret(e);  // not cached: CLR's BuildIt retries
+    }
+    auto mit = s.modules.find(m);
+    l.module = std::move(mit->second);
+    s.modules.erase(mit);
+    l.built = true;
+  }
+  Module& m = *l.module;
+  const KernelInfo* k = find_kernel(m.kernels, name);
+  if (!k) {
+    logf(s, "hipLibraryGetKernel %s: not in %s", name, m.origin.c_str());
+    return ret(hipErrorNotFound);
+  }
+  *pKernel = reinterpret_cast<hipKernel_sim>(make_function(s, m.functions[name], m.device, *k, m.origin));
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipExtLaunchKernel(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void**,
+                                           size_t sharedMemBytes, hipStream_t, hipEvent_t, hipEvent_t, int) {
+  return launch_static(function_address, numBlocks, dimBlocks, sharedMemBytes, false);
+}
+
+// hipConfigureCall / hipSetupArgument / hipLaunchByPtr: the configuration goes
+// on the same stack as __hipPushCallConfiguration's (CLR PlatformState::configureCall).
+SIMRT_EXPORT hipError_t hipConfigureCall(dim3 gridDim, dim3 blockDim, size_t sharedMem, hipStream_t stream) {
+  t_configs.push_back({gridDim, blockDim, sharedMem, stream});
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipSetupArgument(const void*, size_t, size_t) { return hipSuccess; }
+
+SIMRT_EXPORT hipError_t hipLaunchByPtr(const void* hostFunction) {
+  if (t_configs.empty()) return ret(hipErrorInvalidConfiguration);
+  LaunchConfig c = t_configs.back();
+  t_configs.pop_back();
+  hipError_t e = launch_static(hostFunction, c.grid, c.block, c.shared, false);
+  // CLR: any GetFunc failure is hipErrorInvalidDeviceFunction here.
+  return e == hipErrorNoBinaryForGpu ? ret(hipErrorInvalidDeviceFunction) : e;
+}
+
+// ---- streams (a device each; nothing is queued) ------------------------------------------
+
+SIMRT_EXPORT hipError_t hipStreamCreate(hipStream_t* stream) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!stream) return ret(hipErrorInvalidValue);
+  if (hipError_t e = need_device(s)) return ret(e);
+  auto st = std::make_unique<Stream>();
+  st->device = t_device;
+  *stream = reinterpret_cast<hipStream_t>(st.get());
+  s.streams[st.get()] = std::move(st);
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipStreamDestroy(hipStream_t stream) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.streams.erase(stream) ? hipSuccess : ret(hipErrorInvalidHandle);
+}
+
+// hipStreamGetDevice (hip_4.2 in CLR's map; not in ROCm 5.2): the null stream is the current device's.
+SIMRT_EXPORT hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t* device) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!device) return ret(hipErrorInvalidValue);
+  if (!stream) {
+    *device = t_device;
+    return hipSuccess;
+  }
+  auto it = s.streams.find(stream);
+  if (it == s.streams.end()) return ret(hipErrorInvalidHandle);
+  *device = it->second->device;
+  return hipSuccess;
+}
+
+namespace {
+// Multi-device launches (CLR ihipLaunchCooperativeKernelMultiDevice): a null
+// list is hipErrorInvalidValue, more entries than devices
+// hipErrorInvalidDevice; every entry needs a stream (null:
+// hipErrorInvalidResourceHandle) and runs on its stream's device.
+template <class Params, class StreamOf, class Launch>
+hipError_t multi_device(const Params* list, long n, StreamOf stream_of, Launch launch_one) {
+  State& s = api();
+  std::vector<int> devices;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (hipError_t e = need_device(s)) return ret(e);
+    if (!list || n <= 0) return ret(hipErrorInvalidValue);
+    if (static_cast<size_t>(n) > s.devices.size()) return ret(hipErrorInvalidDevice);
+    for (long i = 0; i < n; ++i) {
+      hipStream_t st = stream_of(list[i]);
+      if (!st) return ret(hipErrorInvalidResourceHandle);
+      auto it = s.streams.find(st);
+      if (it == s.streams.end()) return ret(hipErrorInvalidValue);
+      devices.push_back(it->second->device);
+    }
+  }
+  int saved = t_device;
+  hipError_t result = hipSuccess;
+  for (long i = 0; i < n && result == hipSuccess; ++i) {
+    t_device = devices[i];
+    result = launch_one(list[i]);
+  }
+  t_device = saved;
+  return result;
+}
+}  // namespace
+
+SIMRT_EXPORT hipError_t hipLaunchCooperativeKernelMultiDevice(hipLaunchParams* launchParamsList, int numDevices,
+                                                              unsigned int) {
+  return multi_device(launchParamsList, numDevices, [](const hipLaunchParams& p) { return p.stream; },
+                      [](const hipLaunchParams& p) {
+                        return launch_static(p.func, p.gridDim, p.blockDim, p.sharedMem, true);
+                      });
+}
+
+SIMRT_EXPORT hipError_t hipExtLaunchMultiKernelMultiDevice(hipLaunchParams* launchParamsList, int numDevices,
+                                                           unsigned int) {
+  return multi_device(launchParamsList, numDevices, [](const hipLaunchParams& p) { return p.stream; },
+                      [](const hipLaunchParams& p) {
+                        return launch_static(p.func, p.gridDim, p.blockDim, p.sharedMem, false);
+                      });
+}
+
+SIMRT_EXPORT hipError_t hipModuleLaunchCooperativeKernelMultiDevice(hipFunctionLaunchParams_sim* launchParamsList,
+                                                                    unsigned int numDevices, unsigned int) {
+  return multi_device(launchParamsList, static_cast<long>(numDevices),
+                      [](const hipFunctionLaunchParams_sim& p) { return p.hStream; },
+                      [](const hipFunctionLaunchParams_sim& p) {
+    return launch_module(p.function, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ,
+                         p.sharedMemBytes, p.kernelParams, nullptr, true);
+  });
+}
+
+SIMRT_EXPORT hipError_t hipDrvLaunchKernelEx(const HIP_LAUNCH_CONFIG_sim* config, hipFunction_t f, void** params,
+                                             void** extra) {
+  if (!config) return ret(hipErrorInvalidValue);
+  return launch_module(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
+                       config->blockDimZ, config->sharedMemBytes, params, extra, false);
+}
+
+// ---- graphs ------------------------------------------------------------------------------
+
+namespace {
+// CLR validates a kernel node's function when the node is created or its
+// parameters set (hipGraphKernelNode::validateKernelParams): a host function
+// the runtime cannot find, or more dynamic LDS than the device has, fails there.
+hipError_t validate_kernel_node(State& s, const hipKernelNodeParams* p) {
+  if (!p || !p->func) return hipErrorInvalidValue;
+  if (hipError_t e = need_device(s)) return e;
+  Function* f = nullptr;
+  if (get_static_function(s, p->func, &f) != hipSuccess) f = as_function(s, p->func);
+  if (!f) return hipErrorInvalidDeviceFunction;
+  if (p->sharedMemBytes > s.devices[f->device].lds) return hipErrorInvalidValue;
+  return hipSuccess;
+}
+
+GraphNode* find_node(State& s, hipGraphNode_t node) {
+  for (auto& [key, g] : s.graphs)
+    for (auto& n : g->nodes)
+      if (n.get() == reinterpret_cast<GraphNode*>(node)) return n.get();
+  return nullptr;
+}
+
+hipError_t add_node(hipGraphNode_t* pGraphNode, hipGraph_t graph, int type, const hipKernelNodeParams* params) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!pGraphNode) return ret(hipErrorInvalidValue);
+  auto it = s.graphs.find(graph);
+  if (it == s.graphs.end()) return ret(hipErrorInvalidValue);
+  if (type != kSimGraphNodeTypeKernel) return ret(hipErrorNotSupported);  // only kernel nodes are simulated
+  if (hipError_t e = validate_kernel_node(s, params)) return ret(e);
+  auto n = std::make_unique<GraphNode>();
+  n->kernel = *params;
+  *pGraphNode = reinterpret_cast<hipGraphNode_t>(n.get());
+  it->second->nodes.push_back(std::move(n));
+  return hipSuccess;
+}
+
+hipError_t set_node(hipGraphExec_t exec, hipGraphNode_t node, const hipKernelNodeParams* params) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  GraphNode* n = find_node(s, node);
+  if (!n || n->type != kSimGraphNodeTypeKernel) return ret(hipErrorInvalidValue);
+  if (hipError_t e = validate_kernel_node(s, params)) return ret(e);
+  if (!exec) {
+    n->kernel = *params;
+    return hipSuccess;
+  }
+  auto it = s.graph_execs.find(exec);
+  if (it == s.graph_execs.end() || !it->second->kernels.count(n)) return ret(hipErrorInvalidValue);
+  it->second->kernels[n] = *params;
+  return hipSuccess;
+}
+}  // namespace
+
+SIMRT_EXPORT hipError_t hipGraphCreate(hipGraph_t* pGraph, unsigned int flags) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!pGraph || flags != 0) return ret(hipErrorInvalidValue);
+  auto g = std::make_unique<Graph>();
+  *pGraph = reinterpret_cast<hipGraph_t>(g.get());
+  s.graphs[g.get()] = std::move(g);
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipGraphDestroy(hipGraph_t graph) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.graphs.erase(graph) ? hipSuccess : ret(hipErrorInvalidValue);
+}
+
+SIMRT_EXPORT hipError_t hipGraphInstantiate(hipGraphExec_t* pGraphExec, hipGraph_t graph, hipGraphNode_t*, char*,
+                                            size_t) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.graphs.find(graph);
+  if (!pGraphExec || it == s.graphs.end()) return ret(hipErrorInvalidValue);
+  auto e = std::make_unique<GraphExec>();
+  for (auto& n : it->second->nodes) e->kernels[n.get()] = n->kernel;
+  *pGraphExec = reinterpret_cast<hipGraphExec_t>(e.get());
+  s.graph_execs[e.get()] = std::move(e);
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipGraphExecDestroy(hipGraphExec_t graphExec) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.graph_execs.erase(graphExec) ? hipSuccess : ret(hipErrorInvalidValue);
+}
+
+SIMRT_EXPORT hipError_t hipGraphAddKernelNode(hipGraphNode_t* pGraphNode, hipGraph_t graph, const hipGraphNode_t*,
+                                              size_t, const hipKernelNodeParams* pNodeParams) {
+  return add_node(pGraphNode, graph, kSimGraphNodeTypeKernel, pNodeParams);
+}
+
+SIMRT_EXPORT hipError_t hipGraphKernelNodeSetParams(hipGraphNode_t node, const hipKernelNodeParams* pNodeParams) {
+  return set_node(nullptr, node, pNodeParams);
+}
+
+SIMRT_EXPORT hipError_t hipGraphKernelNodeGetParams(hipGraphNode_t node, hipKernelNodeParams* pNodeParams) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  GraphNode* n = find_node(s, node);
+  if (!n || !pNodeParams) return ret(hipErrorInvalidValue);
+  *pNodeParams = n->kernel;
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipGraphExecKernelNodeSetParams(hipGraphExec_t hGraphExec, hipGraphNode_t node,
+                                                        const hipKernelNodeParams* pNodeParams) {
+  if (!hGraphExec) return ret(hipErrorInvalidValue);
+  return set_node(hGraphExec, node, pNodeParams);
+}
+
+SIMRT_EXPORT hipError_t hipGraphAddNode(hipGraphNode_t* pGraphNode, hipGraph_t graph, const hipGraphNode_t*, size_t,
+                                        hipGraphNodeParams_sim* nodeParams) {
+  if (!nodeParams) return ret(hipErrorInvalidValue);
+  return add_node(pGraphNode, graph, nodeParams->type, &nodeParams->kernel);
+}
+
+SIMRT_EXPORT hipError_t hipGraphNodeSetParams(hipGraphNode_t node, hipGraphNodeParams_sim* nodeParams) {
+  if (!nodeParams || nodeParams->type != kSimGraphNodeTypeKernel) return ret(hipErrorInvalidValue);
+  return set_node(nullptr, node, &nodeParams->kernel);
+}
+
+SIMRT_EXPORT hipError_t hipGraphExecNodeSetParams(hipGraphExec_t graphExec, hipGraphNode_t node,
+                                                  hipGraphNodeParams_sim* nodeParams) {
+  if (!graphExec || !nodeParams || nodeParams->type != kSimGraphNodeTypeKernel) return ret(hipErrorInvalidValue);
+  return set_node(graphExec, node, &nodeParams->kernel);
+}
+
+// ---- entry points resolved at run time ---------------------------------------------------
+// CLR hipGetProcAddress_common / hipGetDriverEntryPoint_common: flags must be
+// default (0), legacy stream (1) or per-thread stream (2); per-thread looks up
+// "<symbol>_spt" first; the symbol is dlsym'ed on the runtime's own handle, so
+// the runtime's own function comes back (not an interposer's).
+
+namespace {
+void* own_handle() {
+  static void* h = [] {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&own_handle), &info) || !info.dli_fname) return static_cast<void*>(nullptr);
+    return dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  }();
+  return h;
+}
+
+hipError_t proc_address(const char* symbol, void** pfn, uint64_t flags, int* status) {
+  if (!symbol || !*symbol || !pfn) return hipErrorInvalidValue;
+  if (flags > 2) return hipErrorInvalidValue;
+  void* h = own_handle();
+  if (!h) return hipErrorInvalidValue;
+  *pfn = nullptr;
+  if (flags == 2) *pfn = dlsym(h, (std::string(symbol) + "_spt").c_str());
+  if (!*pfn) *pfn = dlsym(h, symbol);
+  if (!*pfn) {
+    if (status) *status = 1;  // ..._SYMBOL_NOT_FOUND
+    return hipErrorInvalidValue;
+  }
+  if (status) *status = 0;  // ..._SUCCESS
+  return hipSuccess;
+}
+}  // namespace
+
+SIMRT_EXPORT hipError_t hipGetProcAddress(const char* symbol, void** pfn, int, uint64_t flags, void* symbolStatus) {
+  api();
+  return ret(proc_address(symbol, pfn, flags, static_cast<int*>(symbolStatus)));
+}
+
+SIMRT_EXPORT hipError_t hipGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags,
+                                               void* driverStatus) {
+  api();
+  return ret(proc_address(symbol, funcPtr, flags, static_cast<int*>(driverStatus)));
+}
+
+SIMRT_EXPORT hipError_t hipGetDriverEntryPoint_spt(const char* symbol, void** funcPtr, unsigned long long flags,
+                                                   void* driverStatus) {
+  api();
+  return ret(proc_address(symbol, funcPtr, flags == 0 ? 2 : flags, static_cast<int*>(driverStatus)));
+}
