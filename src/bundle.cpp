@@ -176,6 +176,12 @@ Result<Bundle> parse_compressed(Bytes data) {
   if (uncompressed > kMaxDecompressedBytes)
     return ccob_error("compressed bundle claims " + std::to_string(uncompressed) + " uncompressed bytes, over hipguard's cap of " +
                       std::to_string(kMaxDecompressedBytes));
+  if (uint64_t cap = max_claimed_uncompressed(total - header); uncompressed > cap)
+    return ParseError{std::string(code::kBudgetExceeded),
+                      "compressed bundle claims " + std::to_string(uncompressed) + " uncompressed bytes from " +
+                          std::to_string(total - header) + " compressed bytes; hipguard's limit is " + std::to_string(cap) +
+                          " (" + std::to_string(kMaxCompressionRatio) + "x the compressed size, at least " +
+                          std::to_string(kCompressionRatioFloor) + ")"};
   if (b.ccob_method != 0 && b.ccob_method != 1)
     return ccob_error("compression method " + std::to_string(b.ccob_method) + " is unknown (0 zlib, 1 zstd)");
   b.encoded_size = total;
