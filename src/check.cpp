@@ -135,6 +135,10 @@ class Checker {
   }
 
   static std::string structural_fix(std::string_view c) {
+    if (c == code::kBudgetExceeded)
+      return "no toolchain emits this many kernels or arguments in one code object; split it, or check where it "
+             "comes from (limits: docs/limits.md)";
+    if (c == code::kFindingsCapped) return "fix the findings shown, then run hipguard again";
     if (c == code::kCodeObjectVersion) return "rebuild with -mcode-object-version=5 (6 for generic targets)";
     if (c == code::kWorkgroupSize) return "fix __launch_bounds__ / reqd_work_group_size so they agree and stay within 1024";
     if (c == code::kDynamicStack)
@@ -169,10 +173,10 @@ class Checker {
       Diagnostic& d = structural(code::kBudgetExceeded, "", "",
                                  "entry '" + e.id + "' (" + std::to_string(e.size) + " bytes at offset " +
                                      std::to_string(e.offset) + ") and the entries after it are not parsed: the "
-                                     "bundle's entries overlap, and " +
-                                     std::to_string(parsed_bytes_) + " bytes of its " + std::to_string(bundle_size) +
-                                     " are parsed already; hipguard parses at most " + std::to_string(budget) +
-                                     " bytes per bundle (" + std::to_string(kMaxParsedBytesFactor) + "x its size)",
+                                     "bundle's entries overlap; hipguard has parsed " + std::to_string(parsed_bytes_) +
+                                     " bytes of this " + std::to_string(bundle_size) + "-byte bundle already and "
+                                     "parses at most " + std::to_string(budget) + " bytes per bundle (" +
+                                     std::to_string(kMaxParsedBytesFactor) + "x its size)",
                                  "the bundle was assembled by hand or by a broken tool: rebuild it with "
                                  "clang-offload-bundler, one entry per code object");
       d.value = parsed_bytes_ + e.size;
@@ -247,7 +251,10 @@ class Checker {
     Result<Bundle> parsed = parse_bundle(data_);
     if (!parsed) {
       structural(parsed.error().code, "", "", parsed.error().message,
-                 "the fat binary is truncated or corrupt: rebuild the program or library");
+                 parsed.error().code == code::kBudgetExceeded
+                     ? "no toolchain compresses code objects this well (real bundles: 5-28x); check where the file "
+                       "comes from, and rebuild it (limits: docs/limits.md)"
+                     : "the fat binary is truncated or corrupt: rebuild the program or library");
       return;
     }
     Bundle& b = *parsed;

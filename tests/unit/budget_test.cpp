@@ -4,6 +4,7 @@
 //
 // Set HIPGUARD_BUDGET_INPUTS_DIR=<dir> to also write the hostile inputs there
 // (for measuring the CLI: /usr/bin/time -v hipguard check <dir>/<file>).
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -149,6 +150,41 @@ TEST(Budget, CcobRatioLimitIsGenerousForRealBundles) {
   auto o = parse_bundle(span(over));
   ASSERT_FALSE(o);
   EXPECT_EQ(o.error().code, code::kBudgetExceeded);
+}
+
+// A zstd frame without a content size may ask for a window of up to 2 GiB,
+// which the decoder allocates up front (untouched, so not in the RSS): the
+// window is bounded by the claimed uncompressed size. mallinfo2 counts the
+// mapping; only without a sanitizer (its allocator does not report there).
+TEST(Budget, ZstdWindowIsBoundedByTheClaim) {
+  ByteVec head;
+  append_str(head, kBundleMagic);
+  append<uint64_t>(head, 0);
+  ByteVec z = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 21 << 3};  // window 2^(10+21) = 2 GiB, no content size
+  uint32_t h = 1u | static_cast<uint32_t>(head.size() << 3);  // last, raw
+  z.push_back(h & 0xff), z.push_back(h >> 8 & 0xff), z.push_back(h >> 16 & 0xff);
+  z.insert(z.end(), head.begin(), head.end());
+  ByteVec v = {'C', 'C', 'O', 'B'};
+  append<uint16_t>(v, 3);
+  append<uint16_t>(v, 1);
+  append<uint64_t>(v, 32 + z.size());
+  append<uint64_t>(v, head.size());
+  append<uint64_t>(v, 0);
+  v.insert(v.end(), z.begin(), z.end());
+  auto b = parse_bundle(span(v));
+  ASSERT_FALSE(b) << "a 32-byte bundle behind a 2 GiB window";
+  EXPECT_EQ(b.error().code, code::kMalformedCompressed);
+  EXPECT_NE(b.error().message.find("zstd"), std::string::npos) << b.error().message;
+#ifdef HG_BUDGET_LIMIT_AS
+  long mapped_mib = child_peak_growth_mib([&] {
+    size_t before = mallinfo2().hblkhd;
+    size_t peak = before;
+    (void)parse_bundle(span(v));
+    peak = std::max(peak, mallinfo2().hblkhd);
+    if (peak - before > (64u << 20)) _exit(3);
+  });
+  EXPECT_GE(mapped_mib, 0) << "the decoder mapped its 2 GiB window";
+#endif
 }
 
 // ---- Hostile input 2: 1 MB of metadata describing 10^6 empty kernels --------
