@@ -153,7 +153,7 @@ class Checker {
   // The code object of a bundle entry; for a compressed bundle this decodes up
   // to the entry, and a payload that ends early is a compressed-bundle error.
   // Entries with the same offset and size are parsed once (the later ones are
-  // aliases of the first, report_.aliases); the bytes parsed per bundle stay
+  // aliases of the first, aliases_); the bytes parsed per bundle stay
   // within kMaxParsedBytesFactor times its size, past that an entry is HG111.
   const CodeObject* entry_code_object(Bundle& b, const BundleEntry& e) {
     if (auto it = parsed_.find(e.id); it != parsed_.end()) return it->second;

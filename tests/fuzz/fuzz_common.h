@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "hipguard/bundle.h"
@@ -91,6 +92,9 @@ inline void budget_free_hook(const volatile void* p) {
 class Budget {
  public:
   Budget(size_t input_size, uint64_t factor) : limit_(kBudgetBase + factor * input_size) {
+    // HIPGUARD_FUZZ_BUDGET_BYTES=N replaces the budget (to see the check trap: N=1).
+    static const char* forced = std::getenv("HIPGUARD_FUZZ_BUDGET_BYTES");
+    if (forced && *forced) limit_ = std::strtoull(forced, nullptr, 10);
 #ifdef HG_FUZZ_TRACK_ALLOCATIONS
     static bool installed = __sanitizer_install_malloc_and_free_hooks(budget_malloc_hook, budget_free_hook) != 0;
     (void)installed;
