@@ -71,8 +71,9 @@ Result<Bundle> parse_plain(Bytes data) { return parse_table(data, data.size(), n
 // bundle table can be read without inflating every code object. With `to_end`
 // (want is the whole uncompressed size) the stream must also end there, with
 // its checksum: that is how a cut v1 bundle, which has no total size, shows.
-bool decompress_prefix(uint16_t method, Bytes input, uint64_t want, std::vector<uint8_t>& out, std::string* error,
-                       bool to_end = false) {
+// `claimed` is the header's uncompressed size (bounds the zstd window).
+bool decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t claimed, std::vector<uint8_t>& out,
+                       std::string* error, bool to_end = false) {
   // The output grows with what the stream really yields: a header that claims
   // gigabytes costs memory only if the compressed data delivers them.
   out.clear();
@@ -85,7 +86,13 @@ bool decompress_prefix(uint16_t method, Bytes input, uint64_t want, std::vector<
   if (method == 1) {
     ZSTD_DCtx* dctx = ZSTD_createDCtx();
     if (!dctx) return *error = "out of memory", false;
-    ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, 31);  // bundles use long-distance matching
+    // Bundles use long-distance matching (windows up to 2^31), but a compressor
+    // never uses a window larger than its input (zstd shrinks windowLog to the
+    // source size): a frame asking for more than the claimed uncompressed size is
+    // refused instead of allocating the window (a few bytes could ask for 2 GiB).
+    int window_log = 10;
+    while (window_log < 31 && (uint64_t{1} << window_log) < claimed) ++window_log;
+    ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, window_log);
     ZSTD_inBuffer in{input.data(), input.size(), 0};
     bool ok = true;
     size_t r = 1;
@@ -176,6 +183,12 @@ Result<Bundle> parse_compressed(Bytes data) {
   if (uncompressed > kMaxDecompressedBytes)
     return ccob_error("compressed bundle claims " + std::to_string(uncompressed) + " uncompressed bytes, over hipguard's cap of " +
                       std::to_string(kMaxDecompressedBytes));
+  if (uint64_t cap = max_claimed_uncompressed(total - header); uncompressed > cap)
+    return ParseError{std::string(code::kBudgetExceeded),
+                      "compressed bundle claims " + std::to_string(uncompressed) + " uncompressed bytes from " +
+                          std::to_string(total - header) + " compressed bytes; hipguard's limit is " + std::to_string(cap) +
+                          " (" + std::to_string(kMaxCompressionRatio) + "x the compressed size, at least " +
+                          std::to_string(kCompressionRatioFloor) + ")"};
   if (b.ccob_method != 0 && b.ccob_method != 1)
     return ccob_error("compression method " + std::to_string(b.ccob_method) + " is unknown (0 zlib, 1 zstd)");
   b.encoded_size = total;
@@ -185,7 +198,7 @@ Result<Bundle> parse_compressed(Bytes data) {
   uint64_t want = std::min<uint64_t>(uncompressed, 4096);
   for (;;) {
     std::string err;
-    if (!decompress_prefix(b.ccob_method, b.payload, want, b.storage, &err)) return ccob_error("decompression failed: " + err);
+    if (!decompress_prefix(b.ccob_method, b.payload, want, uncompressed, b.storage, &err)) return ccob_error("decompression failed: " + err);
     Bytes inner(b.storage.data(), b.storage.size());
     if (inner.size() >= kBundleMagic.size() && classify(inner) != PayloadKind::OffloadBundle)
       return ccob_error("decompressed data is not an offload bundle");
@@ -266,7 +279,8 @@ Bytes entry_bytes(Bundle& bundle, Bytes data, const BundleEntry& entry) {
   if (end > bundle.storage.size()) {
     std::string err;
     std::vector<uint8_t> longer;
-    if (!decompress_prefix(bundle.ccob_method, bundle.payload, end, longer, &err, end == bundle.uncompressed_size))
+    if (!decompress_prefix(bundle.ccob_method, bundle.payload, end, bundle.uncompressed_size, longer, &err,
+                           end == bundle.uncompressed_size))
       return {};
     bundle.storage = std::move(longer);
   }

@@ -1,5 +1,6 @@
 #include "hipguard/check.h"
 
+#include <algorithm>
 #include <map>
 
 #include "kernel_checks.h"
@@ -45,7 +46,10 @@ class Checker {
       v.can_run = v.selection != Selection::None;  // a SPIR-V fallback runs, with HG207 saying where
       for (const auto& d : report_.diagnostics) {
         if (d.severity != Severity::Error) continue;
-        bool mine = d.target.empty() ? (d.entry.empty() || d.entry == v.selected) : d.target == v.target.str();
+        // An entry that shares its bytes with an earlier one shares that entry's structural findings.
+        auto alias = aliases_.find(v.selected);
+        const std::string& selected = alias == aliases_.end() ? v.selected : alias->second;
+        bool mine = d.target.empty() ? (d.entry.empty() || d.entry == selected) : d.target == v.target.str();
         if (mine) v.can_run = false;
       }
     }
@@ -65,11 +69,12 @@ class Checker {
     return report_.diagnostics.back();
   }
 
-  void structural(std::string_view c, const std::string& entry, const std::string& kernel, std::string message,
-                  std::string fix, std::optional<Severity> severity = std::nullopt) {
+  Diagnostic& structural(std::string_view c, const std::string& entry, const std::string& kernel, std::string message,
+                         std::string fix, std::optional<Severity> severity = std::nullopt) {
     Diagnostic& d = add(c, entry, kernel, nullptr, std::move(message), std::move(fix));
     if (severity) d.severity = *severity;
     if (d.severity == Severity::Error) report_.structurally_ok = false;
+    return d;
   }
 
   // Parses a code object once; records its structural findings.
@@ -84,8 +89,11 @@ class Checker {
                      ? "update hipguard, or check that the file really is an AMDGPU code object"
                      : "rebuild the code object; the file is damaged or was not produced by an AMDGPU toolchain");
     } else {
-      for (const auto& issue : co->issues)
-        structural(issue.code, entry, issue.kernel, issue.message, structural_fix(issue.code), issue.severity);
+      for (const auto& issue : co->issues) {
+        Diagnostic& d = structural(issue.code, entry, issue.kernel, issue.message, structural_fix(issue.code), issue.severity);
+        d.value = issue.value;
+        d.limit = issue.limit;
+      }
       report_.code_objects.push_back({entry, std::move(*co)});
       result = &report_.code_objects.back().co;
     }
@@ -98,14 +106,39 @@ class Checker {
     if (!found) return;
     ProcessorInfo proc = *found;
     proc.lds_bytes = static_cast<uint32_t>(lds_limit(target, *found));
-    for (auto& f : check_kernels_on(co, proc, lds_only)) {
+    std::vector<KernelFinding> findings = check_kernels_on(co, proc, lds_only);
+    // At most kMaxIssuesPerCodeObject findings per code object and target, then one HG112.
+    size_t shown = std::min<size_t>(findings.size(), kMaxIssuesPerCodeObject);
+    Severity worst = Severity::Note;
+    for (size_t i = 0; i < findings.size(); ++i) {
+      KernelFinding& f = findings[i];
+      if (i >= shown) {
+        const CodeInfo* info = find_code(f.code);
+        worst = std::max(worst, info ? info->severity : Severity::Error);
+        continue;
+      }
       Diagnostic& d = add(f.code, entry, f.kernel, &target, std::move(f.message), std::move(f.fix));
       d.value = f.value;
       d.limit = f.limit;
     }
+    if (findings.size() > shown) {
+      Diagnostic& d = add(code::kFindingsCapped, entry, "", &target,
+                          "and " + std::to_string(findings.size() - shown) + " more findings for " + target.label() +
+                              " in this code object (the most severe: " + std::string(to_string(worst)) +
+                              "); hipguard reports at most " + std::to_string(kMaxIssuesPerCodeObject) +
+                              " per code object and target",
+                          "fix the findings shown, then run hipguard again");
+      d.severity = worst;
+      d.value = findings.size();
+      d.limit = kMaxIssuesPerCodeObject;
+    }
   }
 
   static std::string structural_fix(std::string_view c) {
+    if (c == code::kBudgetExceeded)
+      return "no toolchain emits this many kernels or arguments in one code object; split it, or check where it "
+             "comes from (limits: docs/limits.md)";
+    if (c == code::kFindingsCapped) return "fix the findings shown, then run hipguard again";
     if (c == code::kCodeObjectVersion) return "rebuild with -mcode-object-version=5 (6 for generic targets)";
     if (c == code::kWorkgroupSize) return "fix __launch_bounds__ / reqd_work_group_size so they agree and stay within 1024";
     if (c == code::kDynamicStack)
@@ -119,7 +152,39 @@ class Checker {
 
   // The code object of a bundle entry; for a compressed bundle this decodes up
   // to the entry, and a payload that ends early is a compressed-bundle error.
+  // Entries with the same offset and size are parsed once (the later ones are
+  // aliases of the first, aliases_); the bytes parsed per bundle stay
+  // within kMaxParsedBytesFactor times its size, past that an entry is HG111.
   const CodeObject* entry_code_object(Bundle& b, const BundleEntry& e) {
+    if (auto it = parsed_.find(e.id); it != parsed_.end()) return it->second;
+    auto range = std::make_pair(e.offset, e.size);
+    if (auto same = by_range_.find(range); same != by_range_.end()) {
+      aliases_[e.id] = same->second;
+      const CodeObject* co = parsed_[same->second];
+      parsed_[e.id] = co;
+      return co;
+    }
+    uint64_t bundle_size = b.compressed ? b.uncompressed_size : b.encoded_size;
+    uint64_t budget = bundle_size > UINT64_MAX / kMaxParsedBytesFactor ? UINT64_MAX : bundle_size * kMaxParsedBytesFactor;
+    if (over_budget_ || e.size > budget - std::min(budget, parsed_bytes_)) {
+      parsed_[e.id] = nullptr;
+      if (over_budget_) return nullptr;  // said once, for the whole bundle (entry ""): every target fails
+      over_budget_ = true;
+      Diagnostic& d = structural(code::kBudgetExceeded, "", "",
+                                 "entry '" + e.id + "' (" + std::to_string(e.size) + " bytes at offset " +
+                                     std::to_string(e.offset) + ") and the entries after it are not parsed: the "
+                                     "bundle's entries overlap; hipguard has parsed " + std::to_string(parsed_bytes_) +
+                                     " bytes of this " + std::to_string(bundle_size) + "-byte bundle already and "
+                                     "parses at most " + std::to_string(budget) + " bytes per bundle (" +
+                                     std::to_string(kMaxParsedBytesFactor) + "x its size)",
+                                 "the bundle was assembled by hand or by a broken tool: rebuild it with "
+                                 "clang-offload-bundler, one entry per code object");
+      d.value = parsed_bytes_ + e.size;
+      d.limit = budget;
+      return nullptr;
+    }
+    parsed_bytes_ += e.size;
+    by_range_[range] = e.id;
     Bytes bytes = entry_bytes(b, data_, e);
     if (bytes.empty() && e.size != 0) {
       if (!parsed_.count(e.id))
@@ -186,7 +251,10 @@ class Checker {
     Result<Bundle> parsed = parse_bundle(data_);
     if (!parsed) {
       structural(parsed.error().code, "", "", parsed.error().message,
-                 "the fat binary is truncated or corrupt: rebuild the program or library");
+                 parsed.error().code == code::kBudgetExceeded
+                     ? "no toolchain compresses code objects this well (real bundles: 5-28x); check where the file "
+                       "comes from, and rebuild it (limits: docs/limits.md)"
+                     : "the fat binary is truncated or corrupt: rebuild the program or library");
       return;
     }
     Bundle& b = *parsed;
@@ -356,6 +424,10 @@ class Checker {
   Depth depth_;
   ImageReport report_;
   std::map<std::string, const CodeObject*> parsed_;
+  std::map<std::pair<uint64_t, uint64_t>, std::string> by_range_;  // (offset, size) -> the entry parsed for it
+  std::map<std::string, std::string> aliases_;  // entry -> the entry with the same bytes, whose findings it shares
+  uint64_t parsed_bytes_ = 0;                    // bytes of this bundle's entries parsed so far
+  bool over_budget_ = false;                     // an entry was refused: the bundle's entries overlap too much
 };
 
 }  // namespace

@@ -28,6 +28,28 @@ constexpr unsigned kNtAmdgpuMetadata = 32;    // NT_AMDGPU_METADATA, owner "AMDG
 
 ParseError elf_error(std::string msg) { return {std::string(code::kMalformedElf), std::move(msg)}; }
 
+Severity severity_of(const CodeObjectIssue& i) {
+  if (i.severity) return *i.severity;
+  const CodeInfo* info = find_code(i.code);
+  return info ? info->severity : Severity::Error;
+}
+
+// The findings past kMaxIssuesPerCodeObject as one HG112 finding, with the
+// severity of the worst of them (a dropped error still fails the verdict).
+void summarize_dropped_issues(CodeObject& co) {
+  while (co.issues.size() > kMaxIssuesPerCodeObject) {
+    ++co.issues_dropped;
+    co.dropped_severity = std::max(co.dropped_severity, severity_of(co.issues.back()));
+    co.issues.pop_back();
+  }
+  if (!co.issues_dropped) return;
+  co.issues.push_back({std::string(code::kFindingsCapped), "",
+                       "and " + std::to_string(co.issues_dropped) + " more findings in this code object (the most severe: " +
+                           std::string(to_string(co.dropped_severity)) + "); hipguard reports at most " +
+                           std::to_string(kMaxIssuesPerCodeObject) + " per code object",
+                       co.dropped_severity, co.issues_dropped + kMaxIssuesPerCodeObject, kMaxIssuesPerCodeObject});
+}
+
 Feature v4_feature(uint32_t bits, uint32_t unsupported, uint32_t any, uint32_t off) {
   if (bits == unsupported) return Feature::Unsupported;
   if (bits == any) return Feature::Any;
@@ -48,6 +70,7 @@ class MetadataReader {
   explicit MetadataReader(CodeObject& co) : co_(co) {}
 
   void read(llvm::StringRef blob) {
+    blob_size_ = blob.size();
     llvm::msgpack::Reader r(llvm::MemoryBufferRef(blob, "NT_AMDGPU_METADATA"));
     Out out;
     Verdict v = read_root(r, out);
@@ -57,7 +80,9 @@ class MetadataReader {
     }
     if (out.target) co_.metadata_target = std::move(out.target);
     for (auto& k : out.kernels) co_.kernels.push_back(std::move(k));
-    for (auto& i : out.issues) co_.issues.push_back(std::move(i));
+    for (auto& i : out.issues) add_issue(co_, std::move(i));
+    co_.issues_dropped += out.dropped;
+    co_.dropped_severity = std::max(co_.dropped_severity, out.dropped_severity);
   }
 
  private:
@@ -69,12 +94,29 @@ class MetadataReader {
   struct Out {
     std::optional<std::string> target;
     std::vector<KernelInfo> kernels;
-    std::vector<CodeObjectIssue> issues;
+    std::vector<CodeObjectIssue> issues;  // at most kMaxIssuesPerCodeObject
+    uint64_t dropped = 0;
+    Severity dropped_severity = Severity::Note;
   };
 
   void issue(std::string_view c, std::string kernel, std::string msg) {
-    co_.issues.push_back({std::string(c), std::move(kernel), std::move(msg)});
+    add_issue(co_, {std::string(c), std::move(kernel), std::move(msg)});
   }
+
+  // Keeps a finding while there is room; counts the rest (the log of a
+  // document with a million broken kernels stays a hundred lines long).
+  static void note(Out& out, CodeObjectIssue i) {
+    if (out.issues.size() < kMaxIssuesPerCodeObject) {
+      out.issues.push_back(std::move(i));
+      return;
+    }
+    ++out.dropped;
+    out.dropped_severity = std::max(out.dropped_severity, severity_of(i));
+  }
+
+  // A document of n bytes holds at most n objects: a container claiming more
+  // elements is malformed (checked before any element is read).
+  bool claims_too_many(const Obj& o) const { return o.Length > blob_size_; }
 
   // Next object; false when the reader fails or the blob ends mid-document.
   static bool next(llvm::msgpack::Reader& r, Obj& o) {
@@ -126,7 +168,7 @@ class MetadataReader {
     if (!next(r, root)) return Verdict::Invalid;
     if (root.Kind != Type::Map) {
       if (!skip(r, root, 0)) return Verdict::Invalid;
-      out.issues.push_back({std::string(code::kBadMetadata), "", "metadata root is not a map"});
+      note(out, {std::string(code::kBadMetadata), "", "metadata root is not a map"});
       return Verdict::Ok;
     }
     bool seen_target = false, seen_kernels = false, kernels_ok = false;
@@ -147,9 +189,23 @@ class MetadataReader {
           if (!skip(r, v, 1)) return Verdict::Invalid;
           continue;
         }
+        if (claims_too_many(v)) return Verdict::Invalid;
         kernels_ok = true;
-        for (size_t j = 0; j < v.Length; ++j)
-          if (read_kernel(r, j, out) == Verdict::Invalid) return Verdict::Invalid;
+        uint64_t keep = std::min<uint64_t>(v.Length, kMaxKernelsPerCodeObject);
+        if (v.Length > keep)
+          note(out, {std::string(code::kBudgetExceeded), "",
+                     "amdhsa.kernels has " + std::to_string(v.Length) + " entries, over hipguard's limit of " +
+                         std::to_string(kMaxKernelsPerCodeObject) + " per code object; the first " +
+                         std::to_string(keep) + " are checked, the rest only read",
+                     std::nullopt, v.Length, kMaxKernelsPerCodeObject});
+        for (size_t j = 0; j < v.Length; ++j) {
+          if (j < keep) {
+            if (read_kernel(r, j, out) == Verdict::Invalid) return Verdict::Invalid;
+            continue;
+          }
+          Obj e;  // past the limit: validated, not kept
+          if (!next(r, e) || !skip(r, e, 2)) return Verdict::Invalid;
+        }
       } else if (!skip(r, v, 1)) {
         return Verdict::Invalid;
       }
@@ -157,10 +213,10 @@ class MetadataReader {
     if (!seen_kernels)
       // CLR accepts a code object without kernels ("HIP may have binaries with just
       // global variables", devprogram.cpp): only lookups of kernels fail.
-      out.issues.push_back({std::string(code::kBadMetadata), "",
+      note(out, {std::string(code::kBadMetadata), "",
                             "metadata has no amdhsa.kernels list: the code object holds no kernel", Severity::Warning});
     else if (!kernels_ok)
-      out.issues.push_back({std::string(code::kBadMetadata), "", "amdhsa.kernels is not an array"});
+      note(out, {std::string(code::kBadMetadata), "", "amdhsa.kernels is not an array"});
     return Verdict::Ok;
   }
 
@@ -171,7 +227,7 @@ class MetadataReader {
     if (!next(r, m)) return Verdict::Invalid;
     if (m.Kind != Type::Map) {
       if (!skip(r, m, depth)) return Verdict::Invalid;
-      out.issues.push_back({std::string(code::kBadKernelMetadata), label,
+      note(out, {std::string(code::kBadKernelMetadata), label,
                             "amdhsa.kernels[" + std::to_string(index) + "] is not a map"});
       return Verdict::Ok;
     }
@@ -195,6 +251,7 @@ class MetadataReader {
     uint32_t seen = 0;  // bit per optional key below, to reject repeats
     std::vector<std::string> arg_missing;
     std::optional<std::string> reqd_issue, args_issue;
+    uint64_t too_many_args = 0;
     for (size_t i = 0; i < m.Length; ++i) {
       llvm::StringRef key_name;
       if (!key(r, key_name)) return Verdict::Invalid;
@@ -243,9 +300,17 @@ class MetadataReader {
         if (v.Kind != Type::Array) {
           args_issue = ".args is not an array";
         } else {
+          if (claims_too_many(v)) return Verdict::Invalid;
           k.args.reserve(std::min<size_t>(v.Length, 256));  // Length is untrusted: cap the up-front allocation
-          for (size_t j = 0; j < v.Length; ++j)
-            if (read_arg(r, j, k, arg_missing) == Verdict::Invalid) return Verdict::Invalid;
+          for (size_t j = 0; j < v.Length; ++j) {
+            if (j < kMaxArgsPerKernel) {
+              if (read_arg(r, j, k, arg_missing) == Verdict::Invalid) return Verdict::Invalid;
+              continue;
+            }
+            Obj e;  // past the limit: validated, not kept
+            if (!next(r, e) || !skip(r, e, depth + 2)) return Verdict::Invalid;
+          }
+          if (v.Length > kMaxArgsPerKernel) too_many_args = v.Length;
           continue;  // elements already read
         }
       } else {
@@ -261,8 +326,16 @@ class MetadataReader {
       if (!skip(r, v, depth + 1)) return Verdict::Invalid;
     }
     std::string who = !k.name.empty() ? k.name : !k.symbol.empty() ? k.symbol : label;
-    if (reqd_issue) out.issues.push_back({std::string(code::kBadKernelMetadata), who, *reqd_issue});
-    if (args_issue) out.issues.push_back({std::string(code::kBadKernelMetadata), who, *args_issue});
+    if (reqd_issue) note(out, {std::string(code::kBadKernelMetadata), who, *reqd_issue});
+    if (args_issue) note(out, {std::string(code::kBadKernelMetadata), who, *args_issue});
+    if (too_many_args) {
+      // Its kernarg layout cannot be judged from a prefix: the kernel stays unchecked.
+      note(out, {std::string(code::kBudgetExceeded), who,
+                 ".args has " + std::to_string(too_many_args) + " entries, over hipguard's limit of " +
+                     std::to_string(kMaxArgsPerKernel) + " per kernel; the kernel is not checked",
+                 std::nullopt, too_many_args, kMaxArgsPerKernel});
+      return Verdict::Ok;
+    }
     std::vector<std::string> missing;
     if (!has_name) missing.push_back(".name");
     if (!has_symbol) missing.push_back(".symbol");
@@ -280,7 +353,7 @@ class MetadataReader {
       bool fatal = !has_name || !has_symbol;
       for (auto& rk : required)
         fatal = fatal || (rk.state != IntKey::Set && std::string_view(rk.key) == ".max_flat_workgroup_size");
-      out.issues.push_back({std::string(code::kBadKernelMetadata), who,
+      note(out, {std::string(code::kBadKernelMetadata), who,
                             "kernel metadata lacks required " + list +
                                 (fatal ? "; the runtime rejects the whole code object"
                                        : "; the runtime takes what is missing as 0, hipguard leaves the kernel unchecked"),
@@ -330,6 +403,7 @@ class MetadataReader {
   }
 
   CodeObject& co_;
+  uint64_t blob_size_ = 0;
 };
 
 }  // namespace
@@ -436,7 +510,7 @@ Result<CodeObject> parse_code_object(Bytes data) {
     if (k.symbol.size() > 3 && k.symbol.ends_with(".kd")) entry_names.insert(k.symbol.substr(0, k.symbol.size() - 3));
     auto it = syms.find(k.symbol);
     if (it == syms.end() || it->second.type != llvm::ELF::STT_OBJECT) {
-      co.issues.push_back({std::string(code::kDescriptorMissing), k.name,
+      add_issue(co, {std::string(code::kDescriptorMissing), k.name,
                            "metadata names kernel descriptor '" + k.symbol + "', but the symbol table has no such object: "
                            "the runtime cannot launch this kernel"});
       continue;
@@ -447,7 +521,7 @@ Result<CodeObject> parse_code_object(Bytes data) {
     if (!sec || it->second.value < (*sec)->sh_addr || (*sec)->sh_type == llvm::ELF::SHT_NOBITS ||
         rel > (*sec)->sh_size || (*sec)->sh_size - rel < 64 || !fits(data, (*sec)->sh_offset, (*sec)->sh_size)) {
       if (!sec) llvm::consumeError(sec.takeError());
-      co.issues.push_back({std::string(code::kDescriptorMissing), k.name,
+      add_issue(co, {std::string(code::kDescriptorMissing), k.name,
                            "kernel descriptor '" + k.symbol + "' lies outside its section or the file"});
       continue;
     }
@@ -467,14 +541,24 @@ Result<CodeObject> parse_code_object(Bytes data) {
   for (const auto& [name, sym] : syms) {
     if (sym.type == llvm::ELF::STT_OBJECT && name.size() > 3 && name.ends_with(".kd") && !descriptor_names.count(name)) {
       co.kernels_without_metadata.push_back(name.substr(0, name.size() - 3));
-      co.issues.push_back({std::string(code::kKernelWithoutMetadata), name.substr(0, name.size() - 3),
+      add_issue(co, {std::string(code::kKernelWithoutMetadata), name.substr(0, name.size() - 3),
                            "kernel descriptor '" + name + "' has no entry in amdhsa.kernels: the kernel is not "
                            "launchable (hipguard does not guess its metadata)"});
     }
     if (sym.type == llvm::ELF::STT_FUNC && !entry_names.count(name)) co.device_functions.push_back(name);
   }
   add_structural_kernel_issues(co);
+  summarize_dropped_issues(co);
   return co;
+}
+
+void add_issue(CodeObject& co, CodeObjectIssue issue) {
+  if (co.issues.size() < kMaxIssuesPerCodeObject) {
+    co.issues.push_back(std::move(issue));
+    return;
+  }
+  ++co.issues_dropped;
+  co.dropped_severity = std::max(co.dropped_severity, severity_of(issue));
 }
 
 void read_metadata_note(std::string_view desc, CodeObject& co) {

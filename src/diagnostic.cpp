@@ -16,6 +16,8 @@ constexpr std::array kCodes = {
     CodeInfo{code::kUnknownProcessor, "unknown-processor", S::Error},
     CodeInfo{code::kCodeObjectVersion, "code-object-version", S::Error},
     CodeInfo{code::kNothingToCheck, "nothing-to-check", S::Error},
+    CodeInfo{code::kBudgetExceeded, "budget-exceeded", S::Error},
+    CodeInfo{code::kFindingsCapped, "findings-capped", S::Note},
     CodeInfo{code::kNoCodeObject, "no-code-object-for-target", S::Error},
     CodeInfo{code::kProcessorMismatch, "processor-mismatch", S::Error},
     CodeInfo{code::kFeatureMismatch, "feature-mismatch", S::Error},

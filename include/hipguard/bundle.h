@@ -75,14 +75,34 @@ struct Bundle {
   std::vector<uint8_t> storage;
 };
 
-// Upper bound on the decompressed size of a CCOB; larger claims are refused.
+// Parser limits (docs/limits.md). The CLI and the shim use the same parser, so
+// the same limits; a size or count over a limit is a diagnostic (HG105 for an
+// impossible claim, HG111 for one over hipguard's budget), never an allocation.
+//
+// Upper bound on the decompressed size of a CCOB; larger claims are refused (HG105).
 inline constexpr uint64_t kMaxDecompressedBytes = 4ull << 30;
+// A CCOB may claim at most kMaxCompressionRatio times its compressed payload
+// (real bundles: zlib 5-14x, zstd 6-28x, rocSPARSE), or kCompressionRatioFloor
+// bytes whatever its payload (small bundles compress better); else HG111.
+inline constexpr uint64_t kMaxCompressionRatio = 1024;
+inline constexpr uint64_t kCompressionRatioFloor = 16ull << 20;
+// Bytes of code objects parsed per bundle: at most this many times the
+// bundle's (decompressed) size; entries with the same offset and size are
+// parsed once. Past it, an entry is not parsed (HG111).
+inline constexpr uint64_t kMaxParsedBytesFactor = 2;
+// The uncompressed size a CCOB of `payload_bytes` compressed bytes may claim.
+inline constexpr uint64_t max_claimed_uncompressed(uint64_t payload_bytes) {
+  uint64_t by_ratio = payload_bytes > kMaxDecompressedBytes / kMaxCompressionRatio ? kMaxDecompressedBytes
+                                                                                    : payload_bytes * kMaxCompressionRatio;
+  return by_ratio > kCompressionRatioFloor ? by_ratio : kCompressionRatioFloor;
+}
 
 // Parses the bundle (either kind) at the start of `data`. `data` may extend
 // beyond the bundle; encoded_size says where it ends. Every table field is
 // bounds-checked against `data` (uncompressed) or the header's uncompressed
 // size (CCOB: only the prefix holding the table is decoded, streaming).
-// Errors: HG104 (uncompressed), HG105 (CCOB).
+// Errors: HG104 (uncompressed), HG105 (CCOB), HG111 (a CCOB that claims more
+// than max_claimed_uncompressed of its payload).
 Result<Bundle> parse_bundle(Bytes data);
 
 // Bytes of the entry's payload: a view into `data` for uncompressed bundles;

@@ -70,7 +70,17 @@ struct CodeObjectIssue {
   // Where one code covers cases the runtime treats differently (HG304, HG402,
   // HG403: docs/diagnostics.md), the severity of this case; else the code's.
   std::optional<Severity> severity = std::nullopt;
+  std::optional<uint64_t> value = std::nullopt;  // a number compared with a limit (HG111), if any
+  std::optional<uint64_t> limit = std::nullopt;
 };
+
+// Parser limits per code object (docs/limits.md): over a limit is an HG111
+// finding, and what lies past it is skipped, never allocated.
+inline constexpr uint64_t kMaxKernelsPerCodeObject = 65536;  // amdhsa.kernels entries (rocSPARSE: 728)
+inline constexpr uint64_t kMaxArgsPerKernel = 1024;          // .args entries of one kernel (rocSPARSE: 24)
+// Findings (issues) kept per code object; the rest are counted and summed up
+// in one HG112 finding, so one hostile code object cannot flood the log.
+inline constexpr uint64_t kMaxIssuesPerCodeObject = 100;
 
 struct CodeObject {
   unsigned version = 0;            // code object version: EI_ABIVERSION + 2 (v2..v6)
@@ -83,7 +93,10 @@ struct CodeObject {
   std::vector<KernelInfo> kernels;
   std::vector<std::string> device_functions;  // STT_FUNC symbols that are not kernel entries
   std::vector<std::string> kernels_without_metadata;  // "<name>.kd" symbols no metadata entry names
-  std::vector<CodeObjectIssue> issues;        // target-independent findings (HG109, HG4xx)
+  std::vector<CodeObjectIssue> issues;        // target-independent findings (HG109, HG111, HG4xx), at most
+                                              // kMaxIssuesPerCodeObject, then one HG112 summary
+  uint64_t issues_dropped = 0;                // findings past the cap (counted, not kept)
+  Severity dropped_severity = Severity::Note; // the most severe of them
   uint64_t size = 0;               // bytes of the ELF image
 };
 
@@ -96,8 +109,13 @@ Result<CodeObject> parse_code_object(Bytes data);
 // "Code Object V3+ Metadata") into co.kernels and co.metadata_target. A document
 // that is not valid MessagePack, or whose amdhsa map is malformed, adds HG402;
 // a malformed kernel entry adds HG403 (co.issues). Never fails otherwise.
-// parse_code_object calls it for the first such note.
+// parse_code_object calls it for the first such note. Over kMaxKernelsPerCodeObject
+// kernels or kMaxArgsPerKernel arguments: HG111, the rest is skipped.
 void read_metadata_note(std::string_view desc, CodeObject& co);
+
+// Appends `issue` to co.issues, or counts it in co.issues_dropped once
+// co.issues holds kMaxIssuesPerCodeObject findings.
+void add_issue(CodeObject& co, CodeObjectIssue issue);
 
 // Human-readable e_flags summary: "gfx942:sramecc+:xnack-" plus generic version.
 std::string describe_target(const CodeObject& co);

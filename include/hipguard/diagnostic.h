@@ -31,6 +31,8 @@ inline constexpr std::string_view kNoHipFatbin = "HG107";         // a named fil
 inline constexpr std::string_view kUnknownProcessor = "HG108";    // e_flags processor not in the table
 inline constexpr std::string_view kCodeObjectVersion = "HG109";   // code object version not loadable by ROCm
 inline constexpr std::string_view kNothingToCheck = "HG110";      // a directory argument holds no GPU code
+inline constexpr std::string_view kBudgetExceeded = "HG111";      // a size or count over hipguard's parser limits (docs/limits.md)
+inline constexpr std::string_view kFindingsCapped = "HG112";      // more findings for one code object than hipguard reports
 // Selection against a target.
 inline constexpr std::string_view kNoCodeObject = "HG201";        // bundle has nothing for the target
 inline constexpr std::string_view kProcessorMismatch = "HG202";   // code object for another processor

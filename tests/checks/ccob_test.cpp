@@ -149,10 +149,18 @@ TEST_F(Ccob, BadHeadersAndPayloadsAreHG105) {
 
 // fuzz_bundle finding (out of memory): a v1 header claiming ~4 GiB of
 // uncompressed data in front of a small stream. Decoding must grow with what
-// the stream yields, not allocate what the header claims.
+// the stream yields, not allocate what the header claims. Since issue 12 a
+// claim over 1024x the payload is refused up front (HG111, docs/limits.md);
+// a lie within that ratio still costs only what the stream yields.
 TEST_F(Ccob, HugeClaimedSizeCostsOnlyWhatTheStreamYields) {
   auto v = make_ccob(plain_, 1, 0);
   uint32_t claim = 0xffff0000u;
+  std::memcpy(v.data() + 8, &claim, 4);
+  auto refused = parse_bundle(Bytes(v.data(), v.size()));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "HG111") << refused.error().message;
+  claim = static_cast<uint32_t>(max_claimed_uncompressed(v.size() - 20));
+  ASSERT_GT(claim, plain_.size() * 16) << "the claim within the ratio is still a big lie";
   std::memcpy(v.data() + 8, &claim, 4);
   auto b = parse_bundle(Bytes(v.data(), v.size()));
   ASSERT_TRUE(b) << b.error().message;

@@ -6,6 +6,7 @@
 #include "hipguard/check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  hgfuzz::Budget budget(size, hgfuzz::kCompressedFactor);  // fuzz_common.h: past it is a finding
   static const std::vector<hipguard::TargetId> targets = {*hipguard::parse_target_id("gfx942", nullptr),
                                                           *hipguard::parse_target_id("gfx950:xnack+", nullptr)};
   static const std::vector<hipguard::TargetId> none;

@@ -4,6 +4,7 @@
 #include "hipguard/code_object.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  hgfuzz::Budget budget(size, hgfuzz::kPlainFactor);  // fuzz_common.h: past it is a finding
   hipguard::Bytes bytes(data, size);
   hipguard::Result<hipguard::CodeObject> co = hipguard::parse_code_object(bytes);
   if (co) {
@@ -11,6 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string d = hipguard::describe_target(*co);
     HG_FUZZ_CHECK(!d.empty());
     for (const auto& i : co->issues) HG_FUZZ_CHECK(hipguard::find_code(i.code) != nullptr);
+    HG_FUZZ_CHECK(co->issues.size() <= hipguard::kMaxIssuesPerCodeObject + 1);  // + the HG112 summary
     for (const auto& k : co->kernels) HG_FUZZ_CHECK(k.args.size() < size + 1);
   } else {
     HG_FUZZ_CHECK(co.error().code == "HG106" || co.error().code == "HG108");
