@@ -450,6 +450,9 @@ struct Guard::State {
   GuardConfig config;
   std::shared_ptr<spdlog::logger> logger;
   std::set<std::string> logged;  // diagnostics already reported
+  // Runtime events (HG501/HG502/HG503) whose cause was said already: in the
+  // report under the run, not as more log lines. Bounded.
+  std::vector<Diagnostic> consequences;
   std::map<const void*, FatbinState> fatbins;
   std::map<const void*, ModuleInfo> modules;
   std::deque<ImageReport> unregistered;  // fat binaries seen but unregistered (for the report); no copies on growth
@@ -649,6 +652,25 @@ void Guard::report_once(const Diagnostic& d) {
     }
   }
   log(d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warn" : "info", line);
+}
+
+void Guard::report_consequence(const Diagnostic& d, const Diagnostic* cause) {
+  if (cause) {
+    State& s = state();
+    bool said;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      said = s.logged.count(format_line(*cause)) != 0;
+      if (said && s.consequences.size() < kMaxConsequences) s.consequences.push_back(d);
+    }
+    if (said) {  // at debug level, as a note: it adds nothing the user must act on
+      Diagnostic note = d;
+      note.severity = Severity::Note;
+      log("debug", format_line(note));
+      return;
+    }
+  }
+  report_once(d);
 }
 
 Verdict Guard::judge(const ImageReport& report, bool registration) {
@@ -996,7 +1018,12 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
     for (const auto& img : m.images) fill_kernel(probe, build_index(img, s.config.targets));
     d.message = prefix + (probe.findings().empty() ? "hipguard found no cause in the code object"
                                                  : "cause: " + first_finding(probe));
-    if (!probe.findings().empty()) d.fix = probe.findings().front().fix;
+    if (!probe.findings().empty()) {
+      d.fix = probe.findings().front().fix;
+      lock.unlock();
+      report_consequence(d, &probe.findings().front());
+      return;
+    }
   }
   lock.unlock();
   report_once(d);
@@ -1027,7 +1054,7 @@ void Guard::on_get_func_by_symbol(const void* host_function, int result) try {
                 (k->findings().empty() ? "hipguard found no cause in the code object" : "cause: " + first_finding(*k));
     d.fix = k->findings().empty() ? "run with AMD_LOG_LEVEL=4 for the runtime's own reason" : k->findings().front().fix;
   }
-  report_once(d);
+  report_consequence(d, k && !k->findings().empty() ? &k->findings().front() : nullptr);
 } catch (...) {
 }
 
@@ -1131,7 +1158,7 @@ void Guard::run_probe(const void* fatbin_handle) {
     d.message = std::string("the runtime rejected this kernel (") + via + " returned hipError_t " + std::to_string(r) +
                 "); " + (k->findings().empty() ? "cause unknown to hipguard" : "hipguard's finding: " + first_finding(*k));
     d.fix = k->findings().empty() ? "run with AMD_LOG_LEVEL=4 for the runtime's own reason" : k->findings().front().fix;
-    report_once(d);
+    report_consequence(d, k->findings().empty() ? nullptr : &k->findings().front());
   }
   restore();
   log("debug", std::string("registration probe done through ") + via + " (" + std::to_string(todo.size()) + " kernels)");
@@ -1174,7 +1201,7 @@ Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api,
                                          : "; the launch is forwarded and will fail or misbehave")
                                : "");
       d.fix = k->findings().front().fix;
-      report_once(d);
+      report_consequence(d, &k->findings().front());
     }
     if (strict && k->blocking) {
       k->blocked.fetch_add(1, std::memory_order_relaxed);
@@ -1265,6 +1292,7 @@ void Guard::write_report() try {
     run.mode = s.config.mode == Mode::Strict ? "strict" : s.config.mode == Mode::Off ? "off" : "warn";
     run.target_source = s.config.target_source;
     for (const auto& t : s.config.targets) run.devices.push_back(t.label());
+    run.consequences = s.consequences;
     for (const auto& k : s.kernels) {
       if (k.superseded || (k.findings().empty() && k.launches == 0)) continue;
       KernelRecord rec{k.name, k.file_name(), k.launches.load(), k.blocked.load(), {}};

@@ -129,7 +129,10 @@ std::string report_json(const std::vector<FileReport>& reports, const std::vecto
       put_text(kernel, "file", k.file);
       kernels.push_back(std::move(kernel));
     }
+    llvm::json::Array consequences;
+    for (const auto& d : run->consequences) consequences.push_back(diag_json(d));
     llvm::json::Object r{{"pid", static_cast<int64_t>(run->pid)},
+                         {"consequences", std::move(consequences)},
                          {"mode", run->mode},
                          {"target_source", run->target_source},
                          {"devices", std::move(devices)},

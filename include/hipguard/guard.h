@@ -207,6 +207,11 @@ class Guard {
   Verdict judge(const ImageReport& report, bool registration);
   [[noreturn]] void stop_for_settings();
   void report_once(const Diagnostic& d);
+  // One cause, one line: a runtime event (HG501/HG502/HG503) caused by `cause`
+  // is logged only when `cause` was not said already; otherwise it goes to the
+  // debug log and into the report's run.consequences.
+  void report_consequence(const Diagnostic& d, const Diagnostic* cause);
+  static constexpr size_t kMaxConsequences = 1000;
   void run_probe(const void* fatbin_handle);  // probes the kernels of one fat binary, once
   void deepen(const void* fatbin_handle);  // full check of a fat binary registered with selection only
   // Registered kernels enter the kernel table lazily (the first launch, lookup or report).

@@ -25,6 +25,9 @@ struct RunInfo {
   std::string target_source;        // HIPGUARD_TARGET or the GPUs found
   std::vector<std::string> devices; // target IDs of the devices checked against
   std::vector<KernelRecord> kernels;
+  // Runtime events (HG501/HG502/HG503) of findings already reported, in order
+  // (at most Guard::kMaxConsequences).
+  std::vector<Diagnostic> consequences;
 };
 
 std::string report_json(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets,
