@@ -26,6 +26,7 @@ constexpr std::array kCodes = {
     CodeInfo{code::kBadTarget, "bad-target", S::Error},
     CodeInfo{code::kSpirvFallback, "spirv-fallback", S::Warning},
     CodeInfo{code::kAmbiguousSelection, "ambiguous-compressed-selection", S::Warning},
+    CodeInfo{code::kKpackNotChecked, "kpack-not-checked", S::Note},
     CodeInfo{code::kHotSwapForwarding, "hotswap-forwarding", S::Warning},
     CodeInfo{code::kLdsOverLimit, "lds-over-limit", S::Error},
     CodeInfo{code::kWavefrontSize, "wavefront-size-unsupported", S::Error},

@@ -708,10 +708,19 @@ Verdict Guard::on_register_fatbin(const void* wrapper) try {
     return fail(code::kUnreadable, "fat binary wrapper at " + hex(wrapper) + " is not readable memory");
   FatbinWrapper w;
   memcpy(&w, wrapper, sizeof w);
+  if (w.magic == kHipkMagic && w.version == 1) {
+    // Valid for current CLR: not an error, but nothing hipguard can check.
+    t_pending_fatbin.reset();
+    report_once(make_diagnostic(code::kKpackNotChecked, origin,
+                                "kpack fat binary (HIPK wrapper): its code objects are in an archive beside the "
+                                "program, which hipguard does not read; its kernels are not checked",
+                                "check the archive's code objects with 'hipguard check' offline"));
+    return {};
+  }
   if (w.magic != kHipFatbinMagic || w.version != 1) {
-    char buf[96];
-    snprintf(buf, sizeof buf, "fat binary wrapper has magic 0x%08x version %u (expected 0x%08x version 1)", w.magic,
-             w.version, kHipFatbinMagic);
+    char buf[160];
+    snprintf(buf, sizeof buf, "fat binary wrapper has magic 0x%08x version %u (expected 0x%08x HIPF or 0x%08x HIPK, version 1)",
+             w.magic, w.version, kHipFatbinMagic, kHipkMagic);
     return fail(code::kBadFatbinWrapper, buf);
   }
   uint64_t extent = readable_extent(w.binary, kMaxDecompressedBytes);

@@ -29,6 +29,10 @@ struct FatbinWrapper {
   const void* reserved; // null for HIPF
 };
 inline constexpr uint32_t kHipFatbinMagic = 0x48495046;  // "HIPF" read as a LE u32
+// "HIPK": a kpack fat binary (CLR hip_platform.cpp, symbols::kHipkMagic): `binary`
+// points to MessagePack metadata, the code objects live in an archive beside
+// the program. Current CLR registers it; hipguard does not read the archive.
+inline constexpr uint32_t kHipkMagic = 0x4B504948;
 inline constexpr std::string_view kBundleMagic = "__CLANG_OFFLOAD_BUNDLE__";  // 24 bytes, no NUL
 inline constexpr std::string_view kCompressedMagic = "CCOB";
 

@@ -42,6 +42,7 @@ inline constexpr std::string_view kGenericTooOld = "HG205";       // generic ver
 inline constexpr std::string_view kBadTarget = "HG206";           // HIPGUARD_TARGET / --target unparsable
 inline constexpr std::string_view kSpirvFallback = "HG207";       // only a SPIR-V entry: runtime JIT, ROCm-version dependent
 inline constexpr std::string_view kAmbiguousSelection = "HG208";  // CCOB: several entries fit; runtime order is hash order
+inline constexpr std::string_view kKpackNotChecked = "HG209";     // HIPK (kpack) fat binary: code objects not read
 inline constexpr std::string_view kHotSwapForwarding = "HG210";   // HSA_TOOLS_LIB's HotSwap tool gets a gfx1250 entry instead of the native one
 // Kernel resources.
 inline constexpr std::string_view kLdsOverLimit = "HG301";        // group segment > device LDS

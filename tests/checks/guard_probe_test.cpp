@@ -114,3 +114,23 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   EXPECT_EQ(g.on_launch(&host_a, 0, "hipLaunchKernel").action, Action::Forward);
   refused_launch_error(true);
 }
+
+// A kpack fat binary (HIPK) is valid for current CLR: a note, never HG102 and
+// never a strict-mode stop (the tests' guard runs in strict mode).
+TEST_F(GuardProbe, KpackFatBinaryIsANoteNotAnError) {
+  static const unsigned char metadata[64] = {0x80};  // an empty MessagePack map: never read
+  FatbinWrapper w{kHipkMagic, 1, metadata, nullptr};
+  testing::internal::CaptureStderr();
+  Verdict v = Guard::get().on_register_fatbin(&w);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(v.action, Action::Forward) << err;
+  EXPECT_NE(err.find("note HG209"), std::string::npos) << err;
+  EXPECT_EQ(err.find("HG102"), std::string::npos) << err;
+  // Any other magic still is HG102.
+  FatbinWrapper bad{0x12345678, 1, metadata, nullptr};
+  testing::internal::CaptureStderr();
+  v = Guard::get().on_register_fatbin(&bad);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(v.action, Action::Exit) << err;
+  EXPECT_NE(err.find("error HG102"), std::string::npos) << err;
+}
