@@ -1,6 +1,11 @@
 #include "hipguard/devices.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +26,29 @@ bool parse_u64(std::string_view s, uint64_t* out) {
   }
   *out = v;
   return true;
+}
+constexpr uint64_t kMaxLdsKib = 1u << 20;  // 1 GiB: far above any GPU, far below overflow
+constexpr size_t kMaxPropertiesBytes = 64 * 1024;  // a KFD properties file is ~1.5 KB
+
+// A sysfs text file: regular files only (a FIFO would block, /dev/zero never
+// ends), at most kMaxPropertiesBytes. False when it cannot be read so.
+bool read_small_file(const std::filesystem::path& path, std::string* out) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return false;
+  out->clear();
+  char buf[4096];
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  while (ok) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out->append(buf, static_cast<size_t>(n));
+    ok = out->size() <= kMaxPropertiesBytes;
+  }
+  ::close(fd);
+  return ok;
 }
 }  // namespace
 
@@ -55,11 +83,9 @@ std::vector<Device> discover_devices(const std::string& sysfs_root) {
   for (const auto& entry : fs::directory_iterator(nodes, ec)) {
     uint64_t num = 0;
     if (!parse_u64(entry.path().filename().string(), &num) || num > 1u << 20) continue;
-    std::ifstream in(entry.path() / "properties");
-    if (!in) continue;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    KfdNode n = parse_kfd_properties(ss.str());
+    std::string text;
+    if (!read_small_file(entry.path() / "properties", &text)) continue;
+    KfdNode n = parse_kfd_properties(text);
     n.node = static_cast<unsigned>(num);
     if (n.simd_count == 0 || n.gfx_target_version == 0) continue;  // CPU node
     gpus.emplace_back(n.node, n);
@@ -81,7 +107,9 @@ std::vector<Device> discover_devices(const std::string& sysfs_root) {
     Device d;
     d.index = index++;
     d.node = num;
-    d.lds_bytes = n.lds_size_in_kb * 1024;
+    // A value no GPU has (KFD reports at most a few hundred KiB) is ignored, not
+    // multiplied into an overflow that would shrink the limit.
+    d.lds_bytes = n.lds_size_in_kb <= kMaxLdsKib ? n.lds_size_in_kb * 1024 : 0;
     d.target.lds_bytes = d.lds_bytes;
     if (!p) {
       d.target.processor = "gfx-unknown-" + std::to_string(v);

@@ -152,11 +152,14 @@ uint64_t readable_extent(const void* p, uint64_t cap) {
   if (uint64_t in_object = loaded_segment_extent(addr)) return in_object < cap ? in_object : cap;
   FILE* f = fopen("/proc/self/maps", "re");
   if (!f) return 0;
-  char line[512];
+  // getline: a line has no length limit (a mapped file's path can be long, and a
+  // fixed buffer would read its tail as a line of its own).
+  char* line = nullptr;
+  size_t line_cap = 0;
   uintptr_t want = addr;  // next address that must be covered
   uint64_t extent = 0;
   bool started = false;
-  while (fgets(line, sizeof line, f)) {
+  while (getline(&line, &line_cap, f) > 0) {
     uintptr_t lo, hi;
     bool readable;
     if (!parse_maps_line(line, &lo, &hi, &readable)) continue;
@@ -173,6 +176,7 @@ uint64_t readable_extent(const void* p, uint64_t cap) {
     }
     if (extent >= cap) break;
   }
+  free(line);
   fclose(f);
   return extent < cap ? extent : cap;
 }
@@ -432,9 +436,10 @@ struct FatbinState {
   std::shared_ptr<const std::string> origin;  // report.origin, shared with its kernels
   std::unique_ptr<ImageIndex> index;  // built when its kernels are first indexed
   std::vector<const void*> host_functions;  // indexed kernels (in the kernel table)
-  // Registered, not indexed yet: (host function, device name). The name points
-  // into the registering library, valid while the fat binary is registered.
-  std::vector<std::pair<const void*, const char*>> unindexed;
+  // Registered, not indexed yet: (host function, device name). The name is a
+  // copy: the runtime copies it too, so a program may free its own after
+  // __hipRegisterFunction returns.
+  std::vector<std::pair<const void*, std::string>> unindexed;
 };
 
 struct ModuleInfo {

@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 using namespace hipguard;
@@ -107,4 +112,28 @@ TEST(Devices, VisibleDevicesSelectAndRenumber) {
     auto d = discover_devices(kFixtures + "/mixed");
     ASSERT_EQ(d.size(), 1u) << "the list stops at the first invalid index";
   }
+}
+
+// A hostile topology never hangs, never reads without end, never shrinks the
+// LDS limit through an overflow: a FIFO or a device as "properties" is
+// skipped, an absurd lds_size_in_kb is ignored.
+TEST(Devices, HostileTopologyIsSkippedNotFollowed) {
+  namespace fs = std::filesystem;
+  Env env({});
+  fs::path root = fs::temp_directory_path() / ("hipguard-kfd-" + std::to_string(getpid()));
+  fs::path nodes = root / "class/kfd/kfd/topology/nodes";
+  fs::create_directories(nodes / "1");
+  fs::create_directories(nodes / "2");
+  fs::create_directories(nodes / "3");
+  ASSERT_EQ(mkfifo((nodes / "1" / "properties").c_str(), 0600), 0);
+  fs::create_symlink("/dev/zero", nodes / "2" / "properties");
+  // 2^54 + 1 KiB: times 1024 it wraps to 1 KiB.
+  std::ofstream(nodes / "3" / "properties") << "simd_count 1216\ngfx_target_version 90402\ncapability 67158144\n"
+                                               "lds_size_in_kb 18014398509481985\n";
+  auto devices = discover_devices(root.string());
+  fs::remove_all(root);
+  ASSERT_EQ(devices.size(), 1u) << "only node 3 is a readable GPU";
+  EXPECT_EQ(devices[0].target.processor, "gfx942");
+  EXPECT_EQ(devices[0].lds_bytes, 0u) << "ignored, not 1 KiB";
+  EXPECT_EQ(lds_limit(devices[0].target, *find_processor("gfx942")), 65536u);
 }
