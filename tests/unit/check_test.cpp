@@ -559,69 +559,41 @@ TEST(KernelChecks, KernargHiddenArgumentsComeLast) {
 // Severities follow the runtime: only what CLR/ROCr reject (or what cannot run
 // on the hardware) fails the verdict (docs/diagnostics.md cites the source).
 TEST(KernelChecks, SeveritiesTheRuntimeAgreesWith) {
-  auto verdict = [](const CodeObjectSpec& s) { return check_image(span(make_code_object(s)), "crafted", {target("mi300x")}); };
-  // AITER's fmoe kernels: 'pad' arguments past .kernarg_segment_size. CLR copies
-  // the arguments by offset and never checks: they run. A warning, verdict ok.
-  KernelSpec pad;
+  // One finding of `c` with severity `sev`, and the verdict `ok`, for a code object of these kernels.
+  auto expect = [](std::vector<KernelSpec> kernels, std::string_view c, Severity sev, bool ok, const char* why) {
+    CodeObjectSpec s;
+    s.kernels = std::move(kernels);
+    auto r = check_image(span(make_code_object(s)), "crafted", {target("mi300x")});
+    auto d = find_diags(r.diagnostics, c);
+    ASSERT_EQ(d.size(), 1u) << why << dump(r.diagnostics);
+    EXPECT_EQ(d[0]->severity, sev) << why;
+    EXPECT_EQ(r.ok(), ok) << why << dump(r.diagnostics);
+  };
+  KernelSpec pad, zero, big, no_symbol, no_sgpr, unlisted;
   pad.kernarg_size = 16;
   pad.args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 8, 8}, {"pad", "by_value", 16, 8}};
-  CodeObjectSpec s;
-  s.kernels = {pad};
-  auto r = verdict(s);
-  auto d = find_diags(r.diagnostics, code::kKernargLayout);
-  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
-  EXPECT_EQ(d[0]->severity, Severity::Warning);
-  EXPECT_TRUE(r.ok()) << dump(r.diagnostics);
-  // .max_flat_workgroup_size 0: CLR rejects the code object (rockernel.cpp postLoad).
-  KernelSpec zero;
+  expect({pad}, code::kKernargLayout, Severity::Warning, true,
+         "AITER's fmoe 'pad' arguments past .kernarg_segment_size: CLR copies by offset and never checks; they run");
   zero.max_flat = 0;
-  s.kernels = {zero};
-  r = verdict(s);
-  d = find_diags(r.diagnostics, code::kWorkgroupSize);
-  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
-  EXPECT_EQ(d[0]->severity, Severity::Error);
-  EXPECT_FALSE(r.ok());
-  // Over 1024: nothing enforces it; a warning.
-  KernelSpec big;
+  expect({zero}, code::kWorkgroupSize, Severity::Error, false,
+         ".max_flat_workgroup_size 0: CLR rejects the code object (rockernel.cpp postLoad)");
   big.max_flat = 2048;
-  s.kernels = {big};
-  r = verdict(s);
-  d = find_diags(r.diagnostics, code::kWorkgroupSize);
-  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
-  EXPECT_EQ(d[0]->severity, Severity::Warning);
-  EXPECT_TRUE(r.ok());
-  // A missing .symbol makes CLR reject the code object; a missing .sgpr_count is taken as 0.
-  KernelSpec no_symbol, no_sgpr;
+  expect({big}, code::kWorkgroupSize, Severity::Warning, true, "over 1024: nothing enforces it");
   no_symbol.omit = {".symbol"};
+  expect({no_symbol}, code::kBadKernelMetadata, Severity::Error, false, "no .symbol: CLR rejects the code object");
   no_sgpr.omit = {".sgpr_count"};
-  s.kernels = {no_symbol};
-  r = verdict(s);
-  d = find_diags(r.diagnostics, code::kBadKernelMetadata);
-  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
-  EXPECT_EQ(d[0]->severity, Severity::Error);
-  s.kernels = {no_sgpr};
-  r = verdict(s);
-  d = find_diags(r.diagnostics, code::kBadKernelMetadata);
-  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
-  EXPECT_EQ(d[0]->severity, Severity::Warning);
-  EXPECT_TRUE(r.ok()) << dump(r.diagnostics);
-  // A .kd symbol without metadata: the code object loads, that symbol is not a HIP kernel.
-  KernelSpec unlisted;
+  expect({no_sgpr}, code::kBadKernelMetadata, Severity::Warning, true, "a missing .sgpr_count is taken as 0");
   unlisted.name = "unlisted";
   unlisted.metadata = false;
-  s.kernels = {KernelSpec{}, unlisted};
-  r = verdict(s);
-  d = find_diags(r.diagnostics, code::kKernelWithoutMetadata);
-  ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
-  EXPECT_EQ(d[0]->severity, Severity::Warning);
-  EXPECT_TRUE(r.ok());
+  expect({KernelSpec{}, unlisted}, code::kKernelWithoutMetadata, Severity::Warning, true,
+         "a .kd symbol without metadata: the code object loads, that symbol is not a HIP kernel");
   // Code object v3: ROCr still loads it (a warning); v7: rejected.
   for (unsigned v : {3u, 7u}) {
     CodeObjectSpec old;
     old.version = v;
     if (v == 3) old.features = 0;  // v3 e_flags: one bit per feature, clear = off
-    r = check_image(span(make_code_object(old)), "crafted", {target("gfx942:sramecc-:xnack-")});
-    d = find_diags(r.diagnostics, code::kCodeObjectVersion);
+    auto r = check_image(span(make_code_object(old)), "crafted", {target("gfx942:sramecc-:xnack-")});
+    auto d = find_diags(r.diagnostics, code::kCodeObjectVersion);
     ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
     EXPECT_EQ(d[0]->severity, v == 3 ? Severity::Warning : Severity::Error) << "v" << v;
     EXPECT_EQ(r.ok(), v == 3) << "v" << v;
