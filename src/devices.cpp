@@ -1,5 +1,7 @@
 #include "hipguard/devices.h"
 
+#include "regular_file.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,12 +36,12 @@ constexpr size_t kMaxPropertiesBytes = 64 * 1024;  // a KFD properties file is ~
 // ends), at most kMaxPropertiesBytes. False when it cannot be read so.
 bool read_small_file(const std::filesystem::path& path, std::string* out) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  std::string why;
+  int fd = open_regular_file(path.string(), &st, &why);
   if (fd < 0) return false;
   out->clear();
   char buf[4096];
-  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  bool ok = true;
   while (ok) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;

@@ -1,5 +1,7 @@
 #include "hipguard/inputs.h"
 
+#include "regular_file.h"
+
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/Object/ELF.h>
 #include <llvm/Support/Error.h>
@@ -17,32 +19,16 @@
 
 namespace hipguard {
 
-namespace {
-// What a path that is not a regular file is, for the message.
-const char* file_kind(mode_t m) {
-  if (S_ISDIR(m)) return "a directory";
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
-  if (S_ISSOCK(m)) return "a socket";
-  return "not a regular file";
-}
-}  // namespace
-
 Result<FileData> FileData::open(const std::string& path) {
   auto fail = [&](std::string why) { return ParseError{std::string(code::kUnreadable), "cannot read " + path + ": " + why}; };
-  // stat before open: opening a FIFO would block (or consume a writer's data),
-  // a device may never end. Only regular files are read.
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return fail(strerror(errno));
-  if (!S_ISREG(st.st_mode)) return fail(std::string(file_kind(st.st_mode)) + ", not a regular file: not read");
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) return fail(strerror(errno));
+  std::string why;
+  int fd = open_regular_file(path, &st, &why);
+  if (fd < 0) return fail(why);
   std::shared_ptr<int> closer(new int(fd), [](int* p) {
     ::close(*p);
     delete p;
   });
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return fail("changed while being opened: not read");
   uint64_t size = static_cast<uint64_t>(st.st_size);
   FileData f;
   if (size <= kCopyLimit) {
