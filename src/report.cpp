@@ -22,7 +22,9 @@ void put_text(llvm::json::Object& o, llvm::StringRef key, const std::string& tex
   o[(key + "_hex").str()] = std::move(hex);
 }
 
-llvm::json::Value diag_json(const Diagnostic& d) {
+}  // namespace
+
+llvm::json::Value diagnostic_json(const Diagnostic& d) {
   llvm::json::Object o{{"code", d.code}, {"severity", std::string(to_string(d.severity))}};
   put_text(o, "file", d.file);
   put_text(o, "entry", d.entry);
@@ -34,6 +36,8 @@ llvm::json::Value diag_json(const Diagnostic& d) {
   if (d.limit) o["limit"] = static_cast<int64_t>(*d.limit);
   return o;
 }
+
+namespace {
 
 llvm::json::Value code_object_json(const CodeObjectSummary& c) {
   llvm::json::Array kernels, devfns, orphans;
@@ -81,7 +85,7 @@ std::string report_json(const std::vector<FileReport>& reports, const std::vecto
   llvm::json::Array files;
   for (const auto& r : reports) {
     llvm::json::Array images, fdiags;
-    for (const auto& d : r.diagnostics) fdiags.push_back(diag_json(d));
+    for (const auto& d : r.diagnostics) fdiags.push_back(diagnostic_json(d));
     for (const auto& img : r.images) {
       llvm::json::Array verdicts, diags, cos, entries;
       for (const auto& v : img.verdicts)
@@ -89,7 +93,7 @@ std::string report_json(const std::vector<FileReport>& reports, const std::vecto
                                               {"can_run", v.can_run},
                                               {"selection", std::string(to_string(v.selection))},
                                               {"selected", llvm::json::fixUTF8(v.selected)}});
-      for (const auto& d : img.diagnostics) diags.push_back(diag_json(d));
+      for (const auto& d : img.diagnostics) diags.push_back(diagnostic_json(d));
       for (const auto& e : img.entries) {
         llvm::json::Object entry{{"offset", static_cast<int64_t>(e.offset)}, {"size", static_cast<int64_t>(e.size)}};
         put_text(entry, "id", e.id);
@@ -130,13 +134,14 @@ std::string report_json(const std::vector<FileReport>& reports, const std::vecto
       kernels.push_back(std::move(kernel));
     }
     llvm::json::Array consequences;
-    for (const auto& d : run->consequences) consequences.push_back(diag_json(d));
+    for (const auto& d : run->consequences) consequences.push_back(diagnostic_json(d));
     llvm::json::Object r{{"pid", static_cast<int64_t>(run->pid)},
                          {"consequences", std::move(consequences)},
                          {"mode", run->mode},
                          {"target_source", run->target_source},
                          {"devices", std::move(devices)},
-                         {"kernels", std::move(kernels)}};
+                         {"kernels", std::move(kernels)},
+                         {"not_listed", static_cast<int64_t>(run->not_listed)}};
     put_text(r, "program", run->program);
     doc["run"] = std::move(r);
   }
@@ -148,7 +153,6 @@ std::string report_json(const std::vector<FileReport>& reports, const std::vecto
 }
 
 
-namespace {
 // escape_text (no control characters or invalid UTF-8 survive: XML 1.0 allows
 // neither), then XML's own escapes.
 std::string xml_escape(const std::string& text) {
@@ -164,7 +168,6 @@ std::string xml_escape(const std::string& text) {
   }
   return o;
 }
-}  // namespace
 
 std::string report_junit(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets) {
   // One testsuite per target, one testcase per image; a failure per error diagnostic.

@@ -205,6 +205,10 @@ class Guard {
   struct State;
   State& state();
   Verdict judge(const ImageReport& report, bool registration);
+  void open_report(State& s);
+  void journal(State& s, const Diagnostic& d);
+  void before_fork();
+  void after_fork(bool child);
   [[noreturn]] void stop_for_settings();
   void report_once(const Diagnostic& d);
   // One cause, one line: a runtime event (HG501/HG502/HG503) caused by `cause`

@@ -8,6 +8,10 @@
 
 #include "hipguard/inputs.h"
 
+namespace llvm::json {
+class Value;
+}
+
 namespace hipguard {
 
 // What the shim adds about the process it ran in.
@@ -28,10 +32,18 @@ struct RunInfo {
   // Runtime events (HG501/HG502/HG503) of findings already reported, in order
   // (at most Guard::kMaxConsequences).
   std::vector<Diagnostic> consequences;
+  // Images and kernels of unloaded modules / unregistered fat binaries beyond
+  // the report's bounds (docs/limits.md): counted, not listed.
+  size_t not_listed = 0;
 };
 
 std::string report_json(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets,
                         const RunInfo* run = nullptr);
+// One diagnostic as the report writes it (docs/report.md, "Diagnostic").
+llvm::json::Value diagnostic_json(const Diagnostic& d);
+// Text for XML attributes and content: escape_text, then XML's own escapes.
+std::string xml_escape(const std::string& text);
+
 std::string report_junit(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets);
 
 }  // namespace hipguard

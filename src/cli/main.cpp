@@ -17,6 +17,7 @@
 
 #include "hipguard/inputs.h"
 #include "hipguard/report.h"
+#include "launch.h"
 
 using namespace hipguard;
 
@@ -492,10 +493,7 @@ int cmd_run(int argc, char** argv) {
   setenv("LD_PRELOAD", preload.c_str(), 1);
   if (!targets.empty()) setenv("HIPGUARD_TARGET", targets.c_str(), 1);
   if (strict) setenv("HIPGUARD_MODE", "strict", 1);
-  if (!report.empty()) setenv("HIPGUARD_REPORT", report.c_str(), 1);
-  execvp(argv[i], argv + i);
-  fprintf(stderr, "hipguard: cannot run %s: %s\n", argv[i], strerror(errno));
-  return 127;
+  return launch(argv + i, report);
 }
 
 
