@@ -1049,7 +1049,7 @@ Verdict Guard::on_module_load_file(const char* path) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off || !path) return {};
   if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
-  FileReport fr = check_file(path, c.targets, /*explicit_arg=*/true);
+  FileReport fr = check_file(path, c.targets, /*explicit_arg=*/true, FileData::Access::CopyAlways);
   for (const auto& d : fr.diagnostics)
     if (d.code == code::kUnreadable) return {};  // let the runtime report hipErrorFileNotFound itself
   auto info = std::make_unique<ModuleInfo>();

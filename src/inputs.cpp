@@ -19,7 +19,7 @@
 
 namespace hipguard {
 
-Result<FileData> FileData::open(const std::string& path) {
+Result<FileData> FileData::open(const std::string& path, Access access) {
   auto fail = [&](std::string why) { return ParseError{std::string(code::kUnreadable), "cannot read " + path + ": " + why}; };
   struct stat st {};
   std::string why;
@@ -31,7 +31,7 @@ Result<FileData> FileData::open(const std::string& path) {
   });
   uint64_t size = static_cast<uint64_t>(st.st_size);
   FileData f;
-  if (size <= kCopyLimit) {
+  if (size <= kCopyLimit || access == Access::CopyAlways) {
     // Small files are copied with pread: a file that shrinks meanwhile is read
     // short (and checked as such), never a SIGBUS.
     auto copy = std::make_shared<std::vector<uint8_t>>(size);
@@ -122,10 +122,11 @@ void check_bundles(Bytes data, const std::string& path, const std::vector<Target
 
 }  // namespace
 
-FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, bool explicit_arg) {
+FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, bool explicit_arg,
+                      FileData::Access access) {
   FileReport r;
   r.path = path;
-  auto file = FileData::open(path);
+  auto file = FileData::open(path, access);
   if (!file) {
     r.diagnostics.push_back(make_diagnostic(code::kUnreadable, path, file.error().message, "check the path and permissions"));
     return r;

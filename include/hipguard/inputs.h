@@ -19,7 +19,10 @@ namespace hipguard {
 class FileData {
  public:
   static constexpr uint64_t kCopyLimit = 64ull << 20;
-  static Result<FileData> open(const std::string& path);
+  // CopyAlways: never mapped, whatever the size (the shim: a host process has
+  // no SIGBUS handler of ours, so a file truncated while read must not fault).
+  enum class Access { MapLarge, CopyAlways };
+  static Result<FileData> open(const std::string& path, Access access = Access::MapLarge);
   Bytes bytes() const { return bytes_; }
 
  private:
@@ -38,7 +41,8 @@ struct FileReport {
 
 // Checks one file. A host ELF is searched for .hip_fatbin; a file that is not
 // HIP at all gets a note (HG107) when `explicit_arg`, and is otherwise skipped.
-FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, bool explicit_arg = true);
+FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, bool explicit_arg = true,
+                      FileData::Access access = FileData::Access::MapLarge);
 
 // A path that could not be used: missing, unreadable directory, symlink loop,
 // name too long, ... (reported as HG101 by the CLI).

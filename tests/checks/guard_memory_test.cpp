@@ -21,16 +21,9 @@ using checks::kApps;
 
 size_t heap_in_use() { return mallinfo2().uordblks; }
 
+// Settings: guard_test_env.cpp (warn mode, a report).
 class GuardMemory : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    checks::configure_guard_for_tests();
-    setenv("HIPGUARD_MODE", "warn", 1);
-    setenv("HIPGUARD_LOG_LEVEL", "off", 1);
-    static std::string report = "/tmp/hipguard-memory-" + std::to_string(getpid()) + ".json";
-    setenv("HIPGUARD_REPORT", report.c_str(), 1);  // the report keeps summaries: they must be bounded too
-    atexit([] { unlink(report.c_str()); });  // runs after the guard's own exit handler writes it
-  }
 
   // Bytes the heap grew by per cycle over `cycles` cycles, after a warm-up
   // (hash tables and deduplicated findings reach their size there).
