@@ -109,14 +109,16 @@ bool find_fatbin_section(Bytes data, Bytes* section, std::string* error) {
 }
 
 // Every bundle of `data` (a .hip_fatbin section or a file holding one or more
-// bundles back to back), each an image of `r`.
-void check_bundles(Bytes data, const std::string& path, const std::vector<TargetId>& targets, FileReport& r) {
+// bundles back to back; `base`: its offset in the file), each an image of `r`.
+void check_bundles(Bytes data, uint64_t base, const std::string& path, const std::vector<TargetId>& targets,
+                   FileReport& r) {
   auto bundles = split_fatbin_section(data);
   size_t n = 0;
   for (auto& sb : bundles) {
     std::string where = ".hip_fatbin bundle " + std::to_string(++n) + "/" + std::to_string(bundles.size()) + " @" +
                         hex(sb.offset);
     r.images.push_back(check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : ""));
+    r.images.back().file_offset = base + sb.offset;
   }
 }
 
@@ -141,7 +143,7 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   if (kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) {
     // A bundle file, or a dumped .hip_fatbin section: several bundles back to back.
     r.hip = true;
-    check_bundles(data, path, targets, r);
+    check_bundles(data, 0, path, targets, r);
     return r;
   }
   bool elf = data.size() >= 64 && std::equal(data.begin(), data.begin() + 4, "\x7f" "ELF");
@@ -156,7 +158,7 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
     }
     if (!section.empty()) {
       r.hip = true;
-      check_bundles(section, path, targets, r);
+      check_bundles(section, static_cast<uint64_t>(section.data() - data.data()), path, targets, r);
       if (r.images.empty())
         r.diagnostics.push_back(make_diagnostic(code::kMalformedBundle, path, ".hip_fatbin holds no offload bundle",
                                           "rebuild the program; its GPU code is missing"));
