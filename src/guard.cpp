@@ -24,6 +24,7 @@
 
 #include "hipguard/inputs.h"
 #include "hipguard/report.h"
+#include "hipguard/version.h"
 #include "report_file.h"
 #include "kernel_checks.h"
 #include "kernel_table.h"
@@ -793,7 +794,8 @@ const GuardConfig& Guard::config() {
     if (!s.config.targets.empty()) {
       std::string list;
       for (const auto& t : s.config.targets) list += (list.empty() ? "" : ", ") + t.str();
-      log("debug", "checking against " + list + " (from " + s.config.target_source + ")");
+      log("debug", std::string("hipguard ") + HIPGUARD_VERSION_STRING + ": checking against " + list + " (from " +
+                       s.config.target_source + ")");
     }
   });
   return s.config;

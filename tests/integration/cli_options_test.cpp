@@ -104,6 +104,12 @@ TEST(CliHelp, VersionIsTheProjectVersion) {
   EXPECT_EQ(v.status, 0);
   EXPECT_EQ(v.out, std::string("hipguard ") + HIPGUARD_VERSION_STRING + "\n");
   EXPECT_EQ(std::string(HIPGUARD_SHIM_SONAME), "libhipguard.so." + std::to_string(HIPGUARD_VERSION_MAJOR));
+  // The shim says its version in its debug log (hipguard run -v).
+  REQUIRE_APP("vector_add_gfx90a");
+  ProcessResult r = cli({"run", "-v", "--target", "gfx90a", "--", app("vector_add_gfx90a")});
+  EXPECT_NE(r.err.find(std::string("hipguard: hipguard ") + HIPGUARD_VERSION_STRING + ": checking against gfx90a"),
+            std::string::npos)
+      << r.err;
 }
 
 // Every option that takes a value takes it both ways, with the same result.
