@@ -370,7 +370,7 @@ GuardConfig config_from_env() {
 }
 
 // What hipguard knows about one kernel, by host function or hipFunction_t.
-struct KernelState {
+struct KernelState : LaunchFacts {
   std::string name;
   // Shared by every kernel of its image: registration copies a pointer, not the path.
   std::shared_ptr<const std::string> file;
@@ -383,7 +383,7 @@ struct KernelState {
   std::shared_ptr<const std::vector<Diagnostic>> findings_ptr;
   bool blocking = false;  // an error among them: cannot run on some target
   uint64_t static_lds = 0;
-  uint64_t max_dynamic_lds = UINT64_MAX;  // smallest (device LDS - static LDS) over the targets
+  // max_dynamic_lds (LaunchFacts): smallest (device LDS - static LDS) over the targets
   std::string lds_target;                 // the target that sets max_dynamic_lds
   uint64_t lds_limit = 0;
   // Per target (index into GuardConfig::targets), when there are several:
@@ -406,6 +406,9 @@ struct KernelState {
   // Its fat binary's kernels were probed (or are never probed: module kernels):
   // launches need not take the state mutex to find out.
   mutable std::atomic<bool> probed{false};
+  // clean (LaunchFacts): checked in full, probed (or never to be), no finding:
+  // a launch with dynamic LDS up to max_dynamic_lds may skip the guard
+  // (launch_known_clean). Written under the state mutex (refresh_clean).
 
   const std::vector<Diagnostic>& findings() const {
     static const std::vector<Diagnostic> none;
@@ -427,7 +430,7 @@ struct KernelState {
     shallow = superseded = retired = false;
     seq = 0;
     launches = blocked = 0;
-    warned = lds_warned = probed = false;
+    warned = lds_warned = probed = clean = false;
   }
 };
 
@@ -534,7 +537,7 @@ struct Guard::State {
   // Forgets `key` in the kernel table; its state goes to quarantine (and, with
   // a report, what it found or how often it ran into gone_kernels).
   void retire(const void* key) {
-    const KernelState* k = table.find(key);
+    const KernelState* k = find(key);
     table.erase(key);
     if (!k || k->retired) return;
     if (!k->superseded && !config.report_path.empty() && (!k->findings().empty() || k->launches != 0)) {
@@ -554,6 +557,7 @@ struct Guard::State {
       }
     }
     k->retired = true;
+    k->clean.store(false, std::memory_order_release);
     quarantine.push_back(const_cast<KernelState*>(k));
   }
   // Keeps `img` for the report unless one like it is kept already.
@@ -568,7 +572,8 @@ struct Guard::State {
     unregistered_keys.insert(std::move(key));
     unregistered.push_back(GoneImage{std::move(img), image_seq});
   }
-  KernelTable<KernelState> table;
+  KernelTable<LaunchFacts> table;  // values are KernelStates
+  const KernelState* find(const void* key) const { return static_cast<const KernelState*>(table.find(key)); }
   ProbeFunctions probe;
   // Indexed kernels not probed yet, by fat binary (handle): probed at the first
   // launch of one of them, so the runtime never loads code objects for us that
@@ -590,6 +595,16 @@ namespace {
 // handler does nothing before that.
 std::atomic<bool> g_state_ready{false};
 }  // namespace
+
+namespace {
+void refresh_clean(const KernelState& k, bool probe_off) {
+  bool clean = !k.shallow && !k.superseded && !k.retired && k.findings().empty() &&
+               (probe_off || k.probed.load(std::memory_order_relaxed));
+  k.clean.store(clean, std::memory_order_release);
+}
+}  // namespace
+
+std::atomic<const KernelTable<LaunchFacts>*> g_launch_table{nullptr};
 
 namespace {
 struct PendingFatbin {
@@ -730,6 +745,7 @@ Guard::State& Guard::state() {
       pthread_atfork([] { Guard::get().before_fork(); }, [] { Guard::get().after_fork(false); },
                      [] { Guard::get().after_fork(true); });
     }
+    g_launch_table.store(&st->table, std::memory_order_release);
     g_state_ready.store(true, std::memory_order_release);
     return st;
   }();
@@ -994,6 +1010,7 @@ void Guard::index_kernels_of(const void* handle) {
     k.fatbin = handle;
     k.shallow = fb.shallow;
     fill_kernel(k, *fb.index);
+    refresh_clean(k, s.probe_off);
     fb.host_functions.push_back(host_function);
     s.table.insert(host_function, &k);
     if (!s.probe_off) s.unprobed[handle].emplace_back(host_function, &k);  // gate set below
@@ -1168,12 +1185,13 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
   ModuleInfo& m = it->second;
   if (result == 0 && function) {
     // The runtime hands out the same hipFunction_t for the same name again: known already.
-    if (const KernelState* known = s.table.find(function); known && known->name == name) return;
+    if (const KernelState* known = s.find(function); known && known->name == name) return;
     KernelState& k = s.new_kernel();
     k.name = name;
     k.probed = true;  // module kernels are checked at load and lookup, not probed
     k.file = std::make_shared<const std::string>(m.origin);
     for (const auto& img : m.images) fill_kernel(k, build_index(img, s.config.targets));
+    refresh_clean(k, s.probe_off);
     m.functions.push_back(function);
     s.table.insert(function, &k);
     if (!k.findings().empty()) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
@@ -1213,10 +1231,10 @@ void Guard::on_get_func_by_symbol(const void* host_function, int result) try {
   State& s = state();
   if (s.config.mode == Mode::Off) return;
   index_if_needed();
-  const KernelState* k = s.table.find(host_function);
+  const KernelState* k = s.find(host_function);
   if (k && k->shallow) {
     deepen(k->fatbin);
-    k = s.table.find(host_function);
+    k = s.find(host_function);
   }
   Diagnostic d;
   d.code = std::string(code::kLookupFailed);
@@ -1254,9 +1272,10 @@ void Guard::deepen(const void* handle) {
     // Fresh kernel states (readers may hold the old ones, which stay valid).
     bool findings = false;
     for (const void* f : fb.host_functions) {
-      const KernelState* old = s.table.find(f);
+      const KernelState* old = s.find(f);
       if (!old) continue;
       old->superseded = true;
+      old->clean.store(false, std::memory_order_release);
       KernelState& k = s.new_kernel();
       s.quarantine.push_back(const_cast<KernelState*>(old));  // after new_kernel: never reused as its own successor
       k.name = old->name;
@@ -1267,6 +1286,7 @@ void Guard::deepen(const void* handle) {
       k.blocked = old->blocked.load();
       k.warned = old->warned.load();
       k.probed = old->probed.load();
+      refresh_clean(k, s.probe_off);
       s.table.insert(f, &k);
       findings = findings || !k.findings().empty();
     }
@@ -1295,7 +1315,10 @@ void Guard::run_probe(const void* fatbin_handle) {
     todo.swap(it->second);  // each kernel is probed once, by whichever launch gets here first
     s.unprobed.erase(it);
     for (const auto& [host, registered] : todo)
-      if (const KernelState* k = s.table.find(host)) k->probed.store(true, std::memory_order_release);
+      if (const KernelState* k = s.find(host)) {
+        k->probed.store(true, std::memory_order_release);
+        refresh_clean(*k, s.probe_off);
+      }
     if (s.unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
   }
   if (todo.empty() || (!fns.get_func_by_symbol && !fns.func_get_attributes)) return;
@@ -1309,7 +1332,7 @@ void Guard::run_probe(const void* fatbin_handle) {
     if (prior != 0) t_restored_error = prior;
   };
   for (const auto& [host, registered] : todo) {
-    const KernelState* k = s.table.find(host);  // the current state (a first use may have refined it)
+    const KernelState* k = s.find(host);  // the current state (a first use may have refined it)
     if (!k) continue;  // unregistered meanwhile
     alignas(16) unsigned char attr[512] = {};  // hipFuncAttributes is far smaller
     void* fn = nullptr;
@@ -1328,7 +1351,7 @@ void Guard::run_probe(const void* fatbin_handle) {
     if (r == 0) continue;
     if (k->shallow) {  // explain the rejection with the full check of its fat binary
       deepen(k->fatbin);
-      if (const KernelState* fresh = s.table.find(host)) k = fresh;
+      if (const KernelState* fresh = s.find(host)) k = fresh;
     }
     Diagnostic d;
     d.code = std::string(code::kRuntimeRejected);
@@ -1351,18 +1374,18 @@ Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api,
   State& s = state();
   if (s.config.mode == Mode::Off) return {};
   index_if_needed();
-  const KernelState* k = s.table.find(key);
+  const KernelState* k = s.find(key);
   if (!k) return {};
   if ((g_launch_gate.load(std::memory_order_acquire) & kGateProbe) && !k->probed.load(std::memory_order_acquire)) {
     // The runtime is initialised by now (a launch is under way) and loads this
     // fat binary's code object for the launch anyway: probe its kernels.
     run_probe(k->fatbin);
-    k = s.table.find(key);
+    k = s.find(key);
     if (!k) return {};
   }
   if (k->shallow) {
     deepen(k->fatbin);  // first use of this fat binary: check its kernels now
-    k = s.table.find(key);
+    k = s.find(key);
     if (!k) return {};
   }
   // Counted for the report only: an atomic add on a shared line costs every launching thread.

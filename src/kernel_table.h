@@ -12,6 +12,16 @@
 
 namespace hipguard {
 
+// What a launch needs to know about its kernel to skip the guard (the head of
+// the guard's kernel state, so the shim's fast path reads it without a call).
+struct LaunchFacts {
+  // Checked in full, probed (or never to be), no finding. Written under the
+  // guard's mutex, read without it.
+  mutable std::atomic<bool> clean{false};
+  // Smallest (device LDS - static LDS) over the targets, bytes; UINT64_MAX: not known.
+  uint64_t max_dynamic_lds = UINT64_MAX;
+};
+
 template <class V>
 class KernelTable {
  public:
@@ -127,5 +137,16 @@ class KernelTable {
   size_t used_ = 0;  // slots with a key (live or tombstone)
   size_t live_ = 0;  // keys with a value
 };
+
+// The guard's kernel table (set when the guard's state exists).
+extern std::atomic<const KernelTable<LaunchFacts>*> g_launch_table;
+
+// See guard.h. Inline: a call here would make the launch wrappers keep a frame.
+inline bool launch_known_clean(const void* key, uint64_t dynamic_lds_bytes) noexcept {
+  const KernelTable<LaunchFacts>* table = g_launch_table.load(std::memory_order_acquire);
+  if (!table) return false;
+  const LaunchFacts* k = table->find(key);
+  return k && k->clean.load(std::memory_order_acquire) && dynamic_lds_bytes <= k->max_dynamic_lds;
+}
 
 }  // namespace hipguard

@@ -13,11 +13,13 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "hipguard/guard.h"
 #include "hipguard/inputs.h"
 #include "check_util.h"
+#include "kernel_table.h"  // launch_known_clean
 
 using namespace hipguard;
 namespace fs = std::filesystem;
@@ -164,4 +166,40 @@ TEST(GuardHostile, AddressChecksReadMapsLinesOfAnyLength) {
   EXPECT_EQ(readable_extent(m, 1 << 20) >= 4096, true) << "the real mapping still is";
   munmap(m, 4096);
   fs::remove_all(dir);
+}
+
+// The launch fast path is a property of the kernel: a kernel checked, probed
+// and clean skips the guard even while another fat binary's kernels are still
+// pending (issue: any pending fat binary used to send every launch of every
+// kernel down the slow path).
+TEST(GuardLaunchPath, CleanKernelsSkipTheGuardWhileOthersArePending) {
+  std::string path = kApps + "/vector_add_gfx90a.hipfb";
+  if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
+  std::vector<uint8_t> bundle = checks::read_file(path);
+  FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
+  static int launched, pending, host_launched, host_pending, host_absent;
+  Guard& g = Guard::get();
+  for (auto [handle, host, name] : {std::tuple{&launched, &host_launched, "_Z10vector_addPKfS0_Pfi"},
+                                    std::tuple{&pending, &host_pending, "_Z10vector_addPKfS0_Pfi"},
+                                    std::tuple{&pending, &host_absent, "_Z9absent_v2v"}}) {
+    if (host != &host_absent) {
+      g.on_register_fatbin(&w);
+      g.on_registered_fatbin(handle);
+    }
+    g.on_register_function(handle, host, name);
+  }
+  ASSERT_TRUE(launch_needs_check(0)) << "fat binaries are pending: the process-wide gate is up";
+  EXPECT_FALSE(launch_known_clean(&host_launched, 0)) << "not checked or probed yet";
+  EXPECT_EQ(g.on_launch(&host_launched, 0, "hipLaunchKernel").action, Action::Forward);
+  EXPECT_TRUE(launch_known_clean(&host_launched, 0)) << "checked at its first launch, no finding";
+  EXPECT_TRUE(launch_known_clean(&host_launched, 1024)) << "dynamic LDS within every target's limit";
+  EXPECT_FALSE(launch_known_clean(&host_launched, 1ull << 20)) << "more LDS than gfx90a has: the guard decides";
+  EXPECT_TRUE(launch_needs_check(0)) << "the other fat binary is still pending";
+  EXPECT_FALSE(launch_known_clean(&host_pending, 0)) << "its fat binary was never launched from";
+  g.on_launch(&host_absent, 0, "hipLaunchKernel");
+  EXPECT_FALSE(launch_known_clean(&host_absent, 0)) << "a kernel with a finding (HG409) always takes the slow path";
+  int unknown = 0;
+  EXPECT_FALSE(launch_known_clean(&unknown, 0)) << "an unknown pointer";
+  g.on_unregister_fatbin(&launched);
+  EXPECT_FALSE(launch_known_clean(&host_launched, 0)) << "unregistered";
 }
