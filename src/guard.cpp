@@ -1011,6 +1011,7 @@ void Guard::index_kernels_of(const void* handle) {
     k.shallow = fb.shallow;
     fill_kernel(k, *fb.index);
     refresh_clean(k, s.probe_off);
+    k.seq = fb.seq;  // a forked child's report lists the kernels of what it registered itself
     fb.host_functions.push_back(host_function);
     s.table.insert(host_function, &k);
     if (!s.probe_off) s.unprobed[handle].emplace_back(host_function, &k);  // gate set below
@@ -1192,6 +1193,7 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
     k.file = std::make_shared<const std::string>(m.origin);
     for (const auto& img : m.images) fill_kernel(k, build_index(img, s.config.targets));
     refresh_clean(k, s.probe_off);
+    k.seq = std::max(k.seq, m.seq);  // looked up in the child, or a module it loaded itself
     m.functions.push_back(function);
     s.table.insert(function, &k);
     if (!k.findings().empty()) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
@@ -1286,6 +1288,7 @@ void Guard::deepen(const void* handle) {
       k.blocked = old->blocked.load();
       k.warned = old->warned.load();
       k.probed = old->probed.load();
+      k.seq = old->seq;
       refresh_clean(k, s.probe_off);
       s.table.insert(f, &k);
       findings = findings || !k.findings().empty();
@@ -1464,7 +1467,13 @@ void Guard::write_report() try {
   std::vector<const void*> shallow;  // the report covers every kernel: finish the deferred checks
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    index_pending_kernels();
+    // A forked child leaves what it inherited as it is: it lists only its own.
+    if (s.fork_seq == 0) {
+      index_pending_kernels();
+    } else {
+      for (const void* h : s.unindexed_order)
+        if (auto it = s.fatbins.find(h); it != s.fatbins.end() && it->second.seq > s.fork_seq) index_kernels_of(h);
+    }
     for (const auto& [h, fb] : s.fatbins)
       if (fb.shallow && fb.seq > s.fork_seq) shallow.push_back(h);
   }

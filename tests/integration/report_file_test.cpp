@@ -147,7 +147,10 @@ TEST_F(ReportFile, ForkedChildrenWriteOnlyWhatTheyDid) {
   EXPECT_EQ(count(doc, "\"complete\": true"), 41u) << doc.substr(0, 2000);
   EXPECT_EQ(count(doc, "\"code\": \"HG201\""), 2u) << "once in the parent's files, once in its findings";
   EXPECT_EQ(count(doc, "\"path\": \"" + app("libkernels_lib.so") + "\""), 1u) << "the children list no files";
-  // A child's entry: pid, ppid, program, complete, no findings, a run with no kernels.
+  // A child's entry: pid, ppid, program, complete, no findings, a run with no
+  // kernels: the library's kernel, registered by the parent and never
+  // launched, is neither indexed nor listed by the children.
+  EXPECT_EQ(count(doc, "\"kernels\": []"), 40u) << doc.substr(0, 3000);
   EXPECT_LT(doc.size(), 40u * 1024) << "what the children add is small";
 }
 
