@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "hipguard/guard.h"
+#include "runtime/guard.h"
 #include "hipguard/inputs.h"
 
 using namespace hipguard;

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "hipguard/guard.h"
-#include "kernel_table.h"
+#include "runtime/guard.h"
+#include "runtime/kernel_table.h"
 
 using hipguard::Action;
 using hipguard::Guard;

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "report_file.h"
+#include "runtime/report_file.h"
 
 namespace hipguard {
 namespace {

@@ -16,10 +16,10 @@
 #include <tuple>
 #include <vector>
 
-#include "hipguard/guard.h"
+#include "runtime/guard.h"
 #include "hipguard/inputs.h"
 #include "check_util.h"
-#include "kernel_table.h"  // launch_known_clean
+#include "runtime/kernel_table.h"  // launch_known_clean
 
 using namespace hipguard;
 namespace fs = std::filesystem;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "hipguard/guard.h"
+#include "runtime/guard.h"
 #include "check_util.h"
 
 using namespace hipguard;

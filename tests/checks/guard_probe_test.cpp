@@ -9,7 +9,7 @@
 #include <fstream>
 #include <vector>
 
-#include "hipguard/guard.h"
+#include "runtime/guard.h"
 #include "check_util.h"
 
 using namespace hipguard;

@@ -3,7 +3,7 @@
 #include <map>
 #include <string>
 
-#include "hipguard/guard.h"
+#include "runtime/guard.h"
 #include "test_util.h"
 
 using namespace hipguard;

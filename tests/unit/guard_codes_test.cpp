@@ -1,7 +1,7 @@
 // The codes only the in-process Guard (guard.h, part of the core library) emits
 // outside the shim's set-up: HG102 (bad __hipRegisterFatBinary wrapper) and
 // HG408 (hipModuleGetFunction asked for a device function).
-#include "hipguard/guard.h"
+#include "runtime/guard.h"
 
 #include <cstdlib>
 

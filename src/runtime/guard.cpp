@@ -1,4 +1,4 @@
-#include "hipguard/guard.h"
+#include "runtime/guard.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -25,9 +25,9 @@
 #include "hipguard/inputs.h"
 #include "hipguard/report.h"
 #include "hipguard/version.h"
-#include "report_file.h"
+#include "runtime/report_file.h"
 #include "kernel_checks.h"
-#include "kernel_table.h"
+#include "runtime/kernel_table.h"
 
 namespace hipguard {
 

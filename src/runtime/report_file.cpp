@@ -1,5 +1,5 @@
 // The HIPGUARD_REPORT file: journal while processes run, document at the end (report_file.h).
-#include "report_file.h"
+#include "runtime/report_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
