@@ -1,31 +1,8 @@
-// The in-process side of hipguard: configuration from the environment, the
-// targets to check against, logging, and the decision for each registration,
-// module load, lookup and launch. interpose/ only translates HIP calls into
-// these calls.
-//
-// Environment (values are case-insensitive; an empty value counts as unset; a
-// value that is not accepted is an error (HG601, HG206) and hipguard takes the
-// stricter choice, see config_from):
-//   HIPGUARD_MODE       warn (default: log each problem once, forward unchanged)
-//                       | strict (refuse bad modules and launches; end the
-//                       process on a bad fat binary) | off (forward, no checks)
-//   HIPGUARD_TARGET     comma-separated target IDs or product names; overrides
-//                       the GPUs found in the KFD topology
-//   HIPGUARD_EXIT_CODE  1..255: exit status of a strict-mode stop, and of a
-//                       process that saw an error and exited 0 (default 86)
-//   HIPGUARD_FAIL_ON    error | warning | none: which findings make a process
-//                       that exits 0 exit with HIPGUARD_EXIT_CODE instead
-//                       (default: error in strict mode, none in warn mode;
-//                       never weaker than strict mode's "error")
-//   HIPGUARD_LOG_LEVEL  trace|debug|info|warn|error|off, or AMD_LOG_LEVEL's
-//                       numbers 0 (off) 1 (error) 2 (warn) 3 (info) 4 (debug)
-//                       5 (trace) (default info)
-//   HIPGUARD_REPORT     file written at exit: JSON, or JUnit XML when it ends
-//                       in .xml; "%p" becomes the process ID
-//   HIPGUARD_SYSFS_ROOT sysfs root for GPU discovery (tests; default /sys)
-//   HSA_TOOLS_LIB       read only to say when it loads the HotSwap tool (HG210)
-// In a setuid/setgid (AT_SECURE) process HIPGUARD_REPORT and
-// HIPGUARD_SYSFS_ROOT are ignored: the environment chooses no file to write or read.
+// The in-process guard (internal: the shim, `hipguard run` and the tests use
+// it): the decision for each registration, module load, lookup and launch,
+// and the protocol between it and interpose/ (the launch gate, the probe's
+// runtime functions, the last-error bookkeeping). interpose/ only translates
+// HIP calls into these calls. Settings: config.h.
 #pragma once
 
 #include <atomic>
@@ -37,59 +14,10 @@
 
 #include "hipguard/check.h"
 #include "hipguard/devices.h"
+#include "runtime/address.h"
+#include "runtime/config.h"
 
 namespace hipguard {
-
-enum class Mode { Off, Warn, Strict };
-
-// spdlog's numbering (its "critical", 5, is not used).
-enum class LogLevel : int { Trace = 0, Debug = 1, Info = 2, Warn = 3, Error = 4, Off = 6 };
-
-inline constexpr int kDefaultExitCode = 86;
-
-struct GuardConfig {
-  Mode mode = Mode::Warn;
-  int exit_code = kDefaultExitCode;
-  // The least severe finding that makes a process exiting with 0 exit with
-  // exit_code instead (HIPGUARD_FAIL_ON; strict mode: at least Error). None: never.
-  std::optional<Severity> fail_on;
-  LogLevel log_level = LogLevel::Info;
-  std::vector<TargetId> targets;  // empty: structural checks only
-  std::string target_source;      // "HIPGUARD_TARGET", "GPU 0 (KFD node 1)", ...
-  // HIP device index -> index into `targets`, or -1: known when the targets are
-  // the machine's GPUs (KFD discovery), empty with HIPGUARD_TARGET.
-  std::vector<int> device_targets;
-  std::string report_path;        // HIPGUARD_REPORT as given ("%p" expanded at write time); empty: none
-  // The HotSwap tool HSA_TOOLS_LIB names (libhsa-hotswap.so, libamd_comgr_hotswap_tool.so); empty: none.
-  std::string hotswap_tool;
-  // HG601 / HG206 (errors), HG204 (note): logged once at first use.
-  std::vector<Diagnostic> setup_diagnostics;
-  // Some HIPGUARD_* value was refused (an error among setup_diagnostics). Strict
-  // mode then stops the process at its first fat binary or module, rather than
-  // run it checked less than asked.
-  bool config_error = false;
-
-  bool fails_on(Severity s) const { return fail_on && s >= *fail_on; }
-};
-
-// A name -> value lookup such as getenv (nullptr: unset).
-using EnvLookup = std::function<const char*(const char*)>;
-
-// The configuration from `env`, validated: names and values are matched
-// case-insensitively; a value that is not accepted adds an error (HG601, or
-// HG206 for a HIPGUARD_TARGET item) that names the variable, the value and what
-// is accepted, and the stricter choice is taken (an unknown mode is strict, an
-// unusable exit code keeps 86). When HIPGUARD_TARGET is unset the GPUs come from
-// the KFD topology under HIPGUARD_SYSFS_ROOT (or /sys). `secure` (AT_SECURE):
-// HIPGUARD_REPORT and HIPGUARD_SYSFS_ROOT are ignored. `names`: the names of
-// the environment's variables that start with HIPGUARD_ in any case; one that
-// is a misspelling of a hipguard variable (another case, or at most two edits
-// away, e.g. HIPGUARD_MDOE) is an HG601 too, and one meant as HIPGUARD_MODE
-// makes the mode strict when HIPGUARD_MODE itself is unset.
-GuardConfig config_from(const EnvLookup& env, bool secure, const std::vector<std::string>& names = {});
-
-// config_from(getenv, AT_SECURE).
-GuardConfig config_from_env();
 
 // HG210: the fat binary `report` holds a gfx1250 entry that CLR's HotSwap
 // forwarding (HSA_TOOLS_LIB naming `tool`) hands to the tool instead of loading
@@ -102,12 +30,6 @@ std::vector<Diagnostic> hotswap_forwarding(const ImageReport& report, const std:
 // exits with status 0 the status exit_code instead (HG602). The handler does
 // nothing in a process that never called HIP.
 void install_exit_status_handler();
-
-// Bytes readable from `p` onwards in this process, capped at `cap`: to the end
-// of the loaded object's readable segment holding `p`, else per /proc/self/maps
-// (contiguous readable mappings). 0 when `p` is not mapped readable. Used
-// before touching memory a HIP call hands us.
-uint64_t readable_extent(const void* p, uint64_t cap);
 
 enum class Action {
   Forward,  // call the real runtime

@@ -1,0 +1,21 @@
+// Address-space facts for untrusted pointers (address.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace hipguard {
+
+// The running program's path (/proc/self/exe), or "<program>".
+std::string self_exe();
+// The file that holds `addr`: the executable or shared library mapped there
+// (_dl_find_object, else dladdr), else the program.
+std::string origin_of(const void* addr);
+// "0x..." for messages.
+std::string hex(const void* p);
+// Bytes readable from `p` on, at most `cap`: within a loaded object's PT_LOAD
+// segments, else the run of readable mappings in /proc/self/maps. 0 for null
+// or unmapped addresses. Never dereferences `p`.
+uint64_t readable_extent(const void* p, uint64_t cap);
+
+}  // namespace hipguard

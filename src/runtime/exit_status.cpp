@@ -1,0 +1,58 @@
+// The exit status of a process that saw findings and exits 0 (strict mode,
+// HIPGUARD_FAIL_ON): HG602, the report, then HIPGUARD_EXIT_CODE.
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "runtime/address.h"
+#include "runtime/state.h"
+
+namespace hipguard {
+
+void Guard::on_process_exit(int status) try {
+  if (status != 0) return;  // a program that fails keeps its own status
+  State& s = state();
+  std::string first;
+  size_t failing = 0;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.findings_pid != getpid() || s.failing == 0) return;
+    failing = s.failing;
+    first = s.first_failing;
+  }
+  const GuardConfig& c = s.config;
+  fflush(nullptr);  // the program's buffered output first: _exit below skips stdio's own flush
+  std::string why = c.mode == Mode::Strict ? "strict mode" : "HIPGUARD_FAIL_ON";
+  Diagnostic d = make_diagnostic(
+      code::kExitStatusChanged, self_exe(),
+      "the program exited with status 0 after " + std::to_string(failing) + " finding(s) that fail it (" + why +
+          "; first: " + first + "): exit status " + std::to_string(c.exit_code) + " (HIPGUARD_EXIT_CODE)",
+      "fix the findings above; a program should also check the HIP errors its calls return");
+  log("error", format_line(d));
+  write_report();
+  _exit(c.exit_code);
+} catch (...) {
+}
+
+void install_exit_status_handler() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  // The handler lives in this library: keep it mapped even if it was dlopen'ed and is dlclose'd.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&install_exit_status_handler), &info) && info.dli_fname)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  // on_exit handlers run in reverse order of registration: registered from the
+  // shim's constructor, this one runs after the program's and the HIP
+  // libraries' exit handlers (the report's, and __hipUnregisterFatBinary's).
+  on_exit(
+      [](int status, void*) {
+        if (status == 0 && g_state_ready.load(std::memory_order_acquire)) Guard::get().on_process_exit(status);
+      },
+      nullptr);
+}
+
+}  // namespace hipguard

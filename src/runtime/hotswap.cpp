@@ -1,0 +1,46 @@
+// HG210: an HSA_TOOLS_LIB HotSwap tool would forward a gfx1250 bundle entry
+// instead of the native code object CLR selects for gfx942/gfx950.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/guard.h"
+
+namespace hipguard {
+
+std::vector<Diagnostic> hotswap_forwarding(const ImageReport& report, const std::vector<TargetId>& targets,
+                                           const std::string& tool) {
+  std::vector<Diagnostic> out;
+  if (tool.empty()) return out;
+  // The bundle entry CLR's HotSwap branch would forward: the first gfx1250 one.
+  std::string foreign;
+  for (const auto& id : report.entry_ids) {
+    size_t dash = id.rfind("--");
+    std::string_view target = dash == std::string::npos ? std::string_view() : std::string_view(id).substr(dash + 2);
+    std::string_view proc = target.substr(0, target.find(':'));
+    if (proc == "gfx1250") {
+      foreign = id;
+      break;
+    }
+  }
+  if (foreign.empty()) return out;
+  for (size_t i = 0; i < targets.size() && i < report.verdicts.size(); ++i) {
+    const TargetId& t = targets[i];
+    const TargetVerdict& v = report.verdicts[i];
+    if (t.processor != "gfx942" && t.processor != "gfx950") continue;
+    if (v.selection == Selection::None) continue;  // nothing native to lose (HG201 says why)
+    Diagnostic d = make_diagnostic(
+        code::kHotSwapForwarding, report.origin,
+        "HSA_TOOLS_LIB loads the HotSwap tool (" + tool + "): CLR builds with HotSwap forwarding hand the bundle entry " +
+            foreign + " to the tool for " + t.processor + " instead of loading the code object selected for it (" +
+            v.selected + ")",
+        "unset HSA_TOOLS_LIB (or remove " + tool + " from it); HSA_HOTSWAP_DISABLE=1 disables the forwarding only in "
+        "some CLR builds, and CLR without HotSwap (after ROCm PR #9856) loads the native code object");
+    d.target = t.str();
+    d.entry = foreign;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace hipguard

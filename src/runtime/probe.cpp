@@ -1,0 +1,96 @@
+// The registration probe (does the runtime accept each kernel?) and the
+// last-error bookkeeping that keeps it invisible to the program.
+#include <string>
+#include <vector>
+
+#include "runtime/state.h"
+
+namespace hipguard {
+
+namespace {
+thread_local int t_refused_error = 0;
+thread_local int t_restored_error = 0;
+}  // namespace
+int restored_last_error(bool clear) {
+  int e = t_restored_error;
+  if (clear) t_restored_error = 0;
+  return e;
+}
+int refused_launch_error(bool clear) {
+  int e = t_refused_error;
+  if (clear) t_refused_error = 0;
+  return e;
+}
+void note_refused_launch(int hip_error) { t_refused_error = hip_error; }
+
+void Guard::set_probe_functions(const ProbeFunctions& f) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.probe = f;
+}
+
+void Guard::run_probe(const void* fatbin_handle) {
+  State& s = state();
+  std::vector<std::pair<const void*, const KernelState*>> todo;
+  ProbeFunctions fns;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.probe_off) return;
+    fns = s.probe;
+    auto it = s.unprobed.find(fatbin_handle);
+    if (it == s.unprobed.end()) return;
+    todo.swap(it->second);  // each kernel is probed once, by whichever launch gets here first
+    s.unprobed.erase(it);
+    for (const auto& [host, registered] : todo)
+      if (const KernelState* k = s.find(host)) {
+        k->probed.store(true, std::memory_order_release);
+        refresh_clean(*k, s.probe_off);
+      }
+    if (s.unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
+  }
+  if (todo.empty() || (!fns.get_func_by_symbol && !fns.func_get_attributes)) return;
+  const char* via = fns.get_func_by_symbol ? "hipGetFuncBySymbol" : "hipFuncGetAttributes";
+  // Leave the program's last-error state as it was (see restored_last_error).
+  const int prior = fns.peek_at_last_error ? fns.peek_at_last_error() : 0;
+  bool failed = false;
+  auto restore = [&] {
+    if (!failed || !fns.get_last_error) return;
+    fns.get_last_error();  // drain what the probe caused
+    if (prior != 0) t_restored_error = prior;
+  };
+  for (const auto& [host, registered] : todo) {
+    const KernelState* k = s.find(host);  // the current state (a first use may have refined it)
+    if (!k) continue;  // unregistered meanwhile
+    alignas(16) unsigned char attr[512] = {};  // hipFuncAttributes is far smaller
+    void* fn = nullptr;
+    int r = fns.get_func_by_symbol ? fns.get_func_by_symbol(&fn, host) : fns.func_get_attributes(attr, host);
+    failed = failed || r != 0;
+    if (no_device_error(r)) {
+      restore();
+      log("debug", std::string("registration probe off: the runtime has no usable GPU (") + via + " returned " +
+                       std::to_string(r) + ")");
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.probe_off = true;
+      s.unprobed.clear();
+      g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
+      return;
+    }
+    if (r == 0) continue;
+    if (k->shallow) {  // explain the rejection with the full check of its fat binary
+      deepen(k->fatbin);
+      if (const KernelState* fresh = s.find(host)) k = fresh;
+    }
+    Diagnostic d;
+    d.code = std::string(code::kRuntimeRejected);
+    d.file = k->file_name();
+    d.kernel = k->name;
+    d.message = std::string("the runtime rejected this kernel (") + via + " returned hipError_t " + std::to_string(r) +
+                "); " + (k->findings().empty() ? "cause unknown to hipguard" : "hipguard's finding: " + first_finding(*k));
+    d.fix = k->findings().empty() ? "run with AMD_LOG_LEVEL=4 for the runtime's own reason" : k->findings().front().fix;
+    report_consequence(d, k->findings().empty() ? nullptr : &k->findings().front());
+  }
+  restore();
+  log("debug", std::string("registration probe done through ") + via + " (" + std::to_string(todo.size()) + " kernels)");
+}
+
+}  // namespace hipguard

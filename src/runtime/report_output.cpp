@@ -1,0 +1,159 @@
+// The guard's side of HIPGUARD_REPORT: open it, journal each finding, follow
+// forks, write this process's report at exit (report_file.h keeps the file).
+#include <pthread.h>
+#include <unistd.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hipguard/report.h"
+#include "runtime/address.h"
+#include "runtime/state.h"
+
+namespace hipguard {
+
+// HIPGUARD_REPORT for this process ("%p" = its pid). A path that cannot be a
+// report (a directory, /dev/full, a symlink) is said once, and nothing is created.
+void Guard::open_report(State& s) {
+  std::string path = s.config.report_path;
+  for (size_t p; (p = path.find("%p")) != std::string::npos;) path.replace(p, 2, std::to_string(getpid()));
+  if (auto why = s.report_file.open(path, llvm::json::Object{{"program", self_exe()}})) {
+    Diagnostic d = make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT not written: " + *why,
+                                   "give HIPGUARD_REPORT the path of a regular file (or of one to create), e.g. "
+                                   "hipguard-%p.json");
+    s.logger->warn(format_line(d));
+  }
+}
+
+// Around fork(): the child starts with the guard unlocked, its own report
+// descriptor (or, with "%p", its own file, opened at its first record), and
+// counts and lists only what it does itself.
+void Guard::before_fork() {
+  State& s = state();
+  s.mu.lock();
+  s.report_file.prepare_fork();
+}
+
+void Guard::after_fork(bool child) {
+  State& s = state();
+  if (child) {
+    s.fork_seq = s.seq;
+    s.consequences_at_fork = s.consequences.size();
+    s.report_written_by = 0;
+    if (s.config.report_path.find("%p") != std::string::npos) {
+      s.report_file.close_inherited();
+      s.report_reopen = true;
+    } else {
+      s.report_file.child_after_fork();
+    }
+  } else {
+    s.report_file.parent_after_fork();
+  }
+  s.mu.unlock();
+}
+
+// Under the state mutex: the journal record of a finding just said.
+void Guard::journal(State& s, const Diagnostic& d) {
+  if (s.report_reopen) {
+    s.report_reopen = false;
+    open_report(s);
+  }
+  s.report_file.append(llvm::json::Object{{"diagnostic", diagnostic_json(d)}});
+}
+
+
+void Guard::write_report() try {
+  State& s = state();
+  if (s.config.report_path.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.report_written_by == getpid()) return;
+    s.report_written_by = getpid();
+  }
+  std::vector<const void*> shallow;  // the report covers every kernel: finish the deferred checks
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    // A forked child leaves what it inherited as it is: it lists only its own.
+    if (s.fork_seq == 0) {
+      index_pending_kernels();
+    } else {
+      for (const void* h : s.unindexed_order)
+        if (auto it = s.fatbins.find(h); it != s.fatbins.end() && it->second.seq > s.fork_seq) index_kernels_of(h);
+    }
+    for (const auto& [h, fb] : s.fatbins)
+      if (fb.shallow && fb.seq > s.fork_seq) shallow.push_back(h);
+  }
+  for (const void* h : shallow) deepen(h);
+  std::vector<FileReport> files;
+  RunInfo run;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    std::map<std::string, size_t> by_origin;
+    auto add = [&](const ImageReport& img) {
+      auto [it, fresh] = by_origin.emplace(img.origin, files.size());
+      if (fresh) {
+        files.emplace_back();
+        files.back().path = img.origin;
+        files.back().hip = true;
+      }
+      files[it->second].images.push_back(img);
+    };
+    // A forked child lists what it registered or loaded itself (seq after the fork).
+    for (const auto& [h, fb] : s.fatbins)
+      if (fb.seq > s.fork_seq) add(fb.report);
+    for (const auto& [m, mi] : s.modules)
+      if (mi.seq > s.fork_seq)
+        for (const auto& img : mi.images) add(img);
+    for (const auto& g : s.unregistered)
+      if (g.seq > s.fork_seq) add(g.report);
+    // A strict-mode stop comes between a fat binary's check and its registration.
+    if (t_pending_fatbin) add(t_pending_fatbin->report);
+    run.program = self_exe();
+    run.pid = getpid();
+    run.mode = s.config.mode == Mode::Strict ? "strict" : s.config.mode == Mode::Off ? "off" : "warn";
+    run.target_source = s.config.target_source;
+    for (const auto& t : s.config.targets) run.devices.push_back(t.label());
+    run.consequences.assign(s.consequences.begin() + std::min(s.consequences_at_fork, s.consequences.size()),
+                            s.consequences.end());
+    for (const auto& [id, gone] : s.gone_kernels)
+      if (gone.seq > s.fork_seq) run.kernels.push_back(gone.record);
+    run.not_listed = s.not_listed;
+    for (const auto& k : s.kernels) {
+      if (k.superseded || k.retired || k.seq <= s.fork_seq || (k.findings().empty() && k.launches == 0)) continue;
+      KernelRecord rec{k.name, k.file_name(), k.launches.load(), k.blocked.load(), {}};
+      for (const auto& d : k.findings()) rec.codes.push_back(d.code);
+      run.kernels.push_back(std::move(rec));
+    }
+  }
+  bool xml = s.config.report_path.size() > 4 &&
+             s.config.report_path.compare(s.config.report_path.size() - 4, 4, ".xml") == 0;
+  llvm::json::Object record;
+  auto doc = llvm::json::parse(report_json(files, s.config.targets, &run));
+  if (!doc) {
+    llvm::consumeError(doc.takeError());
+    return;
+  }
+  record["report"] = std::move(*doc);
+  if (xml) record["junit"] = report_junit(files, s.config.targets);
+  std::optional<std::string> problem;
+  std::string path;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.report_reopen) {
+      s.report_reopen = false;
+      open_report(s);
+    }
+    path = s.report_file.path();
+    problem = s.report_file.finish(std::move(record), xml);
+  }
+  if (problem) {
+    report_once(make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT is incomplete: " + *problem,
+                                "free space (or raise the file size limit) where the report goes"));
+  } else if (!path.empty()) {
+    log("debug", "report written to " + path);
+  }
+} catch (...) {
+}
+
+}  // namespace hipguard

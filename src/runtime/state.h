@@ -1,0 +1,277 @@
+// The guard's registry (internal): what it knows of each kernel, fat binary
+// and module, their lifetimes, and the launch gate's bits. Guard's parts
+// (guard.cpp, probe.cpp, report_output.cpp, exit_status.cpp) share it.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "hipguard/report.h"
+#include "runtime/guard.h"
+#include "runtime/kernel_table.h"
+#include "runtime/report_file.h"
+
+namespace hipguard {
+
+constexpr unsigned kGateProbe = 1;     // some fat binary's kernels are not probed yet
+constexpr unsigned kGateFindings = 2;  // some registered kernel has findings
+constexpr unsigned kGatePending = 4;   // some fat binary's kernels are not checked yet (first use checks them)
+constexpr unsigned kGateUnindexed = 8; // some registered kernels are not in the kernel table yet
+
+// What hipguard knows about one kernel, by host function or hipFunction_t.
+struct KernelState : LaunchFacts {
+  std::string name;
+  // Shared by every kernel of its image: registration copies a pointer, not the path.
+  std::shared_ptr<const std::string> file;
+  const std::string& file_name() const {
+    static const std::string none;
+    return file ? *file : none;
+  }
+  // Errors and warnings that concern this kernel; image-wide ones are shared
+  // by every kernel of the image (thousands of kernels, one vector).
+  std::shared_ptr<const std::vector<Diagnostic>> findings_ptr;
+  bool blocking = false;  // an error among them: cannot run on some target
+  uint64_t static_lds = 0;
+  // max_dynamic_lds (LaunchFacts): smallest (device LDS - static LDS) over the targets
+  std::string lds_target;                 // the target that sets max_dynamic_lds
+  uint64_t lds_limit = 0;
+  // Per target (index into GuardConfig::targets), when there are several:
+  // {static LDS, max dynamic LDS, limit}; max dynamic UINT64_MAX = not known.
+  struct TargetLds {
+    uint64_t static_lds = 0, max_dynamic = UINT64_MAX, limit = 0;
+  };
+  std::vector<TargetLds> lds_by_target;
+  const void* fatbin = nullptr;  // registration handle (null for module functions)
+  bool shallow = false;          // its fat binary's kernels are not checked yet
+  // Replaced by a fresh state after the full check (readers may still hold this
+  // one, so it is kept, but the report lists only the current state).
+  mutable bool superseded = false;  // written and read under the state mutex
+  // Its module was unloaded or its fat binary unregistered: in quarantine,
+  // then reused (Guard::State::new_kernel). Under the state mutex.
+  mutable bool retired = false;
+  uint64_t seq = 0;  // Guard::State::seq when created: a forked child reports only what came after the fork
+  mutable std::atomic<uint64_t> launches{0}, blocked{0};
+  mutable std::atomic<bool> warned{false}, lds_warned{false};
+  // Its fat binary's kernels were probed (or are never probed: module kernels):
+  // launches need not take the state mutex to find out.
+  mutable std::atomic<bool> probed{false};
+  // clean (LaunchFacts): checked in full, probed (or never to be), no finding:
+  // a launch with dynamic LDS up to max_dynamic_lds may skip the guard
+  // (launch_known_clean). Written under the state mutex (refresh_clean).
+
+  const std::vector<Diagnostic>& findings() const {
+    static const std::vector<Diagnostic> none;
+    return findings_ptr ? *findings_ptr : none;
+  }
+
+  // Back to a fresh state, for reuse after its quarantine.
+  void reset() {
+    name.clear();
+    file.reset();
+    findings_ptr.reset();
+    blocking = false;
+    static_lds = 0;
+    max_dynamic_lds = UINT64_MAX;
+    lds_target.clear();
+    lds_limit = 0;
+    lds_by_target.clear();
+    fatbin = nullptr;
+    shallow = superseded = retired = false;
+    seq = 0;
+    launches = blocked = 0;
+    warned = lds_warned = probed = clean = false;
+  }
+};
+
+// What an image report says per kernel, computed once per image so that
+// registering its (possibly thousands of) kernels stays linear.
+struct ImageIndex {
+  struct LdsFit {
+    uint64_t static_lds = 0, max_dynamic = UINT64_MAX, limit = 0;
+    std::string target;
+  };
+  std::shared_ptr<const std::vector<Diagnostic>> image_findings;  // errors about the whole image
+  std::unordered_map<std::string, std::vector<Diagnostic>> by_kernel;
+  std::unordered_map<std::string, LdsFit> lds;
+  // Per kernel and target index, when there are several targets.
+  std::unordered_map<std::string, std::vector<LdsFit>> lds_by_target;
+  // Per target with a parsed selected code object: the kernels it holds. A
+  // registered kernel missing there cannot be launched on that target (HG409).
+  struct Selected {
+    const TargetId* target;
+    std::string entry;
+    std::unordered_set<std::string> kernels;
+  };
+  std::vector<Selected> selected;
+  std::string origin;
+};
+
+struct FatbinState {
+  ImageReport report;
+  uint64_t seq = 0;
+  Bytes data;            // the registered image (valid while registered)
+  bool shallow = false;  // only selection so far: kernels are checked at first use
+  std::shared_ptr<const std::string> origin;  // report.origin, shared with its kernels
+  std::unique_ptr<ImageIndex> index;  // built when its kernels are first indexed
+  std::vector<const void*> host_functions;  // indexed kernels (in the kernel table)
+  // Registered, not indexed yet: (host function, device name). The name is a
+  // copy: the runtime copies it too, so a program may free its own after
+  // __hipRegisterFunction returns.
+  std::vector<std::pair<const void*, std::string>> unindexed;
+};
+
+struct ModuleInfo {
+  std::string origin;
+  uint64_t seq = 0;
+  std::vector<ImageReport> images;
+  std::set<std::string> kernels;
+  std::set<std::string> device_functions;
+  std::vector<const void*> functions;  // hipFunction_t handed out for it
+};
+
+struct Guard::State {
+  std::mutex mu;
+  GuardConfig config;
+  std::shared_ptr<spdlog::logger> logger;
+  std::set<std::string> logged;  // diagnostics already reported
+  // Runtime events (HG501/HG502/HG503) whose cause was said already: in the
+  // report under the run, not as more log lines. Bounded.
+  std::vector<Diagnostic> consequences;
+  std::map<const void*, FatbinState> fatbins;
+  std::map<const void*, ModuleInfo> modules;
+  // Fat binaries and modules seen but gone, for the report: one per distinct
+  // (origin, findings), at most kMaxGoneImages; the rest are counted.
+  struct GoneImage {
+    ImageReport report;
+    uint64_t seq;
+  };
+  std::deque<GoneImage> unregistered;  // no copies on growth
+  std::set<std::string> unregistered_keys;
+  // Kernels of unloaded modules / unregistered fat binaries that had findings
+  // or launches, summed per (name, file), at most kMaxGoneKernels.
+  struct GoneKernel {
+    KernelRecord record;
+    uint64_t seq;  // of the last one summed in
+  };
+  std::map<std::pair<std::string, std::string>, GoneKernel> gone_kernels;
+  // Counts registrations, module loads and kernel states; a forked child's
+  // report lists only what has a seq above fork_seq (what it did itself).
+  uint64_t seq = 0;
+  uint64_t fork_seq = 0;
+  size_t consequences_at_fork = 0;
+  // HIPGUARD_REPORT: findings appended as said, the document at exit.
+  ReportFile report_file;
+  bool report_reopen = false;  // a forked child with "%p" in the path opens its own
+  size_t not_listed = 0;  // images and kernels over those bounds
+  std::deque<KernelState> kernels;        // stable addresses: the table points into it
+  // Retired kernel states wait here before reuse: a launch racing with the
+  // unload of its own kernel (a program bug) still reads a valid state.
+  std::deque<KernelState*> quarantine;
+  static constexpr size_t kQuarantine = 256;
+  static constexpr size_t kMaxGoneImages = 256;
+  static constexpr size_t kMaxGoneKernels = 1024;
+
+  KernelState& new_kernel() {
+    KernelState* k;
+    if (quarantine.size() <= kQuarantine) {
+      k = &kernels.emplace_back();
+    } else {
+      k = quarantine.front();
+      quarantine.pop_front();
+      k->reset();
+    }
+    k->seq = ++seq;
+    return *k;
+  }
+  // Forgets `key` in the kernel table; its state goes to quarantine (and, with
+  // a report, what it found or how often it ran into gone_kernels).
+  void retire(const void* key) {
+    const KernelState* k = find(key);
+    table.erase(key);
+    if (!k || k->retired) return;
+    if (!k->superseded && !config.report_path.empty() && (!k->findings().empty() || k->launches != 0)) {
+      auto id = std::make_pair(k->name, k->file_name());
+      auto it = gone_kernels.find(id);
+      if (it == gone_kernels.end() && gone_kernels.size() < kMaxGoneKernels) {
+        KernelRecord rec{k->name, k->file_name(), 0, 0, {}};
+        for (const auto& d : k->findings()) rec.codes.push_back(d.code);
+        it = gone_kernels.emplace(id, GoneKernel{std::move(rec), 0}).first;
+      }
+      if (it != gone_kernels.end()) {
+        it->second.record.launches += k->launches.load();
+        it->second.record.blocked += k->blocked.load();
+        it->second.seq = k->seq;
+      } else {
+        ++not_listed;
+      }
+    }
+    k->retired = true;
+    k->clean.store(false, std::memory_order_release);
+    quarantine.push_back(const_cast<KernelState*>(k));
+  }
+  // Keeps `img` for the report unless one like it is kept already.
+  void keep_gone_image(ImageReport&& img, uint64_t image_seq) {
+    std::string key = img.origin;
+    for (const auto& d : img.diagnostics) key += "\n" + format_line(d);
+    if (unregistered_keys.count(key)) return;
+    if (unregistered.size() >= kMaxGoneImages) {
+      ++not_listed;
+      return;
+    }
+    unregistered_keys.insert(std::move(key));
+    unregistered.push_back(GoneImage{std::move(img), image_seq});
+  }
+  KernelTable<LaunchFacts> table;  // values are KernelStates
+  const KernelState* find(const void* key) const { return static_cast<const KernelState*>(table.find(key)); }
+  ProbeFunctions probe;
+  // Indexed kernels not probed yet, by fat binary (handle): probed at the first
+  // launch of one of them, so the runtime never loads code objects for us that
+  // the program does not use.
+  std::unordered_map<const void*, std::vector<std::pair<const void*, const KernelState*>>> unprobed;
+  bool probe_off = false;  // the runtime has no usable GPU: probing says nothing
+  pid_t report_written_by = 0;  // the report is written once per process (a forked child writes its own)
+  size_t pending_fatbins = 0;  // registered with selection only, kernels not checked yet
+  std::vector<const void*> unindexed_order;  // fat binaries with unindexed kernels, in registration order
+  // The findings this process reported (for HIPGUARD_FAIL_ON / strict exit status):
+  // the most severe, how many at or above config.fail_on, the first of them.
+  pid_t findings_pid = 0;  // a forked child starts counting afresh
+  size_t failing = 0;
+  std::string first_failing;
+};
+
+struct PendingFatbin {
+  ImageReport report;
+  Bytes data;
+  bool shallow = false;
+};
+extern thread_local std::unique_ptr<PendingFatbin> t_pending_fatbin;  // between register call and its handle
+extern thread_local std::unique_ptr<ModuleInfo> t_pending_module;   // between load call and its module
+
+// Set once the guard's state exists: the process called HIP. The exit status
+// handler does nothing before that.
+extern std::atomic<bool> g_state_ready;
+
+// The runtime answers these when it has no usable GPU at all: a probe then says nothing.
+inline bool no_device_error(int e) { return e == 100 || e == 101 || e == 35 || e == 3; }
+
+// Per-kernel facts from an image's report (kernel_index.cpp).
+ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& targets);
+std::vector<Diagnostic> missing_kernel(const std::string& name, const ImageIndex& idx);
+void add_hotswap(ImageReport& report, const GuardConfig& c);
+void fill_kernel(KernelState& k, const ImageIndex& idx);
+std::string first_finding(const KernelState& k);
+// Under the state mutex, after anything that decides a kernel's fast path changed.
+void refresh_clean(const KernelState& k, bool probe_off);
+
+}  // namespace hipguard
