@@ -26,7 +26,7 @@ constexpr int kExitOk = 0, kExitProblems = 1, kExitUsage = 2;
 
 void usage(FILE* out) {
   fputs(
-      "usage: hipguard check [--target T]... [--json | --junit] PATH...\n"
+      "usage: hipguard check [--target T]... [--json | --junit | --sarif] [--jobs N] PATH...\n"
       "       hipguard inspect [--json] PATH...\n"
       "       hipguard targets\n"
       "       hipguard run [--target T]... [--strict] [--report FILE] -- COMMAND [ARGS...]\n"
@@ -34,7 +34,8 @@ void usage(FILE* out) {
       "check  reads executables and shared libraries (.hip_fatbin), offload bundles,\n"
       "       .co/.hsaco code objects and directories of them, and says for each\n"
       "       target whether every kernel can run there. Exit 0: everything can run;\n"
-      "       1: something cannot; 2: usage error.\n"
+      "       1: something cannot; 2: usage error. --jobs N: threads (0, the default:\n"
+      "       one per hardware thread); the output does not depend on it.\n"
       "inspect lists what is inside: bundles, entries, code objects, kernels with\n"
       "       LDS, scratch, registers, kernarg size, device functions.\n"
       "run    runs COMMAND with libhipguard.so preloaded (HIPGUARD_TARGET, HIPGUARD_MODE).\n"
@@ -153,39 +154,6 @@ void print_table(const std::vector<FileReport>& reports, const std::vector<Targe
   printf("%s\n", tally.line(targets).c_str());
 }
 
-void print_json(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets) {
-  printf("%s\n", report_json(reports, targets).c_str());
-}
-
-// A path named on the command line, or a directory below one, that cannot be
-// read (missing, no permission, a symlink loop, a name too long): HG101, as a
-// report of its own, so the check fails instead of skipping it.
-FileReport problem_report(const PathProblem& p) {
-  FileReport r;
-  r.path = p.path;
-  std::string why = p.reason;
-  if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
-  r.diagnostics.push_back(make_diagnostic(code::kUnreadable, p.path, why, "check the path and its permissions"));
-  return r;
-}
-
-bool is_directory(const std::string& p) {
-  std::error_code ec;
-  return std::filesystem::is_directory(p, ec);
-}
-
-// A directory named on the command line that holds no GPU code: HG110, so a
-// mistyped CI path does not pass the gate by checking nothing.
-FileReport empty_directory_report(const std::string& path) {
-  FileReport r;
-  r.path = path;
-  r.diagnostics.push_back(make_diagnostic(code::kNothingToCheck, path,
-                                          "no GPU code found below this directory (no code object, offload bundle or "
-                                          "program with a .hip_fatbin section): nothing was checked",
-                                          "check the path; name the build outputs that hold the kernels"));
-  return r;
-}
-
 // --target values: each resolved to the configurations it stands for (a
 // product as shipped, a processor in each shipped configuration); the same
 // target ID named twice is checked once. False after a usage error.
@@ -207,7 +175,8 @@ bool add_targets(std::string_view text, std::vector<TargetId>* targets, std::str
 int cmd_check(int argc, char** argv) {
   std::vector<TargetId> targets;
   std::vector<std::string> paths;
-  bool json = false, junit = false;
+  bool json = false, junit = false, sarif = false;
+  unsigned jobs = 0;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--target" || a == "-t" || a.rfind("--target=", 0) == 0) {
@@ -221,6 +190,13 @@ int cmd_check(int argc, char** argv) {
       json = true;
     } else if (a == "--junit") {
       junit = true;
+    } else if (a == "--sarif") {
+      sarif = true;
+    } else if (a == "--jobs" || a == "-j" || a.rfind("--jobs=", 0) == 0) {
+      std::string v = a.rfind("--jobs=", 0) == 0 ? a.substr(7) : i + 1 < argc ? argv[++i] : "";
+      if (v.empty() || v.size() > 4 || v.find_first_not_of("0123456789") != std::string::npos)
+        return usage_error("--jobs needs a number of threads (0: one per hardware thread)");
+      jobs = static_cast<unsigned>(std::stoul(v));
     } else if (a == "-h" || a == "--help") {
       usage(stdout);
       return kExitOk;
@@ -231,45 +207,21 @@ int cmd_check(int argc, char** argv) {
     }
   }
   if (paths.empty()) return usage_error("check needs at least one PATH");
-  if (json && junit) return usage_error("--json and --junit exclude each other");
-  std::vector<PathProblem> problems;
-  std::vector<std::string> files = expand_paths(paths, &problems);
-  std::vector<FileReport> reports;
-  for (const auto& m : problems) reports.push_back(problem_report(m));
-  // Files named on the command line get a note when they carry no GPU code;
-  // files found inside directories are skipped silently.
-  std::set<std::string> explicit_files;  // a set: thousands of files are looked up
-  for (const auto& p : paths)
-    if (!is_directory(p)) explicit_files.insert(p);
-  Tally tally;
-  std::map<std::string, size_t> found_below;  // GPU-code files found in each directory argument
-  for (const auto& p : paths)
-    if (is_directory(p)) found_below[p] = 0;
-  for (const auto& f : files) {
-    bool is_explicit = explicit_files.count(f) != 0;
-    FileReport r = check_file(f, targets, is_explicit);
-    if (r.hip)
-      for (auto& [dir, n] : found_below)
-        if (f.rfind(dir, 0) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
-    if (!r.hip && r.diagnostics.empty()) continue;
-    tally.add(r, targets.size());
-    // The table needs only verdicts and diagnostics: drop the parsed kernels so
-    // memory stays flat over thousands of files (the JSON report keeps them).
-    if (!json)
-      for (auto& img : r.images) {
-        std::deque<CodeObjectSummary>().swap(img.code_objects);
-        std::vector<BundleEntry>().swap(img.entries);
-      }
-    reports.push_back(std::move(r));
+  if (json + junit + sarif > 1) return usage_error("--json, --junit and --sarif exclude each other");
+  CheckPathsOptions options{targets, jobs, /*empty_directory_is_error=*/true};
+  if (json || junit || sarif) {  // streamed as the files are checked
+    auto os = stdio_ostream(stdout);
+    auto writer = make_report_writer(json ? ReportFormat::Json : junit ? ReportFormat::JUnit : ReportFormat::Sarif, *os, targets);
+    CheckPathsResult result = check_paths(paths, options, *writer);
+    writer->finish();
+    return result.ok ? kExitOk : kExitProblems;
   }
-  for (const auto& [dir, n] : found_below)
-    if (n == 0) reports.push_back(empty_directory_report(dir));
-  if (json) print_json(reports, targets);
-  else if (junit) printf("%s", report_junit(reports, targets).c_str());
-  else print_table(reports, targets, tally);
-  bool ok = true;
-  for (const auto& r : reports) ok = ok && r.ok();
-  return ok ? kExitOk : kExitProblems;
+  // The table needs only verdicts and diagnostics: the sink drops the parsed kernels.
+  Tally tally;
+  CollectSink sink(/*keep_parsed=*/false, [&](FileReport& r) { tally.add(r, targets.size()); });
+  CheckPathsResult result = check_paths(paths, options, sink);
+  print_table(sink.reports, targets, tally);
+  return result.ok ? kExitOk : kExitProblems;
 }
 
 std::string human_bytes(uint64_t b) {
@@ -334,21 +286,24 @@ int cmd_inspect(int argc, char** argv) {
     else paths.push_back(a);
   }
   if (paths.empty()) return usage_error("inspect needs at least one PATH");
-  std::vector<PathProblem> problems;
-  std::vector<FileReport> reports;
-  std::vector<std::string> files = expand_paths(paths, &problems);
-  for (const auto& m : problems) reports.push_back(problem_report(m));
-  for (const auto& f : files) {
-    FileReport r = check_file(f, {}, std::find(paths.begin(), paths.end(), f) != paths.end());
-    if (r.hip || !r.diagnostics.empty()) reports.push_back(std::move(r));
+  CheckPathsOptions options{{}, 0, /*empty_directory_is_error=*/false};
+  CheckPathsResult result;
+  if (json) {  // streamed as the files are read
+    auto os = stdio_ostream(stdout);
+    auto writer = make_report_writer(ReportFormat::Json, *os, {});
+    result = check_paths(paths, options, *writer);
+    writer->finish();
+  } else {  // printed file by file
+    auto print = [](FileReport& r) {
+      std::vector<FileReport> one;
+      one.push_back(std::move(r));
+      print_inspect(one);
+    };
+    CollectSink sink(/*keep_parsed=*/true, print, /*keep=*/false);
+    result = check_paths(paths, options, sink);
   }
-  if (json) print_json(reports, {});
-  else print_inspect(reports);
   // inspect describes; it fails only when an input could not be read at all.
-  for (const auto& r : reports)
-    for (const auto& d : r.diagnostics)
-      if (d.code == code::kUnreadable) return kExitProblems;
-  return kExitOk;
+  return result.unreadable ? kExitProblems : kExitOk;
 }
 
 std::string feature_name(Feature f) {
