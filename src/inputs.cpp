@@ -32,11 +32,11 @@ namespace {
 constexpr uint64_t kMinMapBytes = 64 << 10;
 }  // namespace
 
-Result<FileData> FileData::open(const std::string& path, uint64_t map_above, ReadBuffer* reuse) {
+Result<FileData> FileData::open(const std::string& path, uint64_t map_above, ReadBuffer* reuse, bool seen_regular) {
   auto fail = [&](std::string why) { return ParseError{std::string(code::kUnreadable), "cannot read " + path + ": " + why}; };
   struct stat st {};
   std::string why;
-  int fd = open_regular_file(path, &st, &why);
+  int fd = open_regular_file(path, &st, &why, seen_regular);
   if (fd < 0) return fail(why);
   struct Closer {
     int fd;
@@ -170,7 +170,7 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   const ImageSink* sink = options.sink;
   FileReport r;
   r.path = path;
-  auto file = FileData::open(path, options.map_above, options.reuse);
+  auto file = FileData::open(path, options.map_above, options.reuse, options.seen_regular);
   if (!file) {
     r.diagnostics.push_back(make_diagnostic(code::kUnreadable, path, file.error().message, "check the path and permissions"));
     return r;
@@ -220,7 +220,11 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   return r;
 }
 
-std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<PathProblem>* problems) {
+namespace {
+// expand_paths, and for each file whether its stat or directory entry said
+// "regular file".
+std::vector<std::string> expand(const std::vector<std::string>& paths, std::vector<PathProblem>* problems,
+                                std::vector<bool>* regular) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
   auto problem = [&](const std::string& path, const std::error_code& ec) {
@@ -235,6 +239,7 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std
     }
     if (!fs::is_directory(st)) {
       out.push_back(p);
+      regular->push_back(fs::is_regular_file(st));
       continue;
     }
     // Walked by hand: every directory that cannot be read is reported, never skipped silently.
@@ -264,8 +269,15 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std
     }
     std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
+    regular->resize(out.size(), true);  // directory entries of regular files (or symlinks to them)
   }
   return out;
+}
+}  // namespace
+
+std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<PathProblem>* problems) {
+  std::vector<bool> regular;
+  return expand(paths, problems, &regular);
 }
 
 FileReport path_problem_report(const PathProblem& p) {
@@ -357,12 +369,10 @@ class Delivery {
   bool begun_ = false;
 };
 
-// One file being checked by a worker: its images wait here until the
-// delivering thread takes them (at most kMaxQueued, then the worker waits).
+// One file being checked, not yet delivered: its images wait here until it
+// is the head (at most kMaxQueued, then its thread waits).
 struct Slot {
   static constexpr size_t kMaxQueued = 4;
-  std::mutex m;
-  std::condition_variable cv;
   std::deque<ImageReport> queue;
   bool done = false;
   FileReport report;
@@ -375,7 +385,8 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
   CheckPathsResult result;
   Delivery out(sink, result);
   std::vector<PathProblem> problems;
-  std::vector<std::string> files = expand_paths(paths, &problems);
+  std::vector<bool> regular;
+  std::vector<std::string> files = expand(paths, &problems, &regular);
   for (const auto& p : problems) out.whole(path_problem_report(p));
 
   // Files named on the command line get HG107 when they carry no GPU code;
@@ -403,41 +414,79 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
       o.sink = &to_sink;
       o.map_above = kCliMapAbove;
       o.reuse = &buffer;
+      o.seen_regular = regular[&f - files.data()];
       if (out.finish(check_file(f, options.targets, o))) count_hip(f);
     }
   } else {
-    // Workers take files in order, at most `window` ahead of the file being
-    // delivered; slot i % window holds file i.
-    const size_t window = 2 * static_cast<size_t>(jobs);
-    std::vector<std::unique_ptr<Slot>> slots(window);
-    for (auto& s : slots) s = std::make_unique<Slot>();
-    std::mutex gate_m;
-    std::condition_variable gate_cv;
-    size_t delivering = 0;  // index of the file being delivered (guarded by gate_m)
+    // `jobs` threads (this one among them) take files in order, at most
+    // `window` ahead of the head: the first file not yet delivered. The
+    // thread checking the head delivers its images as they come; other
+    // threads queue theirs (at most Slot::kMaxQueued, then wait), and the
+    // thread that finishes the head delivers what follows and is complete.
+    // Everything the sink sees happens under `m`, in input order.
+    const size_t window = 16 * static_cast<size_t>(jobs);
+    std::vector<Slot> slots(window);
+    std::mutex m;
+    std::condition_variable cv;
+    size_t head = 0;
     bool stop = false;
+    std::exception_ptr failed;
     std::atomic<size_t> next{0};
+    auto finish_file = [&](size_t i, Slot& s) {  // under m
+      if (s.error) {
+        if (!failed) failed = s.error;
+        stop = true;
+      } else if (!stop && out.finish(std::move(s.report))) {
+        count_hip(files[i]);
+      }
+      s = Slot();
+    };
+    auto drain = [&](size_t i, Slot& s) {  // under m: queued images of the head
+      while (!s.queue.empty()) {
+        ImageReport img = std::move(s.queue.front());
+        s.queue.pop_front();
+        if (!stop) out.image(files[i], std::move(img));
+      }
+    };
+    auto advance = [&] {  // under m: deliver the head while it is complete
+      for (;;) {
+        Slot& s = slots[head % window];
+        drain(head, s);
+        if (!s.done) break;
+        finish_file(head, s);
+        if (++head >= files.size()) break;
+      }
+      cv.notify_all();
+    };
     auto worker = [&] {
       FileData::ReadBuffer buffer;
       for (;;) {
         size_t i = next.fetch_add(1);
         if (i >= files.size()) return;
+        Slot* slot;
         {
-          std::unique_lock<std::mutex> lock(gate_m);
-          gate_cv.wait(lock, [&] { return stop || i < delivering + window; });
+          std::unique_lock<std::mutex> lock(m);
+          cv.wait(lock, [&] { return stop || i < head + window; });
           if (stop) return;
+          slot = &slots[i % window];
         }
-        Slot& s = *slots[i % window];
-        ImageSink to_slot = [&](ImageReport&& img) {
-          std::unique_lock<std::mutex> lock(s.m);
-          s.cv.wait(lock, [&] { return s.queue.size() < Slot::kMaxQueued; });
-          s.queue.push_back(std::move(img));
-          s.cv.notify_all();
+        ImageSink to_sink = [&](ImageReport&& img) {
+          std::unique_lock<std::mutex> lock(m);
+          cv.wait(lock, [&] { return stop || i == head || slot->queue.size() < Slot::kMaxQueued; });
+          if (stop) return;
+          if (i == head) {
+            drain(i, *slot);
+            out.image(files[i], std::move(img));
+          } else {
+            slot->queue.push_back(std::move(img));
+          }
         };
         CheckFileOptions o;
         o.explicit_arg = explicit_files.count(files[i]) != 0;
-        o.sink = &to_slot;
+        o.sink = &to_sink;
         o.map_above = kCliMapAbove;
         o.reuse = &buffer;
+        o.seen_regular = regular[i];
         FileReport r;
         std::exception_ptr error;
         try {
@@ -445,64 +494,18 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
         } catch (...) {
           error = std::current_exception();
         }
-        std::lock_guard<std::mutex> lock(s.m);
-        s.report = std::move(r);
-        s.error = error;
-        s.done = true;
-        s.cv.notify_all();
+        std::lock_guard<std::mutex> lock(m);
+        slot->report = std::move(r);
+        slot->error = error;
+        slot->done = true;
+        if (i == head) advance();
       }
     };
     std::vector<std::thread> threads;
-    for (unsigned t = 0; t < jobs; ++t) threads.emplace_back(worker);
-    std::exception_ptr failed;
-    for (size_t i = 0; i < files.size() && !failed; ++i) {
-      Slot& s = *slots[i % window];
-      for (;;) {
-        std::unique_lock<std::mutex> lock(s.m);
-        s.cv.wait(lock, [&] { return s.done || !s.queue.empty(); });
-        if (!s.queue.empty()) {
-          ImageReport img = std::move(s.queue.front());
-          s.queue.pop_front();
-          s.cv.notify_all();
-          lock.unlock();
-          out.image(files[i], std::move(img));
-          continue;
-        }
-        // done, nothing queued: the file is complete.
-        FileReport r = std::move(s.report);
-        failed = s.error;
-        s.report = FileReport();
-        s.error = nullptr;
-        s.done = false;
-        lock.unlock();
-        if (!failed && out.finish(std::move(r))) count_hip(files[i]);
-        break;
-      }
-      std::lock_guard<std::mutex> lock(gate_m);
-      delivering = i + 1;
-      if (failed) stop = true;
-      gate_cv.notify_all();
-    }
-    if (failed) {
-      // Workers past the window stop at the gate; the others finish the file they hold,
-      // which nobody takes from a full queue: drain until every worker has left.
-      std::atomic<bool> joined{false};
-      std::thread drain([&] {
-        while (!joined) {
-          for (auto& s : slots) {
-            std::lock_guard<std::mutex> lock(s->m);
-            s->queue.clear();
-            s->cv.notify_all();
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
-      });
-      for (auto& t : threads) t.join();
-      joined = true;
-      drain.join();
-      std::rethrow_exception(failed);
-    }
+    for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker);
+    worker();
     for (auto& t : threads) t.join();
+    if (failed) std::rethrow_exception(failed);
   }
   if (options.empty_directory_is_error)
     for (const auto& [dir, n] : found_below)

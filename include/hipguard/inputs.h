@@ -30,7 +30,10 @@ class FileData {
   // maps from kCliMapAbove: only the pages the checks touch are read; the
   // shim keeps kCopyLimit). `reuse`: copy into this buffer, which must outlive
   // the FileData and is not used by another FileData meanwhile.
-  static Result<FileData> open(const std::string& path, uint64_t map_above = kCopyLimit, ReadBuffer* reuse = nullptr);
+  // `seen_regular`: the caller has just seen that `path` is a regular file
+  // (a directory walk): one stat fewer; the descriptor is still checked.
+  static Result<FileData> open(const std::string& path, uint64_t map_above = kCopyLimit, ReadBuffer* reuse = nullptr,
+                               bool seen_regular = false);
   Bytes bytes() const { return bytes_; }
   bool mapped() const { return mapped_; }
   // Mapped files: drops the pages wholly before `end` from this process's
@@ -67,6 +70,7 @@ struct CheckFileOptions {
   const ImageSink* sink = nullptr;                 // null: images are kept in the report
   uint64_t map_above = FileData::kCopyLimit;       // see FileData::open
   FileData::ReadBuffer* reuse = nullptr;
+  bool seen_regular = false;                       // see FileData::open
 };
 FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options);
 
