@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hipguard/guard.h"
+#include "kernel_table.h"
 
 using hipguard::Action;
 using hipguard::Guard;
@@ -144,7 +145,7 @@ __attribute__((constructor)) void install_exit_status() { hipguard::install_exit
 // The probe runs at the first launch; hand the core the runtime's lookup functions then.
 void provide_probe_functions() {
   static std::atomic<bool> done{false};
-  if (done.exchange(true)) return;
+  if (done.load(std::memory_order_acquire) || done.exchange(true)) return;  // no locked exchange per launch
   hipguard::ProbeFunctions f;
   f.get_func_by_symbol = reinterpret_cast<int (*)(void**, const void*)>(resolve("hipGetFuncBySymbol", "hip_6.2", true));
   f.func_get_attributes = reinterpret_cast<int (*)(void*, const void*)>(resolve("hipFuncGetAttributes", "hip_4.2", true));
@@ -254,7 +255,7 @@ extern "C" hipError_t hipLaunchKernel(const void* function_address, dim3 numBloc
                                   size_t sharedMemBytes, hipStream_t stream);
 __attribute__((noinline)) static hipError_t hipLaunchKernel_slow(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void** args,
                                   size_t sharedMemBytes, hipStream_t stream) {
-  if (hipguard::launch_needs_check(sharedMemBytes)) {
+  if (hipguard::launch_needs_check(sharedMemBytes) && !hipguard::launch_known_clean(function_address, sharedMemBytes)) {
     Verdict v = gate(function_address, sharedMemBytes, "hipLaunchKernel");
     if (v.action == Action::Refuse) return v.hip_error;
   }
@@ -266,7 +267,8 @@ EXPORT hipError_t hipLaunchKernel(const void* function_address, dim3 numBlocks, 
                                   size_t sharedMemBytes, hipStream_t stream) {
   // Fast path: one load of the resolved function, one of the gate, a tail call.
   void* p = slot_hipLaunchKernel.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && !hipguard::launch_needs_check(sharedMemBytes), 1))
+  if (__builtin_expect(p != nullptr && (!hipguard::launch_needs_check(sharedMemBytes) ||
+                                            hipguard::launch_known_clean(function_address, sharedMemBytes)), 1))
     return reinterpret_cast<decltype(&hipLaunchKernel)>(p)(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream);
   return hipLaunchKernel_slow(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream);
 }
@@ -276,7 +278,7 @@ extern "C" hipError_t hipLaunchKernel_spt(const void* function_address, dim3 num
                                       size_t sharedMemBytes, hipStream_t stream);
 __attribute__((noinline)) static hipError_t hipLaunchKernel_spt_slow(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void** args,
                                       size_t sharedMemBytes, hipStream_t stream) {
-  if (hipguard::launch_needs_check(sharedMemBytes)) {
+  if (hipguard::launch_needs_check(sharedMemBytes) && !hipguard::launch_known_clean(function_address, sharedMemBytes)) {
     Verdict v = gate(function_address, sharedMemBytes, "hipLaunchKernel_spt");
     if (v.action == Action::Refuse) return v.hip_error;
   }
@@ -288,7 +290,8 @@ EXPORT hipError_t hipLaunchKernel_spt(const void* function_address, dim3 numBloc
                                       size_t sharedMemBytes, hipStream_t stream) {
   // Fast path: one load of the resolved function, one of the gate, a tail call.
   void* p = slot_hipLaunchKernel_spt.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && !hipguard::launch_needs_check(sharedMemBytes), 1))
+  if (__builtin_expect(p != nullptr && (!hipguard::launch_needs_check(sharedMemBytes) ||
+                                            hipguard::launch_known_clean(function_address, sharedMemBytes)), 1))
     return reinterpret_cast<decltype(&hipLaunchKernel_spt)>(p)(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream);
   return hipLaunchKernel_spt_slow(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream);
 }
@@ -298,7 +301,7 @@ extern "C" hipError_t hipLaunchCooperativeKernel(const void* f, dim3 gridDim, di
                                              unsigned int sharedMemBytes, hipStream_t stream);
 __attribute__((noinline)) static hipError_t hipLaunchCooperativeKernel_slow(const void* f, dim3 gridDim, dim3 blockDimX, void** kernelParams,
                                              unsigned int sharedMemBytes, hipStream_t stream) {
-  if (hipguard::launch_needs_check(sharedMemBytes)) {
+  if (hipguard::launch_needs_check(sharedMemBytes) && !hipguard::launch_known_clean(f, sharedMemBytes)) {
     Verdict v = gate(f, sharedMemBytes, "hipLaunchCooperativeKernel");
     if (v.action == Action::Refuse) return v.hip_error;
   }
@@ -310,7 +313,8 @@ EXPORT hipError_t hipLaunchCooperativeKernel(const void* f, dim3 gridDim, dim3 b
                                              unsigned int sharedMemBytes, hipStream_t stream) {
   // Fast path: one load of the resolved function, one of the gate, a tail call.
   void* p = slot_hipLaunchCooperativeKernel.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && !hipguard::launch_needs_check(sharedMemBytes), 1))
+  if (__builtin_expect(p != nullptr && (!hipguard::launch_needs_check(sharedMemBytes) ||
+                                            hipguard::launch_known_clean(f, sharedMemBytes)), 1))
     return reinterpret_cast<decltype(&hipLaunchCooperativeKernel)>(p)(f, gridDim, blockDimX, kernelParams, sharedMemBytes, stream);
   return hipLaunchCooperativeKernel_slow(f, gridDim, blockDimX, kernelParams, sharedMemBytes, stream);
 }
@@ -321,7 +325,7 @@ extern "C" hipError_t hipLaunchCooperativeKernel_spt(const void* f, dim3 gridDim
                                                  uint32_t sharedMemBytes, hipStream_t stream);
 __attribute__((noinline)) static hipError_t hipLaunchCooperativeKernel_spt_slow(const void* f, dim3 gridDim, dim3 blockDim,
                                                  void** kernelParams, uint32_t sharedMemBytes, hipStream_t stream) {
-  if (hipguard::launch_needs_check(sharedMemBytes)) {
+  if (hipguard::launch_needs_check(sharedMemBytes) && !hipguard::launch_known_clean(f, sharedMemBytes)) {
     Verdict v = gate(f, sharedMemBytes, "hipLaunchCooperativeKernel_spt");
     if (v.action == Action::Refuse) return v.hip_error;
   }
@@ -333,7 +337,8 @@ EXPORT hipError_t hipLaunchCooperativeKernel_spt(const void* f, dim3 gridDim, di
                                                  uint32_t sharedMemBytes, hipStream_t stream) {
   // Fast path: one load of the resolved function, one of the gate, a tail call.
   void* p = slot_hipLaunchCooperativeKernel_spt.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && !hipguard::launch_needs_check(sharedMemBytes), 1))
+  if (__builtin_expect(p != nullptr && (!hipguard::launch_needs_check(sharedMemBytes) ||
+                                            hipguard::launch_known_clean(f, sharedMemBytes)), 1))
     return reinterpret_cast<decltype(&hipLaunchCooperativeKernel_spt)>(p)(f, gridDim, blockDim, kernelParams,
                                                                           sharedMemBytes, stream);
   return hipLaunchCooperativeKernel_spt_slow(f, gridDim, blockDim, kernelParams, sharedMemBytes, stream);
@@ -348,7 +353,7 @@ __attribute__((noinline)) static hipError_t hipModuleLaunchKernel_slow(hipFuncti
                                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                                         unsigned int blockDimZ, unsigned int sharedMemBytes, hipStream_t stream,
                                         void** kernelParams, void** extra) {
-  if (hipguard::launch_needs_check(sharedMemBytes)) {
+  if (hipguard::launch_needs_check(sharedMemBytes) && !hipguard::launch_known_clean(f, sharedMemBytes)) {
     Verdict v = gate(f, sharedMemBytes, "hipModuleLaunchKernel");
     if (v.action == Action::Refuse) return v.hip_error;
   }
@@ -362,7 +367,8 @@ EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gridDimX, 
                                         void** kernelParams, void** extra) {
   // Fast path: one load of the resolved function, one of the gate, a tail call.
   void* p = slot_hipModuleLaunchKernel.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && !hipguard::launch_needs_check(sharedMemBytes), 1))
+  if (__builtin_expect(p != nullptr && (!hipguard::launch_needs_check(sharedMemBytes) ||
+                                            hipguard::launch_known_clean(f, sharedMemBytes)), 1))
     return reinterpret_cast<decltype(&hipModuleLaunchKernel)>(p)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, stream, kernelParams, extra);
   return hipModuleLaunchKernel_slow(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, stream, kernelParams, extra);
 }
@@ -379,7 +385,8 @@ static hipError_t ext_module_launch(bool cxx, hipFunction_t f, uint32_t gx, uint
                                     uint32_t ly, uint32_t lz, size_t sharedMemBytes, hipStream_t hStream,
                                     void** kernelParams, void** extra, hipEvent_t startEvent, hipEvent_t stopEvent,
                                     uint32_t flags) {
-  if (__builtin_expect(hipguard::launch_needs_check(sharedMemBytes), 0)) {
+  if (__builtin_expect(hipguard::launch_needs_check(sharedMemBytes), 0) &&
+      !hipguard::launch_known_clean(f, sharedMemBytes)) {
     Verdict v = gate(f, sharedMemBytes, "hipExtModuleLaunchKernel");
     if (v.action == Action::Refuse) return v.hip_error;
   }
@@ -423,7 +430,8 @@ EXPORT hipError_t hipModuleLaunchCooperativeKernel(hipFunction_t f, unsigned int
                                                    unsigned int blockDimY, unsigned int blockDimZ,
                                                    unsigned int sharedMemBytes, hipStream_t stream,
                                                    void** kernelParams) {
-  if (__builtin_expect(hipguard::launch_needs_check(sharedMemBytes), 0)) {
+  if (__builtin_expect(hipguard::launch_needs_check(sharedMemBytes), 0) &&
+      !hipguard::launch_known_clean(f, sharedMemBytes)) {
     Verdict v = gate(f, sharedMemBytes, "hipModuleLaunchCooperativeKernel");
     if (v.action == Action::Refuse) return v.hip_error;
   }
@@ -468,7 +476,7 @@ extern "C" hipError_t hipLaunchKernelExC(const hipLaunchConfig_t* config, const 
 __attribute__((noinline)) static hipError_t hipLaunchKernelExC_slow(const hipLaunchConfig_t* config, const void* fPtr,
                                                                      void** args) {
   size_t dynamic = config ? config->dynamicSmemBytes : 0;
-  if (hipguard::launch_needs_check(dynamic)) {
+  if (hipguard::launch_needs_check(dynamic) && !hipguard::launch_known_clean(fPtr, dynamic)) {
     Verdict v = gate(fPtr, dynamic, "hipLaunchKernelExC");
     if (v.action == Action::Refuse) return v.hip_error;
   }
@@ -478,7 +486,8 @@ __attribute__((noinline)) static hipError_t hipLaunchKernelExC_slow(const hipLau
 
 EXPORT hipError_t hipLaunchKernelExC(const hipLaunchConfig_t* config, const void* fPtr, void** args) {
   void* p = slot_hipLaunchKernelExC.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && !hipguard::launch_needs_check(config ? config->dynamicSmemBytes : 0), 1))
+  if (__builtin_expect(p != nullptr && (!hipguard::launch_needs_check(config ? config->dynamicSmemBytes : 0) ||
+                                            hipguard::launch_known_clean(fPtr, config ? config->dynamicSmemBytes : 0)), 1))
     return reinterpret_cast<decltype(&hipLaunchKernelExC)>(p)(config, fPtr, args);
   return hipLaunchKernelExC_slow(config, fPtr, args);
 }

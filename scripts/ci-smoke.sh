@@ -8,23 +8,30 @@
 # simulated runtime built by the tests (build/simrt), pretending the GPU is
 # HIPGUARD_SMOKE_GPU (default gfx90a:sramecc-:xnack-, a target Debian's hipcc
 # can build for). Exit 0 when every step behaves as expected. See docs/ci.md.
+#
+# Steps 6 and 7 are the two CI jobs of docs/ci.md: the offline check of the
+# build outputs as a JUnit report, and the program run under `hipguard run
+# --strict` with a report per process; the reports land in
+# ${HIPGUARD_SMOKE_REPORTS:-a temporary directory}.
+# HIPGUARD_BIN=/usr/bin/hipguard uses an installed hipguard (and its shim).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${BUILD_DIR:-$ROOT/build}
+HG=${HIPGUARD_BIN:-$B/bin/hipguard}
 SHIM=$B/lib/libhipguard.so
+[[ -n ${HIPGUARD_BIN:-} ]] && SHIM=$(cd "$(dirname "$HG")/../lib" && pwd)/libhipguard.so.0
 # Sanitizer builds of hipguard: their runtime must be preloaded before the shim.
 if [[ -n ${HIPGUARD_SMOKE_PRELOAD:-} ]]; then
   SHIM="$HIPGUARD_SMOKE_PRELOAD:$SHIM"
   export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
 fi
-HG=$B/bin/hipguard
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 fail=0
 pass() { echo "ok   - $*"; }
 bad() { echo "FAIL - $*"; fail=1; }
 
-[[ -x $HG && -f $B/lib/libhipguard.so ]] || { echo "build hipguard first (scripts/build.sh)"; exit 2; }
+[[ -x $HG && -f ${SHIM##*:} ]] || { echo "build hipguard first (scripts/build.sh)"; exit 2; }
 HIPCC=${HIPCC:-$(command -v hipcc || true)}
 [[ -n $HIPCC ]] || { echo "hipcc not found"; exit 2; }
 
@@ -74,6 +81,25 @@ if "$HG" check --target "$gpu" "$WORK/vector_add" >/dev/null && ! "$HG" check --
   pass "hipguard check agrees: $proc build passes, $other build fails"
 else
   bad "hipguard check disagrees with the run"
+fi
+
+# 6. The offline CI job: check the build outputs, a JUnit report for the CI's test view.
+REPORTS=${HIPGUARD_SMOKE_REPORTS:-$WORK/reports}
+mkdir -p "$REPORTS"
+"$HG" check --target "$gpu" --junit "$WORK/vector_add" >"$REPORTS/hipguard-check.xml" && st=0 || st=$?
+if [[ $st == 0 ]] && grep -q '<testsuites' "$REPORTS/hipguard-check.xml" && ! grep -q '<failure' "$REPORTS/hipguard-check.xml"; then
+  pass "offline job: hipguard check --junit passes the $proc build ($REPORTS/hipguard-check.xml)"
+else
+  bad "offline job: status $st, report: $(head -c 600 "$REPORTS/hipguard-check.xml")"
+fi
+
+# 7. The GPU-runner job: the program under hipguard run --strict, one report per process.
+out=$(env "${run_env[@]}" "$HG" run --strict --report "$REPORTS/run-%p.json" -- "$WORK/vector_add" 2>"$WORK/err7") && st=0 || st=$?
+reports=("$REPORTS"/run-*.json)
+if [[ $st == 0 && $out == *"hipLaunchKernel: 0 "* && -f ${reports[0]} ]] && grep -q '"mode": *"strict"' "${reports[0]}"; then
+  pass "GPU job: hipguard run --strict runs the $proc build and writes ${reports[0]}"
+else
+  bad "GPU job: status $st, output: $out, stderr: $(cat "$WORK/err7"), reports: ${reports[*]}"
 fi
 
 [[ $sim == 1 ]] && echo "# ran against the simulated runtime (no GPU here)"

@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # Installs what hipguard needs to build and test on Debian 12 (run as root or with sudo).
+#   scripts/deps.sh           everything: the product, the tests, fuzzing, benchmarks
+#   scripts/deps.sh --build   the product and its packages only (scripts/package.sh)
 set -euo pipefail
-pkgs=(
+build_pkgs=(
   cmake ninja-build g++ pkg-config
   llvm-16-dev libzstd-dev zlib1g-dev      # static LLVM: Object, BinaryFormat, Support
   libspdlog-dev libfmt-dev                 # logging (header-only use)
+  dpkg-dev file                            # packages: dpkg-shlibdeps computes the .deb's Depends
+)
+pkgs=(
+  "${build_pkgs[@]}"
   libgtest-dev libbenchmark-dev            # tests, benchmarks
   clang-14 libclang-rt-14-dev              # libFuzzer and sanitizer runtimes
   hipcc libamdhip64-dev                    # builds the test HIP programs; real libamdhip64 (ROCm 5.2)
   librocsparse0                            # real ROCm library full of fat binaries (inspect/bench input)
-  valgrind file time
+  valgrind time
   python3 python3-jsonschema               # tests: JSON Schema validation of every JSON output
   librocrand1                              # real ROCm library: benchmark input beside rocSPARSE
 )
+[[ ${1:-} == --build ]] && pkgs=("${build_pkgs[@]}")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

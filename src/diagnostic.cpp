@@ -48,6 +48,7 @@ constexpr std::array kCodes = {
     CodeInfo{code::kLookupFailed, "lookup-failed", S::Error},
     CodeInfo{code::kBadSetting, "bad-setting", S::Error},
     CodeInfo{code::kExitStatusChanged, "exit-status-changed", S::Error},
+    CodeInfo{code::kReportNotWritten, "report-not-written", S::Warning},
 };
 }  // namespace
 

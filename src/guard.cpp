@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/auxv.h>
@@ -23,6 +24,8 @@
 
 #include "hipguard/inputs.h"
 #include "hipguard/report.h"
+#include "hipguard/version.h"
+#include "report_file.h"
 #include "kernel_checks.h"
 #include "kernel_table.h"
 
@@ -367,7 +370,7 @@ GuardConfig config_from_env() {
 }
 
 // What hipguard knows about one kernel, by host function or hipFunction_t.
-struct KernelState {
+struct KernelState : LaunchFacts {
   std::string name;
   // Shared by every kernel of its image: registration copies a pointer, not the path.
   std::shared_ptr<const std::string> file;
@@ -380,7 +383,7 @@ struct KernelState {
   std::shared_ptr<const std::vector<Diagnostic>> findings_ptr;
   bool blocking = false;  // an error among them: cannot run on some target
   uint64_t static_lds = 0;
-  uint64_t max_dynamic_lds = UINT64_MAX;  // smallest (device LDS - static LDS) over the targets
+  // max_dynamic_lds (LaunchFacts): smallest (device LDS - static LDS) over the targets
   std::string lds_target;                 // the target that sets max_dynamic_lds
   uint64_t lds_limit = 0;
   // Per target (index into GuardConfig::targets), when there are several:
@@ -394,15 +397,40 @@ struct KernelState {
   // Replaced by a fresh state after the full check (readers may still hold this
   // one, so it is kept, but the report lists only the current state).
   mutable bool superseded = false;  // written and read under the state mutex
+  // Its module was unloaded or its fat binary unregistered: in quarantine,
+  // then reused (Guard::State::new_kernel). Under the state mutex.
+  mutable bool retired = false;
+  uint64_t seq = 0;  // Guard::State::seq when created: a forked child reports only what came after the fork
   mutable std::atomic<uint64_t> launches{0}, blocked{0};
   mutable std::atomic<bool> warned{false}, lds_warned{false};
   // Its fat binary's kernels were probed (or are never probed: module kernels):
   // launches need not take the state mutex to find out.
   mutable std::atomic<bool> probed{false};
+  // clean (LaunchFacts): checked in full, probed (or never to be), no finding:
+  // a launch with dynamic LDS up to max_dynamic_lds may skip the guard
+  // (launch_known_clean). Written under the state mutex (refresh_clean).
 
   const std::vector<Diagnostic>& findings() const {
     static const std::vector<Diagnostic> none;
     return findings_ptr ? *findings_ptr : none;
+  }
+
+  // Back to a fresh state, for reuse after its quarantine.
+  void reset() {
+    name.clear();
+    file.reset();
+    findings_ptr.reset();
+    blocking = false;
+    static_lds = 0;
+    max_dynamic_lds = UINT64_MAX;
+    lds_target.clear();
+    lds_limit = 0;
+    lds_by_target.clear();
+    fatbin = nullptr;
+    shallow = superseded = retired = false;
+    seq = 0;
+    launches = blocked = 0;
+    warned = lds_warned = probed = clean = false;
   }
 };
 
@@ -431,6 +459,7 @@ struct ImageIndex {
 
 struct FatbinState {
   ImageReport report;
+  uint64_t seq = 0;
   Bytes data;            // the registered image (valid while registered)
   bool shallow = false;  // only selection so far: kernels are checked at first use
   std::shared_ptr<const std::string> origin;  // report.origin, shared with its kernels
@@ -444,6 +473,7 @@ struct FatbinState {
 
 struct ModuleInfo {
   std::string origin;
+  uint64_t seq = 0;
   std::vector<ImageReport> images;
   std::set<std::string> kernels;
   std::set<std::string> device_functions;
@@ -460,9 +490,90 @@ struct Guard::State {
   std::vector<Diagnostic> consequences;
   std::map<const void*, FatbinState> fatbins;
   std::map<const void*, ModuleInfo> modules;
-  std::deque<ImageReport> unregistered;  // fat binaries seen but unregistered (for the report); no copies on growth
+  // Fat binaries and modules seen but gone, for the report: one per distinct
+  // (origin, findings), at most kMaxGoneImages; the rest are counted.
+  struct GoneImage {
+    ImageReport report;
+    uint64_t seq;
+  };
+  std::deque<GoneImage> unregistered;  // no copies on growth
+  std::set<std::string> unregistered_keys;
+  // Kernels of unloaded modules / unregistered fat binaries that had findings
+  // or launches, summed per (name, file), at most kMaxGoneKernels.
+  struct GoneKernel {
+    KernelRecord record;
+    uint64_t seq;  // of the last one summed in
+  };
+  std::map<std::pair<std::string, std::string>, GoneKernel> gone_kernels;
+  // Counts registrations, module loads and kernel states; a forked child's
+  // report lists only what has a seq above fork_seq (what it did itself).
+  uint64_t seq = 0;
+  uint64_t fork_seq = 0;
+  size_t consequences_at_fork = 0;
+  // HIPGUARD_REPORT: findings appended as said, the document at exit.
+  ReportFile report_file;
+  bool report_reopen = false;  // a forked child with "%p" in the path opens its own
+  size_t not_listed = 0;  // images and kernels over those bounds
   std::deque<KernelState> kernels;        // stable addresses: the table points into it
-  KernelTable<KernelState> table;
+  // Retired kernel states wait here before reuse: a launch racing with the
+  // unload of its own kernel (a program bug) still reads a valid state.
+  std::deque<KernelState*> quarantine;
+  static constexpr size_t kQuarantine = 256;
+  static constexpr size_t kMaxGoneImages = 256;
+  static constexpr size_t kMaxGoneKernels = 1024;
+
+  KernelState& new_kernel() {
+    KernelState* k;
+    if (quarantine.size() <= kQuarantine) {
+      k = &kernels.emplace_back();
+    } else {
+      k = quarantine.front();
+      quarantine.pop_front();
+      k->reset();
+    }
+    k->seq = ++seq;
+    return *k;
+  }
+  // Forgets `key` in the kernel table; its state goes to quarantine (and, with
+  // a report, what it found or how often it ran into gone_kernels).
+  void retire(const void* key) {
+    const KernelState* k = find(key);
+    table.erase(key);
+    if (!k || k->retired) return;
+    if (!k->superseded && !config.report_path.empty() && (!k->findings().empty() || k->launches != 0)) {
+      auto id = std::make_pair(k->name, k->file_name());
+      auto it = gone_kernels.find(id);
+      if (it == gone_kernels.end() && gone_kernels.size() < kMaxGoneKernels) {
+        KernelRecord rec{k->name, k->file_name(), 0, 0, {}};
+        for (const auto& d : k->findings()) rec.codes.push_back(d.code);
+        it = gone_kernels.emplace(id, GoneKernel{std::move(rec), 0}).first;
+      }
+      if (it != gone_kernels.end()) {
+        it->second.record.launches += k->launches.load();
+        it->second.record.blocked += k->blocked.load();
+        it->second.seq = k->seq;
+      } else {
+        ++not_listed;
+      }
+    }
+    k->retired = true;
+    k->clean.store(false, std::memory_order_release);
+    quarantine.push_back(const_cast<KernelState*>(k));
+  }
+  // Keeps `img` for the report unless one like it is kept already.
+  void keep_gone_image(ImageReport&& img, uint64_t image_seq) {
+    std::string key = img.origin;
+    for (const auto& d : img.diagnostics) key += "\n" + format_line(d);
+    if (unregistered_keys.count(key)) return;
+    if (unregistered.size() >= kMaxGoneImages) {
+      ++not_listed;
+      return;
+    }
+    unregistered_keys.insert(std::move(key));
+    unregistered.push_back(GoneImage{std::move(img), image_seq});
+  }
+  KernelTable<LaunchFacts> table;  // values are KernelStates
+  const KernelState* find(const void* key) const { return static_cast<const KernelState*>(table.find(key)); }
   ProbeFunctions probe;
   // Indexed kernels not probed yet, by fat binary (handle): probed at the first
   // launch of one of them, so the runtime never loads code objects for us that
@@ -484,6 +595,16 @@ namespace {
 // handler does nothing before that.
 std::atomic<bool> g_state_ready{false};
 }  // namespace
+
+namespace {
+void refresh_clean(const KernelState& k, bool probe_off) {
+  bool clean = !k.shallow && !k.superseded && !k.retired && k.findings().empty() &&
+               (probe_off || k.probed.load(std::memory_order_relaxed));
+  k.clean.store(clean, std::memory_order_release);
+}
+}  // namespace
+
+std::atomic<const KernelTable<LaunchFacts>*> g_launch_table{nullptr};
 
 namespace {
 struct PendingFatbin {
@@ -618,11 +739,66 @@ Guard::State& Guard::state() {
     st->logger->set_pattern("hipguard: %v");
     st->logger->set_level(static_cast<spdlog::level::level_enum>(st->config.log_level));
     st->logger->flush_on(spdlog::level::trace);
-    if (!st->config.report_path.empty()) atexit([] { Guard::get().write_report(); });
+    if (!st->config.report_path.empty()) {
+      Guard::get().open_report(*st);
+      atexit([] { Guard::get().write_report(); });
+      pthread_atfork([] { Guard::get().before_fork(); }, [] { Guard::get().after_fork(false); },
+                     [] { Guard::get().after_fork(true); });
+    }
+    g_launch_table.store(&st->table, std::memory_order_release);
     g_state_ready.store(true, std::memory_order_release);
     return st;
   }();
   return *s;
+}
+
+// HIPGUARD_REPORT for this process ("%p" = its pid). A path that cannot be a
+// report (a directory, /dev/full, a symlink) is said once, and nothing is created.
+void Guard::open_report(State& s) {
+  std::string path = s.config.report_path;
+  for (size_t p; (p = path.find("%p")) != std::string::npos;) path.replace(p, 2, std::to_string(getpid()));
+  if (auto why = s.report_file.open(path, llvm::json::Object{{"program", self_exe()}})) {
+    Diagnostic d = make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT not written: " + *why,
+                                   "give HIPGUARD_REPORT the path of a regular file (or of one to create), e.g. "
+                                   "hipguard-%p.json");
+    s.logger->warn(format_line(d));
+  }
+}
+
+// Around fork(): the child starts with the guard unlocked, its own report
+// descriptor (or, with "%p", its own file, opened at its first record), and
+// counts and lists only what it does itself.
+void Guard::before_fork() {
+  State& s = state();
+  s.mu.lock();
+  s.report_file.prepare_fork();
+}
+
+void Guard::after_fork(bool child) {
+  State& s = state();
+  if (child) {
+    s.fork_seq = s.seq;
+    s.consequences_at_fork = s.consequences.size();
+    s.report_written_by = 0;
+    if (s.config.report_path.find("%p") != std::string::npos) {
+      s.report_file.close_inherited();
+      s.report_reopen = true;
+    } else {
+      s.report_file.child_after_fork();
+    }
+  } else {
+    s.report_file.parent_after_fork();
+  }
+  s.mu.unlock();
+}
+
+// Under the state mutex: the journal record of a finding just said.
+void Guard::journal(State& s, const Diagnostic& d) {
+  if (s.report_reopen) {
+    s.report_reopen = false;
+    open_report(s);
+  }
+  s.report_file.append(llvm::json::Object{{"diagnostic", diagnostic_json(d)}});
 }
 
 const GuardConfig& Guard::config() {
@@ -634,7 +810,8 @@ const GuardConfig& Guard::config() {
     if (!s.config.targets.empty()) {
       std::string list;
       for (const auto& t : s.config.targets) list += (list.empty() ? "" : ", ") + t.str();
-      log("debug", "checking against " + list + " (from " + s.config.target_source + ")");
+      log("debug", std::string("hipguard ") + HIPGUARD_VERSION_STRING + ": checking against " + list + " (from " +
+                       s.config.target_source + ")");
     }
   });
   return s.config;
@@ -651,6 +828,7 @@ void Guard::report_once(const Diagnostic& d) {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mu);
     if (!s.logged.insert(line).second) return;
+    if (s.report_file.is_open() || s.report_reopen) journal(s, d);
     if (s.config.fails_on(d.severity)) {
       if (s.findings_pid != getpid()) s.findings_pid = getpid(), s.failing = 0;
       if (s.failing++ == 0) s.first_failing = d.code + (d.kernel.empty() ? "" : " kernel '" + d.kernel + "'");
@@ -770,6 +948,7 @@ void Guard::on_registered_fatbin(const void* handle) try {
   std::lock_guard<std::mutex> lock(s.mu);
   // A null handle (the runtime refused outright) still gets its report kept, keyed by null.
   FatbinState& fb = s.fatbins[handle];
+  fb.seq = ++s.seq;
   if (fb.shallow) --s.pending_fatbins;  // re-registered under the same handle
   fb.report = std::move(t_pending_fatbin->report);
   fb.data = t_pending_fatbin->data;
@@ -825,12 +1004,13 @@ void Guard::index_kernels_of(const void* handle) {
   if (!fb.origin) fb.origin = std::make_shared<const std::string>(fb.report.origin);
   bool findings = false;
   for (const auto& [host_function, device_name] : fb.unindexed) {
-    KernelState& k = s.kernels.emplace_back();
+    KernelState& k = s.new_kernel();
     k.name = device_name;
     k.file = fb.origin;
     k.fatbin = handle;
     k.shallow = fb.shallow;
     fill_kernel(k, *fb.index);
+    refresh_clean(k, s.probe_off);
     fb.host_functions.push_back(host_function);
     s.table.insert(host_function, &k);
     if (!s.probe_off) s.unprobed[handle].emplace_back(host_function, &k);  // gate set below
@@ -864,10 +1044,10 @@ void Guard::on_unregister_fatbin(const void* handle) try {
   // The report lists kernels with findings: index them while their names are valid.
   if (!s.config.report_path.empty()) index_kernels_of(handle);
   // Host addresses may be reused by a library loaded later: forget them.
-  for (const void* f : it->second.host_functions) s.table.insert(f, nullptr);
+  for (const void* f : it->second.host_functions) s.retire(f);
   if (s.unprobed.erase(handle) && s.unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_release);
   if (it->second.shallow && --s.pending_fatbins == 0) g_launch_gate.fetch_and(~kGatePending, std::memory_order_release);
-  if (!s.config.report_path.empty()) s.unregistered.push_back(std::move(it->second.report));  // only the report reads it
+  if (!s.config.report_path.empty()) s.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
   s.fatbins.erase(it);
 } catch (...) {
 }
@@ -888,7 +1068,7 @@ Verdict Guard::on_module_load_file(const char* path) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off || !path) return {};
   if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
-  FileReport fr = check_file(path, c.targets, /*explicit_arg=*/true);
+  FileReport fr = check_file(path, c.targets, /*explicit_arg=*/true, FileData::Access::CopyAlways);
   for (const auto& d : fr.diagnostics)
     if (d.code == code::kUnreadable) return {};  // let the runtime report hipErrorFileNotFound itself
   auto info = std::make_unique<ModuleInfo>();
@@ -952,6 +1132,7 @@ void Guard::on_module_loaded(const void* module) try {
   if (!module || !t_pending_module) return;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
+  t_pending_module->seq = ++s.seq;
   s.modules[module] = std::move(*t_pending_module);
   t_pending_module.reset();
 } catch (...) {
@@ -962,9 +1143,9 @@ void Guard::on_module_unloaded(const void* module) try {
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.modules.find(module);
   if (it == s.modules.end()) return;
-  for (const void* f : it->second.functions) s.table.insert(f, nullptr);
+  for (const void* f : it->second.functions) s.retire(f);
   if (!s.config.report_path.empty())  // only the report reads them
-    for (auto& img : it->second.images) s.unregistered.push_back(std::move(img));
+    for (auto& img : it->second.images) s.keep_gone_image(std::move(img), it->second.seq);
   s.modules.erase(it);
 } catch (...) {
 }
@@ -1004,12 +1185,13 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
   ModuleInfo& m = it->second;
   if (result == 0 && function) {
     // The runtime hands out the same hipFunction_t for the same name again: known already.
-    if (const KernelState* known = s.table.find(function); known && known->name == name) return;
-    KernelState& k = s.kernels.emplace_back();
+    if (const KernelState* known = s.find(function); known && known->name == name) return;
+    KernelState& k = s.new_kernel();
     k.name = name;
     k.probed = true;  // module kernels are checked at load and lookup, not probed
     k.file = std::make_shared<const std::string>(m.origin);
     for (const auto& img : m.images) fill_kernel(k, build_index(img, s.config.targets));
+    refresh_clean(k, s.probe_off);
     m.functions.push_back(function);
     s.table.insert(function, &k);
     if (!k.findings().empty()) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
@@ -1049,10 +1231,10 @@ void Guard::on_get_func_by_symbol(const void* host_function, int result) try {
   State& s = state();
   if (s.config.mode == Mode::Off) return;
   index_if_needed();
-  const KernelState* k = s.table.find(host_function);
+  const KernelState* k = s.find(host_function);
   if (k && k->shallow) {
     deepen(k->fatbin);
-    k = s.table.find(host_function);
+    k = s.find(host_function);
   }
   Diagnostic d;
   d.code = std::string(code::kLookupFailed);
@@ -1090,10 +1272,12 @@ void Guard::deepen(const void* handle) {
     // Fresh kernel states (readers may hold the old ones, which stay valid).
     bool findings = false;
     for (const void* f : fb.host_functions) {
-      const KernelState* old = s.table.find(f);
+      const KernelState* old = s.find(f);
       if (!old) continue;
       old->superseded = true;
-      KernelState& k = s.kernels.emplace_back();
+      old->clean.store(false, std::memory_order_release);
+      KernelState& k = s.new_kernel();
+      s.quarantine.push_back(const_cast<KernelState*>(old));  // after new_kernel: never reused as its own successor
       k.name = old->name;
       k.file = old->file;
       k.fatbin = handle;
@@ -1102,6 +1286,7 @@ void Guard::deepen(const void* handle) {
       k.blocked = old->blocked.load();
       k.warned = old->warned.load();
       k.probed = old->probed.load();
+      refresh_clean(k, s.probe_off);
       s.table.insert(f, &k);
       findings = findings || !k.findings().empty();
     }
@@ -1130,7 +1315,10 @@ void Guard::run_probe(const void* fatbin_handle) {
     todo.swap(it->second);  // each kernel is probed once, by whichever launch gets here first
     s.unprobed.erase(it);
     for (const auto& [host, registered] : todo)
-      if (const KernelState* k = s.table.find(host)) k->probed.store(true, std::memory_order_release);
+      if (const KernelState* k = s.find(host)) {
+        k->probed.store(true, std::memory_order_release);
+        refresh_clean(*k, s.probe_off);
+      }
     if (s.unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
   }
   if (todo.empty() || (!fns.get_func_by_symbol && !fns.func_get_attributes)) return;
@@ -1144,8 +1332,8 @@ void Guard::run_probe(const void* fatbin_handle) {
     if (prior != 0) t_restored_error = prior;
   };
   for (const auto& [host, registered] : todo) {
-    const KernelState* k = s.table.find(host);  // the current state (a first use may have refined it)
-    if (!k || k->name != registered->name) continue;  // unregistered meanwhile
+    const KernelState* k = s.find(host);  // the current state (a first use may have refined it)
+    if (!k) continue;  // unregistered meanwhile
     alignas(16) unsigned char attr[512] = {};  // hipFuncAttributes is far smaller
     void* fn = nullptr;
     int r = fns.get_func_by_symbol ? fns.get_func_by_symbol(&fn, host) : fns.func_get_attributes(attr, host);
@@ -1163,7 +1351,7 @@ void Guard::run_probe(const void* fatbin_handle) {
     if (r == 0) continue;
     if (k->shallow) {  // explain the rejection with the full check of its fat binary
       deepen(k->fatbin);
-      if (const KernelState* fresh = s.table.find(host)) k = fresh;
+      if (const KernelState* fresh = s.find(host)) k = fresh;
     }
     Diagnostic d;
     d.code = std::string(code::kRuntimeRejected);
@@ -1186,18 +1374,18 @@ Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api,
   State& s = state();
   if (s.config.mode == Mode::Off) return {};
   index_if_needed();
-  const KernelState* k = s.table.find(key);
+  const KernelState* k = s.find(key);
   if (!k) return {};
   if ((g_launch_gate.load(std::memory_order_acquire) & kGateProbe) && !k->probed.load(std::memory_order_acquire)) {
     // The runtime is initialised by now (a launch is under way) and loads this
     // fat binary's code object for the launch anyway: probe its kernels.
     run_probe(k->fatbin);
-    k = s.table.find(key);
+    k = s.find(key);
     if (!k) return {};
   }
   if (k->shallow) {
     deepen(k->fatbin);  // first use of this fat binary: check its kernels now
-    k = s.table.find(key);
+    k = s.find(key);
     if (!k) return {};
   }
   // Counted for the report only: an atomic add on a shared line costs every launching thread.
@@ -1278,7 +1466,7 @@ void Guard::write_report() try {
     std::lock_guard<std::mutex> lock(s.mu);
     index_pending_kernels();
     for (const auto& [h, fb] : s.fatbins)
-      if (fb.shallow) shallow.push_back(h);
+      if (fb.shallow && fb.seq > s.fork_seq) shallow.push_back(h);
   }
   for (const void* h : shallow) deepen(h);
   std::vector<FileReport> files;
@@ -1295,10 +1483,14 @@ void Guard::write_report() try {
       }
       files[it->second].images.push_back(img);
     };
-    for (const auto& [h, fb] : s.fatbins) add(fb.report);
+    // A forked child lists what it registered or loaded itself (seq after the fork).
+    for (const auto& [h, fb] : s.fatbins)
+      if (fb.seq > s.fork_seq) add(fb.report);
     for (const auto& [m, mi] : s.modules)
-      for (const auto& img : mi.images) add(img);
-    for (const auto& img : s.unregistered) add(img);
+      if (mi.seq > s.fork_seq)
+        for (const auto& img : mi.images) add(img);
+    for (const auto& g : s.unregistered)
+      if (g.seq > s.fork_seq) add(g.report);
     // A strict-mode stop comes between a fat binary's check and its registration.
     if (t_pending_fatbin) add(t_pending_fatbin->report);
     run.program = self_exe();
@@ -1306,37 +1498,45 @@ void Guard::write_report() try {
     run.mode = s.config.mode == Mode::Strict ? "strict" : s.config.mode == Mode::Off ? "off" : "warn";
     run.target_source = s.config.target_source;
     for (const auto& t : s.config.targets) run.devices.push_back(t.label());
-    run.consequences = s.consequences;
+    run.consequences.assign(s.consequences.begin() + std::min(s.consequences_at_fork, s.consequences.size()),
+                            s.consequences.end());
+    for (const auto& [id, gone] : s.gone_kernels)
+      if (gone.seq > s.fork_seq) run.kernels.push_back(gone.record);
+    run.not_listed = s.not_listed;
     for (const auto& k : s.kernels) {
-      if (k.superseded || (k.findings().empty() && k.launches == 0)) continue;
+      if (k.superseded || k.retired || k.seq <= s.fork_seq || (k.findings().empty() && k.launches == 0)) continue;
       KernelRecord rec{k.name, k.file_name(), k.launches.load(), k.blocked.load(), {}};
       for (const auto& d : k.findings()) rec.codes.push_back(d.code);
       run.kernels.push_back(std::move(rec));
     }
   }
-  std::string path = s.config.report_path;
-  for (size_t p; (p = path.find("%p")) != std::string::npos;) path.replace(p, 2, std::to_string(getpid()));
-  bool xml = path.size() > 4 && path.compare(path.size() - 4, 4, ".xml") == 0;
-  std::string text = xml ? report_junit(files, s.config.targets) : report_json(files, s.config.targets, &run) + "\n";
-  // Never follow a symlink, never clobber a file another process wrote.
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  std::string used = path;
-  if (fd < 0 && errno == EEXIST) {
-    used = path + "." + std::to_string(getpid());
-    fd = open(used.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  }
-  if (fd < 0) {
-    log("warn", "cannot write report " + used + ": " + strerror(errno));
+  bool xml = s.config.report_path.size() > 4 &&
+             s.config.report_path.compare(s.config.report_path.size() - 4, 4, ".xml") == 0;
+  llvm::json::Object record;
+  auto doc = llvm::json::parse(report_json(files, s.config.targets, &run));
+  if (!doc) {
+    llvm::consumeError(doc.takeError());
     return;
   }
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
+  record["report"] = std::move(*doc);
+  if (xml) record["junit"] = report_junit(files, s.config.targets);
+  std::optional<std::string> problem;
+  std::string path;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.report_reopen) {
+      s.report_reopen = false;
+      open_report(s);
+    }
+    path = s.report_file.path();
+    problem = s.report_file.finish(std::move(record), xml);
   }
-  close(fd);
-  log("debug", "report written to " + used);
+  if (problem) {
+    report_once(make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT is incomplete: " + *problem,
+                                "free space (or raise the file size limit) where the report goes"));
+  } else if (!path.empty()) {
+    log("debug", "report written to " + path);
+  }
 } catch (...) {
 }
 

@@ -32,6 +32,10 @@ namespace {
 constexpr uint64_t kMinMapBytes = 64 << 10;
 }  // namespace
 
+Result<FileData> FileData::open(const std::string& path, Access access) {
+  return open(path, access == Access::CopyAlways ? UINT64_MAX : kCopyLimit);
+}
+
 Result<FileData> FileData::open(const std::string& path, uint64_t map_above, ReadBuffer* reuse, bool seen_regular) {
   auto fail = [&](std::string why) { return ParseError{std::string(code::kUnreadable), "cannot read " + path + ": " + why}; };
   struct stat st {};
@@ -140,16 +144,18 @@ bool find_fatbin_section(Bytes data, Bytes* section, std::string* error) {
 }
 
 // Every bundle of `data` (a .hip_fatbin section or a file holding one or more
-// bundles back to back), each an image of `r` or handed to `sink`. The pages
+// bundles back to back; `base`: its offset in the file), each an image of `r`
+// or handed to `sink`. The pages
 // of a mapped file are dropped bundle by bundle behind the check.
-void check_bundles(Bytes data, const std::string& path, const std::vector<TargetId>& targets, FileReport& r,
-                   const ImageSink* sink, const FileData& file) {
+void check_bundles(Bytes data, uint64_t base, const std::string& path, const std::vector<TargetId>& targets,
+                   FileReport& r, const ImageSink* sink, const FileData& file) {
   auto bundles = split_fatbin_section(data);
   size_t n = 0;
   for (auto& sb : bundles) {
     std::string where = ".hip_fatbin bundle " + std::to_string(++n) + "/" + std::to_string(bundles.size()) + " @" +
                         hex(sb.offset);
     ImageReport img = check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : "");
+    img.file_offset = base + sb.offset;
     if (sink) (*sink)(std::move(img));
     else r.images.push_back(std::move(img));
     uint64_t end = sb.bundle ? sb.offset + sb.bundle->encoded_size : sb.offset;
@@ -159,9 +165,11 @@ void check_bundles(Bytes data, const std::string& path, const std::vector<Target
 
 }  // namespace
 
-FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, bool explicit_arg) {
+FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, bool explicit_arg,
+                      FileData::Access access) {
   CheckFileOptions o;
   o.explicit_arg = explicit_arg;
+  o.map_above = access == FileData::Access::CopyAlways ? UINT64_MAX : FileData::kCopyLimit;
   return check_file(path, targets, o);
 }
 
@@ -187,7 +195,7 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   if (kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) {
     // A bundle file, or a dumped .hip_fatbin section: several bundles back to back.
     r.hip = true;
-    check_bundles(data, path, targets, r, sink, *file);
+    check_bundles(data, 0, path, targets, r, sink, *file);
     return r;
   }
   bool elf = data.size() >= 64 && std::equal(data.begin(), data.begin() + 4, "\x7f" "ELF");
@@ -205,7 +213,8 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
       size_t images = 0;
       ImageSink counting;
       if (sink) counting = [&](ImageReport&& img) { ++images, (*sink)(std::move(img)); };
-      check_bundles(section, path, targets, r, sink ? &counting : nullptr, *file);
+      check_bundles(section, static_cast<uint64_t>(section.data() - data.data()), path, targets, r,
+                    sink ? &counting : nullptr, *file);
       if (r.images.empty() && images == 0)
         r.diagnostics.push_back(make_diagnostic(code::kMalformedBundle, path, ".hip_fatbin holds no offload bundle",
                                           "rebuild the program; its GPU code is missing"));

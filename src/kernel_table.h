@@ -1,6 +1,8 @@
 // Pointer -> kernel state map read without locks on the launch path (internal).
-// Writers hold the guard's mutex; readers only load atomics. Superseded
-// arrays are kept (never freed) so a concurrent reader can finish its probe.
+// Writers hold the guard's mutex; readers only load atomics. An erased key
+// leaves a tombstone (null value) that a later insert reuses, so load/unload
+// churn does not grow the table; the last kKeptArrays superseded arrays are
+// kept for readers still probing them.
 #pragma once
 
 #include <atomic>
@@ -9,6 +11,16 @@
 #include <vector>
 
 namespace hipguard {
+
+// What a launch needs to know about its kernel to skip the guard (the head of
+// the guard's kernel state, so the shim's fast path reads it without a call).
+struct LaunchFacts {
+  // Checked in full, probed (or never to be), no finding. Written under the
+  // guard's mutex, read without it.
+  mutable std::atomic<bool> clean{false};
+  // Smallest (device LDS - static LDS) over the targets, bytes; UINT64_MAX: not known.
+  uint64_t max_dynamic_lds = UINT64_MAX;
+};
 
 template <class V>
 class KernelTable {
@@ -26,18 +38,42 @@ class KernelTable {
     return nullptr;
   }
 
-  // Caller holds the writer lock. `value` must outlive the table.
+  // Caller holds the writer lock. `value` must stay valid while it is in the table.
   void insert(const void* key, const V* value) {
+    if (!value) return erase(key);
     Array* a = current_.load(std::memory_order_relaxed);
-    if ((count_ + 1) * 2 > a->mask + 1) {
-      auto* bigger = new Array((a->mask + 1) * 2);
-      for (size_t i = 0; i <= a->mask; ++i)
-        if (const void* k = a->slots[i].key.load(std::memory_order_relaxed))
-          put(*bigger, k, a->slots[i].value.load(std::memory_order_relaxed));
-      publish(bigger);
-      a = bigger;
+    if ((used_ + 1) * 2 > a->mask + 1) {
+      // Tombstones are dropped: the new array holds the live keys only.
+      size_t n = 64;
+      while (n < (live_ + 1) * 4) n *= 2;
+      auto* fresh = new Array(n);
+      used_ = 0;
+      for (size_t i = 0; i <= a->mask; ++i) {
+        const void* k = a->slots[i].key.load(std::memory_order_relaxed);
+        const V* v = a->slots[i].value.load(std::memory_order_relaxed);
+        if (k && v) put(*fresh, k, v), ++used_;
+      }
+      publish(fresh);
+      a = fresh;
     }
-    if (put(*a, key, value)) ++count_;
+    switch (put(*a, key, value)) {
+      case Put::Updated: break;
+      case Put::Reused: ++live_; break;
+      case Put::New: ++live_, ++used_; break;
+    }
+  }
+
+  // Caller holds the writer lock. find(key) returns null from now on.
+  void erase(const void* key) {
+    Array* a = current_.load(std::memory_order_relaxed);
+    for (size_t i = hash(key) & a->mask, n = 0; n <= a->mask; i = (i + 1) & a->mask, ++n) {
+      const void* k = a->slots[i].key.load(std::memory_order_relaxed);
+      if (!k) return;
+      if (k == key) {
+        if (a->slots[i].value.exchange(nullptr, std::memory_order_release)) --live_;
+        return;
+      }
+    }
   }
 
  private:
@@ -59,30 +95,58 @@ class KernelTable {
     return static_cast<size_t>(x);
   }
 
-  // Returns true when `key` was new. Value is stored before the key is published.
-  static bool put(Array& a, const void* key, const V* value) {
+  enum class Put { Updated, Reused, New };
+  // A new key goes into the first tombstone of its probe sequence, else into
+  // the empty slot that ends it. Into an empty slot the value is stored before
+  // the key is published. Into a tombstone the key goes first: a reader racing
+  // with it sees the new key with no value yet (not found), never the old
+  // key with the new value.
+  static Put put(Array& a, const void* key, const V* value) {
+    Slot* tomb = nullptr;
     for (size_t i = hash(key) & a.mask;; i = (i + 1) & a.mask) {
       const void* k = a.slots[i].key.load(std::memory_order_relaxed);
       if (k == key) {
-        a.slots[i].value.store(value, std::memory_order_release);
-        return false;
+        bool was_live = a.slots[i].value.exchange(value, std::memory_order_release) != nullptr;
+        return was_live ? Put::Updated : Put::Reused;
       }
+      if (k && !tomb && !a.slots[i].value.load(std::memory_order_relaxed)) tomb = &a.slots[i];
       if (!k) {
+        if (tomb) {
+          tomb->key.store(key, std::memory_order_release);
+          tomb->value.store(value, std::memory_order_release);
+          return Put::Reused;
+        }
         a.slots[i].value.store(value, std::memory_order_release);
         a.slots[i].key.store(key, std::memory_order_release);
-        return true;
+        return Put::New;
       }
     }
   }
 
+  // A reader holds an array for one probe sequence: the few most recent
+  // superseded arrays are kept for it, older ones freed.
+  static constexpr size_t kKeptArrays = 8;
   void publish(Array* a) {
     arrays_.emplace_back(a);
     current_.store(a, std::memory_order_release);
+    if (arrays_.size() > kKeptArrays + 1) arrays_.erase(arrays_.begin());
   }
 
   std::atomic<Array*> current_{nullptr};
-  std::vector<std::unique_ptr<Array>> arrays_;  // all generations, kept for concurrent readers
-  size_t count_ = 0;
+  std::vector<std::unique_ptr<Array>> arrays_;  // the current array and the last superseded ones
+  size_t used_ = 0;  // slots with a key (live or tombstone)
+  size_t live_ = 0;  // keys with a value
 };
+
+// The guard's kernel table (set when the guard's state exists).
+extern std::atomic<const KernelTable<LaunchFacts>*> g_launch_table;
+
+// See guard.h. Inline: a call here would make the launch wrappers keep a frame.
+inline bool launch_known_clean(const void* key, uint64_t dynamic_lds_bytes) noexcept {
+  const KernelTable<LaunchFacts>* table = g_launch_table.load(std::memory_order_acquire);
+  if (!table) return false;
+  const LaunchFacts* k = table->find(key);
+  return k && k->clean.load(std::memory_order_acquire) && dynamic_lds_bytes <= k->max_dynamic_lds;
+}
 
 }  // namespace hipguard

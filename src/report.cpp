@@ -244,6 +244,7 @@ void write_run(OStream& j, const RunInfo& run) {
         });
     });
     write_diags(j, "consequences", run.consequences);
+    j.attribute("not_listed", i64(run.not_listed));
   });
 }
 
@@ -306,23 +307,6 @@ class JsonWriter final : public ReportWriter {
 };
 
 // -------------------------------------------------------------------- JUnit
-
-// escape_text (no control characters or invalid UTF-8 survive: XML 1.0 allows
-// neither), then XML's own escapes.
-std::string xml_escape(const std::string& text) {
-  std::string o, s = escape_text(text);
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
 
 // One <testsuite> per target (one "structural" suite without targets), one
 // <testcase> per (target, image) and per file with an error of its own, at
@@ -452,6 +436,40 @@ std::string render(ReportFormat format, const std::vector<FileReport>& reports, 
 }
 
 }  // namespace
+
+// escape_text (no control characters or invalid UTF-8 survive: XML 1.0 allows
+// neither), then XML's own escapes.
+std::string xml_escape(const std::string& text) {
+  std::string o, s = escape_text(text);
+  o.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+// The same object write_diag streams, as a value (the shim's journal lines).
+llvm::json::Value diagnostic_json(const Diagnostic& d) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  {
+    OStream j(os);
+    write_diag(j, d);
+  }
+  os.flush();
+  auto v = llvm::json::parse(text);
+  if (!v) {
+    llvm::consumeError(v.takeError());
+    return llvm::json::Object{};
+  }
+  return std::move(*v);
+}
 
 std::unique_ptr<ReportWriter> make_report_writer(ReportFormat format, llvm::raw_ostream& os,
                                                  const std::vector<TargetId>& targets) {

@@ -38,6 +38,7 @@ struct CodeObjectSummary {
 struct ImageReport {
   std::string origin;    // file path or in-memory origin
   std::string location;  // where in the origin: "bundle #2 @0x3000", "" for whole files
+  uint64_t file_offset = 0;  // where the payload starts in the origin file (set by check_file)
   PayloadKind kind = PayloadKind::Unknown;
   std::vector<std::string> entry_ids;        // bundle entry IDs, file order
   std::vector<BundleEntry> entries;          // the same entries with offsets and sizes

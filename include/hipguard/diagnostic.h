@@ -68,6 +68,7 @@ inline constexpr std::string_view kLookupFailed = "HG503";        // hipGetFuncB
 // Configuration and run-time status (shim only).
 inline constexpr std::string_view kBadSetting = "HG601";          // a HIPGUARD_* value is not accepted
 inline constexpr std::string_view kExitStatusChanged = "HG602";   // exit status 0 after findings becomes HIPGUARD_EXIT_CODE
+inline constexpr std::string_view kReportNotWritten = "HG603";    // HIPGUARD_REPORT cannot be written (not a regular file, write error)
 }  // namespace code
 
 struct CodeInfo {

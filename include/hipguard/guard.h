@@ -129,6 +129,13 @@ inline bool launch_needs_check(uint64_t dynamic_lds_bytes) {
   return dynamic_lds_bytes != 0 || g_launch_gate.load(std::memory_order_relaxed) != 0;
 }
 
+// launch_known_clean(key, dynamic_lds) (src/kernel_table.h): the per-kernel
+// fast path, when launch_needs_check() said yes: the kernel behind `key` (host
+// function or hipFunction_t) was checked in full, probed, has no finding, and
+// `dynamic_lds` fits every target. Lock-free (a table lookup and two loads);
+// false means "take the slow path" (unknown kernel, pending check or probe,
+// findings, too much LDS).
+
 // A strict-mode refusal bypasses the runtime, so its last-error state never
 // sees it; hipGetLastError / hipPeekAtLastError report it instead (per thread,
 // like HIP's own last error). 0 when there is none.
@@ -205,6 +212,10 @@ class Guard {
   struct State;
   State& state();
   Verdict judge(const ImageReport& report, bool registration);
+  void open_report(State& s);
+  void journal(State& s, const Diagnostic& d);
+  void before_fork();
+  void after_fork(bool child);
   [[noreturn]] void stop_for_settings();
   void report_once(const Diagnostic& d);
   // One cause, one line: a runtime event (HG501/HG502/HG503) caused by `cause`

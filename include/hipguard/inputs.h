@@ -20,6 +20,10 @@ namespace hipguard {
 class FileData {
  public:
   static constexpr uint64_t kCopyLimit = 64ull << 20;
+  // CopyAlways: never mapped, whatever the size (the shim: a host process has
+  // no SIGBUS handler of ours, so a file truncated while read must not fault).
+  enum class Access { MapLarge, CopyAlways };
+  static Result<FileData> open(const std::string& path, Access access = Access::MapLarge);
   // A buffer one thread reuses from file to file (the offline check reads
   // thousands of small code objects: one allocation, no page faults per file).
   struct ReadBuffer {
@@ -32,7 +36,7 @@ class FileData {
   // the FileData and is not used by another FileData meanwhile.
   // `seen_regular`: the caller has just seen that `path` is a regular file
   // (a directory walk): one stat fewer; the descriptor is still checked.
-  static Result<FileData> open(const std::string& path, uint64_t map_above = kCopyLimit, ReadBuffer* reuse = nullptr,
+  static Result<FileData> open(const std::string& path, uint64_t map_above, ReadBuffer* reuse = nullptr,
                                bool seen_regular = false);
   Bytes bytes() const { return bytes_; }
   bool mapped() const { return mapped_; }
@@ -59,7 +63,8 @@ struct FileReport {
 
 // Checks one file. A host ELF is searched for .hip_fatbin; a file that is not
 // HIP at all gets a note (HG107) when `explicit_arg`, and is otherwise skipped.
-FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, bool explicit_arg = true);
+FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, bool explicit_arg = true,
+                      FileData::Access access = FileData::Access::MapLarge);
 
 // The same, with each image handed to `sink` as soon as it is checked instead
 // of being kept in the report (a 111-bundle library then never holds more

@@ -17,6 +17,10 @@
 
 #include "hipguard/inputs.h"
 
+namespace llvm::json {
+class Value;
+}
+
 namespace hipguard {
 
 // What the shim adds about the process it ran in.
@@ -37,6 +41,9 @@ struct RunInfo {
   // Runtime events (HG501/HG502/HG503) of findings already reported, in order
   // (at most Guard::kMaxConsequences).
   std::vector<Diagnostic> consequences;
+  // Images and kernels of unloaded modules / unregistered fat binaries beyond
+  // the report's bounds (docs/limits.md): counted, not listed.
+  size_t not_listed = 0;
 };
 
 // A report being written, one file at a time (FileSink order: begin_file,
@@ -65,6 +72,11 @@ std::unique_ptr<llvm::raw_ostream> stdio_ostream(std::FILE* f);
 // Whole documents as strings (the shim's HIPGUARD_REPORT).
 std::string report_json(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets,
                         const RunInfo* run = nullptr);
+// One diagnostic as the report writes it (docs/report.md, "Diagnostic").
+llvm::json::Value diagnostic_json(const Diagnostic& d);
+// Text for XML attributes and content: escape_text, then XML's own escapes.
+std::string xml_escape(const std::string& text);
+
 std::string report_junit(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets);
 std::string report_sarif(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets);
 

@@ -15,44 +15,160 @@
 #include <string>
 #include <vector>
 
+#include <llvm/Demangle/Demangle.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/raw_ostream.h>
+
 #include "hipguard/inputs.h"
 #include "hipguard/report.h"
+#include "hipguard/version.h"
+#include "launch.h"
 
 using namespace hipguard;
+namespace cl = llvm::cl;
 
 namespace {
 
 constexpr int kExitOk = 0, kExitProblems = 1, kExitUsage = 2;
 
-void usage(FILE* out) {
-  fputs(
-      "usage: hipguard check [--target T]... [--json | --junit | --sarif] [--jobs N] PATH...\n"
-      "       hipguard inspect [--json] PATH...\n"
-      "       hipguard targets\n"
-      "       hipguard run [--target T]... [--strict] [--report FILE] -- COMMAND [ARGS...]\n"
-      "\n"
-      "check  reads executables and shared libraries (.hip_fatbin), offload bundles,\n"
-      "       .co/.hsaco code objects and directories of them, and says for each\n"
-      "       target whether every kernel can run there. Exit 0: everything can run;\n"
-      "       1: something cannot; 2: usage error. --jobs N: threads (0, the default:\n"
-      "       one per hardware thread); the output does not depend on it.\n"
-      "inspect lists what is inside: bundles, entries, code objects, kernels with\n"
-      "       LDS, scratch, registers, kernarg size, device functions.\n"
-      "run    runs COMMAND with libhipguard.so preloaded (HIPGUARD_TARGET, HIPGUARD_MODE).\n"
-      "targets lists the products and processors hipguard knows, with the target ID\n"
-      "       each is checked as, its LDS and wave sizes, and the source of each fact.\n"
-      "\n"
-      "T is a product name (mi300x, mi325x, mi355x, mi250x, ...: checked as the GPU\n"
-      "ships, e.g. mi300x = gfx942:sramecc+:xnack-; mi250x:xnack+ for the other\n"
-      "setting) or a target ID (gfx942, gfx90a:xnack+); a feature left out is checked\n"
-      "in every configuration GPUs of that processor ship with.\n",
-      out);
+// ---------------------------------------------------------------- command line
+// llvm::cl subcommands: `hipguard COMMAND --help` (and `hipguard help
+// COMMAND`) per command, `--opt VALUE` and `--opt=VALUE` everywhere, unknown
+// options answered with the nearest one.
+
+cl::SubCommand CheckCmd("check", "Will these files run on these GPUs? (no GPU needed)");
+cl::SubCommand InspectCmd("inspect", "What is inside: bundles, entries, code objects, kernels");
+cl::SubCommand TargetsCmd("targets", "The products and processors hipguard knows");
+cl::SubCommand RunCmd("run", "Run a program with the libhipguard.so shim preloaded");
+
+cl::OptionCategory Options("Options");
+
+// Shared by several commands (one option object registered in each).
+cl::list<std::string> TargetOpt("target", cl::desc("GPU to check for: a product (mi300x, mi355x, mi250x:xnack+, ...) or a "
+                                                    "target ID (gfx942, gfx90a:xnack+); repeat for several"),
+                                cl::value_desc("T"), cl::sub(CheckCmd), cl::sub(InspectCmd), cl::sub(RunCmd),
+                                cl::cat(Options));
+cl::alias TargetShort("t", cl::desc("Same as --target"), cl::aliasopt(TargetOpt), cl::NotHidden);
+cl::opt<bool> QuietOpt("quiet", cl::desc("Print less: check, only errors and warnings; inspect, no kernel tables; "
+                                         "run, only the shim's errors"),
+                       cl::sub(CheckCmd), cl::sub(InspectCmd), cl::sub(TargetsCmd), cl::sub(RunCmd), cl::cat(Options));
+cl::alias QuietShort("q", cl::desc("Same as --quiet"), cl::aliasopt(QuietOpt), cl::NotHidden);
+cl::opt<bool> VerboseOpt("verbose", cl::desc("Print more: check, every finding of every fat binary (not grouped); "
+                                             "inspect, code object URIs; run, the shim's debug log"),
+                         cl::sub(CheckCmd), cl::sub(InspectCmd), cl::sub(TargetsCmd), cl::sub(RunCmd), cl::cat(Options));
+cl::alias VerboseShort("v", cl::desc("Same as --verbose"), cl::aliasopt(VerboseOpt), cl::NotHidden);
+cl::opt<std::string> ColorOpt("color", cl::desc("Colour the output: auto (on a terminal, unless NO_COLOR is set), "
+                                                "always, never"),
+                              cl::value_desc("WHEN"), cl::init("auto"), cl::sub(CheckCmd), cl::sub(InspectCmd),
+                              cl::sub(TargetsCmd), cl::cat(Options));
+cl::opt<bool> JsonOpt("json", cl::desc("Print the JSON report (docs/report.md)"), cl::sub(CheckCmd), cl::sub(InspectCmd),
+                      cl::cat(Options));
+cl::list<std::string> PathArgs(cl::Positional, cl::desc("PATH..."), cl::sub(CheckCmd), cl::sub(InspectCmd),
+                               cl::cat(Options));
+
+// check
+cl::opt<bool> JunitOpt("junit", cl::desc("Print a JUnit XML report"), cl::sub(CheckCmd), cl::cat(Options));
+cl::opt<bool> SarifOpt("sarif", cl::desc("Print a SARIF 2.1.0 log (code scanning)"), cl::sub(CheckCmd), cl::cat(Options));
+cl::opt<unsigned> JobsOpt("jobs", cl::desc("Files checked in parallel (0: one per hardware thread)"), cl::value_desc("N"),
+                          cl::init(0), cl::sub(CheckCmd), cl::cat(Options));
+cl::alias JobsShort("j", cl::desc("Same as --jobs"), cl::aliasopt(JobsOpt), cl::NotHidden);
+
+// inspect
+cl::opt<bool> DemangleOpt("demangle", cl::desc("Show kernel and function names demangled"), cl::sub(InspectCmd),
+                          cl::cat(Options));
+cl::opt<std::string> SortOpt("sort", cl::desc("Order kernels by: lds, scratch, vgpr (largest first) or name"),
+                             cl::value_desc("KEY"), cl::sub(InspectCmd), cl::cat(Options));
+
+// run
+cl::opt<bool> StrictOpt("strict", cl::desc("Strict mode: stop a program whose kernels cannot run (HIPGUARD_MODE=strict)"),
+                        cl::sub(RunCmd), cl::cat(Options));
+cl::opt<std::string> ReportOpt("report", cl::desc("Write a report at exit: JSON, or JUnit XML for *.xml; %p = pid "
+                                                  "(HIPGUARD_REPORT)"),
+                               cl::value_desc("FILE"), cl::sub(RunCmd), cl::cat(Options));
+cl::list<std::string> CommandArg(cl::Positional, cl::desc("[--] COMMAND [ARGS...]"), cl::sub(RunCmd), cl::cat(Options));
+
+const char* const kOverview[] = {
+    // [0] hipguard
+    "hipguard " HIPGUARD_VERSION_STRING ": why a HIP kernel cannot run on an AMD GPU, before the first launch.\n\n"
+    "  hipguard check --target mi300x app lib/ kernels/*.co\n"
+    "  hipguard inspect --target gfx942 --sort lds app\n"
+    "  hipguard targets\n"
+    "  hipguard run --target mi300x --strict --report run-%p.json -- ./app\n\n"
+    "  T (--target) is a product name (mi300x, mi325x, mi355x, mi250x, ...: checked as the GPU\n"
+    "  ships, e.g. mi300x = gfx942:sramecc+:xnack-; mi250x:xnack+ for the other setting) or a\n"
+    "  target ID (gfx942, gfx90a:xnack+); a feature left out is checked in every configuration\n"
+    "  GPUs of that processor ship with. @FILE reads arguments from FILE.\n",
+    // [1] check
+    "hipguard check: will these files run on these GPUs? Reads executables and shared libraries\n"
+    "(.hip_fatbin), offload bundles (also compressed), .co/.hsaco code objects and directories of\n"
+    "them, and says for each target whether every kernel can run there. Without --target: the\n"
+    "structural checks only.\n\n"
+    "Exit status: 0 everything can run on every target; 1 something cannot, or nothing was\n"
+    "checked; 2 usage error.\n",
+    // [2] inspect
+    "hipguard inspect: what is inside: bundles and their entries (offsets in the bundle and in the\n"
+    "file), code objects, kernels with LDS, scratch, registers, kernarg size, device functions.\n"
+    "With --target: which entry the runtime would select for each target, and why each other\n"
+    "entry is not selected.\n\n"
+    "Exit status: 0; 1 when a file cannot be read; 2 usage error.\n",
+    // [3] targets
+    "hipguard targets: the products and processors hipguard knows, with the target ID each is\n"
+    "checked as, its LDS and wave sizes, and the source of each fact.\n",
+    // [4] run
+    "hipguard run: runs COMMAND with libhipguard.so preloaded (found next to hipguard: ../lib),\n"
+    "in warn mode, or in strict mode with --strict. The exit status is COMMAND's (docs/ci.md).\n"
+    "HIPGUARD_SHIM names another shim. Options end at COMMAND or at '--'.\n",
+};
+
+constexpr const char* kCommands[] = {"check", "inspect", "targets", "run", "help"};
+
+// Edit distance, for "did you mean" on a mistyped command.
+size_t distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
 }
 
+std::string g_command;  // the subcommand being run, for messages
+
 int usage_error(const std::string& msg) {
-  fprintf(stderr, "hipguard: %s\n", msg.c_str());
-  usage(stderr);
+  fprintf(stderr, "hipguard%s: %s\n", g_command.empty() ? "" : (" " + g_command).c_str(), msg.c_str());
+  fprintf(stderr, "Try 'hipguard %s--help'.\n", g_command.empty() ? "" : (g_command + " ").c_str());
   return kExitUsage;
+}
+
+// ---------------------------------------------------------------- colour
+
+bool g_color = false;
+
+bool want_color(const std::string& when) {
+  if (when == "always") return true;
+  if (when == "never") return false;
+  const char* no_color = getenv("NO_COLOR");  // https://no-color.org: set and not empty
+  if (no_color && *no_color) return false;
+  const char* term = getenv("TERM");
+  return isatty(STDOUT_FILENO) && !(term && std::string_view(term) == "dumb");
+}
+
+// SGR colours: 1 bold, 31 red, 32 green, 33 yellow, 36 cyan.
+std::string paint(const char* sgr, const std::string& text) {
+  return g_color ? std::string("\033[") + sgr + "m" + text + "\033[0m" : text;
+}
+
+// A diagnostic line with its severity word coloured.
+std::string paint_line(const std::string& line) {
+  for (auto [word, sgr] : {std::pair{"error ", "1;31"}, std::pair{"warning ", "1;33"}, std::pair{"note ", "36"}})
+    if (line.rfind(word, 0) == 0) return paint(sgr, std::string(word, strlen(word) - 1)) + line.substr(strlen(word) - 1);
+  return line;
 }
 
 std::string pad(std::string s, size_t width) {
@@ -67,16 +183,22 @@ std::string image_name(const ImageReport& img) {
 // Findings that differ only in which fat binary of one file they concern
 // (rocSPARSE: 111 bundles, one HG201 each) are printed once with a count; the
 // JSON report keeps every one.
+// --verbose: every finding as it is; --quiet: errors and warnings only.
 void print_findings(const std::vector<FileReport>& reports) {
   size_t count = 0;
+  auto print = [&](const Diagnostic& d) {
+    if (QuietOpt && d.severity == Severity::Note) return;
+    printf("%s\n", paint_line(format_line(d)).c_str());
+    ++count;
+  };
   for (const auto& r : reports) {
-    for (const auto& d : r.diagnostics) printf("%s\n", format_line(d).c_str()), ++count;
+    for (const auto& d : r.diagnostics) print(d);
     std::vector<std::pair<Diagnostic, size_t>> groups;  // first occurrence order
     std::map<std::string, size_t> index;
     for (const auto& i : r.images)
       for (const auto& d : i.diagnostics) {
         Diagnostic key = d;
-        key.file = r.path;  // without the "[bundle n/m @0x...]" location
+        if (!VerboseOpt) key.file = r.path;  // without the "[bundle n/m @0x...]" location
         std::string k = format_line(key);
         auto [it, fresh] = index.emplace(k, groups.size());
         if (fresh) groups.push_back({d, 0});
@@ -84,11 +206,10 @@ void print_findings(const std::vector<FileReport>& reports) {
       }
     for (auto& [d, n] : groups) {
       if (n > 1) d.file = r.path + " [" + std::to_string(n) + " of " + std::to_string(r.images.size()) + " fat binaries]";
-      printf("%s\n", format_line(d).c_str());
-      ++count;
+      print(d);
     }
   }
-  if (count == 0) printf("no problems found\n");
+  if (count == 0 && !QuietOpt) printf("no problems found\n");
 }
 
 // What was checked, per target, for the closing line: a CI log shows a gate
@@ -125,6 +246,10 @@ struct Tally {
 };
 
 void print_table(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets, const Tally& tally) {
+  if (QuietOpt) {
+    print_findings(reports);
+    return;
+  }
   std::vector<const ImageReport*> images;
   for (const auto& r : reports)
     for (const auto& i : r.images) images.push_back(&i);
@@ -138,15 +263,16 @@ void print_table(const std::vector<FileReport>& reports, const std::vector<Targe
       if (v.can_run) ++runnable;
       std::string sel = v.selection == Selection::None ? "-" : escape_text(v.selected) + " (" + std::string(to_string(v.selection)) + ")";
       std::string kernels = v.selection == Selection::None ? "-" : std::to_string(v.kernels);
-      printf("  %s %s %s %s\n", pad(v.can_run ? "ok" : "FAIL", 6).c_str(), pad(sel, 52).c_str(), pad(kernels, 7).c_str(),
-             image_name(*img).c_str());
+      printf("  %s %s %s %s\n", paint(v.can_run ? "32" : "1;31", pad(v.can_run ? "ok" : "FAIL", 6)).c_str(),
+             pad(sel, 52).c_str(), pad(kernels, 7).c_str(), image_name(*img).c_str());
     }
     printf("  %zu of %zu can run on %s\n\n", runnable, images.size(), target.str().c_str());
   }
   if (targets.empty()) {
     printf("no --target given: structural checks only\n");
     for (const ImageReport* img : images)
-      printf("  %s %s (%s, %zu code object(s) read)\n", pad(img->structurally_ok ? "ok" : "FAIL", 6).c_str(),
+      printf("  %s %s (%s, %zu code object(s) read)\n",
+             paint(img->structurally_ok ? "32" : "1;31", pad(img->structurally_ok ? "ok" : "FAIL", 6)).c_str(),
              image_name(*img).c_str(), std::string(to_string(img->kind)).c_str(), img->code_objects.size());
     printf("\n");
   }
@@ -172,43 +298,17 @@ bool add_targets(std::string_view text, std::vector<TargetId>* targets, std::str
   return true;
 }
 
-int cmd_check(int argc, char** argv) {
+int cmd_check() {
   std::vector<TargetId> targets;
-  std::vector<std::string> paths;
-  bool json = false, junit = false, sarif = false;
-  unsigned jobs = 0;
-  for (int i = 0; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--target" || a == "-t" || a.rfind("--target=", 0) == 0) {
-      std::string value;
-      if (a.rfind("--target=", 0) == 0) value = a.substr(9);
-      else if (i + 1 >= argc) return usage_error(a + " needs a value");
-      else value = argv[++i];
-      std::string err;
-      if (!add_targets(value, &targets, &err)) return usage_error(err);
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--junit") {
-      junit = true;
-    } else if (a == "--sarif") {
-      sarif = true;
-    } else if (a == "--jobs" || a == "-j" || a.rfind("--jobs=", 0) == 0) {
-      std::string v = a.rfind("--jobs=", 0) == 0 ? a.substr(7) : i + 1 < argc ? argv[++i] : "";
-      if (v.empty() || v.size() > 4 || v.find_first_not_of("0123456789") != std::string::npos)
-        return usage_error("--jobs needs a number of threads (0: one per hardware thread)");
-      jobs = static_cast<unsigned>(std::stoul(v));
-    } else if (a == "-h" || a == "--help") {
-      usage(stdout);
-      return kExitOk;
-    } else if (!a.empty() && a[0] == '-' && a != "-") {
-      return usage_error("unknown option " + a);
-    } else {
-      paths.push_back(a);
-    }
+  for (const auto& value : TargetOpt) {
+    std::string err;
+    if (!add_targets(value, &targets, &err)) return usage_error(err);
   }
-  if (paths.empty()) return usage_error("check needs at least one PATH");
+  const std::vector<std::string>& paths = PathArgs;
+  bool json = JsonOpt, junit = JunitOpt, sarif = SarifOpt;
   if (json + junit + sarif > 1) return usage_error("--json, --junit and --sarif exclude each other");
-  CheckPathsOptions options{targets, jobs, /*empty_directory_is_error=*/true};
+  if (paths.empty()) return usage_error("check needs at least one PATH");
+  CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true};
   if (json || junit || sarif) {  // streamed as the files are checked
     auto os = stdio_ostream(stdout);
     auto writer = make_report_writer(json ? ReportFormat::Json : junit ? ReportFormat::JUnit : ReportFormat::Sarif, *os, targets);
@@ -232,75 +332,165 @@ std::string human_bytes(uint64_t b) {
   return buf;
 }
 
-void print_inspect(const std::vector<FileReport>& reports) {
-  for (const auto& r : reports) {
-    printf("%s\n", escape_text(r.path).c_str());
-    for (const auto& d : r.diagnostics) printf("  %s\n", format_line(d).c_str());
+std::string shown_name(const std::string& name) {
+  return escape_text(DemangleOpt ? llvm::demangle(name) : name);
+}
+
+// --sort: largest first for sizes (then by name), names in ascending order.
+std::vector<const KernelInfo*> sorted_kernels(const CodeObject& co) {
+  std::vector<const KernelInfo*> ks;
+  for (const auto& k : co.kernels) ks.push_back(&k);
+  auto key = [](const KernelInfo& k) -> uint64_t {
+    if (SortOpt == "lds") return k.group_segment_fixed_size;
+    if (SortOpt == "scratch") return k.private_segment_fixed_size;
+    if (SortOpt == "vgpr") return k.vgpr_count;
+    return 0;
+  };
+  if (!SortOpt.empty())
+    std::stable_sort(ks.begin(), ks.end(), [&](const KernelInfo* a, const KernelInfo* b) {
+      if (key(*a) != key(*b)) return key(*a) > key(*b);
+      return shown_name(a->name) < shown_name(b->name);
+    });
+  return ks;
+}
+
+// Why an entry (or a raw code object) is or is not a candidate for `t`.
+std::string match_reason(const TargetId& code, unsigned generic_version, const TargetId& t) {
+  MatchResult m = match_target(code, generic_version, t);
+  switch (m.kind) {
+    case Match::Native: return "fits (native)";
+    case Match::Generic: return "fits (generic)";
+    case Match::ProcessorMismatch: return "other processor" + (m.detail.empty() ? "" : ": " + m.detail);
+    case Match::FeatureMismatch: return "xnack/sramecc differ" + (m.detail.empty() ? "" : ": " + m.detail);
+    case Match::GenericTooOld: return "generic version too old" + (m.detail.empty() ? "" : ": " + m.detail);
+  }
+  return "?";
+}
+
+// --target: what the runtime would select in `img` for each target (from the
+// checked image `checked`), and why each entry is or is not a candidate.
+void print_selection(const ImageReport& img, const ImageReport& checked, const std::vector<TargetId>& targets) {
+  for (size_t t = 0; t < targets.size() && t < checked.verdicts.size(); ++t) {
+    const TargetVerdict& v = checked.verdicts[t];
+    std::string sel = v.selection == Selection::None
+                          ? "selects nothing"
+                          : "selects " + escape_text(v.selected) + " (" + std::string(to_string(v.selection)) + "), " +
+                                std::to_string(v.kernels) + " kernel(s)";
+    printf("    target %s: %s: %s\n", targets[t].label().c_str(), sel.c_str(),
+           paint(v.can_run ? "32" : "1;31", v.can_run ? "can run" : "cannot run").c_str());
+    if (!QuietOpt) {
+      for (const auto& e : img.entries) {
+        if (!e.parsed.is_amdgcn()) continue;
+        std::string err;
+        auto code = parse_target_id(e.parsed.target_id, &err);
+        unsigned generic = 0;
+        for (const auto& c : img.code_objects)
+          if (c.entry == e.id) generic = c.co.generic_version;
+        printf("      %-52s %s\n", escape_text(e.id).c_str(),
+               code ? match_reason(*code, generic, targets[t]).c_str() : ("unreadable target ID: " + err).c_str());
+      }
+      if (img.kind == PayloadKind::CodeObject)
+        for (const auto& c : img.code_objects)
+          printf("      %-52s %s\n", describe_target(c.co).c_str(),
+                 match_reason(c.co.target, c.co.generic_version, targets[t]).c_str());
+    }
+    for (const auto& d : checked.diagnostics)
+      if (d.target == targets[t].str() && !(QuietOpt && d.severity == Severity::Note))
+        printf("      %s\n", paint_line(format_line(d)).c_str());
+  }
+}
+
+// `checked`: the same files checked against --target (empty without).
+void print_inspect(const std::vector<FileReport>& reports, const std::vector<FileReport>& checked,
+                   const std::vector<TargetId>& targets) {
+  for (size_t ri = 0; ri < reports.size(); ++ri) {
+    const FileReport& r = reports[ri];
+    printf("%s\n", paint("1", escape_text(r.path)).c_str());
+    for (const auto& d : r.diagnostics) printf("  %s\n", paint_line(format_line(d)).c_str());
     size_t bundles = 0;
     for (const auto& img : r.images)
       if (img.kind != PayloadKind::CodeObject) ++bundles;
     if (bundles) printf("  %zu offload bundle(s)\n", bundles);
-    for (const auto& img : r.images) {
+    for (size_t ii = 0; ii < r.images.size(); ++ii) {
+      const ImageReport& img = r.images[ii];
       std::string head = img.location.empty() ? std::string(to_string(img.kind)) : img.location;
       if (img.kind == PayloadKind::CompressedBundle)
         head += " (CCOB v" + std::to_string(img.ccob_version) + ", " + (img.ccob_method == 1 ? "zstd" : "zlib") + ")";
+      if (img.kind != PayloadKind::CodeObject) head += ", file offset " + std::to_string(img.file_offset);
       printf("  %s\n", head.c_str());
-      for (const auto& e : img.entries)
-        printf("    entry %-52s %10s at offset %llu\n", escape_text(e.id).c_str(), human_bytes(e.size).c_str(),
-               static_cast<unsigned long long>(e.offset));
+      // Offsets: in the bundle (clang-offload-bundler), and in the file as
+      // roc-obj-ls prints them (file://PATH#offset=N&size=M); entries of a
+      // compressed bundle have no place in the file.
+      bool in_file = img.kind == PayloadKind::OffloadBundle;
+      for (const auto& e : img.entries) {
+        std::string where = "at offset " + std::to_string(e.offset) +
+                            (in_file ? ", file offset " + std::to_string(img.file_offset + e.offset) : " (compressed)");
+        printf("    entry %-52s %10s %s\n", escape_text(e.id).c_str(), human_bytes(e.size).c_str(), where.c_str());
+        if (VerboseOpt && in_file && e.size)
+          printf("      file://%s#offset=%llu&size=%llu\n", escape_text(r.path).c_str(),
+                 static_cast<unsigned long long>(img.file_offset + e.offset), static_cast<unsigned long long>(e.size));
+      }
+      if (ri < checked.size() && ii < checked[ri].images.size())
+        print_selection(img, checked[ri].images[ii], targets);
       for (const auto& c : img.code_objects) {
         printf("    code object %s%s, v%u, %zu kernel(s)\n", describe_target(c.co).c_str(),
                c.entry.empty() ? "" : (" [" + escape_text(c.entry) + "]").c_str(), c.co.version, c.co.kernels.size());
+        if (QuietOpt) continue;
         if (!c.co.kernels.empty())
           printf("      %-10s %-9s %-6s %-11s %-5s %-5s %-7s %s\n", "LDS", "SCRATCH", "WAVE", "VGPR/AGPR", "SGPR",
                  "WG", "KERNARG", "KERNEL");
-        for (const auto& k : c.co.kernels) {
+        for (const KernelInfo* kp : sorted_kernels(c.co)) {
+          const KernelInfo& k = *kp;
           std::string regs = std::to_string(k.vgpr_count) + "/" + (k.agpr_count ? std::to_string(*k.agpr_count) : "-");
           std::string scratch = std::to_string(k.private_segment_fixed_size) + (k.uses_dynamic_stack ? "+dyn" : "");
           printf("      %-10llu %-9s %-6llu %-11s %-5llu %-5llu %-7llu %s\n",
                  static_cast<unsigned long long>(k.group_segment_fixed_size), scratch.c_str(),
                  static_cast<unsigned long long>(k.wavefront_size), regs.c_str(),
                  static_cast<unsigned long long>(k.sgpr_count), static_cast<unsigned long long>(k.max_flat_workgroup_size),
-                 static_cast<unsigned long long>(k.kernarg_segment_size), escape_text(k.name).c_str());
+                 static_cast<unsigned long long>(k.kernarg_segment_size), shown_name(k.name).c_str());
         }
         for (const auto& f : c.co.device_functions)
-          printf("      device function (not a kernel): %s\n", escape_text(f).c_str());
+          printf("      device function (not a kernel): %s\n", shown_name(f).c_str());
         for (const auto& f : c.co.kernels_without_metadata)
-          printf("      kernel descriptor without metadata: %s\n", escape_text(f).c_str());
+          printf("      kernel descriptor without metadata: %s\n", shown_name(f).c_str());
       }
-      for (const auto& d : img.diagnostics) printf("    %s\n", format_line(d).c_str());
+      for (const auto& d : img.diagnostics) printf("    %s\n", paint_line(format_line(d)).c_str());
     }
   }
 }
 
-int cmd_inspect(int argc, char** argv) {
-  bool json = false;
-  std::vector<std::string> paths;
-  for (int i = 0; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--json") json = true;
-    else if (a == "-h" || a == "--help") {
-      usage(stdout);
-      return kExitOk;
-    } else if (!a.empty() && a[0] == '-') return usage_error("unknown option " + a);
-    else paths.push_back(a);
+int cmd_inspect() {
+  std::vector<TargetId> targets;
+  for (const auto& value : TargetOpt) {
+    std::string err;
+    if (!add_targets(value, &targets, &err)) return usage_error(err);
   }
+  if (!SortOpt.empty() && SortOpt != "lds" && SortOpt != "scratch" && SortOpt != "vgpr" && SortOpt != "name")
+    return usage_error("--sort must be lds, scratch, vgpr or name (got '" + SortOpt + "')");
+  bool json = JsonOpt;
+  const std::vector<std::string>& paths = PathArgs;
   if (paths.empty()) return usage_error("inspect needs at least one PATH");
-  CheckPathsOptions options{{}, 0, /*empty_directory_is_error=*/false};
+  CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false};
   CheckPathsResult result;
-  if (json) {  // streamed as the files are read
+  if (json) {  // streamed as the files are read; with --target, what would be selected
     auto os = stdio_ostream(stdout);
-    auto writer = make_report_writer(ReportFormat::Json, *os, {});
+    auto writer = make_report_writer(ReportFormat::Json, *os, targets);
     result = check_paths(paths, options, *writer);
     writer->finish();
-  } else {  // printed file by file
-    auto print = [](FileReport& r) {
+  } else if (targets.empty()) {  // printed file by file
+    auto print = [&](FileReport& r) {
       std::vector<FileReport> one;
       one.push_back(std::move(r));
-      print_inspect(one);
+      print_inspect(one, {}, targets);
     };
     CollectSink sink(/*keep_parsed=*/true, print, /*keep=*/false);
     result = check_paths(paths, options, sink);
+  } else {
+    // Every code object (no targets), and beside it what each target selects.
+    CollectSink all(/*keep_parsed=*/true), checked(/*keep_parsed=*/false);
+    result = check_paths(paths, {{}, 0, false}, all);
+    check_paths(paths, options, checked);
+    print_inspect(all.reports, checked.reports, targets);
   }
   // inspect describes; it fails only when an input could not be read at all.
   return result.unreadable ? kExitProblems : kExitOk;
@@ -321,15 +511,7 @@ std::string waves(const ProcessorInfo& p) {
 }
 
 // `hipguard targets`: the product and processor tables the checks use.
-int cmd_targets(int argc, char** argv) {
-  for (int i = 0; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      usage(stdout);
-      return kExitOk;
-    }
-    return usage_error("targets takes no argument (got '" + a + "')");
-  }
+int cmd_targets() {
   printf("Products (checked as shipped; NAME:xnack+ etc. for another setting)\n");
   printf("  %-11s %-24s %-26s %-10s %s\n", "NAME", "GPU", "TARGET ID", "LDS", "WAVE");
   for (const auto& p : all_products()) {
@@ -351,19 +533,24 @@ int cmd_targets(int argc, char** argv) {
            p.xnack ? feature_name(p.default_xnack).c_str() : "n/a", as.c_str(),
            p.legacy ? " (legacy)" : p.is_generic ? " (generic)" : "");
   }
+  if (QuietOpt) return kExitOk;
   printf("\nSources\n");
   for (const auto& f : fact_sources()) printf("  %s: %s\n", std::string(f.fact).c_str(), std::string(f.source).c_str());
   return kExitOk;
 }
 
+// The shim of this hipguard: HIPGUARD_SHIM, else libhipguard.so.MAJOR where
+// the install (and the build tree) puts it relative to the executable, so an
+// installed tree or an unpacked tarball works from any prefix.
 std::string find_shim() {
   if (const char* env = getenv("HIPGUARD_SHIM"); env && *env) return env;
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
   auto dir = exe.parent_path();
-  for (auto cand : {dir / "libhipguard.so", dir / "../lib/libhipguard.so", dir / "../lib/hipguard/libhipguard.so"})
-    if (std::filesystem::exists(cand, ec)) return std::filesystem::canonical(cand, ec).string();
+  for (auto cand : {dir / HIPGUARD_BIN_TO_LIB / HIPGUARD_SHIM_SONAME, dir / "../lib" / HIPGUARD_SHIM_SONAME,
+                    dir / "libhipguard.so", dir / "../lib/libhipguard.so"})
+    if (std::filesystem::is_regular_file(cand, ec)) return cand.lexically_normal().string();
   return "";
 }
 
@@ -389,44 +576,22 @@ std::string preloadable(const std::string& shim, std::string* why) {
   return "";
 }
 
-int cmd_run(int argc, char** argv) {
-  std::string targets, report;
-  bool strict = false;
-  int i = 0;
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "--target" || a == "-t" || a.rfind("--target=", 0) == 0) {
-      std::string value;
-      if (a.rfind("--target=", 0) == 0) value = a.substr(9);
-      else if (i + 1 >= argc) return usage_error("--target needs a value");
-      else value = argv[++i];
-      std::string err;
-      if (value.empty()) return usage_error("--target needs a value");
-      if (value.find_first_of(" \t,;") != std::string::npos)
-        return usage_error("bad target '" + value + "': give one target per --target, without spaces");
-      if (!parse_target(value, &err)) return usage_error("bad target '" + value + "': " + err);
-      targets += (targets.empty() ? "" : ",") + value;
-    } else if (a == "--strict") {
-      strict = true;
-    } else if (a == "--report" || a.rfind("--report=", 0) == 0) {
-      if (a.rfind("--report=", 0) == 0) report = a.substr(9);
-      else if (i + 1 >= argc) return usage_error("--report needs a file");
-      else report = argv[++i];
-      if (report.empty()) return usage_error("--report needs a file");
-    } else if (a == "-h" || a == "--help") {
-      usage(stdout);
-      return kExitOk;
-    } else if (!a.empty() && a[0] == '-') {
-      return usage_error("unknown option " + a);
-    } else {
-      break;
-    }
+// `command`: the program and its arguments (everything from the first
+// argument that is not an option, or after "--").
+int cmd_run(char** command) {
+  std::string targets;
+  for (const auto& value : TargetOpt) {
+    std::string err;
+    if (value.empty()) return usage_error("--target needs a value");
+    if (value.find_first_of(" \t,;") != std::string::npos)
+      return usage_error("bad target '" + value + "': give one target per --target, without spaces");
+    if (!parse_target(value, &err)) return usage_error("bad target '" + value + "': " + err);
+    targets += (targets.empty() ? "" : ",") + value;
   }
-  if (i >= argc) return usage_error("run needs a COMMAND");
+  bool strict = StrictOpt;
+  std::string report = ReportOpt;
+  if (ReportOpt.getNumOccurrences() && report.empty()) return usage_error("--report needs a file");
+  if (!command || !command[0]) return usage_error("run needs a COMMAND");
   std::string found = find_shim();
   if (found.empty()) {
     fprintf(stderr, "hipguard: cannot find libhipguard.so next to the hipguard executable (set HIPGUARD_SHIM)\n");
@@ -447,10 +612,12 @@ int cmd_run(int argc, char** argv) {
   setenv("LD_PRELOAD", preload.c_str(), 1);
   if (!targets.empty()) setenv("HIPGUARD_TARGET", targets.c_str(), 1);
   if (strict) setenv("HIPGUARD_MODE", "strict", 1);
-  if (!report.empty()) setenv("HIPGUARD_REPORT", report.c_str(), 1);
-  execvp(argv[i], argv + i);
-  fprintf(stderr, "hipguard: cannot run %s: %s\n", argv[i], strerror(errno));
-  return 127;
+  if (QuietOpt) setenv("HIPGUARD_LOG_LEVEL", "error", 1);
+  if (VerboseOpt) {
+    setenv("HIPGUARD_LOG_LEVEL", "debug", 1);
+    fprintf(stderr, "hipguard: LD_PRELOAD=%s\n", preload.c_str());
+  }
+  return launch(command, report);
 }
 
 
@@ -462,22 +629,112 @@ extern "C" void on_sigbus(int) {
   _exit(kExitUsage);
 }
 
+void print_help(FILE* out) {
+  fprintf(out, "%s\nUSAGE: hipguard COMMAND [OPTIONS] ...\n\nCOMMANDS:\n", kOverview[0]);
+  for (cl::SubCommand* sc : {&CheckCmd, &InspectCmd, &TargetsCmd, &RunCmd})
+    fprintf(out, "  %-8s %s\n", sc->getName().str().c_str(), sc->getDescription().str().c_str());
+  fprintf(out, "  %-8s %s\n\n", "help", "help COMMAND: the options of COMMAND (as COMMAND --help)");
+  fprintf(out, "OPTIONS:\n  --help     this text\n  --version  hipguard's version\n\n"
+               "Run 'hipguard COMMAND --help' for the options of a command; 'man hipguard' for more.\n");
+}
+
+// The known word nearest to `word`, for "did you mean" (nothing when far).
+std::string nearest(std::string_view word, std::initializer_list<std::string_view> known) {
+  std::string best;
+  size_t best_d = word.size() / 3 + 1;  // "chek" -> check, "--versoin" -> --version; "--frob" -> nothing
+  for (auto k : known)
+    if (size_t d = distance(word, k); d < best_d) best_d = d, best = k;
+  return best;
+}
+
 int run_command(int argc, char** argv) {
-  if (argc < 2) return usage_error("missing command");
+  if (argc < 2) {
+    fprintf(stderr, "hipguard: missing command\n");
+    print_help(stderr);
+    return kExitUsage;
+  }
   std::string cmd = argv[1];
-  if (cmd == "check") return cmd_check(argc - 2, argv + 2);
-  if (cmd == "run") return cmd_run(argc - 2, argv + 2);
-  if (cmd == "inspect") return cmd_inspect(argc - 2, argv + 2);
-  if (cmd == "targets") return cmd_targets(argc - 2, argv + 2);
-  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-    usage(stdout);
+  std::vector<const char*> args = {"hipguard"};
+  auto known = [](std::string_view c) { return std::find(std::begin(kCommands), std::end(kCommands), c) != std::end(kCommands); };
+  auto unknown = [&](const std::string& c) {
+    std::string near = nearest(c, {"check", "inspect", "targets", "run", "help"});
+    fprintf(stderr, "hipguard: unknown command '%s'%s\nTry 'hipguard --help'.\n", escape_text(c).c_str(),
+            near.empty() ? "" : ("; did you mean '" + near + "'?").c_str());
+    return kExitUsage;
+  };
+  if (cmd == "--help" || cmd == "-h" || (cmd == "help" && argc == 2)) {
+    print_help(stdout);
     return kExitOk;
   }
   if (cmd == "--version") {
-    printf("hipguard 0.1.0\n");
+    printf("hipguard %s\n", HIPGUARD_VERSION_STRING);
     return kExitOk;
   }
-  return usage_error("unknown command '" + cmd + "'");
+  if (cmd == "help") {  // hipguard help COMMAND = hipguard COMMAND --help
+    if (argc > 3) return usage_error("help takes one COMMAND");
+    if (!known(argv[2]) || std::string_view(argv[2]) == "help") return unknown(argv[2]);
+    cmd = argv[2];
+    argv[2] = const_cast<char*>("--help");
+  } else if (!known(cmd)) {
+    if (cmd.size() > 1 && cmd[0] == '-') {
+      std::string near = nearest(cmd, {"--help", "--version"});
+      return usage_error("unknown option '" + escape_text(cmd) + "' (options follow the COMMAND)" +
+                         (near.empty() ? "" : "; did you mean '" + near + "'?"));
+    }
+    return unknown(cmd);
+  }
+  args.push_back(cmd.c_str());
+  g_command = cmd;
+  int overview = cmd == "check" ? 1 : cmd == "inspect" ? 2 : cmd == "targets" ? 3 : 4;
+
+  // run: the options end at the first argument that is not one, or at "--";
+  // the program and its arguments are never seen by the option parser (which
+  // would expand an @FILE argument).
+  int end = argc;
+  char** command = nullptr;
+  if (cmd == "run") {
+    const auto& run_options = cl::getRegisteredOptions(RunCmd);
+    for (int i = 2; i < argc; ++i) {
+      std::string_view a = argv[i];
+      if (a == "--") {
+        end = i, command = argv + i + 1;
+        break;
+      }
+      if (a.size() < 2 || a[0] != '-') {
+        end = i, command = argv + i;
+        break;
+      }
+      std::string_view name = a.substr(a[1] == '-' ? 2 : 1);
+      if (name.find('=') != std::string_view::npos) continue;
+      auto it = run_options.find(name);  // an option whose value is the next argument
+      if (it != run_options.end() && it->second->getValueExpectedFlag() == cl::ValueRequired) ++i;
+    }
+  }
+  for (int i = 2; i < end; ++i) args.push_back(std::string_view(argv[i]) == "-h" ? "--help" : argv[i]);
+
+  cl::SetVersionPrinter([](llvm::raw_ostream& os) { os << "hipguard " << HIPGUARD_VERSION_STRING << "\n"; });
+  std::string errors;
+  llvm::raw_string_ostream es(errors);
+  if (!cl::ParseCommandLineOptions(static_cast<int>(args.size()), args.data(), kOverview[overview], &es, nullptr,
+                                   /*LongOptionsUseDoubleDash=*/true)) {
+    es.flush();
+    // llvm::cl says "hipguard: ... Try: 'hipguard --help'": name the command.
+    for (size_t p = 0; (p = errors.find("hipguard --help", p)) != std::string::npos; p += cmd.size() + 16)
+      errors.replace(p, 15, "hipguard " + cmd + " --help");
+    for (size_t p = 0; (p = errors.find("hipguard: ", p)) != std::string::npos; p += cmd.size() + 11)
+      errors.replace(p, 10, "hipguard " + cmd + ": ");
+    fputs(errors.c_str(), stderr);
+    return kExitUsage;
+  }
+  if (ColorOpt != "auto" && ColorOpt != "always" && ColorOpt != "never")
+    return usage_error("--color must be auto, always or never (got '" + ColorOpt + "')");
+  g_color = want_color(ColorOpt);
+  if (QuietOpt && VerboseOpt) return usage_error("--quiet and --verbose exclude each other");
+  if (CheckCmd) return cmd_check();
+  if (InspectCmd) return cmd_inspect();
+  if (TargetsCmd) return cmd_targets();
+  if (RunCmd) return cmd_run(command);
+  return usage_error("missing command");
 }
 
 }  // namespace

@@ -239,6 +239,19 @@ class Formats:
                     cases = root.findall("testsuite/testcase")
                     expect(len(cases) == 1 and cases[0].find("failure").get("type") == "HG201",
                            "shim JUnit report: one test case, failing with HG201")
+            # Two processes under `hipguard run --report`: one merged document ("processes").
+            rep = os.path.join(d, "job.json")
+            target = "gfx942:sramecc+:xnack-"
+            env = dict(os.environ, LD_LIBRARY_PATH=o.simrt, HIPGUARD_SIM_GPUS=target)
+            run([o.cli, "run", "--target", target, "--report", rep, "--", "/bin/sh", "-c", f"'{app}'; '{app}'"], env)
+            if expect(os.path.exists(rep), "hipguard run --report wrote the job's report"):
+                doc = json.loads(open(rep).read())
+                errors = list(self.validator.iter_errors(doc))
+                for e in errors[:5]:
+                    fail(f"merged report: schema: {'/'.join(map(str, e.absolute_path))}: {e.message[:300]}")
+                expect(not errors, "merged report: valid against docs/report.schema.json")
+                expect(len(doc.get("processes", [])) == 2 and doc["tool"]["name"] == "hipguard",
+                       "merged report: two processes, the tool")
 
 
 def main():

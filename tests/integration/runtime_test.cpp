@@ -307,15 +307,17 @@ TEST_F(Runtime, ReportFileJsonAndJunit) {
   std::string x = slurp(xml);
   EXPECT_NE(x.find("<testsuites"), std::string::npos);
   EXPECT_NE(x.find("failure type=\"HG201\""), std::string::npos) << x;
-  // An existing file (or a symlink planted there) is never overwritten or followed.
+  // A symlink planted there is never followed, and nothing is written beside it (HG603 says why).
   std::string victim = std::string(dir) + "/victim";
   { std::ofstream(victim) << "keep"; }
   std::string planted = std::string(dir) + "/planted.json";
   ASSERT_EQ(symlink(victim.c_str(), planted.c_str()), 0);
-  run_process({app("vector_add_gfx90a")}, sim(kMi300x, true, {{"HIPGUARD_TARGET", kMi300x}, {"HIPGUARD_REPORT", planted}}));
+  ProcessResult p = run_process({app("vector_add_gfx90a")},
+                                sim(kMi300x, true, {{"HIPGUARD_TARGET", kMi300x}, {"HIPGUARD_REPORT", planted}}));
   EXPECT_EQ(slurp(victim), "keep");
+  EXPECT_EQ(lines_with(p.err, "warning HG603 " + planted + ": HIPGUARD_REPORT not written").size(), 1u) << p.err;
   ProcessResult ls2 = run_process({"/bin/sh", "-c", std::string("ls ") + dir});
-  EXPECT_EQ(lines_with(ls2.out, "planted.json.").size(), 1u) << "written beside it, with the pid: " << ls2.out;
+  EXPECT_EQ(lines_with(ls2.out, "planted.json.").size(), 0u) << "nothing beside it: " << ls2.out;
   run_process({"/bin/rm", "-rf", dir});
 }
 
@@ -353,13 +355,20 @@ TEST_F(Runtime, ForkedChildWritesItsOwnReport) {
   ASSERT_NE(r.out.find("child status 0"), std::string::npos) << r.out << r.err;
   auto files = files_in(dir, "f-");
   ASSERT_EQ(files.size(), 2u) << "one report per process: " << r.out;
+  // f-<pid>.json holds the report of process <pid>; the child's lists only
+  // what it did itself (nothing: it registered nothing), not the parent's finding.
+  std::string parent = r.out.substr(r.out.find("parent ") + 7);
+  parent = parent.substr(0, parent.find(','));
+  size_t with_finding = 0;
   for (const auto& f : files) {
-    // f-<pid>.json holds the report of process <pid>.
     std::string pid = f.substr(2, f.find(".json") - 2);
     std::string doc = slurp(std::string(dir) + "/" + f);
     EXPECT_NE(doc.find("\"pid\": " + pid), std::string::npos) << f << ": " << doc.substr(0, 600);
-    EXPECT_NE(doc.find("\"code\": \"HG201\""), std::string::npos) << f;
+    bool found = doc.find("\"code\": \"HG201\"") != std::string::npos;
+    EXPECT_EQ(found, pid == parent) << f << " (parent " << parent << ")";
+    with_finding += found;
   }
+  EXPECT_EQ(with_finding, 1u);
   run_process({"/bin/rm", "-rf", dir});
 }
 

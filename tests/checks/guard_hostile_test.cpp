@@ -1,0 +1,205 @@
+// The in-process guard against what a host program may do to it: free a name
+// it registered, hand hipModuleLoad a FIFO or a device, truncate a file while
+// it is read, map a file whose path is longer than any line buffer.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "hipguard/guard.h"
+#include "hipguard/inputs.h"
+#include "check_util.h"
+#include "kernel_table.h"  // launch_known_clean
+
+using namespace hipguard;
+namespace fs = std::filesystem;
+
+namespace {
+
+using checks::kApps;
+
+fs::path temp_dir(const std::string& tag) {
+  fs::path d = fs::temp_directory_path() / ("hipguard-" + tag + "-" + std::to_string(getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+// Settings: guard_test_env.cpp (warn mode, gfx90a:xnack-).
+TEST(GuardHostile, RegisteredNamesAreCopied) {
+  // The runtime copies the device name of __hipRegisterFunction; so must the
+  // guard. Before: it kept the pointer and read it at the first launch (a
+  // heap use-after-free under ASan; garbage names and wrong findings in Release).
+  std::string path = kApps + "/vector_add_gfx90a.hipfb";
+  if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
+  std::vector<uint8_t> bundle = checks::read_file(path);
+  FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
+  static int handle, host;
+  Guard& g = Guard::get();
+  g.on_register_fatbin(&w);
+  g.on_registered_fatbin(&handle);
+  // A name the code object lacks: its launch is explained by name (HG409).
+  char* name = strdup("_Z14not_in_the_objv");
+  g.on_register_function(&handle, &host, name);
+  memset(name, 'Z', strlen(name));
+  free(name);
+  testing::internal::CaptureStderr();
+  g.on_launch(&host, 0, "hipLaunchKernel");
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("HG409"), std::string::npos) << err;
+  EXPECT_NE(err.find("'_Z14not_in_the_objv'"), std::string::npos) << err;
+  EXPECT_EQ(err.find("ZZZZZZZZ"), std::string::npos) << err;
+}
+
+TEST(GuardHostile, ModuleLoadOfFifoOrDeviceIsForwardedUntouched) {
+  // Before: hipModuleLoad of a FIFO hung the host (the guard read it, taking
+  // the data the runtime should get); of /dev/zero, aborted it.
+  fs::path dir = temp_dir("fifo");
+  fs::path fifo = dir / "module.co";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  int fd = open(fifo.c_str(), O_RDWR | O_NONBLOCK);  // a writer with data waiting
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, "\x7f" "ELF", 4), 4);
+  Guard& g = Guard::get();
+  EXPECT_EQ(g.on_module_load_file(fifo.c_str()).action, Action::Forward);
+  char buf[8];
+  EXPECT_EQ(read(fd, buf, sizeof buf), 4) << "the data is still there for the runtime";
+  close(fd);
+  for (const char* dev : {"/dev/zero", "/dev/null", "/dev/urandom"})
+    EXPECT_EQ(g.on_module_load_file(dev).action, Action::Forward) << dev;
+  fs::remove_all(dir);
+}
+
+TEST(GuardHostile, ModuleFilesAreCopiedSoTruncationCannotFault) {
+  // Before: files over 64 MiB were mapped, and one truncated while checked
+  // raised SIGBUS in the host. The shim now copies (FileData::Access::CopyAlways)
+  // and the copy outlives any truncation.
+  fs::path dir = temp_dir("trunc");
+  fs::path file = dir / "big.co";
+  {
+    std::ofstream out(file, std::ios::binary);
+    out.seekp(static_cast<std::streamoff>(FileData::kCopyLimit + 4096));
+    out.put('x');
+  }
+  auto data = FileData::open(file.string(), FileData::Access::CopyAlways);
+  ASSERT_TRUE(data);
+  ASSERT_EQ(truncate(file.c_str(), 0), 0);
+  uint64_t sum = 0;
+  for (uint8_t b : data->bytes()) sum += b;  // every page touched after the truncation
+  EXPECT_EQ(sum, static_cast<uint64_t>('x'));
+  // The shim's path: the same file, truncated, then loaded: no finding, no fault.
+  EXPECT_EQ(Guard::get().on_module_load_file(file.c_str()).action, Action::Forward);
+  fs::remove_all(dir);
+}
+
+TEST(GuardHostile, AddressChecksReadMapsLinesOfAnyLength) {
+  // A mapped file whose path is longer than 512 bytes, crafted so that the
+  // part after byte 511 of its /proc/self/maps line reads like a mapping of
+  // its own: a readable range where nothing is mapped. Before: maps was read
+  // with a 512-byte buffer, the tail taken for a line, and a strict-mode
+  // hipModuleLoadData of an address there read unmapped memory (SIGSEGV).
+  fs::path dir = temp_dir("maps");
+  fs::path file = dir / "f";
+  { std::ofstream(file) << std::string(4096, 'a'); }
+  int fd = open(file.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  // Four pages reserved, the last three given back: the file goes in the
+  // first, and the three after it are a hole.
+  void* r = mmap(nullptr, 4 * 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(r, MAP_FAILED);
+  munmap(static_cast<char*>(r) + 4096, 3 * 4096);
+  void* m = mmap(r, 4096, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+  close(fd);
+  ASSERT_EQ(m, r);
+  uintptr_t lo = reinterpret_cast<uintptr_t>(m);
+  auto line_of = [&](uintptr_t addr, uintptr_t* next_lo) {
+    std::ifstream maps("/proc/self/maps");
+    std::string line, found;
+    *next_lo = 0;
+    while (std::getline(maps, line)) {
+      uintptr_t a = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+      if (!found.empty() && !*next_lo) *next_lo = a;
+      if (a == addr) found = line;
+    }
+    return found;
+  };
+  uintptr_t next = 0;
+  std::string line = line_of(lo, &next);
+  ASSERT_FALSE(line.empty());
+  uintptr_t hole = lo + 4096;
+  if (next != 0 && next < hole + 2 * 4096) GTEST_SKIP() << "no unmapped page after the test mapping";
+  ASSERT_EQ(readable_extent(reinterpret_cast<void*>(hole), 1 << 20), 0u) << "the hole is unmapped";
+  char forged[96];
+  snprintf(forged, sizeof forged, "%lx-%lx r--p 00000000 00:00 0 ", static_cast<unsigned long>(hole),
+           static_cast<unsigned long>(hole + 4096));
+  // Rename so that the forged text starts at byte 511 of the line: the prefix
+  // (addresses, offset, device, inode, padding) is what precedes the path.
+  size_t prefix = line.find(dir.string());
+  ASSERT_NE(prefix, std::string::npos) << line;
+  size_t path_start = prefix + dir.string().size() + 1;  // after "<dir>/"
+  ASSERT_LT(path_start, 511u - 1);
+  std::string filler(511 - path_start, 'p');
+  // Path components are at most 255 bytes: put the filler in directories.
+  fs::path target = dir;
+  std::string rest = filler;
+  while (rest.size() > 200) {
+    target /= rest.substr(0, 199);  // 199 + '/' = 200 bytes of the line
+    rest = rest.substr(200);
+  }
+  fs::create_directories(target);
+  fs::path crafted = target / (rest + forged + std::string(40, 'q'));
+  ASSERT_EQ(rename(file.c_str(), crafted.c_str()), 0);
+  std::string now = line_of(lo, &next);
+  ASSERT_EQ(now.find(forged), 511u) << now;
+  EXPECT_EQ(readable_extent(reinterpret_cast<void*>(hole), 1 << 20), 0u) << "the forged range is not memory";
+  EXPECT_EQ(readable_extent(m, 1 << 20) >= 4096, true) << "the real mapping still is";
+  munmap(m, 4096);
+  fs::remove_all(dir);
+}
+
+// The launch fast path is a property of the kernel: a kernel checked, probed
+// and clean skips the guard even while another fat binary's kernels are still
+// pending (issue: any pending fat binary used to send every launch of every
+// kernel down the slow path).
+TEST(GuardLaunchPath, CleanKernelsSkipTheGuardWhileOthersArePending) {
+  std::string path = kApps + "/vector_add_gfx90a.hipfb";
+  if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
+  std::vector<uint8_t> bundle = checks::read_file(path);
+  FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
+  static int launched, pending, host_launched, host_pending, host_absent;
+  Guard& g = Guard::get();
+  for (auto [handle, host, name] : {std::tuple{&launched, &host_launched, "_Z10vector_addPKfS0_Pfi"},
+                                    std::tuple{&pending, &host_pending, "_Z10vector_addPKfS0_Pfi"},
+                                    std::tuple{&pending, &host_absent, "_Z9absent_v2v"}}) {
+    if (host != &host_absent) {
+      g.on_register_fatbin(&w);
+      g.on_registered_fatbin(handle);
+    }
+    g.on_register_function(handle, host, name);
+  }
+  ASSERT_TRUE(launch_needs_check(0)) << "fat binaries are pending: the process-wide gate is up";
+  EXPECT_FALSE(launch_known_clean(&host_launched, 0)) << "not checked or probed yet";
+  EXPECT_EQ(g.on_launch(&host_launched, 0, "hipLaunchKernel").action, Action::Forward);
+  EXPECT_TRUE(launch_known_clean(&host_launched, 0)) << "checked at its first launch, no finding";
+  EXPECT_TRUE(launch_known_clean(&host_launched, 1024)) << "dynamic LDS within every target's limit";
+  EXPECT_FALSE(launch_known_clean(&host_launched, 1ull << 20)) << "more LDS than gfx90a has: the guard decides";
+  EXPECT_TRUE(launch_needs_check(0)) << "the other fat binary is still pending";
+  EXPECT_FALSE(launch_known_clean(&host_pending, 0)) << "its fat binary was never launched from";
+  g.on_launch(&host_absent, 0, "hipLaunchKernel");
+  EXPECT_FALSE(launch_known_clean(&host_absent, 0)) << "a kernel with a finding (HG409) always takes the slow path";
+  int unknown = 0;
+  EXPECT_FALSE(launch_known_clean(&unknown, 0)) << "an unknown pointer";
+  g.on_unregister_fatbin(&launched);
+  EXPECT_FALSE(launch_known_clean(&host_launched, 0)) << "unregistered";
+}
