@@ -33,6 +33,13 @@ median_ms() {
   printf '%s\n' "${t[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]/1000}'
 }
 peak_kib() { { /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null || true; } | tail -1; }
+# Median CPU time (user + system) in ms of N runs: what a loaded machine does not distort.
+median_cpu_ms() {
+  local n=$1; shift
+  for ((i = 0; i < n; i++)); do
+    { /usr/bin/time -f '%U %S' "$@" 2>&1 >/dev/null || true; } | tail -1 | awk '{printf "%.0f\n", ($1 + $2) * 1000}'
+  done | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 
@@ -50,6 +57,7 @@ fi
 nfiles=$(ls "$WORK/cos" | wc -l)
 files=("$WORK"/cos/*)
 t_re=$(median_ms 3 llvm-readelf-16 --notes "${files[@]}")
+c_re=$(median_cpu_ms 3 llvm-readelf-16 --notes "${files[@]}")
 m_re=$(peak_kib llvm-readelf-16 --notes "${files[@]}")
 # Instructions per file (callgrind, one thread: the count does not depend on
 # threads or load) and system calls per file (strace -f).
@@ -65,16 +73,18 @@ syscalls_per_file() {
   awk -v n="$nfiles" '$NF == "total" {printf "%.1f", $(NF-2) / n}' "$WORK/st"
 }
 p1() {  # p1 LABEL HIPGUARD: one row
-  local t m ratio met ipf spf
+  local t c m ratio cratio met ipf spf
   t=$(median_ms 5 "$2" check --target gfx942 "$WORK/cos")
+  c=$(median_cpu_ms 5 "$2" check --target gfx942 "$WORK/cos")
+  cratio=$(awk -v a="$c_re" -v b="$c" 'BEGIN {printf "%.1f", a / b}')
   m=$(peak_kib "$2" check --target gfx942 "$WORK/cos")
   ratio=$(awk -v a="$t_re" -v b="$t" 'BEGIN {printf "%.1f", a / b}')
   ipf=$(instr_per_file "$2")
   spf=$(syscalls_per_file "$2")
-  V[P1$1.t]=$t V[P1$1.i]=$ipf V[P1$1.s]=$spf
+  V[P1$1.t]=$t V[P1$1.c]=$c V[P1$1.i]=$ipf V[P1$1.s]=$spf
   met=$(awk -v r="$ratio" -v m="$m" -v i="$ipf" 'BEGIN {print (r >= 15 && m <= 65536 && i <= 100000) ? "met" : "NOT met"}')
   row "P1$1" "check over $nfiles code objects: ${t} ms vs readelf ${t_re} ms" "${ratio}x, ${m} KiB" \
-    "${ipf} instr/file, ${spf} syscalls/file; target >=15x, <=100k instr/file: $met (readelf ${m_re} KiB)"
+    "CPU ${c} vs ${c_re} ms: ${cratio}x; ${ipf} instr/file, ${spf} syscalls/file; target >=15x, <=100k instr/file: $met (readelf ${m_re} KiB)"
 }
 [[ -n $BASELINE ]] && p1 "-" "$BASELINE"
 p1 "" "$HG"
@@ -149,7 +159,7 @@ if [[ -n $BASELINE ]]; then
     [[ -n ${V[$b]:-} && -n ${V[$2]:-} && ${V[$2]} != - ]] || return 0
     printf '%-44s %14s %14s %7sx\n' "$1" "${V[$b]}" "${V[$2]}" "$(awk -v a="${V[$b]}" -v b="${V[$2]}" 'BEGIN {printf "%.1f", a / b}')"
   }
-  r "P1 check wall (ms)" P1.t; r "P1 instructions per file" P1.i; r "P1 system calls per file" P1.s
+  r "P1 check wall (ms)" P1.t; r "P1 check CPU, user + system (ms)" P1.c; r "P1 instructions per file" P1.i; r "P1 system calls per file" P1.s
   r "P5 inspect --json rocSPARSE wall (ms)" P5.t; r "P5 inspect --json rocSPARSE peak RSS (KiB)" P5.m
   r "P6 check 3 targets rocSPARSE peak RSS (KiB)" P6.m; r "P6 check --json 3 targets peak RSS (KiB)" P6.mj
 fi
