@@ -314,6 +314,7 @@ void CollectSink::begin_file(const std::string& path) {
 }
 
 void CollectSink::image(ImageReport&& img) {
+  if (on_image_) on_image_(img);
   if (!keep_parsed_) {
     std::deque<CodeObjectSummary>().swap(img.code_objects);
     std::vector<BundleEntry>().swap(img.entries);

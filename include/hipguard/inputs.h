@@ -108,15 +108,16 @@ class FileSink {
   virtual void end_file(FileReport&& file) = 0;
 };
 
-// A sink that rebuilds whole FileReports (for the text outputs): each file
-// goes to `on_file` when complete, and is kept in `reports` when `keep`.
-// Without `keep_parsed`, images lose their parsed code objects and bundle
-// entries as they arrive (verdicts and diagnostics stay), so memory stays
-// flat over thousands of files.
+// A sink that rebuilds whole FileReports (for the text outputs): each image
+// goes to `on_image` as it arrives, each file to `on_file` when complete, and
+// is kept in `reports` when `keep`. Without `keep_parsed`, images lose their
+// parsed code objects and bundle entries after on_image (verdicts and
+// diagnostics stay), so memory stays flat over thousands of files.
 class CollectSink : public FileSink {
  public:
-  explicit CollectSink(bool keep_parsed, std::function<void(FileReport&)> on_file = {}, bool keep = true)
-      : keep_parsed_(keep_parsed), keep_(keep), on_file_(std::move(on_file)) {}
+  explicit CollectSink(bool keep_parsed, std::function<void(FileReport&)> on_file = {}, bool keep = true,
+                       std::function<void(const ImageReport&)> on_image = {})
+      : keep_parsed_(keep_parsed), keep_(keep), on_file_(std::move(on_file)), on_image_(std::move(on_image)) {}
   void begin_file(const std::string& path) override;
   void image(ImageReport&& img) override;
   void end_file(FileReport&& file) override;
@@ -125,6 +126,7 @@ class CollectSink : public FileSink {
  private:
   bool keep_parsed_, keep_;
   std::function<void(FileReport&)> on_file_;
+  std::function<void(const ImageReport&)> on_image_;
   FileReport current_;
 };
 

@@ -219,9 +219,9 @@ struct Tally {
   size_t bundles = 0, raw = 0, objects = 0, kernels = 0;  // objects/kernels: read, without targets
   std::vector<size_t> selected, selected_kernels;          // per target: selected code objects, their kernels
 
-  void add(const FileReport& r, size_t targets) {
+  void add(const ImageReport& img, size_t targets) {  // as it is checked, before its parsed kernels are dropped
     selected.resize(targets), selected_kernels.resize(targets);
-    for (const auto& img : r.images) {
+    {
       (img.kind == PayloadKind::CodeObject ? raw : bundles)++;
       for (size_t t = 0; t < targets && t < img.verdicts.size(); ++t) {
         const TargetVerdict& v = img.verdicts[t];
@@ -318,7 +318,7 @@ int cmd_check() {
   }
   // The table needs only verdicts and diagnostics: the sink drops the parsed kernels.
   Tally tally;
-  CollectSink sink(/*keep_parsed=*/false, [&](FileReport& r) { tally.add(r, targets.size()); });
+  CollectSink sink(/*keep_parsed=*/false, {}, /*keep=*/true, [&](const ImageReport& i) { tally.add(i, targets.size()); });
   CheckPathsResult result = check_paths(paths, options, sink);
   print_table(sink.reports, targets, tally);
   return result.ok ? kExitOk : kExitProblems;
