@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Whole-process figures P1-P4 and the micro-benchmarks (docs/performance.md).
+# Whole-process figures P1-P6 and the micro-benchmarks (docs/performance.md).
 # Figures, not tests: the script always exits 0 unless something fails to run.
 #   scripts/bench.sh            (Release build in build-bench, inputs in a temp dir)
+#   BENCH_BASELINE=old/bin/hipguard scripts/bench.sh   (before/after rows of P1, P5, P6 in one run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -11,10 +12,14 @@ HG=$ROOT/$B/bin/hipguard
 SHIM=$ROOT/$B/lib/libhipguard.so
 SIMRT=$ROOT/$B/simrt
 ROCSPARSE=/usr/lib/x86_64-linux-gnu/librocsparse.so.0
+ROCRAND=/usr/lib/x86_64-linux-gnu/librocrand.so.1
+# BENCH_BASELINE=path/to/an/older/hipguard: its P1/P5/P6 rows too ("-" rows), measured in the same run.
+BASELINE=${BENCH_BASELINE:-}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 declare -a rows=()
-row() { rows+=("$(printf '%-4s %-58s %-22s %s' "$1" "$2" "$3" "$4")"); }
+declare -A V=()  # figures by name, for the before/after ratios
+row() { rows+=("$(printf '%-4s %-66s %-22s %s' "$1" "$2" "$3" "$4")"); }
 
 # Median wall time in ms of N runs of a command.
 median_ms() {
@@ -28,24 +33,85 @@ median_ms() {
   printf '%s\n' "${t[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]/1000}'
 }
 peak_kib() { { /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null || true; } | tail -1; }
+# Median CPU time (user + system) in ms of N runs: what a loaded machine does not distort.
+median_cpu_ms() {
+  local n=$1; shift
+  for ((i = 0; i < n; i++)); do
+    { /usr/bin/time -f '%U %S' "$@" 2>&1 >/dev/null || true; } | tail -1 | awk '{printf "%.0f\n", ($1 + $2) * 1000}'
+  done | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 
 # ---- P1: hipguard check vs llvm-readelf-16 --notes over thousands of code objects
+# (every code object of rocSPARSE and rocRAND, extracted here, and the corpus x25)
 mkdir -p "$WORK/cos"
-if [[ -e $ROCSPARSE ]]; then "$B/bin/extract_code_objects" "$ROCSPARSE" "$WORK/cos" >/dev/null; fi
+for lib in $ROCSPARSE $ROCRAND; do
+  [[ -e $lib ]] || continue
+  mkdir -p "$WORK/x" && "$B/bin/extract_code_objects" "$lib" "$WORK/x" >/dev/null
+  for f in "$WORK"/x/*.co; do mv "$f" "$WORK/cos/$(basename "$lib" | cut -d. -f1)-$(basename "$f")"; done
+done
 if [[ -d ../shared/corpus/aiter ]]; then
   for i in $(seq 1 25); do for f in ../shared/corpus/aiter/*.co; do cp "$f" "$WORK/cos/c$i-$(basename "$f")"; done; done
 fi
 nfiles=$(ls "$WORK/cos" | wc -l)
 files=("$WORK"/cos/*)
-t_hg=$(median_ms 5 "$HG" check --target gfx942 "$WORK/cos")
-t_re=$(median_ms 5 llvm-readelf-16 --notes "${files[@]}")
-m_hg=$(peak_kib "$HG" check --target gfx942 "$WORK/cos")
+t_re=$(median_ms 3 llvm-readelf-16 --notes "${files[@]}")
+c_re=$(median_cpu_ms 3 llvm-readelf-16 --notes "${files[@]}")
 m_re=$(peak_kib llvm-readelf-16 --notes "${files[@]}")
-ratio=$(awk -v a="$t_re" -v b="$t_hg" 'BEGIN {printf "%.1f", a / b}')
-met=$(awk -v r="$ratio" -v m="$m_hg" 'BEGIN {print (r >= 10 && m <= 65536) ? "met" : "NOT met"}')
-row P1 "check over $nfiles code objects: ${t_hg} ms vs readelf ${t_re} ms" "${ratio}x, ${m_hg} KiB" "target >=10x, <=64 MiB: $met (readelf ${m_re} KiB)"
+# Instructions per file (callgrind, one thread: the count does not depend on
+# threads or load) and system calls per file (strace -f).
+instr_per_file() {
+  command -v valgrind >/dev/null || { echo "-"; return; }
+  local out=$WORK/cg.p1.$RANDOM
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$1" check --target gfx942 "$WORK/cos" >/dev/null 2>&1 || true
+  grep -E '^(summary|totals):' "$out" | head -1 | awk -v n="$nfiles" '{printf "%.0f", $2 / n}'
+}
+syscalls_per_file() {
+  command -v strace >/dev/null || { echo "-"; return; }
+  strace -f -c -o "$WORK/st" "$1" check --target gfx942 "$WORK/cos" >/dev/null 2>&1 || true
+  awk -v n="$nfiles" '$NF == "total" {printf "%.1f", $(NF-2) / n}' "$WORK/st"
+}
+p1() {  # p1 LABEL HIPGUARD: one row
+  local t c m ratio cratio met ipf spf
+  t=$(median_ms 5 "$2" check --target gfx942 "$WORK/cos")
+  c=$(median_cpu_ms 5 "$2" check --target gfx942 "$WORK/cos")
+  cratio=$(awk -v a="$c_re" -v b="$c" 'BEGIN {printf "%.1f", a / b}')
+  m=$(peak_kib "$2" check --target gfx942 "$WORK/cos")
+  ratio=$(awk -v a="$t_re" -v b="$t" 'BEGIN {printf "%.1f", a / b}')
+  ipf=$(instr_per_file "$2")
+  spf=$(syscalls_per_file "$2")
+  V[P1$1.t]=$t V[P1$1.c]=$c V[P1$1.i]=$ipf V[P1$1.s]=$spf
+  met=$(awk -v r="$ratio" -v m="$m" -v i="$ipf" 'BEGIN {print (r >= 15 && m <= 65536 && i <= 100000) ? "met" : "NOT met"}')
+  row "P1$1" "check over $nfiles code objects: ${t} ms vs readelf ${t_re} ms" "${ratio}x, ${m} KiB" \
+    "CPU ${c} vs ${c_re} ms: ${cratio}x; ${ipf} instr/file, ${spf} syscalls/file; target >=15x, <=100k instr/file: $met (readelf ${m_re} KiB)"
+}
+[[ -n $BASELINE ]] && p1 "-" "$BASELINE"
+p1 "" "$HG"
+
+# ---- P5/P6: peak memory and time on rocSPARSE (111 fat binaries, 1.3 GB)
+if [[ -e $ROCSPARSE ]]; then
+  p5() {  # p5 LABEL HIPGUARD
+    local t m met
+    t=$(median_ms 3 "$2" inspect --json "$ROCSPARSE")
+    m=$(peak_kib "$2" inspect --json "$ROCSPARSE")
+    V[P5$1.t]=$t V[P5$1.m]=$m
+    met=$(awk -v t="$t" -v m="$m" 'BEGIN {print (t <= 1000 && m < 204800) ? "met" : "NOT met"}')
+    row "P5$1" "inspect --json librocsparse.so.0: ${t} ms" "${m} KiB" "target <200 MiB, <=1 s: $met"
+  }
+  p6() {
+    local t3=(--target gfx90a --target gfx942 --target gfx1030) m mj met
+    m=$(peak_kib "$2" check "${t3[@]}" "$ROCSPARSE")
+    mj=$(peak_kib "$2" check --json "${t3[@]}" "$ROCSPARSE")
+    V[P6$1.m]=$m V[P6$1.mj]=$mj
+    met=$(awk -v m="$m" 'BEGIN {print (m < 102400) ? "met" : "NOT met"}')
+    row "P6$1" "check gfx90a+gfx942+gfx1030 librocsparse.so.0 (table; --json)" "${m} KiB; ${mj} KiB" "target <100 MiB: $met"
+  }
+  [[ -n $BASELINE ]] && p5 "-" "$BASELINE"
+  p5 "" "$HG"
+  [[ -n $BASELINE ]] && p6 "-" "$BASELINE"
+  p6 "" "$HG"
+fi
 
 # ---- P2: dlopen of librocsparse with the real runtime, with and without the shim
 if [[ -e $ROCSPARSE ]]; then
@@ -84,6 +150,19 @@ row P4 "LD_PRELOAD=libhipguard.so /bin/true: ${t1} ms vs ${t0e} ms" "+${added} m
 
 echo
 printf '%s\n' "${rows[@]}"
+if [[ -n $BASELINE ]]; then
+  # before / after, each figure measured in this run
+  echo
+  printf '%-44s %14s %14s %8s\n' "ratio (before / after)" before after ratio
+  r() {
+    local b=${2/./-.}
+    [[ -n ${V[$b]:-} && -n ${V[$2]:-} && ${V[$2]} != - ]] || return 0
+    printf '%-44s %14s %14s %7sx\n' "$1" "${V[$b]}" "${V[$2]}" "$(awk -v a="${V[$b]}" -v b="${V[$2]}" 'BEGIN {printf "%.1f", a / b}')"
+  }
+  r "P1 check wall (ms)" P1.t; r "P1 check CPU, user + system (ms)" P1.c; r "P1 instructions per file" P1.i; r "P1 system calls per file" P1.s
+  r "P5 inspect --json rocSPARSE wall (ms)" P5.t; r "P5 inspect --json rocSPARSE peak RSS (KiB)" P5.m
+  r "P6 check 3 targets rocSPARSE peak RSS (KiB)" P6.m; r "P6 check --json 3 targets peak RSS (KiB)" P6.mj
+fi
 echo
 [[ -x $B/bin/hipguard_bench ]] && "$B/bin/hipguard_bench" --benchmark_min_time=0.2 2>/dev/null
 exit 0

@@ -16,6 +16,8 @@ pkgs=(
   hipcc libamdhip64-dev                    # builds the test HIP programs; real libamdhip64 (ROCm 5.2)
   librocsparse0                            # real ROCm library full of fat binaries (inspect/bench input)
   valgrind time
+  python3 python3-jsonschema               # tests: JSON Schema validation of every JSON output
+  librocrand1                              # real ROCm library: benchmark input beside rocSPARSE
 )
 [[ ${1:-} == --build ]] && pkgs=("${build_pkgs[@]}")
 missing=()

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "bytes.h"
 #include "kernel_checks.h"
@@ -484,7 +486,9 @@ Result<CodeObject> parse_code_object(Bytes data) {
     uint16_t shndx;
     uint64_t value, size;
   };
-  std::map<std::string, Sym> syms;
+  // Names are views into the string table; sorted by name, the last of equal
+  // names kept (what a std::map assigned in order held, without a string each).
+  std::vector<std::pair<llvm::StringRef, Sym>> syms;
   const ElfFile::Elf_Shdr* symtab = nullptr;
   for (const auto& sec : *sections)
     if (sec.sh_type == llvm::ELF::SHT_SYMTAB || (!symtab && sec.sh_type == llvm::ELF::SHT_DYNSYM)) symtab = &sec;
@@ -500,25 +504,42 @@ Result<CodeObject> parse_code_object(Bytes data) {
         llvm::consumeError(name.takeError());
         continue;
       }
-      syms[name->str()] = {sym.getType(), sym.st_shndx, sym.st_value, sym.st_size};
+      syms.push_back({*name, {sym.getType(), sym.st_shndx, sym.st_value, sym.st_size}});
     }
   }
-  std::set<std::string> entry_names, descriptor_names;
+  auto by_name = [](const auto& a, const auto& b) { return a.first < b.first; };
+  std::stable_sort(syms.begin(), syms.end(), by_name);
+  {
+    size_t out = 0;
+    for (size_t i = 0; i < syms.size(); ++i) {
+      if (i + 1 < syms.size() && syms[i + 1].first == syms[i].first) continue;  // a later one of the same name wins
+      syms[out++] = syms[i];
+    }
+    syms.resize(out);
+  }
+  auto find_sym = [&](llvm::StringRef name) -> const Sym* {
+    auto it = std::lower_bound(syms.begin(), syms.end(), name, [](const auto& e, llvm::StringRef n) { return e.first < n; });
+    return it != syms.end() && it->first == name ? &it->second : nullptr;
+  };
+  std::unordered_set<std::string_view> entry_names, descriptor_names;  // views into co.kernels
+  entry_names.reserve(2 * co.kernels.size());
+  descriptor_names.reserve(co.kernels.size());
   for (auto& k : co.kernels) {
     entry_names.insert(k.name);
     descriptor_names.insert(k.symbol);
-    if (k.symbol.size() > 3 && k.symbol.ends_with(".kd")) entry_names.insert(k.symbol.substr(0, k.symbol.size() - 3));
-    auto it = syms.find(k.symbol);
-    if (it == syms.end() || it->second.type != llvm::ELF::STT_OBJECT) {
+    if (k.symbol.size() > 3 && k.symbol.ends_with(".kd"))
+      entry_names.insert(std::string_view(k.symbol).substr(0, k.symbol.size() - 3));
+    const Sym* found = find_sym(k.symbol);
+    if (!found || found->type != llvm::ELF::STT_OBJECT) {
       add_issue(co, {std::string(code::kDescriptorMissing), k.name,
                            "metadata names kernel descriptor '" + k.symbol + "', but the symbol table has no such object: "
                            "the runtime cannot launch this kernel"});
       continue;
     }
     // Map the descriptor's address to file bytes through its section; every step bounds-checked.
-    auto sec = file->getSection(it->second.shndx);
-    uint64_t rel = it->second.value - (sec ? (*sec)->sh_addr : 0);
-    if (!sec || it->second.value < (*sec)->sh_addr || (*sec)->sh_type == llvm::ELF::SHT_NOBITS ||
+    auto sec = file->getSection(found->shndx);
+    uint64_t rel = found->value - (sec ? (*sec)->sh_addr : 0);
+    if (!sec || found->value < (*sec)->sh_addr || (*sec)->sh_type == llvm::ELF::SHT_NOBITS ||
         rel > (*sec)->sh_size || (*sec)->sh_size - rel < 64 || !fits(data, (*sec)->sh_offset, (*sec)->sh_size)) {
       if (!sec) llvm::consumeError(sec.takeError());
       add_issue(co, {std::string(code::kDescriptorMissing), k.name,
@@ -538,14 +559,15 @@ Result<CodeObject> parse_code_object(Bytes data) {
     d.kernarg_preload = read_le<uint16_t>(kd, 58);
     k.descriptor = d;
   }
-  for (const auto& [name, sym] : syms) {
+  for (const auto& [ref, sym] : syms) {
+    std::string_view name(ref.data(), ref.size());
     if (sym.type == llvm::ELF::STT_OBJECT && name.size() > 3 && name.ends_with(".kd") && !descriptor_names.count(name)) {
-      co.kernels_without_metadata.push_back(name.substr(0, name.size() - 3));
-      add_issue(co, {std::string(code::kKernelWithoutMetadata), name.substr(0, name.size() - 3),
-                           "kernel descriptor '" + name + "' has no entry in amdhsa.kernels: the kernel is not "
+      co.kernels_without_metadata.emplace_back(name.substr(0, name.size() - 3));
+      add_issue(co, {std::string(code::kKernelWithoutMetadata), std::string(name.substr(0, name.size() - 3)),
+                           "kernel descriptor '" + std::string(name) + "' has no entry in amdhsa.kernels: the kernel is not "
                            "launchable (hipguard does not guess its metadata)"});
     }
-    if (sym.type == llvm::ELF::STT_FUNC && !entry_names.count(name)) co.device_functions.push_back(name);
+    if (sym.type == llvm::ELF::STT_FUNC && !entry_names.count(name)) co.device_functions.emplace_back(name);
   }
   add_structural_kernel_issues(co);
   summarize_dropped_issues(co);

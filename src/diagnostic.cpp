@@ -118,6 +118,16 @@ std::string escape_text(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
+    // Printable ASCII other than the backslash is the common case: copied in runs.
+    size_t run = i;
+    while (run < s.size() && static_cast<unsigned char>(s[run]) >= 0x20 && static_cast<unsigned char>(s[run]) < 0x7f &&
+           s[run] != '\\')
+      ++run;
+    if (run > i) {
+      out.append(s.substr(i, run - i));
+      i = run;
+      continue;
+    }
     unsigned char c = static_cast<unsigned char>(s[i]);
     size_t n = utf8_length(s, i);
     if (c == '\\') {

@@ -8,54 +8,89 @@
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cctype>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <filesystem>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
 
 namespace hipguard {
+namespace {
+// Below this, a file is always copied (a mapping costs more than the copy).
+constexpr uint64_t kMinMapBytes = 64 << 10;
+}  // namespace
 
 Result<FileData> FileData::open(const std::string& path, Access access) {
+  return open(path, access == Access::CopyAlways ? UINT64_MAX : kCopyLimit);
+}
+
+Result<FileData> FileData::open(const std::string& path, uint64_t map_above, ReadBuffer* reuse, bool seen_regular) {
   auto fail = [&](std::string why) { return ParseError{std::string(code::kUnreadable), "cannot read " + path + ": " + why}; };
   struct stat st {};
   std::string why;
-  int fd = open_regular_file(path, &st, &why);
+  int fd = open_regular_file(path, &st, &why, seen_regular);
   if (fd < 0) return fail(why);
-  std::shared_ptr<int> closer(new int(fd), [](int* p) {
-    ::close(*p);
-    delete p;
-  });
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   uint64_t size = static_cast<uint64_t>(st.st_size);
   FileData f;
-  if (size <= kCopyLimit || access == Access::CopyAlways) {
+  if (size <= map_above || size <= kMinMapBytes) {
     // Small files are copied with pread: a file that shrinks meanwhile is read
-    // short (and checked as such), never a SIGBUS.
-    auto copy = std::make_shared<std::vector<uint8_t>>(size);
+    // short (and checked as such), never a SIGBUS. Not zero-filled first.
+    uint8_t* dst;
+    if (reuse) {
+      if (reuse->capacity < size) {
+        reuse->data.reset();
+        reuse->data.reset(new uint8_t[size]);
+        reuse->capacity = size;
+      }
+      dst = reuse->data.get();
+    } else {
+      std::shared_ptr<uint8_t[]> copy(new uint8_t[size ? size : 1]);
+      dst = copy.get();
+      f.owner_ = std::move(copy);
+    }
     uint64_t done = 0;
     while (done < size) {
-      ssize_t n = ::pread(fd, copy->data() + done, size - done, static_cast<off_t>(done));
+      ssize_t n = ::pread(fd, dst + done, size - done, static_cast<off_t>(done));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return fail(strerror(errno));
       if (n == 0) break;  // shrank
       done += static_cast<uint64_t>(n);
     }
-    copy->resize(done);
-    f.bytes_ = Bytes(copy->data(), copy->size());
-    f.owner_ = copy;
+    f.bytes_ = Bytes(dst, done);
     return f;
   }
   // Large files (a 1.3 GB rocSPARSE) are mapped: only the pages the checks touch
   // are read. The CLI turns a SIGBUS from a file truncated meanwhile into a clean error.
-  auto buf = llvm::MemoryBuffer::getOpenFile(fd, path, size, /*RequiresNullTerminator=*/false);
-  if (!buf) return fail(buf.getError().message());
-  std::shared_ptr<llvm::MemoryBuffer> owner(std::move(*buf));
-  f.bytes_ = Bytes(reinterpret_cast<const uint8_t*>(owner->getBufferStart()), owner->getBufferSize());
-  f.owner_ = owner;
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (map == MAP_FAILED) return fail(strerror(errno));
+  f.owner_ = std::shared_ptr<void>(map, [size](void* p) { ::munmap(p, size); });
+  f.bytes_ = Bytes(static_cast<const uint8_t*>(map), size);
+  f.mapped_ = true;
   return f;
+}
+
+void FileData::release_before(const uint8_t* end) const {
+  if (!mapped_ || end <= bytes_.data()) return;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t start = reinterpret_cast<uintptr_t>(bytes_.data());  // page-aligned: mapped at offset 0
+  uintptr_t stop = std::min(reinterpret_cast<uintptr_t>(end), start + bytes_.size()) & ~(page - 1);
+  if (stop > start) ::madvise(reinterpret_cast<void*>(start), stop - start, MADV_DONTNEED);
 }
 
 bool FileReport::ok() const {
@@ -109,16 +144,22 @@ bool find_fatbin_section(Bytes data, Bytes* section, std::string* error) {
 }
 
 // Every bundle of `data` (a .hip_fatbin section or a file holding one or more
-// bundles back to back; `base`: its offset in the file), each an image of `r`.
+// bundles back to back; `base`: its offset in the file), each an image of `r`
+// or handed to `sink`. The pages
+// of a mapped file are dropped bundle by bundle behind the check.
 void check_bundles(Bytes data, uint64_t base, const std::string& path, const std::vector<TargetId>& targets,
-                   FileReport& r) {
+                   FileReport& r, const ImageSink* sink, const FileData& file) {
   auto bundles = split_fatbin_section(data);
   size_t n = 0;
   for (auto& sb : bundles) {
     std::string where = ".hip_fatbin bundle " + std::to_string(++n) + "/" + std::to_string(bundles.size()) + " @" +
                         hex(sb.offset);
-    r.images.push_back(check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : ""));
-    r.images.back().file_offset = base + sb.offset;
+    ImageReport img = check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : "");
+    img.file_offset = base + sb.offset;
+    if (sink) (*sink)(std::move(img));
+    else r.images.push_back(std::move(img));
+    uint64_t end = sb.bundle ? sb.offset + sb.bundle->encoded_size : sb.offset;
+    if (end <= data.size()) file.release_before(data.data() + end);
   }
 }
 
@@ -126,9 +167,18 @@ void check_bundles(Bytes data, uint64_t base, const std::string& path, const std
 
 FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, bool explicit_arg,
                       FileData::Access access) {
+  CheckFileOptions o;
+  o.explicit_arg = explicit_arg;
+  o.map_above = access == FileData::Access::CopyAlways ? UINT64_MAX : FileData::kCopyLimit;
+  return check_file(path, targets, o);
+}
+
+FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options) {
+  bool explicit_arg = options.explicit_arg;
+  const ImageSink* sink = options.sink;
   FileReport r;
   r.path = path;
-  auto file = FileData::open(path, access);
+  auto file = FileData::open(path, options.map_above, options.reuse, options.seen_regular);
   if (!file) {
     r.diagnostics.push_back(make_diagnostic(code::kUnreadable, path, file.error().message, "check the path and permissions"));
     return r;
@@ -137,13 +187,15 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   PayloadKind kind = classify(data);
   if (kind == PayloadKind::CodeObject) {
     r.hip = true;
-    r.images.push_back(check_image(data, path, targets));
+    ImageReport img = check_image(data, path, targets);
+    if (sink) (*sink)(std::move(img));
+    else r.images.push_back(std::move(img));
     return r;
   }
   if (kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) {
     // A bundle file, or a dumped .hip_fatbin section: several bundles back to back.
     r.hip = true;
-    check_bundles(data, 0, path, targets, r);
+    check_bundles(data, 0, path, targets, r, sink, *file);
     return r;
   }
   bool elf = data.size() >= 64 && std::equal(data.begin(), data.begin() + 4, "\x7f" "ELF");
@@ -158,8 +210,12 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
     }
     if (!section.empty()) {
       r.hip = true;
-      check_bundles(section, static_cast<uint64_t>(section.data() - data.data()), path, targets, r);
-      if (r.images.empty())
+      size_t images = 0;
+      ImageSink counting;
+      if (sink) counting = [&](ImageReport&& img) { ++images, (*sink)(std::move(img)); };
+      check_bundles(section, static_cast<uint64_t>(section.data() - data.data()), path, targets, r,
+                    sink ? &counting : nullptr, *file);
+      if (r.images.empty() && images == 0)
         r.diagnostics.push_back(make_diagnostic(code::kMalformedBundle, path, ".hip_fatbin holds no offload bundle",
                                           "rebuild the program; its GPU code is missing"));
       return r;
@@ -173,7 +229,11 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   return r;
 }
 
-std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<PathProblem>* problems) {
+namespace {
+// expand_paths, and for each file whether its stat or directory entry said
+// "regular file".
+std::vector<std::string> expand(const std::vector<std::string>& paths, std::vector<PathProblem>* problems,
+                                std::vector<bool>* regular) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
   auto problem = [&](const std::string& path, const std::error_code& ec) {
@@ -188,6 +248,7 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std
     }
     if (!fs::is_directory(st)) {
       out.push_back(p);
+      regular->push_back(fs::is_regular_file(st));
       continue;
     }
     // Walked by hand: every directory that cannot be read is reported, never skipped silently.
@@ -217,8 +278,249 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std
     }
     std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
+    regular->resize(out.size(), true);  // directory entries of regular files (or symlinks to them)
   }
   return out;
+}
+}  // namespace
+
+std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<PathProblem>* problems) {
+  std::vector<bool> regular;
+  return expand(paths, problems, &regular);
+}
+
+FileReport path_problem_report(const PathProblem& p) {
+  FileReport r;
+  r.path = p.path;
+  std::string why = p.reason;
+  if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
+  r.diagnostics.push_back(make_diagnostic(code::kUnreadable, p.path, why, "check the path and its permissions"));
+  return r;
+}
+
+FileReport empty_directory_report(const std::string& path) {
+  FileReport r;
+  r.path = path;
+  r.diagnostics.push_back(make_diagnostic(code::kNothingToCheck, path,
+                                          "no GPU code found below this directory (no code object, offload bundle or "
+                                          "program with a .hip_fatbin section): nothing was checked",
+                                          "check the path; name the build outputs that hold the kernels"));
+  return r;
+}
+
+void CollectSink::begin_file(const std::string& path) {
+  current_ = FileReport();
+  current_.path = path;
+}
+
+void CollectSink::image(ImageReport&& img) {
+  if (on_image_) on_image_(img);
+  if (!keep_parsed_) {
+    std::deque<CodeObjectSummary>().swap(img.code_objects);
+    std::vector<BundleEntry>().swap(img.entries);
+  }
+  current_.images.push_back(std::move(img));
+}
+
+void CollectSink::end_file(FileReport&& file) {
+  current_.diagnostics = std::move(file.diagnostics);
+  current_.hip = file.hip;
+  if (on_file_) on_file_(current_);
+  if (keep_) reports.push_back(std::move(current_));
+  current_ = FileReport();
+}
+
+namespace {
+
+// Delivers files to the sink in input order and keeps the verdict.
+class Delivery {
+ public:
+  Delivery(FileSink& sink, CheckPathsResult& result) : sink_(sink), result_(result) {}
+
+  // Files that need no check (HG101, HG110 reports): delivered whole.
+  void whole(FileReport&& r) {
+    sink_.begin_file(r.path);
+    for (auto& img : r.images) image_ok(img), sink_.image(std::move(img));
+    r.images.clear();
+    end(std::move(r));
+  }
+  // The images of the file being delivered: the file begins with its first image.
+  void image(const std::string& path, ImageReport&& img) {
+    if (!begun_) sink_.begin_file(path), begun_ = true;
+    image_ok(img);
+    sink_.image(std::move(img));
+  }
+  // The end of a checked file; one that is not HIP and says nothing is skipped.
+  // Returns whether it held GPU code.
+  bool finish(FileReport&& r) {
+    bool hip = r.hip;
+    if (begun_ || r.hip || !r.diagnostics.empty()) {
+      if (!begun_) sink_.begin_file(r.path);
+      end(std::move(r));
+    }
+    begun_ = false;
+    return hip;
+  }
+
+ private:
+  void image_ok(const ImageReport& img) {
+    if (!img.ok()) result_.ok = false;
+  }
+  void end(FileReport&& r) {
+    for (const auto& d : r.diagnostics) {
+      if (d.severity == Severity::Error) result_.ok = false;
+      if (d.code == code::kUnreadable) result_.unreadable = true;
+    }
+    sink_.end_file(std::move(r));
+  }
+
+  FileSink& sink_;
+  CheckPathsResult& result_;
+  bool begun_ = false;
+};
+
+// One file being checked, not yet delivered: its images wait here until it
+// is the head (at most kMaxQueued, then its thread waits).
+struct Slot {
+  static constexpr size_t kMaxQueued = 4;
+  std::deque<ImageReport> queue;
+  bool done = false;
+  FileReport report;
+  std::exception_ptr error;
+};
+
+}  // namespace
+
+CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckPathsOptions& options, FileSink& sink) {
+  CheckPathsResult result;
+  Delivery out(sink, result);
+  std::vector<PathProblem> problems;
+  std::vector<bool> regular;
+  std::vector<std::string> files = expand(paths, &problems, &regular);
+  for (const auto& p : problems) out.whole(path_problem_report(p));
+
+  // Files named on the command line get HG107 when they carry no GPU code;
+  // files found inside directories are skipped silently.
+  std::unordered_set<std::string> explicit_files;  // a hash set: thousands of files are looked up
+  std::vector<std::pair<std::string, size_t>> found_below;  // GPU-code files found in each directory argument
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) found_below.emplace_back(p, 0);
+    else explicit_files.insert(p);
+  }
+  auto count_hip = [&](const std::string& f) {
+    for (auto& [dir, n] : found_below)
+      if (f.size() > dir.size() && f.compare(0, dir.size(), dir) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
+  };
+
+  unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(files.size(), 1)));
+  if (jobs <= 1) {
+    FileData::ReadBuffer buffer;
+    for (const auto& f : files) {
+      ImageSink to_sink = [&](ImageReport&& img) { out.image(f, std::move(img)); };
+      CheckFileOptions o;
+      o.explicit_arg = explicit_files.count(f) != 0;
+      o.sink = &to_sink;
+      o.map_above = kCliMapAbove;
+      o.reuse = &buffer;
+      o.seen_regular = regular[&f - files.data()];
+      if (out.finish(check_file(f, options.targets, o))) count_hip(f);
+    }
+  } else {
+    // `jobs` threads (this one among them) take files in order, at most
+    // `window` ahead of the head: the first file not yet delivered. The
+    // thread checking the head delivers its images as they come; other
+    // threads queue theirs (at most Slot::kMaxQueued, then wait), and the
+    // thread that finishes the head delivers what follows and is complete.
+    // Everything the sink sees happens under `m`, in input order.
+    const size_t window = 16 * static_cast<size_t>(jobs);
+    std::vector<Slot> slots(window);
+    std::mutex m;
+    std::condition_variable cv;
+    size_t head = 0;
+    bool stop = false;
+    std::exception_ptr failed;
+    std::atomic<size_t> next{0};
+    auto finish_file = [&](size_t i, Slot& s) {  // under m
+      if (s.error) {
+        if (!failed) failed = s.error;
+        stop = true;
+      } else if (!stop && out.finish(std::move(s.report))) {
+        count_hip(files[i]);
+      }
+      s = Slot();
+    };
+    auto drain = [&](size_t i, Slot& s) {  // under m: queued images of the head
+      while (!s.queue.empty()) {
+        ImageReport img = std::move(s.queue.front());
+        s.queue.pop_front();
+        if (!stop) out.image(files[i], std::move(img));
+      }
+    };
+    auto advance = [&] {  // under m: deliver the head while it is complete
+      for (;;) {
+        Slot& s = slots[head % window];
+        drain(head, s);
+        if (!s.done) break;
+        finish_file(head, s);
+        if (++head >= files.size()) break;
+      }
+      cv.notify_all();
+    };
+    auto worker = [&] {
+      FileData::ReadBuffer buffer;
+      for (;;) {
+        size_t i = next.fetch_add(1);
+        if (i >= files.size()) return;
+        Slot* slot;
+        {
+          std::unique_lock<std::mutex> lock(m);
+          cv.wait(lock, [&] { return stop || i < head + window; });
+          if (stop) return;
+          slot = &slots[i % window];
+        }
+        ImageSink to_sink = [&](ImageReport&& img) {
+          std::unique_lock<std::mutex> lock(m);
+          cv.wait(lock, [&] { return stop || i == head || slot->queue.size() < Slot::kMaxQueued; });
+          if (stop) return;
+          if (i == head) {
+            drain(i, *slot);
+            out.image(files[i], std::move(img));
+          } else {
+            slot->queue.push_back(std::move(img));
+          }
+        };
+        CheckFileOptions o;
+        o.explicit_arg = explicit_files.count(files[i]) != 0;
+        o.sink = &to_sink;
+        o.map_above = kCliMapAbove;
+        o.reuse = &buffer;
+        o.seen_regular = regular[i];
+        FileReport r;
+        std::exception_ptr error;
+        try {
+          r = check_file(files[i], options.targets, o);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(m);
+        slot->report = std::move(r);
+        slot->error = error;
+        slot->done = true;
+        if (i == head) advance();
+      }
+    };
+    std::vector<std::thread> threads;
+    for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker);
+    worker();
+    for (auto& t : threads) t.join();
+    if (failed) std::rethrow_exception(failed);
+  }
+  if (options.empty_directory_is_error)
+    for (const auto& [dir, n] : found_below)
+      if (n == 0) out.whole(empty_directory_report(dir));
+  return result;
 }
 
 }  // namespace hipguard

@@ -1,162 +1,447 @@
 #include "hipguard/report.h"
 
-#include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "hipguard/version.h"
+#include "report_internal.h"
+
 namespace hipguard {
+
+// ------------------------------------------------------------------ summary
+
+void SeverityCounts::add(Severity s) {
+  switch (s) {
+    case Severity::Error: ++error; break;
+    case Severity::Warning: ++warning; break;
+    case Severity::Note: ++note; break;
+  }
+}
+
+ReportSummary::ReportSummary(const std::vector<TargetId>& targets) {
+  for (const auto& t : targets) {
+    TargetSummary s;
+    s.target = t.str();
+    per_target.push_back(std::move(s));
+  }
+}
+
+void ReportSummary::add_diagnostic(const Diagnostic& d) {
+  all.add(d.severity);
+  if (d.target.empty()) {
+    structural.add(d.severity);
+    return;
+  }
+  for (auto& t : per_target)
+    if (t.target == d.target) {
+      t.diagnostics.add(d.severity);
+      return;
+    }
+  other_targets.add(d.severity);  // a target not in the list (never from the CLI)
+}
+
+void ReportSummary::add_image(const ImageReport& img) {
+  ++images;
+  if (!img.structurally_ok) ++structural_failed_images;
+  for (const auto& c : img.code_objects) ++code_objects, kernels += c.co.kernels.size();
+  for (size_t t = 0; t < per_target.size(); ++t) {
+    bool can_run = t < img.verdicts.size() && img.verdicts[t].can_run;
+    ++(can_run ? per_target[t].can_run : per_target[t].cannot_run);
+  }
+  for (const auto& d : img.diagnostics) add_diagnostic(d);
+}
+
+void ReportSummary::add_file(const FileReport& r) {
+  ++files;
+  bool error = false;
+  for (const auto& d : r.diagnostics) {
+    add_diagnostic(d);
+    error = error || d.severity == Severity::Error;
+  }
+  if (error) ++file_errors;
+}
+
+// --------------------------------------------------------------------- JSON
+
 namespace {
+
+using llvm::json::OStream;
 
 // JSON strings must be UTF-8. A name or path that is not keeps its exact bytes
 // in "<key>_hex" (two hex digits per byte); "<key>" then has U+FFFD for each
 // invalid sequence (docs/report.md).
-void put_text(llvm::json::Object& o, llvm::StringRef key, const std::string& text) {
+void put_text(OStream& j, llvm::StringRef key, const std::string& text) {
   if (llvm::json::isUTF8(text)) {
-    o[key] = text;
+    j.attribute(key, llvm::StringRef(text));
     return;
   }
-  o[key] = llvm::json::fixUTF8(text);
+  j.attribute(key, llvm::json::fixUTF8(text));
   std::string hex;
   static constexpr char kHex[] = "0123456789abcdef";
   for (unsigned char c : text) hex += kHex[c >> 4], hex += kHex[c & 15];
-  o[(key + "_hex").str()] = std::move(hex);
+  j.attribute((key + "_hex").str(), hex);
 }
 
-}  // namespace
-
-llvm::json::Value diagnostic_json(const Diagnostic& d) {
-  llvm::json::Object o{{"code", d.code}, {"severity", std::string(to_string(d.severity))}};
-  put_text(o, "file", d.file);
-  put_text(o, "entry", d.entry);
-  put_text(o, "kernel", d.kernel);
-  put_text(o, "target", d.target);
-  put_text(o, "message", d.message);
-  put_text(o, "fix", d.fix);
-  if (d.value) o["value"] = static_cast<int64_t>(*d.value);
-  if (d.limit) o["limit"] = static_cast<int64_t>(*d.limit);
-  return o;
+llvm::StringRef utf8(const std::string& s, std::string& fixed) {
+  if (llvm::json::isUTF8(s)) return s;
+  fixed = llvm::json::fixUTF8(s);
+  return fixed;
 }
 
-namespace {
-
-llvm::json::Value code_object_json(const CodeObjectSummary& c) {
-  llvm::json::Array kernels, devfns, orphans;
-  for (const auto& k : c.co.kernels) {
-    llvm::json::Object o{{"group_segment_fixed_size", static_cast<int64_t>(k.group_segment_fixed_size)},
-                         {"private_segment_fixed_size", static_cast<int64_t>(k.private_segment_fixed_size)},
-                         {"kernarg_segment_size", static_cast<int64_t>(k.kernarg_segment_size)},
-                         {"kernarg_segment_align", static_cast<int64_t>(k.kernarg_segment_align)},
-                         {"wavefront_size", static_cast<int64_t>(k.wavefront_size)},
-                         {"max_flat_workgroup_size", static_cast<int64_t>(k.max_flat_workgroup_size)},
-                         {"sgpr_count", static_cast<int64_t>(k.sgpr_count)},
-                         {"vgpr_count", static_cast<int64_t>(k.vgpr_count)},
-                         {"uses_dynamic_stack", k.uses_dynamic_stack},
-                         {"args", static_cast<int64_t>(k.args.size())}};
-    put_text(o, "name", k.name);
-    put_text(o, "symbol", k.symbol);
-    if (k.agpr_count) o["agpr_count"] = static_cast<int64_t>(*k.agpr_count);
-    if (k.descriptor)
-      o["descriptor"] = llvm::json::Object{
-          {"group_segment_fixed_size", static_cast<int64_t>(k.descriptor->group_segment_fixed_size)},
-          {"private_segment_fixed_size", static_cast<int64_t>(k.descriptor->private_segment_fixed_size)},
-          {"kernarg_size", static_cast<int64_t>(k.descriptor->kernarg_size)},
-          {"compute_pgm_rsrc1", static_cast<int64_t>(k.descriptor->compute_pgm_rsrc1)},
-          {"compute_pgm_rsrc2", static_cast<int64_t>(k.descriptor->compute_pgm_rsrc2)},
-          {"compute_pgm_rsrc3", static_cast<int64_t>(k.descriptor->compute_pgm_rsrc3)},
-          {"kernel_code_properties", static_cast<int64_t>(k.descriptor->kernel_code_properties)}};
-    kernels.push_back(std::move(o));
-  }
-  for (const auto& f : c.co.device_functions) devfns.push_back(llvm::json::fixUTF8(f));
-  for (const auto& f : c.co.kernels_without_metadata) orphans.push_back(llvm::json::fixUTF8(f));
-  llvm::json::Object o{{"target", describe_target(c.co)},
-                            {"e_flags", static_cast<int64_t>(c.co.e_flags)},
-                            {"code_object_version", static_cast<int64_t>(c.co.version)},
-                            {"size", static_cast<int64_t>(c.co.size)},
-                            {"kernels", std::move(kernels)},
-                            {"device_functions", std::move(devfns)},
-                            {"kernels_without_metadata", std::move(orphans)}};
-  put_text(o, "entry", c.entry);
-  return o;
+void write_diag(OStream& j, const Diagnostic& d) {
+  j.object([&] {
+    j.attribute("code", llvm::StringRef(d.code));
+    j.attribute("severity", llvm::StringRef(to_string(d.severity)));
+    put_text(j, "file", d.file);
+    put_text(j, "entry", d.entry);
+    put_text(j, "kernel", d.kernel);
+    put_text(j, "target", d.target);
+    put_text(j, "message", d.message);
+    put_text(j, "fix", d.fix);
+    if (d.value) j.attribute("value", static_cast<int64_t>(*d.value));
+    if (d.limit) j.attribute("limit", static_cast<int64_t>(*d.limit));
+  });
 }
 
-}  // namespace
+void write_diags(OStream& j, llvm::StringRef key, const std::vector<Diagnostic>& diags) {
+  j.attributeArray(key, [&] {
+    for (const auto& d : diags) write_diag(j, d);
+  });
+}
 
-std::string report_json(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets, const RunInfo* run) {
-  llvm::json::Array files;
-  for (const auto& r : reports) {
-    llvm::json::Array images, fdiags;
-    for (const auto& d : r.diagnostics) fdiags.push_back(diagnostic_json(d));
-    for (const auto& img : r.images) {
-      llvm::json::Array verdicts, diags, cos, entries;
+int64_t i64(uint64_t v) { return static_cast<int64_t>(v); }
+
+void write_code_object(OStream& j, const CodeObjectSummary& c) {
+  std::string fixed;
+  j.object([&] {
+    put_text(j, "entry", c.entry);
+    j.attribute("target", describe_target(c.co));
+    j.attribute("e_flags", i64(c.co.e_flags));
+    j.attribute("code_object_version", i64(c.co.version));
+    j.attribute("size", i64(c.co.size));
+    j.attributeArray("kernels", [&] {
+      for (const auto& k : c.co.kernels)
+        j.object([&] {
+          put_text(j, "name", k.name);
+          put_text(j, "symbol", k.symbol);
+          j.attribute("group_segment_fixed_size", i64(k.group_segment_fixed_size));
+          j.attribute("private_segment_fixed_size", i64(k.private_segment_fixed_size));
+          j.attribute("kernarg_segment_size", i64(k.kernarg_segment_size));
+          j.attribute("kernarg_segment_align", i64(k.kernarg_segment_align));
+          j.attribute("wavefront_size", i64(k.wavefront_size));
+          j.attribute("max_flat_workgroup_size", i64(k.max_flat_workgroup_size));
+          j.attribute("sgpr_count", i64(k.sgpr_count));
+          j.attribute("vgpr_count", i64(k.vgpr_count));
+          if (k.agpr_count) j.attribute("agpr_count", i64(*k.agpr_count));
+          j.attribute("uses_dynamic_stack", k.uses_dynamic_stack);
+          j.attribute("args", i64(k.args.size()));
+          if (k.descriptor)
+            j.attributeObject("descriptor", [&] {
+              const KernelDescriptor& d = *k.descriptor;
+              j.attribute("group_segment_fixed_size", i64(d.group_segment_fixed_size));
+              j.attribute("private_segment_fixed_size", i64(d.private_segment_fixed_size));
+              j.attribute("kernarg_size", i64(d.kernarg_size));
+              j.attribute("compute_pgm_rsrc1", i64(d.compute_pgm_rsrc1));
+              j.attribute("compute_pgm_rsrc2", i64(d.compute_pgm_rsrc2));
+              j.attribute("compute_pgm_rsrc3", i64(d.compute_pgm_rsrc3));
+              j.attribute("kernel_code_properties", i64(d.kernel_code_properties));
+            });
+        });
+    });
+    j.attributeArray("device_functions", [&] {
+      for (const auto& f : c.co.device_functions) j.value(utf8(f, fixed));
+    });
+    j.attributeArray("kernels_without_metadata", [&] {
+      for (const auto& f : c.co.kernels_without_metadata) j.value(utf8(f, fixed));
+    });
+  });
+}
+
+void write_image(OStream& j, const ImageReport& img) {
+  std::string fixed;
+  j.object([&] {
+    j.attribute("location", utf8(img.location, fixed));
+    j.attribute("kind", llvm::StringRef(to_string(img.kind)));
+    if (img.kind == PayloadKind::CompressedBundle) {
+      j.attribute("ccob_version", i64(img.ccob_version));
+      j.attribute("compression", img.ccob_method == 0 ? "zlib" : img.ccob_method == 1 ? "zstd" : "unknown");
+    }
+    j.attribute("ok", img.ok());
+    j.attributeArray("entries", [&] {
+      for (const auto& e : img.entries)
+        j.object([&] {
+          put_text(j, "id", e.id);
+          j.attribute("offset", i64(e.offset));
+          j.attribute("size", i64(e.size));
+        });
+    });
+    j.attributeArray("code_objects", [&] {
+      for (const auto& c : img.code_objects) write_code_object(j, c);
+    });
+    j.attributeArray("verdicts", [&] {
       for (const auto& v : img.verdicts)
-        verdicts.push_back(llvm::json::Object{{"target", v.target.str()},
-                                              {"can_run", v.can_run},
-                                              {"selection", std::string(to_string(v.selection))},
-                                              {"selected", llvm::json::fixUTF8(v.selected)}});
-      for (const auto& d : img.diagnostics) diags.push_back(diagnostic_json(d));
-      for (const auto& e : img.entries) {
-        llvm::json::Object entry{{"offset", static_cast<int64_t>(e.offset)}, {"size", static_cast<int64_t>(e.size)}};
-        put_text(entry, "id", e.id);
-        entries.push_back(std::move(entry));
-      }
-      for (const auto& c : img.code_objects) cos.push_back(code_object_json(c));
-      llvm::json::Object image{{"location", llvm::json::fixUTF8(img.location)},
-                               {"kind", std::string(to_string(img.kind))},
-                               {"ok", img.ok()},
-                               {"entries", std::move(entries)},
-                               {"code_objects", std::move(cos)},
-                               {"verdicts", std::move(verdicts)},
-                               {"diagnostics", std::move(diags)}};
-      if (img.kind == PayloadKind::CompressedBundle) {
-        image["ccob_version"] = static_cast<int64_t>(img.ccob_version);
-        image["compression"] = img.ccob_method == 0 ? "zlib" : img.ccob_method == 1 ? "zstd" : "unknown";
-      }
-      images.push_back(std::move(image));
-    }
-    llvm::json::Object file{{"ok", r.ok()}, {"images", std::move(images)}, {"diagnostics", std::move(fdiags)}};
-    put_text(file, "path", r.path);
-    files.push_back(std::move(file));
+        j.object([&] {
+          j.attribute("target", v.target.str());
+          j.attribute("can_run", v.can_run);
+          j.attribute("selection", llvm::StringRef(to_string(v.selection)));
+          j.attribute("selected", utf8(v.selected, fixed));
+          j.attribute("kernels", i64(v.kernels));
+        });
+    });
+    write_diags(j, "diagnostics", img.diagnostics);
+  });
+}
+
+void write_counts(OStream& j, const SeverityCounts& c) {
+  j.attribute("error", i64(c.error));
+  j.attribute("warning", i64(c.warning));
+  j.attribute("note", i64(c.note));
+}
+
+void write_summary(OStream& j, const ReportSummary& s) {
+  j.attributeObject("summary", [&] {
+    j.attribute("files", i64(s.files));
+    j.attribute("file_errors", i64(s.file_errors));
+    j.attribute("images", i64(s.images));
+    j.attribute("code_objects", i64(s.code_objects));
+    j.attribute("kernels", i64(s.kernels));
+    j.attributeObject("diagnostics", [&] { write_counts(j, s.all); });
+    j.attributeObject("structural", [&] {
+      j.attribute("failed_images", i64(s.structural_failed_images));
+      write_counts(j, s.structural);
+    });
+    j.attributeArray("targets", [&] {
+      for (const auto& t : s.per_target)
+        j.object([&] {
+          j.attribute("target", t.target);
+          j.attribute("can_run", i64(t.can_run));
+          j.attribute("cannot_run", i64(t.cannot_run));
+          write_counts(j, t.diagnostics);
+        });
+    });
+  });
+}
+
+void write_run(OStream& j, const RunInfo& run) {
+  j.attributeObject("run", [&] {
+    put_text(j, "program", run.program);
+    j.attribute("pid", i64(run.pid));
+    j.attribute("mode", run.mode);
+    j.attribute("target_source", run.target_source);
+    j.attributeArray("devices", [&] {
+      for (const auto& d : run.devices) j.value(d);
+    });
+    j.attributeArray("kernels", [&] {
+      for (const auto& k : run.kernels)
+        j.object([&] {
+          put_text(j, "name", k.name);
+          put_text(j, "file", k.file);
+          j.attribute("launches", i64(k.launches));
+          j.attribute("blocked", i64(k.blocked));
+          j.attributeArray("findings", [&] {
+            for (const auto& c : k.codes) j.value(c);
+          });
+        });
+    });
+    write_diags(j, "consequences", run.consequences);
+    j.attribute("not_listed", i64(run.not_listed));
+  });
+}
+
+class JsonWriter final : public ReportWriter {
+ public:
+  JsonWriter(llvm::raw_ostream& os, const std::vector<TargetId>& targets) : os_(os), j_(os, 2), summary_(targets) {
+    j_.objectBegin();
+    j_.attribute("schema", kReportSchema);
+    j_.attributeObject("tool", [&] {
+      j_.attribute("name", "hipguard");
+      j_.attribute("version", HIPGUARD_VERSION_STRING);
+    });
+    j_.attributeArray("targets", [&] {
+      for (const auto& t : targets) j_.value(t.str());
+    });
+    j_.attributeBegin("files");
+    j_.arrayBegin();
   }
-  llvm::json::Array tlist;
-  for (const auto& t : targets) tlist.push_back(t.str());
-  llvm::json::Object doc{{"schema", "hipguard-report/1"}, {"targets", std::move(tlist)}, {"files", std::move(files)}};
-  if (run) {
-    llvm::json::Array devices, kernels;
-    for (const auto& d : run->devices) devices.push_back(d);
-    for (const auto& k : run->kernels) {
-      llvm::json::Array codes;
-      for (const auto& c : k.codes) codes.push_back(c);
-      llvm::json::Object kernel{{"launches", static_cast<int64_t>(k.launches)},
-                                {"blocked", static_cast<int64_t>(k.blocked)},
-                                {"findings", std::move(codes)}};
-      put_text(kernel, "name", k.name);
-      put_text(kernel, "file", k.file);
-      kernels.push_back(std::move(kernel));
-    }
-    llvm::json::Array consequences;
-    for (const auto& d : run->consequences) consequences.push_back(diagnostic_json(d));
-    llvm::json::Object r{{"pid", static_cast<int64_t>(run->pid)},
-                         {"consequences", std::move(consequences)},
-                         {"mode", run->mode},
-                         {"target_source", run->target_source},
-                         {"devices", std::move(devices)},
-                         {"kernels", std::move(kernels)},
-                         {"not_listed", static_cast<int64_t>(run->not_listed)}};
-    put_text(r, "program", run->program);
-    doc["run"] = std::move(r);
+
+  void begin_file(const std::string& path) override {
+    j_.objectBegin();
+    put_text(j_, "path", path);
+    j_.attributeBegin("images");
+    j_.arrayBegin();
+    file_ok_ = true;
   }
+
+  void image(ImageReport&& img) override {
+    write_image(j_, img);
+    summary_.add_image(img);
+    file_ok_ = file_ok_ && img.ok();
+  }
+
+  void end_file(FileReport&& r) override {
+    j_.arrayEnd();
+    j_.attributeEnd();
+    write_diags(j_, "diagnostics", r.diagnostics);
+    for (const auto& d : r.diagnostics) file_ok_ = file_ok_ && d.severity != Severity::Error;
+    j_.attribute("ok", file_ok_);
+    j_.objectEnd();
+    summary_.add_file(r);
+  }
+
+  void finish(const RunInfo* run) override {
+    j_.arrayEnd();
+    j_.attributeEnd();
+    write_summary(j_, summary_);
+    if (run) write_run(j_, *run);
+    j_.objectEnd();
+    j_.flush();
+    os_ << "\n";
+    os_.flush();
+  }
+
+ private:
+  llvm::raw_ostream& os_;
+  OStream j_;
+  ReportSummary summary_;
+  bool file_ok_ = true;
+};
+
+// -------------------------------------------------------------------- JUnit
+
+// One <testsuite> per target (one "structural" suite without targets), one
+// <testcase> per (target, image) and per file with an error of its own, at
+// most one <failure> each: the image cannot run on the target (or, without
+// targets, is structurally broken). The suites' test cases are kept as text
+// until finish(), since a suite's counts come before its cases.
+class JUnitWriter final : public ReportWriter {
+  struct Suite {
+    std::string name, body;
+    size_t tests = 0, failures = 0;
+  };
+
+ public:
+  JUnitWriter(llvm::raw_ostream& os, const std::vector<TargetId>& targets) : os_(os), targets_(targets) {
+    for (const auto& t : targets) suites_.push_back({t.str(), "", 0, 0});
+    if (suites_.empty()) suites_.push_back({"structural", "", 0, 0});
+  }
+
+  void begin_file(const std::string& path) override { path_ = path; }
+
+  void image(ImageReport&& img) override {
+    std::string name = img.location.empty() ? img.origin : img.origin + " [" + img.location + "]";
+    for (size_t t = 0; t < suites_.size(); ++t) {
+      bool structural = targets_.empty();
+      bool failed = structural ? !img.structurally_ok : !(t < img.verdicts.size() && img.verdicts[t].can_run);
+      // The errors that concern this target fail it; everything else is output.
+      std::vector<const Diagnostic*> errors;
+      std::string out;
+      for (const auto& d : img.diagnostics) {
+        bool mine = structural || d.target.empty() || d.target == suites_[t].name;
+        if (!mine) continue;
+        if (failed && d.severity == Severity::Error) errors.push_back(&d);
+        else out += format_line(d) + "\n";
+      }
+      Suite& s = suites_[t];
+      ++s.tests;
+      s.body += "  <testcase classname=\"hipguard." + xml_escape(s.name) + "\" name=\"" + xml_escape(name) + "\"";
+      if (!failed && out.empty()) {
+        s.body += "/>\n";
+        continue;
+      }
+      s.body += ">";
+      if (failed) {
+        ++s.failures;
+        std::string type = errors.empty() ? "cannot-run" : errors[0]->code;
+        std::string message = errors.empty() ? "cannot run on " + s.name : errors[0]->message;
+        if (errors.size() > 1) message += " (and " + std::to_string(errors.size() - 1) + " more errors)";
+        s.body += "<failure type=\"" + xml_escape(type) + "\" message=\"" + xml_escape(message) + "\">";
+        for (const Diagnostic* d : errors) s.body += xml_escape(format_line(*d)) + "\n";
+        s.body += "</failure>";
+      }
+      if (!out.empty()) s.body += "<system-out>" + xml_escape(out) + "</system-out>";
+      s.body += "</testcase>\n";
+    }
+  }
+
+  void end_file(FileReport&& r) override {
+    std::vector<const Diagnostic*> errors;
+    for (const auto& d : r.diagnostics)
+      if (d.severity == Severity::Error) errors.push_back(&d);
+    if (errors.empty()) return;
+    std::string message = errors[0]->message;
+    if (errors.size() > 1) message += " (and " + std::to_string(errors.size() - 1) + " more errors)";
+    for (auto& s : suites_) {
+      ++s.tests, ++s.failures;
+      s.body += "  <testcase classname=\"hipguard." + xml_escape(s.name) + "\" name=\"" + xml_escape(path_) +
+                "\"><failure type=\"" + xml_escape(errors[0]->code) + "\" message=\"" + xml_escape(message) + "\">";
+      for (const Diagnostic* d : errors) s.body += xml_escape(format_line(*d)) + "\n";
+      s.body += "</failure></testcase>\n";
+    }
+  }
+
+  void finish(const RunInfo*) override {
+    size_t tests = 0, failures = 0;
+    for (const auto& s : suites_) tests += s.tests, failures += s.failures;
+    os_ << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"hipguard\" tests=\"" << tests
+        << "\" failures=\"" << failures << "\">\n";
+    for (auto& s : suites_) {
+      os_ << " <testsuite name=\"hipguard " << xml_escape(s.name) << "\" tests=\"" << s.tests << "\" failures=\""
+          << s.failures << "\" errors=\"0\" skipped=\"0\">\n"
+          << s.body << " </testsuite>\n";
+      std::string().swap(s.body);
+    }
+    os_ << "</testsuites>\n";
+    os_.flush();
+  }
+
+ private:
+  llvm::raw_ostream& os_;
+  std::vector<TargetId> targets_;
+  std::vector<Suite> suites_;
+  std::string path_;
+};
+
+class StdioOStream final : public llvm::raw_ostream {
+ public:
+  explicit StdioOStream(std::FILE* f) : f_(f) {}
+  ~StdioOStream() override { flush(); }
+
+ private:
+  void write_impl(const char* p, size_t n) override {
+    std::fwrite(p, 1, n, f_);
+    pos_ += n;
+  }
+  uint64_t current_pos() const override { return pos_; }
+  std::FILE* f_;
+  uint64_t pos_ = 0;
+};
+
+std::string render(ReportFormat format, const std::vector<FileReport>& reports, const std::vector<TargetId>& targets,
+                   const RunInfo* run) {
   std::string out;
   llvm::raw_string_ostream os(out);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc)));
+  auto w = make_report_writer(format, os, targets);
+  for (const auto& r : reports) {
+    w->begin_file(r.path);
+    for (const auto& img : r.images) w->image(ImageReport(img));
+    FileReport rest;
+    rest.path = r.path;
+    rest.diagnostics = r.diagnostics;
+    rest.hip = r.hip;
+    w->end_file(std::move(rest));
+  }
+  w->finish(run);
   os.flush();
   return out;
 }
 
+}  // namespace
 
 // escape_text (no control characters or invalid UTF-8 survive: XML 1.0 allows
 // neither), then XML's own escapes.
 std::string xml_escape(const std::string& text) {
   std::string o, s = escape_text(text);
+  o.reserve(s.size());
   for (char c : s) {
     switch (c) {
       case '&': o += "&amp;"; break;
@@ -169,49 +454,47 @@ std::string xml_escape(const std::string& text) {
   return o;
 }
 
+// The same object write_diag streams, as a value (the shim's journal lines).
+llvm::json::Value diagnostic_json(const Diagnostic& d) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  {
+    OStream j(os);
+    write_diag(j, d);
+  }
+  os.flush();
+  auto v = llvm::json::parse(text);
+  if (!v) {
+    llvm::consumeError(v.takeError());
+    return llvm::json::Object{};
+  }
+  return std::move(*v);
+}
+
+std::unique_ptr<ReportWriter> make_report_writer(ReportFormat format, llvm::raw_ostream& os,
+                                                 const std::vector<TargetId>& targets) {
+  switch (format) {
+    case ReportFormat::Json: return std::make_unique<JsonWriter>(os, targets);
+    case ReportFormat::JUnit: return std::make_unique<JUnitWriter>(os, targets);
+    case ReportFormat::Sarif: return make_sarif_writer(os, targets);
+  }
+  return nullptr;
+}
+
+std::unique_ptr<llvm::raw_ostream> stdio_ostream(std::FILE* f) { return std::make_unique<StdioOStream>(f); }
+
+std::string report_json(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets, const RunInfo* run) {
+  std::string doc = render(ReportFormat::Json, reports, targets, run);
+  if (!doc.empty() && doc.back() == '\n') doc.pop_back();  // as before: the caller adds the newline
+  return doc;
+}
+
 std::string report_junit(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets) {
-  // One testsuite per target, one testcase per image; a failure per error diagnostic.
-  std::string body;
-  size_t tests = 0, failures = 0;
-  std::vector<TargetId> ts = targets;
-  bool structural = ts.empty();
-  if (structural) {
-    TargetId none;
-    none.processor = "structural";
-    ts.push_back(none);
-  }
-  for (size_t t = 0; t < ts.size(); ++t) {
-    std::string suite;
-    size_t st = 0, sf = 0;
-    for (const auto& r : reports) {
-      for (const auto& img : r.images) {
-        ++st;
-        std::string name = img.location.empty() ? img.origin : img.origin + " [" + img.location + "]";
-        std::string fails;
-        for (const auto& d : img.diagnostics) {
-          if (d.severity != Severity::Error) continue;
-          if (!structural && !d.target.empty() && d.target != ts[t].str()) continue;
-          fails += "<failure type=\"" + d.code + "\" message=\"" + xml_escape(d.message) + "\">" +
-                   xml_escape(format_line(d)) + "</failure>";
-        }
-        if (!fails.empty()) ++sf;
-        suite += "  <testcase classname=\"hipguard." + xml_escape(ts[t].str()) + "\" name=\"" + xml_escape(name) + "\">" +
-                 fails + "</testcase>\n";
-      }
-      for (const auto& d : r.diagnostics) {
-        if (d.severity != Severity::Error) continue;
-        ++st, ++sf;
-        suite += "  <testcase classname=\"hipguard." + xml_escape(ts[t].str()) + "\" name=\"" + xml_escape(r.path) +
-                 "\"><failure type=\"" + d.code + "\" message=\"" + xml_escape(d.message) + "\"/></testcase>\n";
-      }
-    }
-    tests += st;
-    failures += sf;
-    body += " <testsuite name=\"hipguard " + xml_escape(ts[t].str()) + "\" tests=\"" + std::to_string(st) +
-            "\" failures=\"" + std::to_string(sf) + "\">\n" + suite + " </testsuite>\n";
-  }
-  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"" + std::to_string(tests) + "\" failures=\"" +
-         std::to_string(failures) + "\">\n" + body + "</testsuites>\n";
+  return render(ReportFormat::JUnit, reports, targets, nullptr);
+}
+
+std::string report_sarif(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets) {
+  return render(ReportFormat::Sarif, reports, targets, nullptr);
 }
 
 }  // namespace hipguard

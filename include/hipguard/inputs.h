@@ -3,6 +3,7 @@
 // raw .co/.hsaco code objects, and directories of those.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,12 +24,33 @@ class FileData {
   // no SIGBUS handler of ours, so a file truncated while read must not fault).
   enum class Access { MapLarge, CopyAlways };
   static Result<FileData> open(const std::string& path, Access access = Access::MapLarge);
+  // A buffer one thread reuses from file to file (the offline check reads
+  // thousands of small code objects: one allocation, no page faults per file).
+  struct ReadBuffer {
+    std::unique_ptr<uint8_t[]> data;
+    uint64_t capacity = 0;
+  };
+  // `map_above`: files larger than this are mapped instead of copied (the CLI
+  // maps from kCliMapAbove: only the pages the checks touch are read; the
+  // shim keeps kCopyLimit). `reuse`: copy into this buffer, which must outlive
+  // the FileData and is not used by another FileData meanwhile.
+  // `seen_regular`: the caller has just seen that `path` is a regular file
+  // (a directory walk): one stat fewer; the descriptor is still checked.
+  static Result<FileData> open(const std::string& path, uint64_t map_above, ReadBuffer* reuse = nullptr,
+                               bool seen_regular = false);
   Bytes bytes() const { return bytes_; }
+  bool mapped() const { return mapped_; }
+  // Mapped files: drops the pages wholly before `end` from this process's
+  // memory (they are read again from the page cache if touched again), so a
+  // 1.3 GB library checked bundle by bundle never holds more than one bundle.
+  void release_before(const uint8_t* end) const;
 
  private:
   std::shared_ptr<void> owner_;
   Bytes bytes_;
+  bool mapped_ = false;
 };
+inline constexpr uint64_t kCliMapAbove = 1ull << 20;
 
 struct FileReport {
   std::string path;
@@ -44,6 +66,19 @@ struct FileReport {
 FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, bool explicit_arg = true,
                       FileData::Access access = FileData::Access::MapLarge);
 
+// The same, with each image handed to `sink` as soon as it is checked instead
+// of being kept in the report (a 111-bundle library then never holds more
+// than one bundle's parsed code objects); the returned report has no images.
+using ImageSink = std::function<void(ImageReport&&)>;
+struct CheckFileOptions {
+  bool explicit_arg = true;
+  const ImageSink* sink = nullptr;                 // null: images are kept in the report
+  uint64_t map_above = FileData::kCopyLimit;       // see FileData::open
+  FileData::ReadBuffer* reuse = nullptr;
+  bool seen_regular = false;                       // see FileData::open
+};
+FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options);
+
 // A path that could not be used: missing, unreadable directory, symlink loop,
 // name too long, ... (reported as HG101 by the CLI).
 struct PathProblem {
@@ -54,5 +89,63 @@ struct PathProblem {
 // files followed, symlinked directories not walked); plain files are kept as
 // given. Never throws: each path or directory that cannot be read is a problem.
 std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<PathProblem>* problems);
+
+// A path that could not be used, as a report of its own (HG101), so the check
+// fails instead of skipping it.
+FileReport path_problem_report(const PathProblem& p);
+// A directory argument below which no GPU code was found (HG110), so a
+// mistyped CI path does not pass the gate by checking nothing.
+FileReport empty_directory_report(const std::string& path);
+
+// Receives the files of check_paths in input order, from the calling thread:
+// begin_file, then each image as it is checked, then end_file with the file's
+// own diagnostics (its `images` are empty: they went to image()).
+class FileSink {
+ public:
+  virtual ~FileSink() = default;
+  virtual void begin_file(const std::string& path) = 0;
+  virtual void image(ImageReport&& img) = 0;
+  virtual void end_file(FileReport&& file) = 0;
+};
+
+// A sink that rebuilds whole FileReports (for the text outputs): each image
+// goes to `on_image` as it arrives, each file to `on_file` when complete, and
+// is kept in `reports` when `keep`. Without `keep_parsed`, images lose their
+// parsed code objects and bundle entries after on_image (verdicts and
+// diagnostics stay), so memory stays flat over thousands of files.
+class CollectSink : public FileSink {
+ public:
+  explicit CollectSink(bool keep_parsed, std::function<void(FileReport&)> on_file = {}, bool keep = true,
+                       std::function<void(const ImageReport&)> on_image = {})
+      : keep_parsed_(keep_parsed), keep_(keep), on_file_(std::move(on_file)), on_image_(std::move(on_image)) {}
+  void begin_file(const std::string& path) override;
+  void image(ImageReport&& img) override;
+  void end_file(FileReport&& file) override;
+  std::vector<FileReport> reports;
+
+ private:
+  bool keep_parsed_, keep_;
+  std::function<void(FileReport&)> on_file_;
+  std::function<void(const ImageReport&)> on_image_;
+  FileReport current_;
+};
+
+struct CheckPathsOptions {
+  std::vector<TargetId> targets;
+  unsigned jobs = 0;                      // worker threads; 0: one per hardware thread
+  bool empty_directory_is_error = true;   // HG110 for a directory without GPU code (check; not inspect)
+};
+struct CheckPathsResult {
+  bool ok = true;           // every file and image ok (FileReport::ok)
+  bool unreadable = false;  // some path could not be read (HG101)
+};
+
+// `hipguard check` / `inspect` over paths: unusable paths first (HG101), then
+// every file (directories expanded, files named on the command line that hold
+// no GPU code get HG107, other files without GPU code are skipped), then HG110
+// for each directory argument without GPU code. Files are checked by `jobs`
+// threads, a bounded number ahead of the one being delivered; what `sink`
+// receives, and in which order, does not depend on `jobs`.
+CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckPathsOptions& options, FileSink& sink);
 
 }  // namespace hipguard

@@ -1,10 +1,19 @@
-// Machine-readable reports: one JSON schema ("hipguard-report/1") shared by
-// `hipguard check --json`, `hipguard inspect --json` and the shim's
-// HIPGUARD_REPORT file; a JUnit XML rendering for CI systems. See docs/report.md.
+// Machine-readable reports: one JSON schema ("hipguard-report/1",
+// docs/report.schema.json) shared by `hipguard check --json`, `hipguard inspect
+// --json` and the shim's HIPGUARD_REPORT file; JUnit XML and SARIF 2.1.0
+// renderings for CI systems. See docs/report.md.
+//
+// The writers stream: each file and image is written as it is handed over
+// (llvm::json::OStream on a raw_ostream), so a library with 111 fat binaries
+// and 12k kernels never exists as one document tree or one string.
 #pragma once
 
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <llvm/Support/raw_ostream.h>
 
 #include "hipguard/inputs.h"
 
@@ -37,6 +46,30 @@ struct RunInfo {
   size_t not_listed = 0;
 };
 
+// A report being written, one file at a time (FileSink order: begin_file,
+// image..., end_file), then finish(). Nothing is complete before finish().
+class ReportWriter : public FileSink {
+ public:
+  // `run`: the shim's section (JSON only; ignored by the other formats).
+  virtual void finish(const RunInfo* run = nullptr) = 0;
+};
+
+enum class ReportFormat { Json, JUnit, Sarif };
+
+// A writer of `format` on `os` (which must outlive it). JSON: the report
+// schema, pretty-printed; JUnit: one <testsuite> per target (a "structural"
+// one without targets), one <testcase> per (target, image) with at most one
+// <failure>, the counts of the JSON summary; SARIF 2.1.0: one rule per
+// diagnostic code (its docs/diagnostics.md section as help), one result per
+// finding, located at the file.
+std::unique_ptr<ReportWriter> make_report_writer(ReportFormat format, llvm::raw_ostream& os,
+                                                 const std::vector<TargetId>& targets);
+
+// A raw_ostream that writes through `f` (stdout): write errors stay visible
+// in ferror(f), as for everything else the CLI prints.
+std::unique_ptr<llvm::raw_ostream> stdio_ostream(std::FILE* f);
+
+// Whole documents as strings (the shim's HIPGUARD_REPORT).
 std::string report_json(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets,
                         const RunInfo* run = nullptr);
 // One diagnostic as the report writes it (docs/report.md, "Diagnostic").
@@ -45,5 +78,6 @@ llvm::json::Value diagnostic_json(const Diagnostic& d);
 std::string xml_escape(const std::string& text);
 
 std::string report_junit(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets);
+std::string report_sarif(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets);
 
 }  // namespace hipguard

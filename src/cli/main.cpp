@@ -219,9 +219,9 @@ struct Tally {
   size_t bundles = 0, raw = 0, objects = 0, kernels = 0;  // objects/kernels: read, without targets
   std::vector<size_t> selected, selected_kernels;          // per target: selected code objects, their kernels
 
-  void add(const FileReport& r, size_t targets) {
+  void add(const ImageReport& img, size_t targets) {  // as it is checked, before its parsed kernels are dropped
     selected.resize(targets), selected_kernels.resize(targets);
-    for (const auto& img : r.images) {
+    {
       (img.kind == PayloadKind::CodeObject ? raw : bundles)++;
       for (size_t t = 0; t < targets && t < img.verdicts.size(); ++t) {
         const TargetVerdict& v = img.verdicts[t];
@@ -280,39 +280,6 @@ void print_table(const std::vector<FileReport>& reports, const std::vector<Targe
   printf("%s\n", tally.line(targets).c_str());
 }
 
-void print_json(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets) {
-  printf("%s\n", report_json(reports, targets).c_str());
-}
-
-// A path named on the command line, or a directory below one, that cannot be
-// read (missing, no permission, a symlink loop, a name too long): HG101, as a
-// report of its own, so the check fails instead of skipping it.
-FileReport problem_report(const PathProblem& p) {
-  FileReport r;
-  r.path = p.path;
-  std::string why = p.reason;
-  if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
-  r.diagnostics.push_back(make_diagnostic(code::kUnreadable, p.path, why, "check the path and its permissions"));
-  return r;
-}
-
-bool is_directory(const std::string& p) {
-  std::error_code ec;
-  return std::filesystem::is_directory(p, ec);
-}
-
-// A directory named on the command line that holds no GPU code: HG110, so a
-// mistyped CI path does not pass the gate by checking nothing.
-FileReport empty_directory_report(const std::string& path) {
-  FileReport r;
-  r.path = path;
-  r.diagnostics.push_back(make_diagnostic(code::kNothingToCheck, path,
-                                          "no GPU code found below this directory (no code object, offload bundle or "
-                                          "program with a .hip_fatbin section): nothing was checked",
-                                          "check the path; name the build outputs that hold the kernels"));
-  return r;
-}
-
 // --target values: each resolved to the configurations it stands for (a
 // product as shipped, a processor in each shipped configuration); the same
 // target ID named twice is checked once. False after a usage error.
@@ -338,53 +305,23 @@ int cmd_check() {
     if (!add_targets(value, &targets, &err)) return usage_error(err);
   }
   const std::vector<std::string>& paths = PathArgs;
-  bool json = JsonOpt, junit = JunitOpt;
-  // TODO(merge): --jobs N (0: hardware threads) is parsed, not used yet.
-  [[maybe_unused]] unsigned jobs = JobsOpt;
-  if (json + junit + SarifOpt > 1) return usage_error("--json, --junit and --sarif exclude each other");
-  if (SarifOpt) {
-    fprintf(stderr, "hipguard check: --sarif is not yet supported\n");
-    return kExitUsage;
-  }
+  bool json = JsonOpt, junit = JunitOpt, sarif = SarifOpt;
+  if (json + junit + sarif > 1) return usage_error("--json, --junit and --sarif exclude each other");
   if (paths.empty()) return usage_error("check needs at least one PATH");
-  std::vector<PathProblem> problems;
-  std::vector<std::string> files = expand_paths(paths, &problems);
-  std::vector<FileReport> reports;
-  for (const auto& m : problems) reports.push_back(problem_report(m));
-  // Files named on the command line get a note when they carry no GPU code;
-  // files found inside directories are skipped silently.
-  std::set<std::string> explicit_files;  // a set: thousands of files are looked up
-  for (const auto& p : paths)
-    if (!is_directory(p)) explicit_files.insert(p);
-  Tally tally;
-  std::map<std::string, size_t> found_below;  // GPU-code files found in each directory argument
-  for (const auto& p : paths)
-    if (is_directory(p)) found_below[p] = 0;
-  for (const auto& f : files) {
-    bool is_explicit = explicit_files.count(f) != 0;
-    FileReport r = check_file(f, targets, is_explicit);
-    if (r.hip)
-      for (auto& [dir, n] : found_below)
-        if (f.rfind(dir, 0) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
-    if (!r.hip && r.diagnostics.empty()) continue;
-    tally.add(r, targets.size());
-    // The table needs only verdicts and diagnostics: drop the parsed kernels so
-    // memory stays flat over thousands of files (the JSON report keeps them).
-    if (!json)
-      for (auto& img : r.images) {
-        std::deque<CodeObjectSummary>().swap(img.code_objects);
-        std::vector<BundleEntry>().swap(img.entries);
-      }
-    reports.push_back(std::move(r));
+  CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true};
+  if (json || junit || sarif) {  // streamed as the files are checked
+    auto os = stdio_ostream(stdout);
+    auto writer = make_report_writer(json ? ReportFormat::Json : junit ? ReportFormat::JUnit : ReportFormat::Sarif, *os, targets);
+    CheckPathsResult result = check_paths(paths, options, *writer);
+    writer->finish();
+    return result.ok ? kExitOk : kExitProblems;
   }
-  for (const auto& [dir, n] : found_below)
-    if (n == 0) reports.push_back(empty_directory_report(dir));
-  if (json) print_json(reports, targets);
-  else if (junit) printf("%s", report_junit(reports, targets).c_str());
-  else print_table(reports, targets, tally);
-  bool ok = true;
-  for (const auto& r : reports) ok = ok && r.ok();
-  return ok ? kExitOk : kExitProblems;
+  // The table needs only verdicts and diagnostics: the sink drops the parsed kernels.
+  Tally tally;
+  CollectSink sink(/*keep_parsed=*/false, {}, /*keep=*/true, [&](const ImageReport& i) { tally.add(i, targets.size()); });
+  CheckPathsResult result = check_paths(paths, options, sink);
+  print_table(sink.reports, targets, tally);
+  return result.ok ? kExitOk : kExitProblems;
 }
 
 std::string human_bytes(uint64_t b) {
@@ -533,26 +470,30 @@ int cmd_inspect() {
   bool json = JsonOpt;
   const std::vector<std::string>& paths = PathArgs;
   if (paths.empty()) return usage_error("inspect needs at least one PATH");
-  std::vector<PathProblem> problems;
-  std::vector<FileReport> reports, checked;
-  std::vector<std::string> files = expand_paths(paths, &problems);
-  for (const auto& m : problems) reports.push_back(problem_report(m)), checked.push_back(problem_report(m));
-  for (const auto& f : files) {
-    bool is_explicit = std::find(paths.begin(), paths.end(), f) != paths.end();
-    FileReport r = check_file(f, {}, is_explicit);
-    if (!r.hip && r.diagnostics.empty()) continue;
-    // With --target, the same file checked against the targets: its verdicts
-    // say what would be selected (the report above lists every code object).
-    if (!targets.empty()) checked.push_back(check_file(f, targets, is_explicit));
-    reports.push_back(std::move(r));
+  CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false};
+  CheckPathsResult result;
+  if (json) {  // streamed as the files are read; with --target, what would be selected
+    auto os = stdio_ostream(stdout);
+    auto writer = make_report_writer(ReportFormat::Json, *os, targets);
+    result = check_paths(paths, options, *writer);
+    writer->finish();
+  } else if (targets.empty()) {  // printed file by file
+    auto print = [&](FileReport& r) {
+      std::vector<FileReport> one;
+      one.push_back(std::move(r));
+      print_inspect(one, {}, targets);
+    };
+    CollectSink sink(/*keep_parsed=*/true, print, /*keep=*/false);
+    result = check_paths(paths, options, sink);
+  } else {
+    // Every code object (no targets), and beside it what each target selects.
+    CollectSink all(/*keep_parsed=*/true), checked(/*keep_parsed=*/false);
+    result = check_paths(paths, {{}, 0, false}, all);
+    check_paths(paths, options, checked);
+    print_inspect(all.reports, checked.reports, targets);
   }
-  if (json) print_json(targets.empty() ? reports : checked, targets);
-  else print_inspect(reports, targets.empty() ? std::vector<FileReport>{} : checked, targets);
   // inspect describes; it fails only when an input could not be read at all.
-  for (const auto& r : reports)
-    for (const auto& d : r.diagnostics)
-      if (d.code == code::kUnreadable) return kExitProblems;
-  return kExitOk;
+  return result.unreadable ? kExitProblems : kExitOk;
 }
 
 std::string feature_name(Feature f) {

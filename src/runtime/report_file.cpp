@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hipguard/report.h"
+#include "hipguard/version.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -168,6 +169,7 @@ std::string merge_json(std::optional<llvm::json::Value> prior, std::vector<Proce
     processes.push_back(std::move(entry));
   }
   llvm::json::Object doc{{"schema", "hipguard-report/1"},
+                         {"tool", llvm::json::Object{{"name", "hipguard"}, {"version", HIPGUARD_VERSION_STRING}}},
                          {"targets", std::move(targets)},
                          {"files", std::move(files)},
                          {"processes", std::move(processes)}};

@@ -11,9 +11,12 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "corpus_facts.h"
+#include "hipguard/diagnostic.h"
+#include "hipguard/version.h"
 #include "test_util.h"
 
 using namespace hgtest;
@@ -157,6 +160,11 @@ TEST(Cli, StructuralOnlyWithoutTarget) {
   HG_REQUIRE_CORPUS();
   CliRun r = run_cli({"check", corpus_dir().string()});
   EXPECT_EQ(r.status, 0) << r.out;
+  // Every code object is read (one kernel each), and counted before the table drops its kernels.
+  EXPECT_NE(r.out.find("checked 0 fat binaries and 42 code object files: 42 code objects, 42 kernels (structural "
+                       "checks only)"),
+            std::string::npos)
+      << r.out.substr(r.out.size() > 300 ? r.out.size() - 300 : 0);
 }
 
 TEST(Cli, HipccProgram) {
@@ -443,4 +451,157 @@ TEST(Cli, HostileFileNamesAreEscaped) {
   EXPECT_TRUE(llvm::json::isUTF8(junit.out)) << "XML output must be UTF-8";
   for (unsigned char c : junit.out) EXPECT_TRUE(c >= 0x20 || c == '\n') << "control byte " << int(c) << " in XML";
   fs::remove_all(dir);
+}
+
+// ------------------------------------------------------------ CI formats
+
+namespace {
+std::optional<llvm::json::Value> parse_json(const CliRun& r) {
+  auto doc = llvm::json::parse(r.out);
+  if (!doc) {
+    ADD_FAILURE() << llvm::toString(doc.takeError()) << "\n" << r.out.substr(0, 2000);
+    return std::nullopt;
+  }
+  return std::move(*doc);
+}
+}  // namespace
+
+// The output does not depend on the number of threads: the same bytes, in
+// the same order, with one thread and with several.
+TEST(CliFormats, OutputDoesNotDependOnJobs) {
+  HG_REQUIRE_CORPUS();
+  for (const char* format : {"--json", "--sarif", "--junit", ""}) {
+    std::vector<std::string> base = {"check", "--target", "gfx942", "--target", "mi355x"};
+    if (*format) base.push_back(format);
+    base.push_back(corpus_dir().string());
+    base.push_back("/nonexistent/first-a-problem.co");
+    auto with = [&](const char* jobs) {
+      std::vector<std::string> a = base;
+      a.insert(a.begin() + 1, {"--jobs", jobs});
+      return run_cli(a);
+    };
+    CliRun one = with("1"), three = with("3"), all = with("0");
+    EXPECT_EQ(one.status, 1) << format;
+    EXPECT_EQ(three.status, 1) << format;
+    EXPECT_GT(one.out.size(), 1000u) << format;
+    EXPECT_EQ(one.out, three.out) << format;
+    EXPECT_EQ(one.out, all.out) << format;
+  }
+  CliRun one = run_cli({"inspect", "--json", corpus_dir().string()});
+  CliRun text = run_cli({"inspect", corpus_dir().string()});
+  EXPECT_EQ(one.status, 0);
+  EXPECT_NE(text.out.find("gfx950_fmha_v4_fwd_fwd_hd128_f4f4.co"), std::string::npos);
+  // Files come in path order (directories are walked sorted).
+  auto doc = parse_json(one);
+  ASSERT_TRUE(doc);
+  std::vector<std::string> paths;
+  for (const auto& f : *doc->getAsObject()->getArray("files")) paths.push_back(f.getAsObject()->getString("path")->str());
+  EXPECT_EQ(paths.size(), 42u);
+  EXPECT_TRUE(std::is_sorted(paths.begin(), paths.end()));
+}
+
+// The JSON report names the tool and its version and sums up per target and severity.
+TEST(CliFormats, JsonToolVersionAndSummary) {
+  HG_REQUIRE_CORPUS();
+  CliRun r = run_cli({"check", "--target", "gfx942", "--target", "mi355x", "--json", corpus_dir().string()});
+  auto doc = parse_json(r);
+  ASSERT_TRUE(doc);
+  const auto* root = doc->getAsObject();
+  EXPECT_EQ(root->getString("schema"), "hipguard-report/1");
+  const auto* tool = root->getObject("tool");
+  ASSERT_NE(tool, nullptr);
+  EXPECT_EQ(tool->getString("name"), "hipguard");
+  EXPECT_EQ(tool->getString("version"), HIPGUARD_VERSION_STRING);
+  const auto* s = root->getObject("summary");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->getInteger("files"), 42);
+  EXPECT_EQ(s->getInteger("images"), 42);
+  EXPECT_EQ(s->getInteger("file_errors"), 0);
+  const auto* targets = s->getArray("targets");
+  ASSERT_TRUE(targets && targets->size() == 2);
+  const auto* gfx942 = (*targets)[0].getAsObject();
+  EXPECT_EQ(gfx942->getString("target"), "gfx942:sramecc+:xnack-");
+  EXPECT_EQ(gfx942->getInteger("can_run"), 19);
+  EXPECT_EQ(gfx942->getInteger("cannot_run"), 23);
+  // Every error for gfx942 counted: 23 objects for other processors (HG202), 16 over its LDS (HG301).
+  size_t errors = 0;
+  for (const auto& f : *root->getArray("files"))
+    for (const auto& img : *f.getAsObject()->getArray("images"))
+      for (const auto& d : *img.getAsObject()->getArray("diagnostics"))
+        errors += d.getAsObject()->getString("severity") == "error" &&
+                  d.getAsObject()->getString("target") == "gfx942:sramecc+:xnack-";
+  EXPECT_GE(errors, 23u + 16u);
+  EXPECT_EQ(gfx942->getInteger("error"), static_cast<int64_t>(errors));
+}
+
+// SARIF for code scanning: a rule per code with its documentation, a result per
+// finding at the file, the LDS finding with its kernel and numbers.
+TEST(CliFormats, SarifRulesAndResults) {
+  HG_REQUIRE_CORPUS();
+  std::string f = (corpus_dir() / "gfx950_fmha_v4_fwd_fwd_hd128_f4f4.co").string();
+  CliRun r = run_cli({"check", "--target", "gfx942", "--sarif", f});
+  EXPECT_EQ(r.status, 1);
+  auto doc = parse_json(r);
+  ASSERT_TRUE(doc);
+  const auto* root = doc->getAsObject();
+  EXPECT_EQ(root->getString("version"), "2.1.0");
+  const auto& run = *root->getArray("runs")->front().getAsObject();
+  const auto* driver = run.getObject("tool")->getObject("driver");
+  EXPECT_EQ(driver->getString("name"), "hipguard");
+  const auto* rules = driver->getArray("rules");
+  ASSERT_NE(rules, nullptr);
+  ASSERT_EQ(rules->size(), hipguard::all_codes().size());
+  std::map<std::string, const llvm::json::Object*> by_id;
+  for (const auto& rule : *rules) by_id[rule.getAsObject()->getString("id")->str()] = rule.getAsObject();
+  const auto* hg301 = by_id["HG301"];
+  ASSERT_NE(hg301, nullptr);
+  EXPECT_EQ(hg301->getString("name"), "lds-over-limit");
+  std::string help = hg301->getObject("help")->getString("markdown")->str();
+  EXPECT_EQ(help.rfind("## HG301 lds-over-limit (error)", 0), 0u) << help.substr(0, 200);
+  EXPECT_NE(help.find("**Fix.**"), std::string::npos);
+  EXPECT_EQ(hg301->getObject("defaultConfiguration")->getString("level"), "error");
+  std::set<std::string> codes;
+  bool lds = false;
+  for (const auto& rv : *run.getArray("results")) {
+    const auto* res = rv.getAsObject();
+    std::string id = res->getString("ruleId")->str();
+    codes.insert(id);
+    EXPECT_EQ((*rules)[*res->getInteger("ruleIndex")].getAsObject()->getString("id"), id);
+    std::string uri = res->getArray("locations")->front().getAsObject()->getObject("physicalLocation")
+                          ->getObject("artifactLocation")->getString("uri")->str();
+    EXPECT_EQ(uri, "file://" + f);
+    if (id == "HG301") {
+      lds = true;
+      EXPECT_EQ(res->getObject("properties")->getInteger("value"), 66048);
+      EXPECT_EQ(res->getObject("properties")->getInteger("limit"), 65536);
+      EXPECT_NE(res->getObject("message")->getString("text")->find("[gfx942:sramecc+:xnack-]"), llvm::StringRef::npos);
+    }
+  }
+  EXPECT_TRUE(lds) << r.out.substr(0, 3000);
+  EXPECT_TRUE(codes.count("HG202")) << "built for gfx950, checked for gfx942";
+}
+
+TEST(CliFormats, UsageErrors) {
+  HG_REQUIRE_CORPUS();
+  std::string f = (corpus_dir() / "gfx942_pa_a16w8_f16.co").string();
+  EXPECT_EQ(run_cli({"check", "--json", "--sarif", f}).status, 2);
+  EXPECT_EQ(run_cli({"check", "--sarif", "--junit", f}).status, 2);
+  EXPECT_EQ(run_cli({"check", "--jobs", "x", f}).status, 2);
+  EXPECT_EQ(run_cli({"check", "--jobs=-1", f}).status, 2);
+  EXPECT_EQ(run_cli({"check", f, "--jobs"}).status, 2);
+  EXPECT_EQ(run_cli({"check", "--jobs=2", "--target", "gfx942", f}).status, 0);
+}
+
+// A streamed report that cannot be written fails the command in every format.
+TEST(CliFormats, WriteErrorFailsEveryFormat) {
+  HG_REQUIRE_APP(path, "vector_add_multi");
+  for (const char* fmt : {"--json", "--junit", "--sarif"}) {
+    std::string cmd = quote(HIPGUARD_CLI) + " check " + fmt + " --target mi300x " + quote(path) + " > /dev/full 2>/dev/null";
+    int st = system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 2) << fmt;
+  }
+  std::string cmd = quote(HIPGUARD_CLI) + " inspect --json " + quote(path) + " > /dev/full 2>/dev/null";
+  int st = system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(st), 2) << "inspect --json";
 }
