@@ -2,11 +2,9 @@
 // following clang's OffloadBundler (CompressedOffloadBundle): "CCOB", u16
 // version, u16 method (0 zlib, 1 zstd), then v1: u32 uncompressed size;
 // v2: u32 total, u32 uncompressed; v3: u64 total, u64 uncompressed; u64 hash;
-// payload. Compressed with zlib / libzstd directly, independently of hipguard.
+// payload. Built by tests/support/ccob.h, independently of hipguard.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <cstring>
 #include <fstream>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "hipguard/check.h"
+#include "ccob.h"
 #include "check_util.h"
 
 using namespace hipguard;
@@ -22,49 +21,11 @@ namespace {
 
 using namespace checks;
 
-template <class T>
-void put(std::vector<uint8_t>& v, T x) {
-  for (size_t i = 0; i < sizeof(T); ++i) v.push_back(static_cast<uint8_t>(uint64_t(x) >> (8 * i)));
-}
-
-std::vector<uint8_t> compress(const std::vector<uint8_t>& in, int method) {
-  std::vector<uint8_t> out;
-  if (method == 0) {
-    uLongf n = compressBound(in.size());
-    out.resize(n);
-    EXPECT_EQ(compress2(out.data(), &n, in.data(), in.size(), 6), Z_OK);
-    out.resize(n);
-  } else {
-    ZSTD_CCtx* c = ZSTD_createCCtx();
-    ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 3);
-    ZSTD_CCtx_setParameter(c, ZSTD_c_enableLongDistanceMatching, 1);  // as OffloadBundler does
-    out.resize(ZSTD_compressBound(in.size()));
-    size_t n = ZSTD_compress2(c, out.data(), out.size(), in.data(), in.size());
-    EXPECT_FALSE(ZSTD_isError(n));
-    out.resize(n);
-    ZSTD_freeCCtx(c);
-  }
-  return out;
-}
-
-std::vector<uint8_t> make_ccob(const std::vector<uint8_t>& bundle, int version, int method) {
-  std::vector<uint8_t> payload = compress(bundle, method);
-  std::vector<uint8_t> out = {'C', 'C', 'O', 'B'};
-  put<uint16_t>(out, version);
-  put<uint16_t>(out, method);
-  size_t header = version == 1 ? 20 : version == 2 ? 24 : 32;
-  if (version == 1) put<uint32_t>(out, bundle.size());
-  if (version == 2) {
-    put<uint32_t>(out, header + payload.size());
-    put<uint32_t>(out, bundle.size());
-  }
-  if (version == 3) {
-    put<uint64_t>(out, header + payload.size());
-    put<uint64_t>(out, bundle.size());
-  }
-  put<uint64_t>(out, 0x1234567890abcdefull);  // hash: not verified by the runtime either
-  out.insert(out.end(), payload.begin(), payload.end());
-  return out;
+// OffloadBundler's settings: zstd with long-distance matching (tests/support/ccob.h);
+// a fixed hash, which the runtime does not verify either.
+std::vector<uint8_t> bundler_ccob(const std::vector<uint8_t>& bundle, int version, int method) {
+  return hgtest::make_ccob(bundle, static_cast<uint16_t>(version), static_cast<uint16_t>(method), 0x1234567890abcdefull,
+                           /*zstd_ldm=*/true);
 }
 
 class Ccob : public ::testing::TestWithParam<std::tuple<int, int>> {
@@ -72,7 +33,7 @@ class Ccob : public ::testing::TestWithParam<std::tuple<int, int>> {
   void SetUp() override {
     if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb"))
       GTEST_SKIP() << "hipcc test apps not built";
-    plain_ = read_file(kApps + "/vector_add_multi.hipfb");
+    plain_ = read_bytes(kApps + "/vector_add_multi.hipfb");
   }
   std::vector<uint8_t> plain_;
 };
@@ -81,7 +42,7 @@ class Ccob : public ::testing::TestWithParam<std::tuple<int, int>> {
 
 TEST_P(Ccob, TableFromAPrefixEntriesOnDemand) {
   auto [version, method] = GetParam();
-  auto ccob = make_ccob(plain_, version, method);
+  auto ccob = bundler_ccob(plain_, version, method);
   auto ref = parse_bundle(Bytes(plain_.data(), plain_.size()));
   ASSERT_TRUE(ref);
   auto b = parse_bundle(Bytes(ccob.data(), ccob.size()));
@@ -122,7 +83,7 @@ INSTANTIATE_TEST_SUITE_P(AllVersionsAndMethods, Ccob,
                          });
 
 TEST_F(Ccob, BadHeadersAndPayloadsAreHG105) {
-  auto good = make_ccob(plain_, 3, 1);
+  auto good = bundler_ccob(plain_, 3, 1);
   auto expect_hg105 = [](std::vector<uint8_t> v, const char* what) {
     auto b = parse_bundle(Bytes(v.data(), v.size()));
     ASSERT_FALSE(b) << what;
@@ -153,7 +114,7 @@ TEST_F(Ccob, BadHeadersAndPayloadsAreHG105) {
 // claim over 1024x the payload is refused up front (HG111, docs/limits.md);
 // a lie within that ratio still costs only what the stream yields.
 TEST_F(Ccob, HugeClaimedSizeCostsOnlyWhatTheStreamYields) {
-  auto v = make_ccob(plain_, 1, 0);
+  auto v = bundler_ccob(plain_, 1, 0);
   uint32_t claim = 0xffff0000u;
   std::memcpy(v.data() + 8, &claim, 4);
   auto refused = parse_bundle(Bytes(v.data(), v.size()));
@@ -186,7 +147,7 @@ TEST_F(Ccob, SeveralFittingEntriesAreAmbiguousOnlyWhenCompressed) {
   auto gfx90a = *parse_target("gfx90a:sramecc+:xnack-", nullptr);
   ImageReport u = check_image(Bytes(plain.data(), plain.size()), "plain", {gfx90a});
   for (const auto& d : u.diagnostics) EXPECT_NE(d.code, "HG208") << d.message;
-  auto packed = make_ccob(plain, 3, 1);
+  auto packed = bundler_ccob(plain, 3, 1);
   ImageReport c = check_image(Bytes(packed.data(), packed.size()), "ccob", {gfx90a});
   ASSERT_EQ(c.verdicts.size(), 1u);
   EXPECT_TRUE(c.verdicts[0].can_run) << "a warning, not an error";
@@ -201,7 +162,7 @@ TEST_F(Ccob, SeveralFittingEntriesAreAmbiguousOnlyWhenCompressed) {
     }
   EXPECT_EQ(n, 1u);
   // One fitting entry: nothing to say.
-  auto single = make_ccob(make_bundle({{hip + "gfx90a:xnack-", co}, {hip + "gfx1030", {}}}), 2, 0);
+  auto single = bundler_ccob(make_bundle({{hip + "gfx90a:xnack-", co}, {hip + "gfx1030", {}}}), 2, 0);
   ImageReport s = check_image(Bytes(single.data(), single.size()), "ccob", {gfx90a});
   for (const auto& d : s.diagnostics) EXPECT_NE(d.code, "HG208") << d.message;
 }
@@ -213,7 +174,7 @@ TEST_F(Ccob, OpenmpEntriesAreCandidatesOnlyWhenCompressed) {
   auto plain = make_bundle({{"openmp-amdgcn-amd-amdhsa--gfx90a", co}});
   auto gfx90a = *parse_target("gfx90a", nullptr);
   EXPECT_EQ(check_image(Bytes(plain.data(), plain.size()), "plain", {gfx90a}).verdicts[0].selection, Selection::None);
-  auto packed = make_ccob(plain, 2, 1);
+  auto packed = bundler_ccob(plain, 2, 1);
   ImageReport c = check_image(Bytes(packed.data(), packed.size()), "ccob", {gfx90a});
   EXPECT_EQ(c.verdicts[0].selection, Selection::Native);
   EXPECT_EQ(c.verdicts[0].selected, "openmp-amdgcn-amd-amdhsa--gfx90a");

@@ -1,4 +1,5 @@
-// Helpers shared by the tests in tests/checks.
+// Helpers shared by the tests in tests/checks: where the inputs are, the Guard
+// settings. The builders of crafted inputs and the file helpers are in tests/support.
 #pragma once
 
 #include <sys/stat.h>
@@ -10,25 +11,21 @@
 #include <vector>
 
 #include "hipguard/bundle.h"
+#include "bundle.h"
+#include "files.h"
 
 namespace checks {
 
 inline const std::string kApps = HIPGUARD_APPS_DIR;
 inline const std::string kCorpus = std::string(HIPGUARD_CORPUS_DIR) + "/aiter";
 
-inline bool exists(const std::string& p) {
-  struct stat st;
-  return !p.empty() && stat(p.c_str(), &st) == 0;
-}
-
-inline std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
+using hgtest::exists;
+using hgtest::make_bundle;
+using hgtest::read_bytes;
 
 // The code object of a hipcc-built bundle in the apps directory, by exact entry target ID.
 inline std::vector<uint8_t> app_code_object(const std::string& file, const std::string& target_id) {
-  std::vector<uint8_t> bundle = read_file(kApps + "/" + file);
+  std::vector<uint8_t> bundle = read_bytes(kApps + "/" + file);
   auto b = hipguard::parse_bundle(hipguard::Bytes(bundle.data(), bundle.size()));
   if (!b) return {};
   for (const auto& e : b->entries)
@@ -37,39 +34,6 @@ inline std::vector<uint8_t> app_code_object(const std::string& file, const std::
       return std::vector<uint8_t>(co.begin(), co.end());
     }
   return {};
-}
-
-inline void put64(std::vector<uint8_t>& v, uint64_t x) {
-  for (int i = 0; i < 8; ++i) v.push_back(static_cast<uint8_t>(x >> (8 * i)));
-}
-
-// (entry ID, payload) in file order.
-using Entry = std::pair<std::string, std::vector<uint8_t>>;
-
-// An uncompressed offload bundle in the layout OffloadBundler writes: magic,
-// u64 count, {u64 offset, u64 size, u64 id length, id}..., payloads 4096-aligned.
-inline std::vector<uint8_t> make_bundle(const std::vector<Entry>& entries) {
-  size_t table = 32;
-  for (const auto& e : entries) table += 24 + e.first.size();
-  std::vector<uint64_t> offsets;
-  uint64_t pos = (table + 4095) / 4096 * 4096;  // -bundle-align=4096, as the HIP driver passes
-  for (const auto& e : entries) {
-    offsets.push_back(pos);
-    pos = (pos + e.second.size() + 4095) / 4096 * 4096;
-  }
-  std::vector<uint8_t> out(hipguard::kBundleMagic.begin(), hipguard::kBundleMagic.end());
-  put64(out, entries.size());
-  for (size_t i = 0; i < entries.size(); ++i) {
-    put64(out, offsets[i]);
-    put64(out, entries[i].second.size());
-    put64(out, entries[i].first.size());
-    out.insert(out.end(), entries[i].first.begin(), entries[i].first.end());
-  }
-  for (size_t i = 0; i < entries.size(); ++i) {
-    out.resize(offsets[i], 0);
-    out.insert(out.end(), entries[i].second.begin(), entries[i].second.end());
-  }
-  return out;
 }
 
 // The Guard reads its configuration once per process: every Guard test in this

@@ -228,7 +228,7 @@ TEST_F(Crafted, DeviceFunctionIsListedNotAKernel) {
 TEST(CraftedCorpus, RegisterFileOverflow) {
   std::string path = kCorpus + "/gfx942_flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32.co";
   if (!exists(path)) GTEST_SKIP() << "corpus not found at " << kCorpus;
-  std::vector<uint8_t> co = read_file(path);
+  std::vector<uint8_t> co = read_bytes(path);
   ASSERT_TRUE(run(co, "gfx942").empty()) << "512 VGPRs (256 of them AGPRs) fit gfx942's unified file";
   ASSERT_TRUE(patch_value(co, ".vgpr_count", {0xcd, 0x02, 0x00}, {0xcd, 0x03, 0x00}));  // 512 -> 768
   auto ds = run(co, "gfx942");
@@ -241,7 +241,7 @@ TEST(CraftedCorpus, RegisterFileOverflow) {
 TEST(CraftedCorpus, GenericProcessorNeedsCodeObjectV6) {
   std::string path = kCorpus + "/gfx942_flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32.co";  // v5 (EI_ABIVERSION 3)
   if (!exists(path)) GTEST_SKIP() << "corpus not found at " << kCorpus;
-  std::vector<uint8_t> co = read_file(path);
+  std::vector<uint8_t> co = read_bytes(path);
   ASSERT_EQ(co[8], 3);
   co[48] = 0x5f;  // e_flags low byte: EF_AMDGPU_MACH gfx9-4-generic
   auto ds = run(co, "gfx942");

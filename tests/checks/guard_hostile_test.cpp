@@ -43,7 +43,7 @@ TEST(GuardHostile, RegisteredNamesAreCopied) {
   // heap use-after-free under ASan; garbage names and wrong findings in Release).
   std::string path = kApps + "/vector_add_gfx90a.hipfb";
   if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
-  std::vector<uint8_t> bundle = checks::read_file(path);
+  std::vector<uint8_t> bundle = checks::read_bytes(path);
   FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
   static int handle, host;
   Guard& g = Guard::get();
@@ -175,7 +175,7 @@ TEST(GuardHostile, AddressChecksReadMapsLinesOfAnyLength) {
 TEST(GuardLaunchPath, CleanKernelsSkipTheGuardWhileOthersArePending) {
   std::string path = kApps + "/vector_add_gfx90a.hipfb";
   if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
-  std::vector<uint8_t> bundle = checks::read_file(path);
+  std::vector<uint8_t> bundle = checks::read_bytes(path);
   FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
   static int launched, pending, host_launched, host_pending, host_absent;
   Guard& g = Guard::get();

@@ -64,7 +64,7 @@ TEST_F(GuardMemory, ModuleLoadLaunchUnloadCyclesKeepNothing) {
 TEST_F(GuardMemory, FatbinRegisterUnregisterCyclesKeepNothing) {
   std::string path = kApps + "/vector_add_gfx90a.hipfb";
   if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
-  std::vector<uint8_t> bundle = checks::read_file(path);
+  std::vector<uint8_t> bundle = checks::read_bytes(path);
   FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
   Guard& g = Guard::get();
   std::vector<char> handles(1 << 20);

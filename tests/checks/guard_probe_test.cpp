@@ -36,7 +36,7 @@ TEST_F(GuardProbe, OnlyTheLaunchedFatBinaryIsProbed) {
   // launch needs anyway is probed, each kernel once.
   std::string path = kApps + "/vector_add_gfx90a.hipfb";
   if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
-  std::vector<uint8_t> bundle = checks::read_file(path);
+  std::vector<uint8_t> bundle = checks::read_bytes(path);
   FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
   static int handle_c, handle_d, host_c, host_d;
   Guard& g = Guard::get();
@@ -67,7 +67,7 @@ TEST_F(GuardProbe, OnlyTheLaunchedFatBinaryIsProbed) {
 TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   std::string path = kApps + "/vector_add_gfx90a.hipfb";
   if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
-  std::vector<uint8_t> bundle = checks::read_file(path);
+  std::vector<uint8_t> bundle = checks::read_bytes(path);
   FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
   static int handle_a, handle_b, host_a, host_b;  // stand-ins for the runtime's handle and the kernel stubs
   Guard& g = Guard::get();

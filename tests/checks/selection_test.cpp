@@ -81,7 +81,7 @@ TEST(Selection, FeatureMismatchNamesTheSettingAndTheWorkaround) {
 TEST(Selection, NativeBeatsGenericAndGenericIsTheFallback) {
   std::string path = kCorpus + "/gfx942_fmha_v3_fwd_MI300_fwd_hd128_bf16_causal_rtne.co";  // code object v6
   if (!exists(path)) GTEST_SKIP() << "corpus not found at " << kCorpus;
-  auto native = read_file(path);
+  auto native = read_bytes(path);
   ASSERT_EQ(native[8], 4) << "EI_ABIVERSION 4 = code object v6";
   // The same object re-labelled gfx9-4-generic, generic version 1 (e_flags bits 0-7 and 24-31).
   auto generic = native;

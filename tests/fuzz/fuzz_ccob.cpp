@@ -7,19 +7,10 @@
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Support/Compression.h>
 
-#include <cstring>
 #include <vector>
 
+#include "ccob.h"
 #include "fuzz_common.h"
-
-namespace {
-template <class T>
-void put(std::vector<uint8_t>& v, T x) {
-  uint8_t b[sizeof(T)];
-  std::memcpy(b, &x, sizeof(T));
-  v.insert(v.end(), b, b + sizeof(T));
-}
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   hgfuzz::Budget budget(size, hgfuzz::kCompressedFactor);  // fuzz_common.h: past it is a finding
@@ -38,22 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t uncompressed = inner.size();
   if ((ctl >> 3 & 3) == 1 && uncompressed) uncompressed -= 1;
   if ((ctl >> 3 & 3) == 2) uncompressed += 1;
-  std::vector<uint8_t> ccob = {'C', 'C', 'O', 'B'};
-  put<uint16_t>(ccob, version);
-  put<uint16_t>(ccob, method);
-  uint64_t header = version == 1 ? 20 : version == 2 ? 24 : 32;
+  uint64_t header = hgtest::ccob_header_size(version);
   uint64_t total = header + packed.size();
   if ((ctl >> 3 & 3) == 3) total += (ctl >> 5);  // claims bytes past the end
-  if (version == 1) {
-    put<uint32_t>(ccob, static_cast<uint32_t>(uncompressed));
-  } else if (version == 2) {
-    put<uint32_t>(ccob, static_cast<uint32_t>(total));
-    put<uint32_t>(ccob, static_cast<uint32_t>(uncompressed));
-  } else {
-    put<uint64_t>(ccob, total);
-    put<uint64_t>(ccob, uncompressed);
-  }
-  put<uint64_t>(ccob, 0x1234567890abcdefull);  // hash: not checked by anyone
+  std::vector<uint8_t> ccob = hgtest::ccob_header(version, method, total, uncompressed, 0x1234567890abcdefull);
   ccob.insert(ccob.end(), packed.begin(), packed.end());
   // Exactly-sized copy so ASan sees reads past the end.
   std::vector<uint8_t> exact(ccob.begin(), ccob.end());

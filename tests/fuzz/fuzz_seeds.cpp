@@ -11,7 +11,6 @@
 #include <llvm/Support/Error.h>
 
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -21,9 +20,10 @@
 
 #include "hipguard/bundle.h"
 #include "hipguard/code_object.h"
+#include "ccob.h"
 
 namespace fs = std::filesystem;
-using ByteVec = std::vector<uint8_t>;
+using hgtest::ByteVec;
 
 namespace {
 
@@ -43,37 +43,6 @@ void seed(const std::string& target, const void* p, size_t n) {
 }
 void seed(const std::string& target, const ByteVec& v) { seed(target, v.data(), v.size()); }
 void seed(const std::string& target, std::string_view s) { seed(target, s.data(), s.size()); }
-
-template <class T>
-void put(ByteVec& v, T x) {
-  uint8_t b[sizeof(T)];
-  std::memcpy(b, &x, sizeof(T));
-  v.insert(v.end(), b, b + sizeof(T));
-}
-
-// CCOB of `bundle` (header layout: shared reference hip-fatbin-and-selection.md §3).
-ByteVec ccob(const ByteVec& bundle, uint16_t version, llvm::compression::Format format) {
-  ByteVec packed;
-  llvm::SmallVector<uint8_t, 0> out;
-  llvm::compression::compress(format, llvm::ArrayRef<uint8_t>(bundle), out);
-  uint16_t method = format == llvm::compression::Format::Zstd ? 1 : 0;
-  uint64_t header = version == 1 ? 20 : version == 2 ? 24 : 32;
-  ByteVec v = {'C', 'C', 'O', 'B'};
-  put<uint16_t>(v, version);
-  put<uint16_t>(v, method);
-  if (version == 1) {
-    put<uint32_t>(v, static_cast<uint32_t>(bundle.size()));
-  } else if (version == 2) {
-    put<uint32_t>(v, static_cast<uint32_t>(header + out.size()));
-    put<uint32_t>(v, static_cast<uint32_t>(bundle.size()));
-  } else {
-    put<uint64_t>(v, header + out.size());
-    put<uint64_t>(v, bundle.size());
-  }
-  put<uint64_t>(v, 0);
-  v.insert(v.end(), out.begin(), out.end());
-  return v;
-}
 
 // The NT_AMDGPU_METADATA descriptors of a code object, read with LLVM Object.
 void metadata_notes(hipguard::Bytes b) {
@@ -132,7 +101,8 @@ void bundle(hipguard::Bytes b) {
   for (auto format : {llvm::compression::Format::Zlib, llvm::compression::Format::Zstd}) {
     if (llvm::compression::getReasonIfUnsupported(format)) continue;
     for (uint16_t version : {1, 2, 3}) {
-      ByteVec c = ccob(v, version, format);
+      uint16_t method = format == llvm::compression::Format::Zstd ? hgtest::kCcobZstd : hgtest::kCcobZlib;
+      ByteVec c = hgtest::make_ccob(v, version, method, /*hash=*/0);
       seed("fuzz_bundle", c);
       seed("fuzz_check_image", c);
       seed("fuzz_fatbin_section", c);

@@ -77,9 +77,9 @@ const std::vector<std::pair<std::string, std::string>> kLaunches = {
 class ApiPaths : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (kApps.empty() || !path_exists(app("api_paths")) || !path_exists(app("dyn_lds_gfx90a.hipfb")))
+    if (kApps.empty() || !exists(app("api_paths")) || !exists(app("dyn_lds_gfx90a.hipfb")))
       GTEST_SKIP() << "hipcc test apps not built";
-    if (!path_exists(kSimrt + "/libamdhip64.so.5")) GTEST_SKIP() << "simulated runtime not built";
+    if (!exists(kSimrt + "/libamdhip64.so.5")) GTEST_SKIP() << "simulated runtime not built";
   }
 };
 
@@ -188,7 +188,7 @@ TEST_F(ApiPaths, LoadsWithoutACodeObjectForTheGpu) {
     EXPECT_EQ(s[label], "209") << label;
   EXPECT_EQ(s.count("hipLibraryLoadData->hipLibraryGetKernel"), 0u);
   // Released on unload, kept for the report.
-  std::string json = slurp(report);
+  std::string json = read_text(report);
   EXPECT_NE(json.find("hipLibraryLoadData image at"), std::string::npos) << json.substr(0, 2000);
   EXPECT_NE(json.find("dyn_lds_gfx90a.hipfb"), std::string::npos);
 }
@@ -198,7 +198,7 @@ TEST_F(ApiPaths, LoadsWithoutACodeObjectForTheGpu) {
 // entry points it lacks (found by name, through the shim) say hipErrorNotSupported.
 TEST_F(ApiPaths, RealRocm52RuntimeWhereItHasThePath) {
   const std::string real = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5";
-  if (!path_exists(real)) GTEST_SKIP() << real << " not installed";
+  if (!exists(real)) GTEST_SKIP() << real << " not installed";
   ProcessResult plain = run("20000", {});
   ProcessResult warn = run("20000", {{"LD_PRELOAD", kShim}, {"HIPGUARD_TARGET", "gfx90a"}});
   ProcessResult strict =

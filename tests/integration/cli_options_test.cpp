@@ -27,7 +27,7 @@ std::string app(const std::string& name) { return kApps + "/" + name; }
 
 #define REQUIRE_APP(name)                                                                               \
   do {                                                                                                  \
-    if (kApps.empty() || !path_exists(app(name))) GTEST_SKIP() << "hipcc test app " << name << " not built"; \
+    if (kApps.empty() || !exists(app(name))) GTEST_SKIP() << "hipcc test app " << name << " not built"; \
   } while (0)
 
 ProcessResult cli(std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) {
@@ -143,7 +143,7 @@ TEST(CliOptions, ValueAsNextArgumentOrAfterEquals) {
     EXPECT_EQ(r.status, 86) << r.err;
   }
   for (const char* name : {"hg-spaced.json", "hg-joined.json"}) {
-    std::string report = slurp(dir + name);
+    std::string report = read_text(dir + name);
     EXPECT_NE(report.find("\"HG201\""), std::string::npos) << name << ": " << report.substr(0, 300);
     std::remove((dir + name).c_str());
   }
@@ -201,7 +201,7 @@ TEST(CliOptions, ColourOnlyWhenAskedOrOnATerminal) {
   EXPECT_EQ(cli({"check", "--color=always", "--target", "mi300x", f}, {{"NO_COLOR", "1"}}).out, always.out)
       << "--color=always overrides NO_COLOR";
   // On a terminal (script(1) gives the program a pty): colour, unless NO_COLOR.
-  if (!path_exists("/usr/bin/script")) GTEST_SKIP() << "script(1) not installed";
+  if (!exists("/usr/bin/script")) GTEST_SKIP() << "script(1) not installed";
   std::string cmd = "'" + kCli + "' check --target mi300x '" + f + "'";
   ProcessResult tty = run_process({"/usr/bin/script", "-qec", cmd, "/dev/null"}, {{"TERM", "xterm"}});
   EXPECT_NE(tty.out.find("\x1b[1;31merror\x1b[0m HG201"), std::string::npos) << tty.out;
@@ -211,7 +211,7 @@ TEST(CliOptions, ColourOnlyWhenAskedOrOnATerminal) {
 }
 
 TEST(CliOptions, QuietAndVerbose) {
-  if (!path_exists(kRocsparse)) GTEST_SKIP() << kRocsparse << " not installed (Debian package librocsparse0)";
+  if (!exists(kRocsparse)) GTEST_SKIP() << kRocsparse << " not installed (Debian package librocsparse0)";
   ProcessResult normal = cli({"check", "--target", "mi300x", kRocsparse});
   ProcessResult quiet = cli({"check", "-q", "--target", "mi300x", kRocsparse});
   ProcessResult verbose = cli({"check", "--verbose", "--target", "mi300x", kRocsparse});
@@ -274,7 +274,7 @@ TEST(CliInspectOptions, Demangle) {
 }
 
 TEST(CliInspectOptions, SortOrdersEveryKernelTable) {
-  if (!path_exists(kRocsparse)) GTEST_SKIP() << kRocsparse << " not installed (Debian package librocsparse0)";
+  if (!exists(kRocsparse)) GTEST_SKIP() << kRocsparse << " not installed (Debian package librocsparse0)";
   auto unsorted = kernel_tables(cli({"inspect", kRocsparse}).out);
   ASSERT_GT(unsorted.size(), 100u);
   size_t rows = 0, reordered = 0;
@@ -309,9 +309,9 @@ TEST(CliInspectOptions, SortOrdersEveryKernelTable) {
 // at each amdgcn entry's file offset, a bundle at each bundle's.
 TEST(CliInspectOptions, FileOffsetsPointAtTheBytes) {
   std::vector<std::string> files;
-  if (!kApps.empty() && path_exists(app("vector_add_multi"))) files.push_back(app("vector_add_multi"));
-  if (!kApps.empty() && path_exists(app("vector_add_multi.hipfb"))) files.push_back(app("vector_add_multi.hipfb"));
-  if (path_exists(kRocsparse)) files.push_back(kRocsparse);
+  if (!kApps.empty() && exists(app("vector_add_multi"))) files.push_back(app("vector_add_multi"));
+  if (!kApps.empty() && exists(app("vector_add_multi.hipfb"))) files.push_back(app("vector_add_multi.hipfb"));
+  if (exists(kRocsparse)) files.push_back(kRocsparse);
   if (files.empty()) GTEST_SKIP() << "no hipcc test app and no rocSPARSE";
   for (const auto& f : files) {
     ProcessResult r = cli({"inspect", "-v", f});

@@ -26,17 +26,6 @@ const std::string kReadelf = HIPGUARD_READELF;
 const std::string kVersion = HIPGUARD_VERSION_STRING;
 const std::string kSoname = HIPGUARD_SHIM_SONAME;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string t = fs::temp_directory_path().string() + "/hipguard-install-XXXXXX";
-    path = mkdtemp(t.data()) ? t : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path.empty()) fs::remove_all(path, ec);
-  }
-};
 
 std::vector<std::string> needed(const std::string& elf) {
   std::vector<std::string> libs;
@@ -83,7 +72,7 @@ TEST(ShimLibrary, VersionedSonameAndFewDependencies) {
 }
 
 TEST(Install, InstalledTreeRunsItsOwnShimFromAnyPrefix) {
-  TempDir tmp;
+  hgtest::TempDir tmp("hipguard-install");
   ASSERT_FALSE(tmp.path.empty());
   std::string prefix = tmp.path + "/first";
   ProcessResult inst = run_process({HIPGUARD_CMAKE, "--install", kBuild, "--prefix", prefix});
@@ -104,7 +93,7 @@ TEST(Install, InstalledTreeRunsItsOwnShimFromAnyPrefix) {
   expect_runs_its_own_shim(moved);
   // And the installed shim does its work: a program without code for gfx942 stops before main.
   std::string app = kApps + "/vector_add_multi";
-  if (kApps.empty() || !path_exists(app)) GTEST_SKIP() << "hipcc test app vector_add_multi not built";
+  if (kApps.empty() || !exists(app)) GTEST_SKIP() << "hipcc test app vector_add_multi not built";
   ProcessResult r = run_process({moved + "/bin/hipguard", "run", "--target", "gfx942", "--strict", "--", app});
   EXPECT_EQ(r.status, 86) << r.err;
   EXPECT_EQ(lines_with(r.err, "error HG201 [gfx942:sramecc+:xnack-]").size(), 1u) << r.err;
@@ -113,15 +102,15 @@ TEST(Install, InstalledTreeRunsItsOwnShimFromAnyPrefix) {
 
 // The packages of scripts/package.sh, made by CPack from this build.
 TEST(Package, DebAndTarball) {
-  if (!path_exists("/usr/bin/dpkg-deb") || !path_exists("/usr/bin/dpkg-shlibdeps"))
+  if (!exists("/usr/bin/dpkg-deb") || !exists("/usr/bin/dpkg-shlibdeps"))
     GTEST_SKIP() << "dpkg-dev not installed";
-  TempDir tmp;
+  hgtest::TempDir tmp("hipguard-install");
   ASSERT_FALSE(tmp.path.empty());
   ProcessResult pk = run_process({HIPGUARD_CPACK, "--config", kBuild + "/CPackConfig.cmake", "-G", "DEB;TGZ", "-B",
                                   tmp.path});
   ASSERT_EQ(pk.status, 0) << pk.out << pk.err;
   std::string deb = tmp.path + "/hipguard_" + kVersion + "_amd64.deb";
-  ASSERT_TRUE(path_exists(deb)) << pk.out;
+  ASSERT_TRUE(exists(deb)) << pk.out;
   auto field = [&](const char* name) {
     std::string v = run_process({"dpkg-deb", "-f", deb, name}).out;
     return v.substr(0, v.find_last_not_of('\n') + 1);
@@ -144,11 +133,11 @@ TEST(Package, DebAndTarball) {
   EXPECT_FALSE(has_debug_info(x + "/usr/bin/hipguard"));
   EXPECT_FALSE(has_debug_info(x + "/usr/lib/libhipguard.so." + kVersion));
   std::string dbg = tmp.path + "/hipguard-dbgsym_" + kVersion + "_amd64.ddeb";
-  ASSERT_TRUE(path_exists(dbg)) << pk.out;
+  ASSERT_TRUE(exists(dbg)) << pk.out;
   EXPECT_EQ(lines_with(run_process({"dpkg-deb", "-c", dbg}).out, "./usr/lib/debug/.build-id/").size() >= 2, true);
   // The tarball: unpacked anywhere, it runs its own shim.
   std::string tgz = tmp.path + "/hipguard-" + kVersion + "-linux-x86_64.tar.gz";
-  ASSERT_TRUE(path_exists(tgz)) << pk.out;
+  ASSERT_TRUE(exists(tgz)) << pk.out;
   ASSERT_EQ(run_process({"tar", "-xzf", tgz, "-C", tmp.path}).status, 0);
   std::string top = tmp.path + "/hipguard-" + kVersion + "-linux-x86_64";
   EXPECT_FALSE(has_debug_info(top + "/bin/hipguard"));

@@ -13,24 +13,12 @@
 
 extern char** environ;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
   std::vector<std::string> out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);)
     if (line.find(needle) != std::string::npos) out.push_back(line);
   return out;
-}
-
-bool path_exists(const std::string& path) {
-  struct stat st;
-  return !path.empty() && stat(path.c_str(), &st) == 0;
 }
 
 ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
@@ -70,8 +58,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::map<s
   r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
   close(out_fd);
   close(err_fd);
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
+  r.out = read_text(out_path);
+  r.err = read_text(err_path);
   unlink(out_path);
   unlink(err_path);
   return r;

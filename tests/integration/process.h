@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "files.h"  // tests/support: read_text, exists, TempDir
+
 struct ProcessResult {
   int status = -1;     // exit status, or 128+signal
   std::string out;     // stdout
@@ -17,5 +19,5 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::map<s
 
 // Lines of `text` that contain `needle`.
 std::vector<std::string> lines_with(const std::string& text, const std::string& needle);
-bool path_exists(const std::string& path);
-std::string slurp(const std::string& path);
+using hgtest::exists;
+using hgtest::read_text;

@@ -51,9 +51,9 @@ size_t count(const std::string& text, const std::string& what) {
 class ReportFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (kApps.empty() || !path_exists(app("dlopen_host")) || !path_exists(app("libkernels_lib.so")))
+    if (kApps.empty() || !exists(app("dlopen_host")) || !exists(app("libkernels_lib.so")))
       GTEST_SKIP() << "hipcc test apps not built";
-    if (!path_exists(kSimrt + "/libamdhip64.so.5")) GTEST_SKIP() << "simulated runtime not built";
+    if (!exists(kSimrt + "/libamdhip64.so.5")) GTEST_SKIP() << "simulated runtime not built";
     char tmpl[] = "/tmp/hipguard-reportfile-XXXXXX";
     ASSERT_TRUE(mkdtemp(tmpl));
     dir_ = tmpl;
@@ -99,7 +99,7 @@ TEST_F(ReportFile, AnEarlierRunsReportNeverSurvives) {
   { std::ofstream(report) << "{\"schema\": \"hipguard-report/1\", \"stale\": true}\n"; }
   ProcessResult r = host(report);
   EXPECT_EQ(r.status, 0);
-  std::string doc = slurp(report);
+  std::string doc = read_text(report);
   EXPECT_EQ(doc.find("stale"), std::string::npos) << doc.substr(0, 300);
   EXPECT_NE(doc.find("\"code\": \"HG201\""), std::string::npos) << doc.substr(0, 300);
   EXPECT_EQ(entries(dir_), std::set<std::string>{"r.json"}) << "no r.json.<pid> beside it";
@@ -109,7 +109,7 @@ TEST_F(ReportFile, AWriteErrorIsSaid) {
   // Before: a full disk left a 0-byte report and no word of it. A file size
   // limit (SIGXFSZ ignored, as a shell's `trap '' XFSZ` does) fails the same
   // write(2) calls ENOSPC would.
-  if (!path_exists("/usr/bin/prlimit")) GTEST_SKIP() << "prlimit (util-linux) not installed";
+  if (!exists("/usr/bin/prlimit")) GTEST_SKIP() << "prlimit (util-linux) not installed";
   std::string report = dir_ + "/r.json";
   auto env = sim({{"HIPGUARD_REPORT", report}});
   ProcessResult r = run_process({"/bin/sh", "-c", "trap '' XFSZ; exec /usr/bin/prlimit --fsize=600 \"$0\" \"$1\"",
@@ -127,7 +127,7 @@ TEST_F(ReportFile, FindingsSurviveKillExitAndAbort) {
     std::string report = dir_ + "/" + end + ".json";
     ProcessResult r = host(report, {{"DLOPEN_HOST_END", end}});
     EXPECT_EQ(r.status, status) << end << ": the program's own status";
-    std::string journal = slurp(report);
+    std::string journal = read_text(report);
     auto headers = lines_with(journal, "\"program\":\"" + app("dlopen_host") + "\"");
     EXPECT_EQ(headers.size(), 1u) << end << ":\n" << journal;
     auto found = lines_with(journal, "{\"diagnostic\":{\"code\":\"HG201\"");
@@ -143,7 +143,7 @@ TEST_F(ReportFile, ForkedChildrenWriteOnlyWhatTheyDid) {
   ProcessResult r = host(report, {{"DLOPEN_HOST_FORK", "40"}});
   ASSERT_EQ(r.status, 0) << r.err;
   ASSERT_EQ(count(r.out, "child status 0"), 40u) << r.out;
-  std::string doc = slurp(report);
+  std::string doc = read_text(report);
   EXPECT_EQ(count(doc, "\"complete\": true"), 41u) << doc.substr(0, 2000);
   EXPECT_EQ(count(doc, "\"code\": \"HG201\""), 2u) << "once in the parent's files, once in its findings";
   EXPECT_EQ(count(doc, "\"path\": \"" + app("libkernels_lib.so") + "\""), 1u) << "the children list no files";
@@ -164,7 +164,7 @@ TEST_F(ReportFile, RunKeepsEveryProcessOfTheJob) {
                                  host_cmd + "; DLOPEN_HOST_END=kill " + host_cmd + "; " + app("vector_add_gfx90a")},
                                 sim({}, /*shim=*/false));
   EXPECT_EQ(r.status, 0) << r.err;
-  std::string doc = slurp(report);
+  std::string doc = read_text(report);
   EXPECT_EQ(doc.find("stale"), std::string::npos);
   EXPECT_EQ(count(doc, "\"complete\": true"), 2u) << doc.substr(0, 3000);
   EXPECT_EQ(count(doc, "\"complete\": false"), 1u) << "the killed process, with what it found";
@@ -179,7 +179,7 @@ TEST_F(ReportFile, RunKeepsEveryProcessOfTheJob) {
   r = run_process({kCli, "run", "--target", "mi300x", "--report", xml, "--", "/bin/sh", "-c",
                    host_cmd + "; DLOPEN_HOST_END=kill " + host_cmd},
                   sim({}, false));
-  std::string x = slurp(xml);
+  std::string x = read_text(xml);
   EXPECT_EQ(x.rfind("<?xml", 0), 0u) << x;
   EXPECT_EQ(count(x, "<testsuites"), 1u) << x;
   EXPECT_EQ(count(x, "</testsuites>"), 1u) << x;

@@ -22,7 +22,6 @@ const std::string kApps = HIPGUARD_APPS_DIR;
 const std::string kSimrt = HIPGUARD_SIMRT_DIR;
 const std::string kFixtures = HIPGUARD_FIXTURES_DIR;
 
-bool exists(const std::string& p) { return path_exists(p); }
 std::string app(const std::string& name) { return kApps + "/" + name; }
 
 // Environment for a run on the simulated runtime with `gpus`; `shim` adds LD_PRELOAD.
@@ -61,7 +60,7 @@ TEST_F(Runtime, ProbeExplainsAKernelTheRuntimeRejected) {
   // probe, HG501) and the launch (HG502) are its consequences, in the report.
   EXPECT_EQ(lines_with(r.err, "error HG201").size(), 1u) << r.err;
   EXPECT_EQ(lines_with(r.err, "hipguard: ").size(), 1u) << r.err;
-  std::string doc = slurp(json);
+  std::string doc = read_text(json);
   size_t run = doc.find("\"consequences\"");
   ASSERT_NE(run, std::string::npos) << doc;
   std::string events = doc.substr(run);
@@ -295,7 +294,7 @@ TEST_F(Runtime, ReportFileJsonAndJunit) {
   auto files = lines_with(ls.out, "run-");
   ASSERT_EQ(files.size(), 1u) << ls.out;
   EXPECT_EQ(files[0].find("%p"), std::string::npos);
-  std::string doc = slurp(std::string(dir) + "/" + files[0]);
+  std::string doc = read_text(std::string(dir) + "/" + files[0]);
   EXPECT_NE(doc.find("\"schema\": \"hipguard-report/1\""), std::string::npos) << doc.substr(0, 400);
   EXPECT_NE(doc.find("\"mode\": \"warn\""), std::string::npos);
   EXPECT_NE(doc.find("\"code\": \"HG201\""), std::string::npos);
@@ -304,7 +303,7 @@ TEST_F(Runtime, ReportFileJsonAndJunit) {
   // JUnit variant.
   std::string xml = std::string(dir) + "/run.xml";
   run_process({app("vector_add_gfx90a")}, sim(kMi300x, true, {{"HIPGUARD_TARGET", kMi300x}, {"HIPGUARD_REPORT", xml}}));
-  std::string x = slurp(xml);
+  std::string x = read_text(xml);
   EXPECT_NE(x.find("<testsuites"), std::string::npos);
   EXPECT_NE(x.find("failure type=\"HG201\""), std::string::npos) << x;
   // A symlink planted there is never followed, and nothing is written beside it (HG603 says why).
@@ -314,7 +313,7 @@ TEST_F(Runtime, ReportFileJsonAndJunit) {
   ASSERT_EQ(symlink(victim.c_str(), planted.c_str()), 0);
   ProcessResult p = run_process({app("vector_add_gfx90a")},
                                 sim(kMi300x, true, {{"HIPGUARD_TARGET", kMi300x}, {"HIPGUARD_REPORT", planted}}));
-  EXPECT_EQ(slurp(victim), "keep");
+  EXPECT_EQ(read_text(victim), "keep");
   EXPECT_EQ(lines_with(p.err, "warning HG603 " + planted + ": HIPGUARD_REPORT not written").size(), 1u) << p.err;
   ProcessResult ls2 = run_process({"/bin/sh", "-c", std::string("ls ") + dir});
   EXPECT_EQ(lines_with(ls2.out, "planted.json.").size(), 0u) << "nothing beside it: " << ls2.out;
@@ -335,7 +334,7 @@ TEST_F(Runtime, ReportListsEachKernelOnce) {
   ProcessResult r = run_process({app("vector_add_gfx90a")},
                                 sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_REPORT", json}}));
   EXPECT_NE(r.out.find("hipLaunchKernel: 0"), std::string::npos) << r.out;
-  std::string doc = slurp(json);
+  std::string doc = read_text(json);
   size_t records = 0;
   for (size_t p = 0; (p = doc.find("\"launches\":", p)) != std::string::npos; ++p) ++records;
   EXPECT_EQ(records, 1u) << doc;
@@ -362,7 +361,7 @@ TEST_F(Runtime, ForkedChildWritesItsOwnReport) {
   size_t with_finding = 0;
   for (const auto& f : files) {
     std::string pid = f.substr(2, f.find(".json") - 2);
-    std::string doc = slurp(std::string(dir) + "/" + f);
+    std::string doc = read_text(std::string(dir) + "/" + f);
     EXPECT_NE(doc.find("\"pid\": " + pid), std::string::npos) << f << ": " << doc.substr(0, 600);
     bool found = doc.find("\"code\": \"HG201\"") != std::string::npos;
     EXPECT_EQ(found, pid == parent) << f << " (parent " << parent << ")";
@@ -384,7 +383,7 @@ TEST_F(Runtime, StrictStopWritesTheReport) {
   EXPECT_EQ(r.out.find("main reached"), std::string::npos) << r.out;
   auto files = files_in(dir, "s-");
   ASSERT_EQ(files.size(), 1u) << "the report of the stopped program: " << r.err;
-  std::string doc = slurp(std::string(dir) + "/" + files[0]);
+  std::string doc = read_text(std::string(dir) + "/" + files[0]);
   EXPECT_NE(doc.find("\"mode\": \"strict\""), std::string::npos) << doc.substr(0, 600);
   EXPECT_NE(doc.find("\"code\": \"HG201\""), std::string::npos) << doc.substr(0, 600);
   EXPECT_NE(doc.find("vector_add_gfx90a"), std::string::npos);
@@ -479,7 +478,7 @@ TEST_F(Runtime, ExitStatusChangeStillWritesTheReport) {
   ProcessResult r = run_process({app("dyn_lds_gfx90a"), "20000"},
                                 sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"},
                                                    {"HIPGUARD_REPORT", report}}));
-  std::string json = slurp(report);
+  std::string json = read_text(report);
   unlink(report.c_str());
   rmdir(dir);
   EXPECT_EQ(r.status, 86) << r.err;

@@ -28,7 +28,6 @@ const std::string kApps = HIPGUARD_APPS_DIR;
 const std::string kCorpus = std::string(HIPGUARD_CORPUS_DIR) + "/aiter";
 const std::string kReadelf = HIPGUARD_READELF;
 
-bool exists(const std::string& p) { return path_exists(p); }
 
 std::string app(const std::string& name) { return kApps + "/" + name; }
 
@@ -578,8 +577,8 @@ TEST(ShimHotSwap, ForwardedEntryIsNamedOnlyWhenTheToolIsEnabled) {
   // AITER code objects for each processor, as a fat binary built for both would hold.
   std::string co942, co1250;
   for (const auto& f : corpus_files()) {
-    if (co942.empty() && basename_of(f).rfind("gfx942_", 0) == 0) co942 = slurp(f);
-    if (co1250.empty() && basename_of(f).rfind("gfx1250_", 0) == 0) co1250 = slurp(f);
+    if (co942.empty() && basename_of(f).rfind("gfx942_", 0) == 0) co942 = read_text(f);
+    if (co1250.empty() && basename_of(f).rfind("gfx1250_", 0) == 0) co1250 = read_text(f);
   }
   if (co942.empty() || co1250.empty()) GTEST_SKIP() << "the corpus has no gfx942 or no gfx1250 code object";
   const std::string* payload[] = {&co942, &co1250};

@@ -46,7 +46,8 @@ std::vector<Input> ccob_bundles() {
       for (uint16_t version : {1, 2, 3}) {
         std::string name = b.name + (format == llvm::compression::Format::Zstd ? ".zstd" : ".zlib") + ".v" +
                            std::to_string(version) + ".ccob";
-        out.push_back({name, make_ccob(b.bytes, version, format)});
+        uint16_t method = format == llvm::compression::Format::Zstd ? hgtest::kCcobZstd : hgtest::kCcobZlib;
+        out.push_back({name, make_ccob(b.bytes, version, method, /*hash=*/0)});
       }
     }
   }

@@ -31,7 +31,7 @@ struct MsgpackCase {
 class RobustnessRegressionMsgpackKeys : public ::testing::TestWithParam<MsgpackCase> {};
 
 TEST_P(RobustnessRegressionMsgpackKeys, MapKeysThatAreContainersAreBadMetadata) {
-  ByteVec elf = make_code_object(GetParam().msgpack);
+  ByteVec elf = make_note_only_code_object(GetParam().msgpack);
   // In a child process: the fault is a segfault in release builds.
   auto results = run_isolated(1, [&](uint64_t) -> std::string {
     Exact copy(elf.data(), elf.size());
@@ -57,7 +57,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Robustness, RegressionBuilderSanity) {
   // {"amdhsa.kernels": []}
   std::string md = "\x81\xae" "amdhsa.kernels" "\x90";
-  ByteVec elf = make_code_object(md);
+  ByteVec elf = make_note_only_code_object(md);
   hipguard::Result<hipguard::CodeObject> co = hipguard::parse_code_object(span(elf));
   ASSERT_TRUE(co) << co.error().message;
   EXPECT_EQ(co->processor ? co->processor->name : "", "gfx942");
@@ -88,7 +88,7 @@ long peak_growth_mib(F&& fn) {
 TEST(Robustness, RegressionMsgpackHugeArrayLength) {
   for (std::string_view md : {std::string_view("\x81\xae" "amdhsa.kernels" "\xdd\xff\xff\xff\xff", 20),
                               std::string_view("\x81\xae" "amdhsa.kernels" "\xdd\x08\x00\x00\x00", 20)}) {
-    ByteVec elf = make_code_object(md);
+    ByteVec elf = make_note_only_code_object(md);
     auto results = run_isolated(1, [&](uint64_t) -> std::string {
       Exact copy(elf.data(), elf.size());
       std::string problem;
@@ -117,12 +117,12 @@ TEST(Robustness, RegressionCcobClaimedSizeAmplification) {
   ByteVec table;
   for (char c : std::string_view("__CLANG_OFFLOAD_BUNDLE__")) table.push_back(static_cast<uint8_t>(c));
   std::string id = "hipv4-amdgcn-amd-amdhsa--gfx942";
-  put<uint64_t>(table, 1);
-  put<uint64_t>(table, claimed - 4096);
-  put<uint64_t>(table, 4096);
-  put<uint64_t>(table, id.size());
+  append<uint64_t>(table, 1);
+  append<uint64_t>(table, claimed - 4096);
+  append<uint64_t>(table, 4096);
+  append<uint64_t>(table, id.size());
   table.insert(table.end(), id.begin(), id.end());
-  ByteVec ccob = make_ccob(table, 3, llvm::compression::Format::Zstd);
+  ByteVec ccob = make_ccob(table, 3, hgtest::kCcobZstd, /*hash=*/0);
   std::memcpy(ccob.data() + 16, &claimed, 8);  // v3: u64 uncompressed size at offset 16
   auto results = run_isolated(1, [&](uint64_t) -> std::string {
     Exact copy(ccob.data(), ccob.size());

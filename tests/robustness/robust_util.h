@@ -1,7 +1,6 @@
 // Helpers for the robustness tests: inputs, exactly-sized copies, ELF layout
-// of the originals (where the parsers look), CCOB and minimal-ELF builders.
-// Written from the format specifications (ELF-64 gABI; CCOB layout in the
-// shared reference hip-fatbin-and-selection.md §3), not from hipguard's parser.
+// of the originals (where the parsers look). The CCOB and minimal-ELF builders
+// and the file helpers are in tests/support.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,8 +8,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <llvm/ADT/ArrayRef.h>
-#include <llvm/ADT/SmallVector.h>
 #include <llvm/Support/Compression.h>
 
 #include <algorithm>
@@ -35,11 +32,20 @@
 #include "hipguard/code_object.h"
 #include "hipguard/diagnostic.h"
 #include "hipguard/target.h"
+#include "bytes.h"
+#include "ccob.h"
+#include "code_object.h"
+#include "files.h"
 
 namespace hgrobust {
 
 namespace fs = std::filesystem;
-using ByteVec = std::vector<uint8_t>;
+using hgtest::append;
+using hgtest::ByteVec;
+using hgtest::make_ccob;
+using hgtest::make_note_only_code_object;
+using hgtest::read_bytes;
+using hgtest::span;
 
 // ---- Inputs -------------------------------------------------------------------
 
@@ -57,13 +63,6 @@ inline std::vector<fs::path> corpus_files() {
 
 // hipcc outputs of this build (tests/apps), "" when hipcc was not found.
 inline fs::path apps_dir() { return HIPGUARD_HAVE_APPS ? fs::path(HIPGUARD_APPS_DIR) : fs::path(); }
-
-inline ByteVec read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return ByteVec((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-inline hipguard::Bytes span(const ByteVec& v) { return hipguard::Bytes(v.data(), v.size()); }
 
 // Every byte offset is the default (2.2 M truncations of the corpus take ~5 s
 // in a RelWithDebInfo build). HIPGUARD_ROBUSTNESS_STRIDE=N samples every N-th
@@ -355,95 +354,6 @@ inline std::string flip_bits(ByteVec& v, Rng& rng, const std::vector<Range>& foc
     what += (what.empty() ? "" : ",") + std::to_string(pos) + ":" + std::to_string(bit);
   }
   return what;
-}
-
-// ---- Builders -----------------------------------------------------------------
-
-template <class T>
-void put(ByteVec& v, T x) {
-  uint8_t b[sizeof(T)];
-  std::memcpy(b, &x, sizeof(T));
-  v.insert(v.end(), b, b + sizeof(T));
-}
-
-// A compressed offload bundle ("CCOB") of `bundle`: header v1 (20 bytes: magic,
-// u16 version, u16 method, u32 uncompressed size, u64 hash), v2 (24: ..., u32
-// total size, u32 uncompressed size, u64 hash) or v3 (32: u64 total, u64
-// uncompressed, u64 hash); method 0 zlib, 1 zstd; the payload follows.
-inline ByteVec make_ccob(const ByteVec& bundle, uint16_t version, llvm::compression::Format format) {
-  llvm::SmallVector<uint8_t, 0> packed;
-  llvm::compression::compress(format, llvm::ArrayRef<uint8_t>(bundle), packed);
-  uint64_t header = version == 1 ? 20 : version == 2 ? 24 : 32;
-  ByteVec v = {'C', 'C', 'O', 'B'};
-  put<uint16_t>(v, version);
-  put<uint16_t>(v, format == llvm::compression::Format::Zstd ? 1 : 0);
-  if (version == 1) {
-    put<uint32_t>(v, static_cast<uint32_t>(bundle.size()));
-  } else if (version == 2) {
-    put<uint32_t>(v, static_cast<uint32_t>(header + packed.size()));
-    put<uint32_t>(v, static_cast<uint32_t>(bundle.size()));
-  } else {
-    put<uint64_t>(v, header + packed.size());
-    put<uint64_t>(v, bundle.size());
-  }
-  put<uint64_t>(v, 0);  // hash: only a cache key for comgr
-  v.insert(v.end(), packed.begin(), packed.end());
-  return v;
-}
-
-// A minimal AMDGPU code object (ELF-64 LE, ELFOSABI_AMDGPU_HSA, ET_DYN) with
-// one SHT_NOTE section holding an NT_AMDGPU_METADATA note whose descriptor is
-// `metadata`, a .shstrtab, and the section header table at the end.
-inline ByteVec make_code_object(std::string_view metadata, uint32_t e_flags = 0x04c /*gfx942*/ | 0x100 | 0x400,
-                                uint8_t abi_version = 3 /*v5*/) {
-  ByteVec f(64, 0);
-  const uint8_t ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 64 /*ELFOSABI_AMDGPU_HSA*/, abi_version};
-  std::memcpy(f.data(), ident, sizeof ident);
-  // Note: namesz, descsz, type, "AMDGPU\0" padded to 4, desc padded to 4.
-  uint64_t note_off = f.size();
-  put<uint32_t>(f, 7);
-  put<uint32_t>(f, static_cast<uint32_t>(metadata.size()));
-  put<uint32_t>(f, 32);  // NT_AMDGPU_METADATA
-  for (char c : std::string_view("AMDGPU\0\0", 8)) f.push_back(static_cast<uint8_t>(c));
-  f.insert(f.end(), metadata.begin(), metadata.end());
-  while (f.size() % 4) f.push_back(0);
-  uint64_t note_size = f.size() - note_off;
-  uint64_t strtab_off = f.size();
-  const char strtab[] = "\0.note\0.shstrtab\0";
-  f.insert(f.end(), strtab, strtab + sizeof strtab);
-  uint64_t strtab_size = sizeof strtab;
-  while (f.size() % 8) f.push_back(0);
-  uint64_t shoff = f.size();
-  auto shdr = [&](uint32_t name, uint32_t type, uint64_t off, uint64_t size, uint64_t align) {
-    put<uint32_t>(f, name);
-    put<uint32_t>(f, type);
-    put<uint64_t>(f, type == 7 ? 2 /*SHF_ALLOC*/ : 0);
-    put<uint64_t>(f, 0);  // addr
-    put<uint64_t>(f, off);
-    put<uint64_t>(f, size);
-    put<uint32_t>(f, 0);  // link
-    put<uint32_t>(f, 0);  // info
-    put<uint64_t>(f, align);
-    put<uint64_t>(f, 0);  // entsize
-  };
-  shdr(0, 0, 0, 0, 0);
-  shdr(1, 7 /*SHT_NOTE*/, note_off, note_size, 4);
-  shdr(7, 3 /*SHT_STRTAB*/, strtab_off, strtab_size, 1);
-  // ELF header fields.
-  auto set16 = [&](uint64_t at, uint16_t x) { std::memcpy(f.data() + at, &x, 2); };
-  auto set32 = [&](uint64_t at, uint32_t x) { std::memcpy(f.data() + at, &x, 4); };
-  auto set64 = [&](uint64_t at, uint64_t x) { std::memcpy(f.data() + at, &x, 8); };
-  set16(16, 3);    // e_type ET_DYN
-  set16(18, 224);  // e_machine EM_AMDGPU
-  set32(20, 1);    // e_version
-  set64(40, shoff);
-  set32(48, e_flags);
-  set16(52, 64);  // e_ehsize
-  set16(54, 56);  // e_phentsize
-  set16(58, 64);  // e_shentsize
-  set16(60, 3);   // e_shnum
-  set16(62, 2);   // e_shstrndx
-  return f;
 }
 
 }  // namespace hgrobust

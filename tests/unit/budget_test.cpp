@@ -115,12 +115,7 @@ ByteVec zstd_bomb_ccob(uint64_t total) {
     block(done == total, 1, n);
     z.push_back(0);
   }
-  ByteVec v = {'C', 'C', 'O', 'B'};
-  append<uint16_t>(v, 3);
-  append<uint16_t>(v, 1);  // zstd
-  append<uint64_t>(v, 32 + z.size());
-  append<uint64_t>(v, total);
-  append<uint64_t>(v, 0);  // hash
+  ByteVec v = ccob_header(3, kCcobZstd, 32 + z.size(), total, /*hash=*/0);
   v.insert(v.end(), z.begin(), z.end());
   return v;
 }
@@ -176,12 +171,7 @@ TEST(Budget, ZstdWindowIsBoundedByTheClaim) {
   uint32_t h = 1u | static_cast<uint32_t>(head.size() << 3);  // last, raw
   z.push_back(h & 0xff), z.push_back(h >> 8 & 0xff), z.push_back(h >> 16 & 0xff);
   z.insert(z.end(), head.begin(), head.end());
-  ByteVec v = {'C', 'C', 'O', 'B'};
-  append<uint16_t>(v, 3);
-  append<uint16_t>(v, 1);
-  append<uint64_t>(v, 32 + z.size());
-  append<uint64_t>(v, head.size());
-  append<uint64_t>(v, 0);
+  ByteVec v = ccob_header(3, kCcobZstd, 32 + z.size(), head.size(), /*hash=*/0);
   v.insert(v.end(), z.begin(), z.end());
   auto b = parse_bundle(span(v));
   ASSERT_FALSE(b) << "a 32-byte bundle behind a 2 GiB window";

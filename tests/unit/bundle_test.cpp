@@ -6,7 +6,6 @@
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Support/Compression.h>
-#include <llvm/Support/MD5.h>
 
 #include "test_util.h"
 
@@ -260,40 +259,8 @@ TEST(BundleMalformed, NoMagic) {
 
 namespace {
 
-// Header exactly as hip-fatbin-and-selection.md §3 (clang OffloadBundler
-// CompressedOffloadBundle::compress): "CCOB", u16 version, u16 method, then
-// v1: u32 uncompressed, u64 hash (20 bytes); v2: u32 total, u32 uncompressed,
-// u64 hash (24); v3: u64 total, u64 uncompressed, u64 hash (32).
-ByteVec make_ccob(const ByteVec& bundle, uint16_t version, uint16_t method) {
-  llvm::SmallVector<uint8_t, 0> compressed;
-  llvm::ArrayRef<uint8_t> in(bundle.data(), bundle.size());
-  if (method == 0) llvm::compression::zlib::compress(in, compressed);
-  else llvm::compression::zstd::compress(in, compressed);
-  llvm::MD5 md5;
-  md5.update(in);
-  llvm::MD5::MD5Result digest;
-  md5.final(digest);
-  uint64_t hash = digest.low();
-  ByteVec out;
-  append_str(out, "CCOB");
-  append<uint16_t>(out, version);
-  append<uint16_t>(out, method);
-  size_t header = version == 1 ? 20 : version == 2 ? 24 : 32;
-  uint64_t total = header + compressed.size();
-  if (version == 1) {
-    append<uint32_t>(out, static_cast<uint32_t>(bundle.size()));
-  } else if (version == 2) {
-    append<uint32_t>(out, static_cast<uint32_t>(total));
-    append<uint32_t>(out, static_cast<uint32_t>(bundle.size()));
-  } else {
-    append<uint64_t>(out, total);
-    append<uint64_t>(out, bundle.size());
-  }
-  append<uint64_t>(out, hash);
-  EXPECT_EQ(out.size(), header);
-  out.insert(out.end(), compressed.begin(), compressed.end());
-  return out;
-}
+// make_ccob (tests/support/ccob.h) writes the header exactly as
+// hip-fatbin-and-selection.md §3, with the MD5 hash OffloadBundler writes.
 
 bool method_available(uint16_t method) {
   return method == 0 ? llvm::compression::zlib::isAvailable() : llvm::compression::zstd::isAvailable();
@@ -319,6 +286,7 @@ TEST_P(Ccob, SameEntriesAsTheUncompressedBundle) {
   HG_REQUIRE_APP(path, "vector_add_multi.hipfb");
   ByteVec plain = read_bytes(path);
   ByteVec ccob = make_ccob(plain, version, method);
+  EXPECT_EQ(ccob_header(version, method, 0, 0).size(), ccob_header_size(version));  // the builder's header
   EXPECT_EQ(classify(span(ccob)), PayloadKind::CompressedBundle);
 
   auto ref = parse_bundle(span(plain));

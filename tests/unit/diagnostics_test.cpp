@@ -12,11 +12,6 @@ using namespace hgtest;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 fs::path source_dir() { return fs::path(HIPGUARD_SOURCE_DIR); }
 
 // Codes the shim emits and another suite covers (integration tests).

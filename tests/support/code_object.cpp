@@ -1,6 +1,9 @@
-#include "test_util.h"
+// Minimal AMDGPU code objects: the builders declared in code_object.h.
+#include "code_object.h"
 
 #include <llvm/BinaryFormat/MsgPackDocument.h>
+
+#include <cstring>
 
 namespace hgtest {
 
@@ -219,10 +222,54 @@ ByteVec make_code_object(const CodeObjectSpec& spec) {
   return out;
 }
 
-ByteVec entry_payload(const ByteVec& bundle, std::string_view entry_id) {
-  for (auto& p : split_bundle(bundle))
-    if (p.id == entry_id) return p.payload;
-  return {};
+// Section header table entries and the ELF header written with append/put;
+// the layout of the robustness suite's original builder, byte for byte.
+ByteVec make_note_only_code_object(std::string_view metadata, uint32_t e_flags, uint8_t abi_version) {
+  ByteVec f(64, 0);
+  const uint8_t ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 64 /*ELFOSABI_AMDGPU_HSA*/, abi_version};
+  std::memcpy(f.data(), ident, sizeof ident);
+  // Note: namesz, descsz, type, "AMDGPU\0" padded to 4, desc padded to 4.
+  uint64_t note_off = f.size();
+  append<uint32_t>(f, 7);
+  append<uint32_t>(f, static_cast<uint32_t>(metadata.size()));
+  append<uint32_t>(f, 32);  // NT_AMDGPU_METADATA
+  append_str(f, std::string_view("AMDGPU\0\0", 8));
+  append_str(f, metadata);
+  pad_to(f, 4);
+  uint64_t note_size = f.size() - note_off;
+  uint64_t strtab_off = f.size();
+  const char strtab[] = "\0.note\0.shstrtab\0";
+  f.insert(f.end(), strtab, strtab + sizeof strtab);
+  uint64_t strtab_size = sizeof strtab;
+  pad_to(f, 8);
+  uint64_t shoff = f.size();
+  auto shdr = [&](uint32_t name, uint32_t type, uint64_t off, uint64_t size, uint64_t align) {
+    append<uint32_t>(f, name);
+    append<uint32_t>(f, type);
+    append<uint64_t>(f, type == 7 ? 2 /*SHF_ALLOC*/ : 0);
+    append<uint64_t>(f, 0);  // addr
+    append<uint64_t>(f, off);
+    append<uint64_t>(f, size);
+    append<uint32_t>(f, 0);  // link
+    append<uint32_t>(f, 0);  // info
+    append<uint64_t>(f, align);
+    append<uint64_t>(f, 0);  // entsize
+  };
+  shdr(0, 0, 0, 0, 0);
+  shdr(1, 7 /*SHT_NOTE*/, note_off, note_size, 4);
+  shdr(7, 3 /*SHT_STRTAB*/, strtab_off, strtab_size, 1);
+  // ELF header fields.
+  put<uint16_t>(f, 16, 3);    // e_type ET_DYN
+  put<uint16_t>(f, 18, 224);  // e_machine EM_AMDGPU
+  put<uint32_t>(f, 20, 1);    // e_version
+  put<uint64_t>(f, 40, shoff);
+  put<uint32_t>(f, 48, e_flags);
+  put<uint16_t>(f, 52, 64);  // e_ehsize
+  put<uint16_t>(f, 54, 56);  // e_phentsize
+  put<uint16_t>(f, 58, 64);  // e_shentsize
+  put<uint16_t>(f, 60, 3);   // e_shnum
+  put<uint16_t>(f, 62, 2);   // e_shstrndx
+  return f;
 }
 
 }  // namespace hgtest
