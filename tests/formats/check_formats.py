@@ -223,8 +223,12 @@ class Formats:
             for target, ext in (("gfx942:sramecc+:xnack-", "json"), ("gfx90a:sramecc-:xnack-", "json"),
                                 ("gfx942:sramecc+:xnack-", "xml")):
                 rep = os.path.join(d, f"run-{target.split(':')[0]}.{ext}")
-                env = dict(os.environ, LD_LIBRARY_PATH=o.simrt, HIPGUARD_SIM_GPUS=target, LD_PRELOAD=o.shim,
+                # A sanitizer build of the shim needs its runtime preloaded first (as `hipguard run` does).
+                preload = (o.san_rt + ":" if o.san_rt else "") + o.shim
+                env = dict(os.environ, LD_LIBRARY_PATH=o.simrt, HIPGUARD_SIM_GPUS=target, LD_PRELOAD=preload,
                            HIPGUARD_TARGET=target, HIPGUARD_REPORT=rep)
+                if o.san_rt:
+                    env["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
                 run([app], env)
                 if not expect(os.path.exists(rep), f"shim wrote {rep}"):
                     continue
@@ -256,7 +260,7 @@ class Formats:
 
 def main():
     ap = argparse.ArgumentParser()
-    for a in ("cli", "shim", "simrt", "apps", "corpus", "schema", "docs"):
+    for a in ("cli", "shim", "simrt", "apps", "corpus", "schema", "docs", "san-rt"):
         ap.add_argument("--" + a, default="")
     o = ap.parse_args()
     f = Formats(o)
