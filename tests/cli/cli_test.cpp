@@ -205,18 +205,23 @@ TEST(Cli, UsageErrorsExitTwo) {
 // ---------------------------------------------------------------- inspect
 
 namespace {
-// The JSON document of `hipguard inspect --json ARGS`, or null with a test failure.
-std::optional<llvm::json::Value> inspect_json(const std::vector<std::string>& paths, int* status = nullptr) {
-  std::vector<std::string> args = {"inspect", "--json"};
-  args.insert(args.end(), paths.begin(), paths.end());
-  CliRun r = run_cli(args);
-  if (status) *status = r.status;
+// The JSON document a run printed, or null with a test failure.
+std::optional<llvm::json::Value> parse_json(const CliRun& r) {
   auto doc = llvm::json::parse(r.out);
   if (!doc) {
     ADD_FAILURE() << llvm::toString(doc.takeError()) << "\n" << r.out.substr(0, 2000);
     return std::nullopt;
   }
   return std::move(*doc);
+}
+
+// The JSON document of `hipguard inspect --json ARGS`, or null with a test failure.
+std::optional<llvm::json::Value> inspect_json(const std::vector<std::string>& paths, int* status = nullptr) {
+  std::vector<std::string> args = {"inspect", "--json"};
+  args.insert(args.end(), paths.begin(), paths.end());
+  CliRun r = run_cli(args);
+  if (status) *status = r.status;
+  return parse_json(r);
 }
 }  // namespace
 
@@ -454,17 +459,6 @@ TEST(Cli, HostileFileNamesAreEscaped) {
 }
 
 // ------------------------------------------------------------ CI formats
-
-namespace {
-std::optional<llvm::json::Value> parse_json(const CliRun& r) {
-  auto doc = llvm::json::parse(r.out);
-  if (!doc) {
-    ADD_FAILURE() << llvm::toString(doc.takeError()) << "\n" << r.out.substr(0, 2000);
-    return std::nullopt;
-  }
-  return std::move(*doc);
-}
-}  // namespace
 
 // The output does not depend on the number of threads: the same bytes, in
 // the same order, with one thread and with several.
