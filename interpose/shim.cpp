@@ -255,7 +255,7 @@ extern "C" hipError_t hipLaunchKernel(const void* function_address, dim3 numBloc
                                   size_t sharedMemBytes, hipStream_t stream);
 __attribute__((noinline)) static hipError_t hipLaunchKernel_slow(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void** args,
                                   size_t sharedMemBytes, hipStream_t stream) {
-  if (hipguard::launch_needs_check(sharedMemBytes) && !hipguard::launch_known_clean(function_address, sharedMemBytes)) {
+  if (hipguard::launch_needs_check(sharedMemBytes)) {
     Verdict v = gate(function_address, sharedMemBytes, "hipLaunchKernel");
     if (v.action == Action::Refuse) return v.hip_error;
   }
@@ -278,7 +278,7 @@ extern "C" hipError_t hipLaunchKernel_spt(const void* function_address, dim3 num
                                       size_t sharedMemBytes, hipStream_t stream);
 __attribute__((noinline)) static hipError_t hipLaunchKernel_spt_slow(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void** args,
                                       size_t sharedMemBytes, hipStream_t stream) {
-  if (hipguard::launch_needs_check(sharedMemBytes) && !hipguard::launch_known_clean(function_address, sharedMemBytes)) {
+  if (hipguard::launch_needs_check(sharedMemBytes)) {
     Verdict v = gate(function_address, sharedMemBytes, "hipLaunchKernel_spt");
     if (v.action == Action::Refuse) return v.hip_error;
   }
@@ -301,7 +301,7 @@ extern "C" hipError_t hipLaunchCooperativeKernel(const void* f, dim3 gridDim, di
                                              unsigned int sharedMemBytes, hipStream_t stream);
 __attribute__((noinline)) static hipError_t hipLaunchCooperativeKernel_slow(const void* f, dim3 gridDim, dim3 blockDimX, void** kernelParams,
                                              unsigned int sharedMemBytes, hipStream_t stream) {
-  if (hipguard::launch_needs_check(sharedMemBytes) && !hipguard::launch_known_clean(f, sharedMemBytes)) {
+  if (hipguard::launch_needs_check(sharedMemBytes)) {
     Verdict v = gate(f, sharedMemBytes, "hipLaunchCooperativeKernel");
     if (v.action == Action::Refuse) return v.hip_error;
   }
@@ -325,7 +325,7 @@ extern "C" hipError_t hipLaunchCooperativeKernel_spt(const void* f, dim3 gridDim
                                                  uint32_t sharedMemBytes, hipStream_t stream);
 __attribute__((noinline)) static hipError_t hipLaunchCooperativeKernel_spt_slow(const void* f, dim3 gridDim, dim3 blockDim,
                                                  void** kernelParams, uint32_t sharedMemBytes, hipStream_t stream) {
-  if (hipguard::launch_needs_check(sharedMemBytes) && !hipguard::launch_known_clean(f, sharedMemBytes)) {
+  if (hipguard::launch_needs_check(sharedMemBytes)) {
     Verdict v = gate(f, sharedMemBytes, "hipLaunchCooperativeKernel_spt");
     if (v.action == Action::Refuse) return v.hip_error;
   }
@@ -353,7 +353,7 @@ __attribute__((noinline)) static hipError_t hipModuleLaunchKernel_slow(hipFuncti
                                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                                         unsigned int blockDimZ, unsigned int sharedMemBytes, hipStream_t stream,
                                         void** kernelParams, void** extra) {
-  if (hipguard::launch_needs_check(sharedMemBytes) && !hipguard::launch_known_clean(f, sharedMemBytes)) {
+  if (hipguard::launch_needs_check(sharedMemBytes)) {
     Verdict v = gate(f, sharedMemBytes, "hipModuleLaunchKernel");
     if (v.action == Action::Refuse) return v.hip_error;
   }
@@ -476,7 +476,7 @@ extern "C" hipError_t hipLaunchKernelExC(const hipLaunchConfig_t* config, const 
 __attribute__((noinline)) static hipError_t hipLaunchKernelExC_slow(const hipLaunchConfig_t* config, const void* fPtr,
                                                                      void** args) {
   size_t dynamic = config ? config->dynamicSmemBytes : 0;
-  if (hipguard::launch_needs_check(dynamic) && !hipguard::launch_known_clean(fPtr, dynamic)) {
+  if (hipguard::launch_needs_check(dynamic)) {
     Verdict v = gate(fPtr, dynamic, "hipLaunchKernelExC");
     if (v.action == Action::Refuse) return v.hip_error;
   }

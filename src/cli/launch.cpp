@@ -57,7 +57,7 @@ int launch(char** argv, const std::string& report) {
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  bool xml = report.size() > 4 && report.compare(report.size() - 4, 4, ".xml") == 0;
+  bool xml = is_junit_path(report);
   auto problem = file.finish({}, xml);
   if (problem) fprintf(stderr, "hipguard: the report %s is incomplete: %s\n", report.c_str(), problem->c_str());
   if (WIFSIGNALED(status)) {

@@ -458,7 +458,6 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
     k.file = std::make_shared<const std::string>(m.origin);
     for (const auto& img : m.images) fill_kernel(k, build_index(img, s.config.targets));
     refresh_clean(k, s.probe_off);
-    k.seq = std::max(k.seq, m.seq);  // looked up in the child, or a module it loaded itself
     m.functions.push_back(function);
     s.table.insert(function, &k);
     if (!k.findings().empty()) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);

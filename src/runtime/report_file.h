@@ -33,6 +33,11 @@ namespace hipguard {
 // process that ended early. Lines that do not parse (a write cut short) are skipped.
 std::string merge_report(std::string_view content, bool xml);
 
+// A report path ending in ".xml" asks for JUnit; any other, for JSON.
+inline bool is_junit_path(std::string_view path) {
+  return path.size() > 4 && path.compare(path.size() - 4, 4, ".xml") == 0;
+}
+
 class ReportFile {
  public:
   // Opens `path` for this process and appends its header (`header` plus

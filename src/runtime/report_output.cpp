@@ -74,13 +74,10 @@ void Guard::write_report() try {
   std::vector<const void*> shallow;  // the report covers every kernel: finish the deferred checks
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    // A forked child leaves what it inherited as it is: it lists only its own.
-    if (s.fork_seq == 0) {
-      index_pending_kernels();
-    } else {
-      for (const void* h : s.unindexed_order)
-        if (auto it = s.fatbins.find(h); it != s.fatbins.end() && it->second.seq > s.fork_seq) index_kernels_of(h);
-    }
+    // The kernels of what this process registered itself (a forked child
+    // leaves what it inherited as it is), in registration order.
+    for (const void* h : s.unindexed_order)
+      if (auto it = s.fatbins.find(h); it != s.fatbins.end() && it->second.seq > s.fork_seq) index_kernels_of(h);
     for (const auto& [h, fb] : s.fatbins)
       if (fb.shallow && fb.seq > s.fork_seq) shallow.push_back(h);
   }
@@ -126,8 +123,7 @@ void Guard::write_report() try {
       run.kernels.push_back(std::move(rec));
     }
   }
-  bool xml = s.config.report_path.size() > 4 &&
-             s.config.report_path.compare(s.config.report_path.size() - 4, 4, ".xml") == 0;
+  bool xml = is_junit_path(s.config.report_path);
   llvm::json::Object record;
   auto doc = llvm::json::parse(report_json(files, s.config.targets, &run));
   if (!doc) {
