@@ -29,7 +29,7 @@ extern "C" void forward_signal(int sig) {
 int launch(char** argv, const std::string& report) {
   if (!report.empty()) setenv("HIPGUARD_REPORT", report.c_str(), 1);
   // "%p": a file per process, each written by the process itself.
-  if (report.empty() || report.find("%p") != std::string::npos) {
+  if (report.empty() || is_per_process_path(report)) {
     execvp(argv[0], argv);
     fprintf(stderr, "hipguard: cannot run %s: %s\n", argv[0], strerror(errno));
     return 127;

@@ -136,6 +136,7 @@ class Guard {
   Verdict judge(const ImageReport& report, bool registration);
   void open_report(State& s);
   void journal(State& s, const Diagnostic& d);
+  void reopen_report_if_forked(State& s);
   void before_fork();
   void after_fork(bool child);
   [[noreturn]] void stop_for_settings();

@@ -33,6 +33,9 @@ namespace hipguard {
 // process that ended early. Lines that do not parse (a write cut short) are skipped.
 std::string merge_report(std::string_view content, bool xml);
 
+// "%p" in a report path (replaced by each process's pid): a file per process.
+inline bool is_per_process_path(std::string_view path) { return path.find("%p") != std::string_view::npos; }
+
 // A report path ending in ".xml" asks for JUnit; any other, for JSON.
 inline bool is_junit_path(std::string_view path) {
   return path.size() > 4 && path.compare(path.size() - 4, 4, ".xml") == 0;

@@ -32,7 +32,7 @@ void Guard::open_report(State& s) {
 void Guard::before_fork() {
   State& s = state();
   s.mu.lock();
-  s.report_file.prepare_fork();
+  if (!is_per_process_path(s.config.report_path)) s.report_file.prepare_fork();  // with "%p" the child opens a file of its own
 }
 
 void Guard::after_fork(bool child) {
@@ -41,7 +41,7 @@ void Guard::after_fork(bool child) {
     s.fork_seq = s.seq;
     s.consequences_at_fork = s.consequences.size();
     s.report_written_by = 0;
-    if (s.config.report_path.find("%p") != std::string::npos) {
+    if (is_per_process_path(s.config.report_path)) {
       s.report_file.close_inherited();
       s.report_reopen = true;
     } else {
@@ -53,12 +53,17 @@ void Guard::after_fork(bool child) {
   s.mu.unlock();
 }
 
+// Under the state mutex: a forked child with "%p" in the path opens its own
+// file at its first record.
+void Guard::reopen_report_if_forked(State& s) {
+  if (!s.report_reopen) return;
+  s.report_reopen = false;
+  open_report(s);
+}
+
 // Under the state mutex: the journal record of a finding just said.
 void Guard::journal(State& s, const Diagnostic& d) {
-  if (s.report_reopen) {
-    s.report_reopen = false;
-    open_report(s);
-  }
+  reopen_report_if_forked(s);
   s.report_file.append(llvm::json::Object{{"diagnostic", diagnostic_json(d)}});
 }
 
@@ -136,10 +141,7 @@ void Guard::write_report() try {
   std::string path;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (s.report_reopen) {
-      s.report_reopen = false;
-      open_report(s);
-    }
+    reopen_report_if_forked(s);
     path = s.report_file.path();
     problem = s.report_file.finish(std::move(record), xml);
   }
