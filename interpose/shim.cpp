@@ -267,8 +267,7 @@ EXPORT hipError_t hipLaunchKernel(const void* function_address, dim3 numBlocks, 
                                   size_t sharedMemBytes, hipStream_t stream) {
   // Fast path: one load of the resolved function, one of the gate, a tail call.
   void* p = slot_hipLaunchKernel.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && (!hipguard::launch_needs_check(sharedMemBytes) ||
-                                            hipguard::launch_known_clean(function_address, sharedMemBytes)), 1))
+  if (__builtin_expect(p != nullptr && hipguard::launch_may_skip_guard(function_address, sharedMemBytes), 1))
     return reinterpret_cast<decltype(&hipLaunchKernel)>(p)(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream);
   return hipLaunchKernel_slow(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream);
 }
@@ -290,8 +289,7 @@ EXPORT hipError_t hipLaunchKernel_spt(const void* function_address, dim3 numBloc
                                       size_t sharedMemBytes, hipStream_t stream) {
   // Fast path: one load of the resolved function, one of the gate, a tail call.
   void* p = slot_hipLaunchKernel_spt.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && (!hipguard::launch_needs_check(sharedMemBytes) ||
-                                            hipguard::launch_known_clean(function_address, sharedMemBytes)), 1))
+  if (__builtin_expect(p != nullptr && hipguard::launch_may_skip_guard(function_address, sharedMemBytes), 1))
     return reinterpret_cast<decltype(&hipLaunchKernel_spt)>(p)(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream);
   return hipLaunchKernel_spt_slow(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream);
 }
@@ -313,8 +311,7 @@ EXPORT hipError_t hipLaunchCooperativeKernel(const void* f, dim3 gridDim, dim3 b
                                              unsigned int sharedMemBytes, hipStream_t stream) {
   // Fast path: one load of the resolved function, one of the gate, a tail call.
   void* p = slot_hipLaunchCooperativeKernel.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && (!hipguard::launch_needs_check(sharedMemBytes) ||
-                                            hipguard::launch_known_clean(f, sharedMemBytes)), 1))
+  if (__builtin_expect(p != nullptr && hipguard::launch_may_skip_guard(f, sharedMemBytes), 1))
     return reinterpret_cast<decltype(&hipLaunchCooperativeKernel)>(p)(f, gridDim, blockDimX, kernelParams, sharedMemBytes, stream);
   return hipLaunchCooperativeKernel_slow(f, gridDim, blockDimX, kernelParams, sharedMemBytes, stream);
 }
@@ -337,8 +334,7 @@ EXPORT hipError_t hipLaunchCooperativeKernel_spt(const void* f, dim3 gridDim, di
                                                  uint32_t sharedMemBytes, hipStream_t stream) {
   // Fast path: one load of the resolved function, one of the gate, a tail call.
   void* p = slot_hipLaunchCooperativeKernel_spt.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && (!hipguard::launch_needs_check(sharedMemBytes) ||
-                                            hipguard::launch_known_clean(f, sharedMemBytes)), 1))
+  if (__builtin_expect(p != nullptr && hipguard::launch_may_skip_guard(f, sharedMemBytes), 1))
     return reinterpret_cast<decltype(&hipLaunchCooperativeKernel_spt)>(p)(f, gridDim, blockDim, kernelParams,
                                                                           sharedMemBytes, stream);
   return hipLaunchCooperativeKernel_spt_slow(f, gridDim, blockDim, kernelParams, sharedMemBytes, stream);
@@ -367,8 +363,7 @@ EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gridDimX, 
                                         void** kernelParams, void** extra) {
   // Fast path: one load of the resolved function, one of the gate, a tail call.
   void* p = slot_hipModuleLaunchKernel.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && (!hipguard::launch_needs_check(sharedMemBytes) ||
-                                            hipguard::launch_known_clean(f, sharedMemBytes)), 1))
+  if (__builtin_expect(p != nullptr && hipguard::launch_may_skip_guard(f, sharedMemBytes), 1))
     return reinterpret_cast<decltype(&hipModuleLaunchKernel)>(p)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, stream, kernelParams, extra);
   return hipModuleLaunchKernel_slow(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, stream, kernelParams, extra);
 }

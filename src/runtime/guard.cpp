@@ -34,7 +34,7 @@ namespace hipguard {
 
 std::atomic<unsigned> g_launch_gate{0};
 
-std::atomic<const KernelTable<LaunchFacts>*> g_launch_table{nullptr};
+LaunchCache g_launch_cache;
 std::atomic<bool> g_state_ready{false};
 thread_local std::unique_ptr<PendingFatbin> t_pending_fatbin;
 thread_local std::unique_ptr<ModuleInfo> t_pending_module;
@@ -59,7 +59,6 @@ Guard::State& Guard::state() {
       pthread_atfork([] { Guard::get().before_fork(); }, [] { Guard::get().after_fork(false); },
                      [] { Guard::get().after_fork(true); });
     }
-    g_launch_table.store(&st->table, std::memory_order_release);
     g_state_ready.store(true, std::memory_order_release);
     return st;
   }();
@@ -541,7 +540,7 @@ void Guard::deepen(const void* handle) {
       const KernelState* old = s.find(f);
       if (!old) continue;
       old->superseded = true;
-      old->clean.store(false, std::memory_order_release);
+      old->set_clean(false);
       KernelState& k = s.new_kernel();
       s.quarantine.push_back(const_cast<KernelState*>(old));  // after new_kernel: never reused as its own successor
       k.name = old->name;
@@ -643,6 +642,7 @@ Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api,
       return {Action::Refuse, kHipErrorInvalidConfiguration};
     }
   }
+  launch_cache_remember(key, k);  // its next launches take the fast path
   return {};
 } catch (...) {
   return {};

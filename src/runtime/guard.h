@@ -16,6 +16,7 @@
 #include "hipguard/devices.h"
 #include "runtime/address.h"
 #include "runtime/config.h"
+#include "runtime/kernel_table.h"
 
 namespace hipguard {
 
@@ -51,12 +52,21 @@ inline bool launch_needs_check(uint64_t dynamic_lds_bytes) {
   return dynamic_lds_bytes != 0 || g_launch_gate.load(std::memory_order_relaxed) != 0;
 }
 
-// launch_known_clean(key, dynamic_lds) (src/kernel_table.h): the per-kernel
-// fast path, when launch_needs_check() said yes: the kernel behind `key` (host
+// launch_known_clean(key, dynamic_lds) (runtime/kernel_table.h): the
+// per-kernel fast path: the kernel behind `key` (host
 // function or hipFunction_t) was checked in full, probed, has no finding, and
-// `dynamic_lds` fits every target. Lock-free (a table lookup and two loads);
-// false means "take the slow path" (unknown kernel, pending check or probe,
-// findings, too much LDS).
+// `dynamic_lds` fits every target. Lock-free: one slot of the launch cache and
+// three loads; false means "take the slow path" (unknown kernel, not launched
+// yet, another kernel in its cache slot, pending check or probe, findings, too
+// much LDS), which decides and remembers a clean kernel for next time.
+
+// The launch wrappers' test: forward without asking the guard. The launch
+// cache first, so that a kernel launched clean before costs the same whatever
+// else is registered (docs/performance.md, P3b); then the process-wide gate,
+// for kernels not in the cache yet.
+inline bool launch_may_skip_guard(const void* key, uint64_t dynamic_lds_bytes) noexcept {
+  return launch_known_clean(key, dynamic_lds_bytes) || !launch_needs_check(dynamic_lds_bytes);
+}
 
 // A strict-mode refusal bypasses the runtime, so its last-error state never
 // sees it; hipGetLastError / hipPeekAtLastError report it instead (per thread,

@@ -1,8 +1,9 @@
-// Pointer -> kernel state map read without locks on the launch path (internal).
-// Writers hold the guard's mutex; readers only load atomics. An erased key
-// leaves a tombstone (null value) that a later insert reuses, so load/unload
-// churn does not grow the table; the last kKeptArrays superseded arrays are
-// kept for readers still probing them.
+// Pointer -> kernel state map read without locks on the launch path, and the
+// direct-mapped cache in front of it that the launch wrappers read inline
+// (internal). Writers hold the guard's mutex; readers only load atomics. An
+// erased key leaves a tombstone (null value) that a later insert reuses, so
+// load/unload churn does not grow the table; the last kKeptArrays superseded
+// arrays are kept for readers still probing them.
 #pragma once
 
 #include <atomic>
@@ -15,13 +16,25 @@ namespace hipguard {
 // What a launch needs to know about its kernel to skip the guard (the head of
 // the guard's kernel state, so the shim's fast path reads it without a call).
 struct LaunchFacts {
-  // Checked in full, probed (or never to be), no finding. Written under the
-  // guard's mutex, read without it.
-  mutable std::atomic<bool> clean{false};
+  // The key it is in the kernel table under (KernelTable::insert; null once
+  // erased): what a launch cache entry is checked against.
+  mutable std::atomic<const void*> key{nullptr};
   // Smallest (device LDS - static LDS) over the targets, bytes; UINT64_MAX: not known.
   uint64_t max_dynamic_lds = UINT64_MAX;
+  // A launch with less dynamic LDS than this (bytes) may skip the guard: 0
+  // unless clean (checked in full, probed or never to be, no finding), else
+  // max_dynamic_lds + 1. One compare on the launch path decides both.
+  // Written under the guard's mutex (set_clean), read without it.
+  mutable std::atomic<uint64_t> skip_below{0};
+
+  void set_clean(bool clean) const {
+    uint64_t bound = !clean ? 0 : max_dynamic_lds == UINT64_MAX ? UINT64_MAX : max_dynamic_lds + 1;
+    skip_below.store(bound, std::memory_order_release);
+  }
+  bool clean() const { return skip_below.load(std::memory_order_acquire) != 0; }
 };
 
+// V: LaunchFacts or a type derived from it.
 template <class V>
 class KernelTable {
  public:
@@ -38,9 +51,11 @@ class KernelTable {
     return nullptr;
   }
 
-  // Caller holds the writer lock. `value` must stay valid while it is in the table.
+  // Caller holds the writer lock. `value` must stay valid for the life of the
+  // process (a launch cache entry may point to it); it records `key`.
   void insert(const void* key, const V* value) {
     if (!value) return erase(key);
+    value->key.store(key, std::memory_order_release);
     Array* a = current_.load(std::memory_order_relaxed);
     if ((used_ + 1) * 2 > a->mask + 1) {
       // Tombstones are dropped: the new array holds the live keys only.
@@ -70,7 +85,11 @@ class KernelTable {
       const void* k = a->slots[i].key.load(std::memory_order_relaxed);
       if (!k) return;
       if (k == key) {
-        if (a->slots[i].value.exchange(nullptr, std::memory_order_release)) --live_;
+        if (const V* v = a->slots[i].value.exchange(nullptr, std::memory_order_release)) {
+          const void* expected = key;
+          v->key.compare_exchange_strong(expected, nullptr, std::memory_order_release);
+          --live_;
+        }
         return;
       }
     }
@@ -138,15 +157,34 @@ class KernelTable {
   size_t live_ = 0;  // keys with a value
 };
 
-// The guard's kernel table (set when the guard's state exists).
-extern std::atomic<const KernelTable<LaunchFacts>*> g_launch_table;
+// The launch cache: one slot per (key >> 4) mod 4096 (host functions of one
+// library lie a few dozen bytes apart, so its kernels do not collide), each
+// the facts of the last clean kernel launched with a key of that slot. An
+// entry is valid while its facts are still under that key (LaunchFacts::key);
+// facts are never freed (kernel states are reused, not deleted), so a stale
+// entry is a miss, never a dangling read. Filled by the slow path
+// (launch_cache_remember); no writer ever needs to clear it.
+struct LaunchCache {
+  static constexpr size_t kSlots = 4096;
+  std::atomic<const LaunchFacts*> slots[kSlots] = {};
+  static size_t index(const void* key) { return (reinterpret_cast<uintptr_t>(key) >> 4) & (kSlots - 1); }
+};
+extern LaunchCache g_launch_cache;
 
-// See guard.h. Inline: a call here would make the launch wrappers keep a frame.
+// See guard.h. Inline, and short enough that the launch wrappers keep the
+// arguments in their registers: a call or a table probe here would make
+// them spill the arguments and keep a frame (docs/performance.md, P3b).
 inline bool launch_known_clean(const void* key, uint64_t dynamic_lds_bytes) noexcept {
-  const KernelTable<LaunchFacts>* table = g_launch_table.load(std::memory_order_acquire);
-  if (!table) return false;
-  const LaunchFacts* k = table->find(key);
-  return k && k->clean.load(std::memory_order_acquire) && dynamic_lds_bytes <= k->max_dynamic_lds;
+  const LaunchFacts* k = g_launch_cache.slots[LaunchCache::index(key)].load(std::memory_order_acquire);
+  return k && k->key.load(std::memory_order_relaxed) == key &&
+         dynamic_lds_bytes < k->skip_below.load(std::memory_order_relaxed);
+}
+
+// A launch of `key` with `facts` (from the kernel table) was decided on the slow path: later
+// launches of it take the fast path while its facts stay clean.
+inline void launch_cache_remember(const void* key, const LaunchFacts* facts) noexcept {
+  if (facts && facts->key.load(std::memory_order_acquire) == key && facts->clean())
+    g_launch_cache.slots[LaunchCache::index(key)].store(facts, std::memory_order_release);
 }
 
 }  // namespace hipguard

@@ -66,9 +66,10 @@ struct KernelState : LaunchFacts {
   // Its fat binary's kernels were probed (or are never probed: module kernels):
   // launches need not take the state mutex to find out.
   mutable std::atomic<bool> probed{false};
-  // clean (LaunchFacts): checked in full, probed (or never to be), no finding:
-  // a launch with dynamic LDS up to max_dynamic_lds may skip the guard
-  // (launch_known_clean). Written under the state mutex (refresh_clean).
+  // LaunchFacts::skip_below: non-zero while clean (checked in full, probed or
+  // never to be, no finding), so that launches with dynamic LDS up to
+  // max_dynamic_lds skip the guard (launch_known_clean). Set under the state
+  // mutex (refresh_clean).
 
   const std::vector<Diagnostic>& findings() const {
     static const std::vector<Diagnostic> none;
@@ -90,7 +91,9 @@ struct KernelState : LaunchFacts {
     shallow = superseded = retired = false;
     seq = 0;
     launches = blocked = 0;
-    warned = lds_warned = probed = clean = false;
+    warned = lds_warned = probed = false;
+    set_clean(false);
+    key = nullptr;
   }
 };
 
@@ -217,7 +220,7 @@ struct Guard::State {
       }
     }
     k->retired = true;
-    k->clean.store(false, std::memory_order_release);
+    k->set_clean(false);
     quarantine.push_back(const_cast<KernelState*>(k));
   }
   // Keeps `img` for the report unless one like it is kept already.

@@ -203,3 +203,32 @@ TEST(GuardLaunchPath, CleanKernelsSkipTheGuardWhileOthersArePending) {
   g.on_unregister_fatbin(&launched);
   EXPECT_FALSE(launch_known_clean(&host_launched, 0)) << "unregistered";
 }
+
+// Two kernels whose keys share a slot of the launch cache: each launch on the
+// slow path takes the slot over, and the other kernel's next launch is a miss
+// (the slow path again), never the other kernel's facts.
+TEST(GuardLaunchPath, LaunchCacheCollisionsFallBackToTheSlowPath) {
+  std::string path = kApps + "/vector_add_gfx90a.hipfb";
+  if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
+  std::vector<uint8_t> bundle = checks::read_bytes(path);
+  FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
+  static int handle;
+  alignas(16) static char hosts[LaunchCache::kSlots * 16 + 16];
+  const void* a = &hosts[0];
+  const void* b = &hosts[LaunchCache::kSlots * 16];
+  ASSERT_EQ(LaunchCache::index(a), LaunchCache::index(b));
+  Guard& g = Guard::get();
+  g.on_register_fatbin(&w);
+  g.on_registered_fatbin(&handle);
+  g.on_register_function(&handle, a, "_Z10vector_addPKfS0_Pfi");
+  g.on_register_function(&handle, b, "_Z10vector_addPKfS0_Pfi");
+  EXPECT_EQ(g.on_launch(a, 0, "hipLaunchKernel").action, Action::Forward);
+  EXPECT_TRUE(launch_known_clean(a, 0));
+  EXPECT_FALSE(launch_known_clean(b, 0)) << "b was never launched: the slot holds a";
+  EXPECT_EQ(g.on_launch(b, 0, "hipLaunchKernel").action, Action::Forward);
+  EXPECT_TRUE(launch_known_clean(b, 0));
+  EXPECT_FALSE(launch_known_clean(a, 0)) << "the slot holds b now";
+  EXPECT_FALSE(launch_known_clean(b, 1ull << 20)) << "b's own LDS limit, not a's";
+  g.on_unregister_fatbin(&handle);
+  EXPECT_FALSE(launch_known_clean(b, 0)) << "unregistered: the slot's facts are no longer b's";
+}
