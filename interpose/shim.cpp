@@ -17,7 +17,7 @@
 
 using hipguard::Action;
 using hipguard::Guard;
-using hipguard::Verdict;
+using hipguard::Decision;
 
 // Minimal ABI types (hip_runtime_api.h); the shim never includes HIP headers
 // so that it cannot pull in or depend on the runtime.
@@ -154,7 +154,7 @@ void provide_probe_functions() {
   Guard::get().set_probe_functions(f);
 }
 
-inline Verdict gate(const void* key, uint64_t dynamic_lds, const char* api) {
+inline Decision gate(const void* key, uint64_t dynamic_lds, const char* api) {
   provide_probe_functions();
   return Guard::get().on_launch(key, dynamic_lds, api);
 }
@@ -166,7 +166,7 @@ inline Verdict gate(const void* key, uint64_t dynamic_lds, const char* api) {
 // ---------------------------------------------------------------- registration (hip_4.2)
 
 EXPORT void** __hipRegisterFatBinary(const void* data) {
-  Verdict v = Guard::get().on_register_fatbin(data);
+  Decision v = Guard::get().on_register_fatbin(data);
   if (v.action == Action::Exit) strict_exit();
   auto fn = REAL(__hipRegisterFatBinary, "hip_4.2");
   void** handle = fn ? fn(data) : nullptr;
@@ -191,7 +191,7 @@ EXPORT void __hipUnregisterFatBinary(void** modules) {
 // ---------------------------------------------------------------- modules (hip_4.2)
 
 EXPORT hipError_t hipModuleLoad(hipModule_t* module, const char* fname) {
-  Verdict v = Guard::get().on_module_load_file(fname);
+  Decision v = Guard::get().on_module_load_file(fname);
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipModuleLoad, "hip_4.2");
   if (!fn) return missing_runtime_function();
@@ -201,7 +201,7 @@ EXPORT hipError_t hipModuleLoad(hipModule_t* module, const char* fname) {
 }
 
 EXPORT hipError_t hipModuleLoadData(hipModule_t* module, const void* image) {
-  Verdict v = Guard::get().on_module_load_data(image);
+  Decision v = Guard::get().on_module_load_data(image);
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipModuleLoadData, "hip_4.2");
   if (!fn) return missing_runtime_function();
@@ -212,7 +212,7 @@ EXPORT hipError_t hipModuleLoadData(hipModule_t* module, const void* image) {
 
 EXPORT hipError_t hipModuleLoadDataEx(hipModule_t* module, const void* image, unsigned int numOptions,
                                       hipJitOption* options, void** optionValues) {
-  Verdict v = Guard::get().on_module_load_data(image);
+  Decision v = Guard::get().on_module_load_data(image);
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipModuleLoadDataEx, "hip_4.2");
   if (!fn) return missing_runtime_function();
@@ -228,7 +228,7 @@ EXPORT hipError_t hipModuleUnload(hipModule_t module) {
 }
 
 EXPORT hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_t module, const char* kname) {
-  Verdict v = Guard::get().before_module_get_function(module, kname);
+  Decision v = Guard::get().before_module_get_function(module, kname);
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipModuleGetFunction, "hip_4.2");
   if (!fn) return missing_runtime_function();
@@ -256,7 +256,7 @@ extern "C" hipError_t hipLaunchKernel(const void* function_address, dim3 numBloc
 __attribute__((noinline)) static hipError_t hipLaunchKernel_slow(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void** args,
                                   size_t sharedMemBytes, hipStream_t stream) {
   if (hipguard::launch_needs_check(sharedMemBytes)) {
-    Verdict v = gate(function_address, sharedMemBytes, "hipLaunchKernel");
+    Decision v = gate(function_address, sharedMemBytes, "hipLaunchKernel");
     if (v.action == Action::Refuse) return v.hip_error;
   }
   auto fn = REAL(hipLaunchKernel, "hip_4.2");
@@ -279,7 +279,7 @@ extern "C" hipError_t hipLaunchKernel_spt(const void* function_address, dim3 num
 __attribute__((noinline)) static hipError_t hipLaunchKernel_spt_slow(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void** args,
                                       size_t sharedMemBytes, hipStream_t stream) {
   if (hipguard::launch_needs_check(sharedMemBytes)) {
-    Verdict v = gate(function_address, sharedMemBytes, "hipLaunchKernel_spt");
+    Decision v = gate(function_address, sharedMemBytes, "hipLaunchKernel_spt");
     if (v.action == Action::Refuse) return v.hip_error;
   }
   auto fn = REAL(hipLaunchKernel_spt, "hip_5.2");
@@ -302,7 +302,7 @@ extern "C" hipError_t hipLaunchCooperativeKernel(const void* f, dim3 gridDim, di
 __attribute__((noinline)) static hipError_t hipLaunchCooperativeKernel_slow(const void* f, dim3 gridDim, dim3 blockDimX, void** kernelParams,
                                              unsigned int sharedMemBytes, hipStream_t stream) {
   if (hipguard::launch_needs_check(sharedMemBytes)) {
-    Verdict v = gate(f, sharedMemBytes, "hipLaunchCooperativeKernel");
+    Decision v = gate(f, sharedMemBytes, "hipLaunchCooperativeKernel");
     if (v.action == Action::Refuse) return v.hip_error;
   }
   auto fn = REAL(hipLaunchCooperativeKernel, "hip_4.2");
@@ -326,7 +326,7 @@ extern "C" hipError_t hipLaunchCooperativeKernel_spt(const void* f, dim3 gridDim
 __attribute__((noinline)) static hipError_t hipLaunchCooperativeKernel_spt_slow(const void* f, dim3 gridDim, dim3 blockDim,
                                                  void** kernelParams, uint32_t sharedMemBytes, hipStream_t stream) {
   if (hipguard::launch_needs_check(sharedMemBytes)) {
-    Verdict v = gate(f, sharedMemBytes, "hipLaunchCooperativeKernel_spt");
+    Decision v = gate(f, sharedMemBytes, "hipLaunchCooperativeKernel_spt");
     if (v.action == Action::Refuse) return v.hip_error;
   }
   auto fn = REAL(hipLaunchCooperativeKernel_spt, "hip_5.2");
@@ -354,7 +354,7 @@ __attribute__((noinline)) static hipError_t hipModuleLaunchKernel_slow(hipFuncti
                                         unsigned int blockDimZ, unsigned int sharedMemBytes, hipStream_t stream,
                                         void** kernelParams, void** extra) {
   if (hipguard::launch_needs_check(sharedMemBytes)) {
-    Verdict v = gate(f, sharedMemBytes, "hipModuleLaunchKernel");
+    Decision v = gate(f, sharedMemBytes, "hipModuleLaunchKernel");
     if (v.action == Action::Refuse) return v.hip_error;
   }
   auto fn = REAL(hipModuleLaunchKernel, "hip_4.2");
@@ -387,7 +387,7 @@ static hipError_t ext_module_launch(bool cxx, hipFunction_t f, uint32_t gx, uint
                                     uint32_t flags) {
   if (__builtin_expect(hipguard::launch_needs_check(sharedMemBytes), 0) &&
       !hipguard::launch_known_clean(f, sharedMemBytes)) {
-    Verdict v = gate(f, sharedMemBytes, "hipExtModuleLaunchKernel");
+    Decision v = gate(f, sharedMemBytes, "hipExtModuleLaunchKernel");
     if (v.action == Action::Refuse) return v.hip_error;
   }
   std::atomic<void*>& slot = cxx ? slot_ext_cxx : slot_ext_c;
@@ -432,7 +432,7 @@ EXPORT hipError_t hipModuleLaunchCooperativeKernel(hipFunction_t f, unsigned int
                                                    void** kernelParams) {
   if (__builtin_expect(hipguard::launch_needs_check(sharedMemBytes), 0) &&
       !hipguard::launch_known_clean(f, sharedMemBytes)) {
-    Verdict v = gate(f, sharedMemBytes, "hipModuleLaunchCooperativeKernel");
+    Decision v = gate(f, sharedMemBytes, "hipModuleLaunchCooperativeKernel");
     if (v.action == Action::Refuse) return v.hip_error;
   }
   auto fn = REAL(hipModuleLaunchCooperativeKernel, "hip_5.5");
@@ -477,7 +477,7 @@ __attribute__((noinline)) static hipError_t hipLaunchKernelExC_slow(const hipLau
                                                                      void** args) {
   size_t dynamic = config ? config->dynamicSmemBytes : 0;
   if (hipguard::launch_needs_check(dynamic)) {
-    Verdict v = gate(fPtr, dynamic, "hipLaunchKernelExC");
+    Decision v = gate(fPtr, dynamic, "hipLaunchKernelExC");
     if (v.action == Action::Refuse) return v.hip_error;
   }
   auto fn = REAL(hipLaunchKernelExC, "hip_6.5");
@@ -572,7 +572,7 @@ namespace {
 inline bool refused(const void* key, uint64_t dynamic_lds, const char* api, hipError_t* err, int device = -1) {
   if (!hipguard::launch_needs_check(dynamic_lds)) return false;
   provide_probe_functions();
-  Verdict v = Guard::get().on_launch(key, dynamic_lds, api, device);
+  Decision v = Guard::get().on_launch(key, dynamic_lds, api, device);
   if (v.action != Action::Refuse) return false;
   *err = v.hip_error;
   return true;
@@ -623,7 +623,7 @@ DECLARE_SLOT(hipGetDriverEntryPoint_spt);
 
 // CLR: hipModuleLoadFatBinary is hipModuleLoadData (PlatformState::loadModule).
 EXPORT hipError_t hipModuleLoadFatBinary(hipModule_t* module, const void* fatbin) {
-  Verdict v = Guard::get().on_module_load_data(fatbin, "hipModuleLoadFatBinary");
+  Decision v = Guard::get().on_module_load_data(fatbin, "hipModuleLoadFatBinary");
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipModuleLoadFatBinary, "hip_7.1");
   if (!fn) return missing_runtime_function();
@@ -638,7 +638,7 @@ EXPORT hipError_t hipLibraryLoadData(hipLibrary_t* library, const void* code, hi
                                      void** jitOptionsValues, unsigned int numJitOptions,
                                      hipLibraryOption* libraryOptions, void** libraryOptionValues,
                                      unsigned int numLibraryOptions) {
-  Verdict v = Guard::get().on_module_load_data(code, "hipLibraryLoadData");
+  Decision v = Guard::get().on_module_load_data(code, "hipLibraryLoadData");
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipLibraryLoadData, "hip_7.2");
   if (!fn) return missing_runtime_function();
@@ -652,7 +652,7 @@ EXPORT hipError_t hipLibraryLoadFromFile(hipLibrary_t* library, const char* file
                                          void** jitOptionsValues, unsigned int numJitOptions,
                                          hipLibraryOption* libraryOptions, void** libraryOptionValues,
                                          unsigned int numLibraryOptions) {
-  Verdict v = Guard::get().on_module_load_file(fileName);
+  Decision v = Guard::get().on_module_load_file(fileName);
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipLibraryLoadFromFile, "hip_7.2");
   if (!fn) return missing_runtime_function();
@@ -669,7 +669,7 @@ EXPORT hipError_t hipLibraryUnload(hipLibrary_t library) {
 }
 
 EXPORT hipError_t hipLibraryGetKernel(hipKernel_t* pKernel, hipLibrary_t library, const char* name) {
-  Verdict v = Guard::get().before_module_get_function(library, name, "hipLibraryGetKernel");
+  Decision v = Guard::get().before_module_get_function(library, name, "hipLibraryGetKernel");
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipLibraryGetKernel, "hip_7.2");
   if (!fn) return missing_runtime_function();

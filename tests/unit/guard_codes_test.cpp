@@ -20,7 +20,7 @@ TEST(GuardCodes, BadWrapperIsHG102AndDeviceFunctionIsHG408) {
   // HG102: a wrapper whose magic is not "HIPF" (0x48495046).
   FatbinWrapper bad{0x12345678, 1, nullptr, nullptr};
   testing::internal::CaptureStderr();
-  Verdict v = g.on_register_fatbin(&bad);
+  Decision v = g.on_register_fatbin(&bad);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(v.action, Action::Forward) << "warn mode never changes what the program does";
   EXPECT_NE(err.find(std::string(code::kBadFatbinWrapper)), std::string::npos) << err;
