@@ -1,8 +1,11 @@
 // libhipguard.so: LD_PRELOAD shim. Each exported function has libamdhip64's
 // signature and symbol version (hipguard.map), asks the core (Guard) what to do,
-// and forwards to the real runtime. Nothing else lives here.
+// and forwards to the real runtime. The shim is also the one place that reads
+// the environment for the guard.
 #include <dlfcn.h>
 #include <link.h>
+#include <strings.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -42,6 +45,21 @@ constexpr hipError_t kHipSuccess = 0;
 constexpr hipError_t kHipErrorNotInitialized = 3;
 constexpr hipError_t kHipErrorNotSupported = 801;
 
+// The guard, configured from this process's environment at the shim's first
+// call into it, whichever wrapper that is (hipcc's registration constructors
+// may run before or after the shim's own constructor).
+Guard& guard() {
+  static Guard& g = []() -> Guard& {
+    std::vector<std::string> names;  // HIPGUARD_* in any case: misspellings are said
+    for (char** e = environ; e && *e; ++e)
+      if (strncasecmp(*e, "HIPGUARD_", 9) == 0)
+        if (const char* eq = strchr(*e, '=')) names.emplace_back(*e, static_cast<size_t>(eq - *e));
+    return Guard::init(hipguard::config_from([](const char* name) -> const char* { return getenv(name); },
+                                             getauxval(AT_SECURE) != 0, names));
+  }();
+  return g;
+}
+
 // The loaded libamdhip64, found even when the application does not link it
 // and a HIP library was dlopen'ed RTLD_LOCAL (dlsym(RTLD_NEXT) is NULL then).
 void* find_runtime_handle() {
@@ -73,15 +91,15 @@ void* resolve(const char* name, const char* version, bool optional = false) {
   if (p) {
     Dl_info info{};
     if (dladdr(p, &info) && info.dli_fname)
-      Guard::get().log("debug", std::string("forwarding ") + name + " to " + info.dli_fname);
+      guard().log("debug", std::string("forwarding ") + name + " to " + info.dli_fname);
   } else if (!optional) {
     if (void* h = find_runtime_handle()) {
       // Loaded, but older than the function (e.g. ROCm 5.2 and a HIP 7 entry
       // point a program looked up by name): the wrapper answers hipErrorNotSupported.
       dlclose(h);
-      Guard::get().log("debug", std::string("the loaded HIP runtime has no ") + name + "@" + version);
+      guard().log("debug", std::string("the loaded HIP runtime has no ") + name + "@" + version);
     } else {
-      Guard::get().log("error", std::string("cannot find the HIP runtime's ") + name + "@" + version +
+      guard().log("error", std::string("cannot find the HIP runtime's ") + name + "@" + version +
                                     "; is libamdhip64 loaded?");
     }
   }
@@ -134,8 +152,8 @@ SLOT(hipPeekAtLastError);
 // _exit, not exit: the program's own atexit handlers and destructors must not
 // run half-initialised. The report (HIPGUARD_REPORT) is the one thing written first.
 [[noreturn]] void strict_exit() {
-  Guard::get().write_report();
-  _exit(Guard::get().config().exit_code);
+  guard().write_report();
+  _exit(guard().config().exit_code);
 }
 
 // The exit status of a process that saw errors and exits with 0 (strict mode,
@@ -151,12 +169,12 @@ void provide_probe_functions() {
   f.func_get_attributes = reinterpret_cast<int (*)(void*, const void*)>(resolve("hipFuncGetAttributes", "hip_4.2", true));
   f.get_last_error = reinterpret_cast<int (*)()>(resolve("hipGetLastError", "hip_4.2", true));
   f.peek_at_last_error = reinterpret_cast<int (*)()>(resolve("hipPeekAtLastError", "hip_4.2", true));
-  Guard::get().set_probe_functions(f);
+  guard().set_probe_functions(f);
 }
 
 inline Decision gate(const void* key, uint64_t dynamic_lds, const char* api) {
   provide_probe_functions();
-  return Guard::get().on_launch(key, dynamic_lds, api);
+  return guard().on_launch(key, dynamic_lds, api);
 }
 
 }  // namespace
@@ -166,24 +184,24 @@ inline Decision gate(const void* key, uint64_t dynamic_lds, const char* api) {
 // ---------------------------------------------------------------- registration (hip_4.2)
 
 EXPORT void** __hipRegisterFatBinary(const void* data) {
-  Decision v = Guard::get().on_register_fatbin(data);
+  Decision v = guard().on_register_fatbin(data);
   if (v.action == Action::Exit) strict_exit();
   auto fn = REAL(__hipRegisterFatBinary, "hip_4.2");
   void** handle = fn ? fn(data) : nullptr;
-  Guard::get().on_registered_fatbin(handle);
+  guard().on_registered_fatbin(handle);
   return handle;
 }
 
 EXPORT void __hipRegisterFunction(void** modules, const void* hostFunction, char* deviceFunction,
                                   const char* deviceName, unsigned int threadLimit, uint3* tid, uint3* bid,
                                   dim3* blockDim, dim3* gridDim, int* wSize) {
-  if (Guard::get().on_register_function(modules, hostFunction, deviceName).action == Action::Exit) strict_exit();
+  if (guard().on_register_function(modules, hostFunction, deviceName).action == Action::Exit) strict_exit();
   auto fn = REAL(__hipRegisterFunction, "hip_4.2");
   if (fn) fn(modules, hostFunction, deviceFunction, deviceName, threadLimit, tid, bid, blockDim, gridDim, wSize);
 }
 
 EXPORT void __hipUnregisterFatBinary(void** modules) {
-  Guard::get().on_unregister_fatbin(modules);
+  guard().on_unregister_fatbin(modules);
   auto fn = REAL(__hipUnregisterFatBinary, "hip_4.2");
   if (fn) fn(modules);
 }
@@ -191,49 +209,49 @@ EXPORT void __hipUnregisterFatBinary(void** modules) {
 // ---------------------------------------------------------------- modules (hip_4.2)
 
 EXPORT hipError_t hipModuleLoad(hipModule_t* module, const char* fname) {
-  Decision v = Guard::get().on_module_load_file(fname);
+  Decision v = guard().on_module_load_file(fname);
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipModuleLoad, "hip_4.2");
   if (!fn) return missing_runtime_function();
   hipError_t r = fn(module, fname);
-  if (r == kHipSuccess && module) Guard::get().on_module_loaded(*module);
+  if (r == kHipSuccess && module) guard().on_module_loaded(*module);
   return r;
 }
 
 EXPORT hipError_t hipModuleLoadData(hipModule_t* module, const void* image) {
-  Decision v = Guard::get().on_module_load_data(image);
+  Decision v = guard().on_module_load_data(image);
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipModuleLoadData, "hip_4.2");
   if (!fn) return missing_runtime_function();
   hipError_t r = fn(module, image);
-  if (r == kHipSuccess && module) Guard::get().on_module_loaded(*module);
+  if (r == kHipSuccess && module) guard().on_module_loaded(*module);
   return r;
 }
 
 EXPORT hipError_t hipModuleLoadDataEx(hipModule_t* module, const void* image, unsigned int numOptions,
                                       hipJitOption* options, void** optionValues) {
-  Decision v = Guard::get().on_module_load_data(image);
+  Decision v = guard().on_module_load_data(image);
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipModuleLoadDataEx, "hip_4.2");
   if (!fn) return missing_runtime_function();
   hipError_t r = fn(module, image, numOptions, options, optionValues);
-  if (r == kHipSuccess && module) Guard::get().on_module_loaded(*module);
+  if (r == kHipSuccess && module) guard().on_module_loaded(*module);
   return r;
 }
 
 EXPORT hipError_t hipModuleUnload(hipModule_t module) {
-  Guard::get().on_module_unloaded(module);
+  guard().on_module_unloaded(module);
   auto fn = REAL(hipModuleUnload, "hip_4.2");
   return fn ? fn(module) : missing_runtime_function();
 }
 
 EXPORT hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_t module, const char* kname) {
-  Decision v = Guard::get().before_module_get_function(module, kname);
+  Decision v = guard().before_module_get_function(module, kname);
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipModuleGetFunction, "hip_4.2");
   if (!fn) return missing_runtime_function();
   hipError_t r = fn(function, module, kname);
-  Guard::get().on_module_get_function(module, kname, function ? *function : nullptr, r);
+  guard().on_module_get_function(module, kname, function ? *function : nullptr, r);
   return r;
 }
 
@@ -243,7 +261,7 @@ EXPORT hipError_t hipGetFuncBySymbol(hipFunction_t* functionPtr, const void* sym
   auto fn = REAL(hipGetFuncBySymbol, "hip_6.2");
   if (!fn) return missing_runtime_function();
   hipError_t r = fn(functionPtr, symbolPtr);
-  if (r != kHipSuccess) Guard::get().on_get_func_by_symbol(symbolPtr, r);
+  if (r != kHipSuccess) guard().on_get_func_by_symbol(symbolPtr, r);
   return r;
 }
 
@@ -572,7 +590,7 @@ namespace {
 inline bool refused(const void* key, uint64_t dynamic_lds, const char* api, hipError_t* err, int device = -1) {
   if (!hipguard::launch_needs_check(dynamic_lds)) return false;
   provide_probe_functions();
-  Decision v = Guard::get().on_launch(key, dynamic_lds, api, device);
+  Decision v = guard().on_launch(key, dynamic_lds, api, device);
   if (v.action != Action::Refuse) return false;
   *err = v.hip_error;
   return true;
@@ -623,12 +641,12 @@ DECLARE_SLOT(hipGetDriverEntryPoint_spt);
 
 // CLR: hipModuleLoadFatBinary is hipModuleLoadData (PlatformState::loadModule).
 EXPORT hipError_t hipModuleLoadFatBinary(hipModule_t* module, const void* fatbin) {
-  Decision v = Guard::get().on_module_load_data(fatbin, "hipModuleLoadFatBinary");
+  Decision v = guard().on_module_load_data(fatbin, "hipModuleLoadFatBinary");
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipModuleLoadFatBinary, "hip_7.1");
   if (!fn) return missing_runtime_function();
   hipError_t r = fn(module, fatbin);
-  if (r == kHipSuccess && module) Guard::get().on_module_loaded(*module);
+  if (r == kHipSuccess && module) guard().on_module_loaded(*module);
   return r;
 }
 
@@ -638,13 +656,13 @@ EXPORT hipError_t hipLibraryLoadData(hipLibrary_t* library, const void* code, hi
                                      void** jitOptionsValues, unsigned int numJitOptions,
                                      hipLibraryOption* libraryOptions, void** libraryOptionValues,
                                      unsigned int numLibraryOptions) {
-  Decision v = Guard::get().on_module_load_data(code, "hipLibraryLoadData");
+  Decision v = guard().on_module_load_data(code, "hipLibraryLoadData");
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipLibraryLoadData, "hip_7.2");
   if (!fn) return missing_runtime_function();
   hipError_t r = fn(library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues,
                     numLibraryOptions);
-  if (r == kHipSuccess && library) Guard::get().on_module_loaded(*library);
+  if (r == kHipSuccess && library) guard().on_module_loaded(*library);
   return r;
 }
 
@@ -652,29 +670,29 @@ EXPORT hipError_t hipLibraryLoadFromFile(hipLibrary_t* library, const char* file
                                          void** jitOptionsValues, unsigned int numJitOptions,
                                          hipLibraryOption* libraryOptions, void** libraryOptionValues,
                                          unsigned int numLibraryOptions) {
-  Decision v = Guard::get().on_module_load_file(fileName);
+  Decision v = guard().on_module_load_file(fileName);
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipLibraryLoadFromFile, "hip_7.2");
   if (!fn) return missing_runtime_function();
   hipError_t r = fn(library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
                     libraryOptionValues, numLibraryOptions);
-  if (r == kHipSuccess && library) Guard::get().on_module_loaded(*library);
+  if (r == kHipSuccess && library) guard().on_module_loaded(*library);
   return r;
 }
 
 EXPORT hipError_t hipLibraryUnload(hipLibrary_t library) {
-  Guard::get().on_module_unloaded(library);
+  guard().on_module_unloaded(library);
   auto fn = REAL(hipLibraryUnload, "hip_7.2");
   return fn ? fn(library) : missing_runtime_function();
 }
 
 EXPORT hipError_t hipLibraryGetKernel(hipKernel_t* pKernel, hipLibrary_t library, const char* name) {
-  Decision v = Guard::get().before_module_get_function(library, name, "hipLibraryGetKernel");
+  Decision v = guard().before_module_get_function(library, name, "hipLibraryGetKernel");
   if (v.action == Action::Refuse) return v.hip_error;
   auto fn = REAL(hipLibraryGetKernel, "hip_7.2");
   if (!fn) return missing_runtime_function();
   hipError_t r = fn(pKernel, library, name);
-  Guard::get().on_module_get_function(library, name, pKernel ? *pKernel : nullptr, r, "hipLibraryGetKernel");
+  guard().on_module_get_function(library, name, pKernel ? *pKernel : nullptr, r, "hipLibraryGetKernel");
   return r;
 }
 
@@ -907,7 +925,7 @@ void redirect(const char* requested, bool per_thread, void** pfn) {
   void* self = self_handle();
   void* mine = self ? dlvsym(self, api->name, api->node) : nullptr;
   if (!mine || mine == *pfn) return;
-  Guard::get().log("debug", std::string(requested ? requested : "?") + ": handing out hipguard's " + api->name +
+  guard().log("debug", std::string(requested ? requested : "?") + ": handing out hipguard's " + api->name +
                                 " instead of the runtime's");
   *pfn = mine;
 }

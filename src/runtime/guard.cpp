@@ -44,10 +44,24 @@ Guard& Guard::get() {
   return *g;
 }
 
+namespace {
+std::mutex g_config_mu;
+GuardConfig* g_config = nullptr;  // init()'s, until the state takes it
+}  // namespace
+
+Guard& Guard::init(GuardConfig config) {
+  std::lock_guard<std::mutex> lock(g_config_mu);
+  if (!g_config && !g_state_ready.load(std::memory_order_acquire)) g_config = new GuardConfig(std::move(config));
+  return get();
+}
+
 Guard::State& Guard::state() {
   static State* s = [] {
     auto* st = new State();
-    st->config = config_from_env();
+    {
+      std::lock_guard<std::mutex> lock(g_config_mu);
+      if (g_config) st->config = std::move(*g_config);
+    }
     auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
     st->logger = std::make_shared<spdlog::logger>("hipguard", sink);
     st->logger->set_pattern("hipguard: %v");

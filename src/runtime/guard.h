@@ -81,9 +81,15 @@ struct ProbeFunctions {
 
 class Guard {
  public:
-  // The process-wide guard; configuration is read on first use, so processes
-  // that never call HIP never read the environment or print anything.
+  // The process-wide guard. It reads no environment: its configuration is
+  // passed in (init) by whoever embeds it: the shim builds it from the
+  // environment, the tests directly.
   static Guard& get();
+  // Sets the configuration of the guard's state, which is built at its first
+  // use (so processes that never call HIP print nothing). The first call
+  // wins; a call after the state exists changes nothing; without a call, the
+  // state uses GuardConfig's defaults. Returns get().
+  static Guard& init(GuardConfig config);
 
   const GuardConfig& config();
 
