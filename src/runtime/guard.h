@@ -79,6 +79,25 @@ struct ProbeFunctions {
   int (*peek_at_last_error)() = nullptr;                                     // hip_4.2
 };
 
+// Runs f(); an exception (std::bad_alloc included) becomes `fallback`. Every
+// way into the guard from outside C++ (the shim's wrappers, the exit and fork
+// handlers) goes through it: hipguard is never the reason a program ends.
+template <class T, class F>
+T guarded(T fallback, F&& f) noexcept {
+  try {
+    return f();
+  } catch (...) {
+    return fallback;
+  }
+}
+template <class F>
+void guarded(F&& f) noexcept {
+  try {
+    f();
+  } catch (...) {
+  }
+}
+
 class Guard {
  public:
   // The process-wide guard. It reads no environment: its configuration is
