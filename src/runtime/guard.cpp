@@ -69,9 +69,10 @@ Guard::State& Guard::state() {
     st->logger->flush_on(spdlog::level::trace);
     if (!st->config.report_path.empty()) {
       Guard::get().open_report(*st);
-      atexit([] { Guard::get().write_report(); });
-      pthread_atfork([] { Guard::get().before_fork(); }, [] { Guard::get().after_fork(false); },
-                     [] { Guard::get().after_fork(true); });
+      atexit([] { guarded([] { Guard::get().write_report(); }); });
+      pthread_atfork([] { guarded([] { Guard::get().before_fork(); }); },
+                     [] { guarded([] { Guard::get().after_fork(false); }); },
+                     [] { guarded([] { Guard::get().after_fork(true); }); });
     }
     g_launch_table.store(&st->table, std::memory_order_release);
     g_state_ready.store(true, std::memory_order_release);

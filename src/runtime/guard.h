@@ -82,6 +82,8 @@ struct ProbeFunctions {
 // Runs f(); an exception (std::bad_alloc included) becomes `fallback`. Every
 // way into the guard from outside C++ (the shim's wrappers, the exit and fork
 // handlers) goes through it: hipguard is never the reason a program ends.
+// (Guard's deciding and recording methods also catch their own failures and
+// answer Forward, for callers inside C++; config() and log() may throw.)
 template <class T, class F>
 T guarded(T fallback, F&& f) noexcept {
   try {
