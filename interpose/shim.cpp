@@ -279,7 +279,9 @@ struct Launch : Hook {
   uint64_t lds;
   Launch(const void* k, uint64_t dynamic_lds, const char* name = nullptr) : Hook{name}, key(k), lds(dynamic_lds) {}
   static constexpr bool fast_path = true;
-  // One relaxed load and a compare; for a kernel with findings, a lock-free table lookup.
+  // One relaxed load and a compare; with dynamic LDS or a gate set (some
+  // kernel has findings), a lock-free table lookup. The expectation keeps the
+  // first case the straight-line path (P3 counts it).
   bool clean() const {
     return __builtin_expect(!hipguard::launch_needs_check(lds), 1) || hipguard::launch_known_clean(key, lds);
   }
