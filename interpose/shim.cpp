@@ -1,40 +1,29 @@
-// libhipguard.so: LD_PRELOAD shim. Each exported function has libamdhip64's
-// signature and symbol version (hipguard.map), asks the core (Guard) what to do,
-// and forwards to the real runtime. Nothing else lives here.
+// libhipguard.so: LD_PRELOAD shim. One wrapper per line of hip_api.def, with
+// libamdhip64's signature and symbol version (hipguard.map): it asks the core
+// (Guard) what to do through the line's hook and forwards to the real runtime.
+// The shim is also the one place that reads the environment for the guard.
 #include <dlfcn.h>
 #include <link.h>
+#include <strings.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "hip_abi.h"
 #include "runtime/guard.h"
 #include "runtime/kernel_table.h"
 
 using hipguard::Action;
+using hipguard::Decision;
 using hipguard::Guard;
-using hipguard::Verdict;
-
-// Minimal ABI types (hip_runtime_api.h); the shim never includes HIP headers
-// so that it cannot pull in or depend on the runtime.
-using hipError_t = int;
-struct ihipModule_t;
-struct ihipModuleSymbol_t;
-struct ihipStream_t;
-struct ihipEvent_t;
-using hipModule_t = ihipModule_t*;
-using hipFunction_t = ihipModuleSymbol_t*;
-using hipStream_t = ihipStream_t*;
-using hipEvent_t = ihipEvent_t*;
-struct uint3;
-struct dim3 {  // passed by value: layout must match HIP's (three uint32_t)
-  uint32_t x, y, z;
-};
-using hipJitOption = int;
+using hipguard::guarded;
 
 namespace {
 
@@ -42,20 +31,44 @@ constexpr hipError_t kHipSuccess = 0;
 constexpr hipError_t kHipErrorNotInitialized = 3;
 constexpr hipError_t kHipErrorNotSupported = 801;
 
+// The guard, configured from this process's environment at the shim's first
+// call into it, whichever wrapper that is (hipcc's registration constructors
+// may run before or after the shim's own constructor).
+Guard& guard() {
+  static Guard& g = []() -> Guard& {
+    std::vector<std::string> names;  // HIPGUARD_* in any case: misspellings are said
+    for (char** e = environ; e && *e; ++e)
+      if (strncasecmp(*e, "HIPGUARD_", 9) == 0)
+        if (const char* eq = strchr(*e, '=')) names.emplace_back(*e, static_cast<size_t>(eq - *e));
+    return Guard::init(hipguard::config_from([](const char* name) -> const char* { return getenv(name); },
+                                             getauxval(AT_SECURE) != 0, names));
+  }();
+  return g;
+}
+
+// Logs the line `message()` builds: building it may throw too.
+template <class Message>
+void log_line(const char* level, Message message) {
+  guarded([&] { guard().log(level, message()); });
+}
+
+// ---------------------------------------------------------------- the real runtime
+
 // The loaded libamdhip64, found even when the application does not link it
 // and a HIP library was dlopen'ed RTLD_LOCAL (dlsym(RTLD_NEXT) is NULL then).
+// Allocates nothing: it runs outside guarded().
 void* find_runtime_handle() {
-  std::string path;
+  const char* path = nullptr;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) -> int {
         if (info->dlpi_name && strstr(info->dlpi_name, "libamdhip64.so")) {
-          *static_cast<std::string*>(data) = info->dlpi_name;
+          *static_cast<const char**>(data) = info->dlpi_name;
           return 1;
         }
         return 0;
       },
       &path);
-  if (!path.empty()) return dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (path) return dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
   for (const char* name : {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"})
     if (void* h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD)) return h;
   return nullptr;
@@ -73,16 +86,17 @@ void* resolve(const char* name, const char* version, bool optional = false) {
   if (p) {
     Dl_info info{};
     if (dladdr(p, &info) && info.dli_fname)
-      Guard::get().log("debug", std::string("forwarding ") + name + " to " + info.dli_fname);
+      log_line("debug", [&] { return std::string("forwarding ") + name + " to " + info.dli_fname; });
   } else if (!optional) {
     if (void* h = find_runtime_handle()) {
       // Loaded, but older than the function (e.g. ROCm 5.2 and a HIP 7 entry
       // point a program looked up by name): the wrapper answers hipErrorNotSupported.
       dlclose(h);
-      Guard::get().log("debug", std::string("the loaded HIP runtime has no ") + name + "@" + version);
+      log_line("debug", [&] { return std::string("the loaded HIP runtime has no ") + name + "@" + version; });
     } else {
-      Guard::get().log("error", std::string("cannot find the HIP runtime's ") + name + "@" + version +
-                                    "; is libamdhip64 loaded?");
+      log_line("error", [&] {
+        return std::string("cannot find the HIP runtime's ") + name + "@" + version + "; is libamdhip64 loaded?";
+      });
     }
   }
   return p;
@@ -98,49 +112,68 @@ hipError_t missing_runtime_function() {
   return kHipErrorNotSupported;
 }
 
-// One cached pointer per function; a miss is retried (the runtime may be dlopen'ed later).
+// The table's lines: an index each, a cached runtime pointer each.
+enum Api : unsigned {
+#define HG_API(sym, ...) api_##sym,
+#define HG_SKIP(...)
+#include "hip_api.def"
+#undef HG_SKIP
+#undef HG_API
+  kApiCount
+};
+
+struct ApiEntry {
+  const char* name;
+  const char* node;
+};
+constexpr ApiEntry kApis[] = {
+#define HG_API(sym, node, ...) {#sym, #node},
+#define HG_SKIP(...)
+#include "hip_api.def"
+#undef HG_SKIP
+#undef HG_API
+};
+static_assert(sizeof kApis / sizeof kApis[0] == kApiCount);
+
+std::atomic<void*> g_slots[kApiCount];
+
+// The runtime symbol a line falls back to when its own is missing: the other
+// spelling of hipExtModuleLaunchKernel (C, or C++ as ROCm 5.x exports it only).
+Api other_spelling(Api api) {
+  if (api == api_hipExtModuleLaunchKernel)
+    return api__Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j;
+  if (api == api__Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j)
+    return api_hipExtModuleLaunchKernel;
+  return kApiCount;
+}
+
+// The runtime's function for `api`, cached; a miss is retried (the runtime may be dlopen'ed later).
 template <class Fn>
-Fn real(std::atomic<void*>& slot, const char* name, const char* version) {
-  void* p = slot.load(std::memory_order_acquire);
+Fn real(Api api) {
+  void* p = g_slots[api].load(std::memory_order_acquire);
   if (__builtin_expect(!p, 0)) {
-    p = resolve(name, version);
-    if (p) slot.store(p, std::memory_order_release);
+    Api other = other_spelling(api);
+    p = resolve(kApis[api].name, kApis[api].node, /*optional=*/other != kApiCount);
+    if (!p && other != kApiCount) p = resolve(kApis[other].name, kApis[other].node);
+    if (p) g_slots[api].store(p, std::memory_order_release);
   }
   return reinterpret_cast<Fn>(p);
 }
 
-#define SLOT(fn) std::atomic<void*> slot_##fn
-#define REAL(fn, ver) real<decltype(&fn)>(slot_##fn, #fn, ver)
-
-SLOT(__hipRegisterFatBinary);
-SLOT(__hipRegisterFunction);
-SLOT(__hipUnregisterFatBinary);
-SLOT(hipModuleLoad);
-SLOT(hipModuleLoadData);
-SLOT(hipModuleLoadDataEx);
-SLOT(hipModuleUnload);
-SLOT(hipModuleGetFunction);
-SLOT(hipGetFuncBySymbol);
-SLOT(hipLaunchKernel);
-SLOT(hipLaunchKernel_spt);
-SLOT(hipLaunchCooperativeKernel);
-SLOT(hipLaunchCooperativeKernel_spt);
-SLOT(hipModuleLaunchKernel);
-SLOT(hipModuleLaunchCooperativeKernel);
-SLOT(hipGetLastError);
-SLOT(hipLaunchKernelExC);
-SLOT(hipPeekAtLastError);
+// ---------------------------------------------------------------- helpers of the hooks
 
 // _exit, not exit: the program's own atexit handlers and destructors must not
 // run half-initialised. The report (HIPGUARD_REPORT) is the one thing written first.
 [[noreturn]] void strict_exit() {
-  Guard::get().write_report();
-  _exit(Guard::get().config().exit_code);
+  guarded([] { guard().write_report(); });
+  _exit(guarded(hipguard::kDefaultExitCode, [] { return guard().config().exit_code; }));
 }
 
 // The exit status of a process that saw errors and exits with 0 (strict mode,
 // HIPGUARD_FAIL_ON): registered before the program's own exit handlers, so it runs after them.
-__attribute__((constructor)) void install_exit_status() { hipguard::install_exit_status_handler(); }
+__attribute__((constructor)) void install_exit_status() {
+  guarded([] { hipguard::install_exit_status_handler(); });
+}
 
 // The probe runs at the first launch; hand the core the runtime's lookup functions then.
 void provide_probe_functions() {
@@ -151,724 +184,40 @@ void provide_probe_functions() {
   f.func_get_attributes = reinterpret_cast<int (*)(void*, const void*)>(resolve("hipFuncGetAttributes", "hip_4.2", true));
   f.get_last_error = reinterpret_cast<int (*)()>(resolve("hipGetLastError", "hip_4.2", true));
   f.peek_at_last_error = reinterpret_cast<int (*)()>(resolve("hipPeekAtLastError", "hip_4.2", true));
-  Guard::get().set_probe_functions(f);
+  guard().set_probe_functions(f);
 }
 
-inline Verdict gate(const void* key, uint64_t dynamic_lds, const char* api) {
+// A launch the fast path did not let through: the guard decides.
+Decision launch_decision(const void* key, uint64_t dynamic_lds, const char* api, int device = -1) {
+  if (!hipguard::launch_needs_check(dynamic_lds)) return {};
   provide_probe_functions();
-  return Guard::get().on_launch(key, dynamic_lds, api);
+  return guard().on_launch(key, dynamic_lds, api, device);
 }
 
-}  // namespace
-
-#define EXPORT extern "C" __attribute__((visibility("default")))
-
-// ---------------------------------------------------------------- registration (hip_4.2)
-
-EXPORT void** __hipRegisterFatBinary(const void* data) {
-  Verdict v = Guard::get().on_register_fatbin(data);
-  if (v.action == Action::Exit) strict_exit();
-  auto fn = REAL(__hipRegisterFatBinary, "hip_4.2");
-  void** handle = fn ? fn(data) : nullptr;
-  Guard::get().on_registered_fatbin(handle);
-  return handle;
-}
-
-EXPORT void __hipRegisterFunction(void** modules, const void* hostFunction, char* deviceFunction,
-                                  const char* deviceName, unsigned int threadLimit, uint3* tid, uint3* bid,
-                                  dim3* blockDim, dim3* gridDim, int* wSize) {
-  if (Guard::get().on_register_function(modules, hostFunction, deviceName).action == Action::Exit) strict_exit();
-  auto fn = REAL(__hipRegisterFunction, "hip_4.2");
-  if (fn) fn(modules, hostFunction, deviceFunction, deviceName, threadLimit, tid, bid, blockDim, gridDim, wSize);
-}
-
-EXPORT void __hipUnregisterFatBinary(void** modules) {
-  Guard::get().on_unregister_fatbin(modules);
-  auto fn = REAL(__hipUnregisterFatBinary, "hip_4.2");
-  if (fn) fn(modules);
-}
-
-// ---------------------------------------------------------------- modules (hip_4.2)
-
-EXPORT hipError_t hipModuleLoad(hipModule_t* module, const char* fname) {
-  Verdict v = Guard::get().on_module_load_file(fname);
-  if (v.action == Action::Refuse) return v.hip_error;
-  auto fn = REAL(hipModuleLoad, "hip_4.2");
-  if (!fn) return missing_runtime_function();
-  hipError_t r = fn(module, fname);
-  if (r == kHipSuccess && module) Guard::get().on_module_loaded(*module);
-  return r;
-}
-
-EXPORT hipError_t hipModuleLoadData(hipModule_t* module, const void* image) {
-  Verdict v = Guard::get().on_module_load_data(image);
-  if (v.action == Action::Refuse) return v.hip_error;
-  auto fn = REAL(hipModuleLoadData, "hip_4.2");
-  if (!fn) return missing_runtime_function();
-  hipError_t r = fn(module, image);
-  if (r == kHipSuccess && module) Guard::get().on_module_loaded(*module);
-  return r;
-}
-
-EXPORT hipError_t hipModuleLoadDataEx(hipModule_t* module, const void* image, unsigned int numOptions,
-                                      hipJitOption* options, void** optionValues) {
-  Verdict v = Guard::get().on_module_load_data(image);
-  if (v.action == Action::Refuse) return v.hip_error;
-  auto fn = REAL(hipModuleLoadDataEx, "hip_4.2");
-  if (!fn) return missing_runtime_function();
-  hipError_t r = fn(module, image, numOptions, options, optionValues);
-  if (r == kHipSuccess && module) Guard::get().on_module_loaded(*module);
-  return r;
-}
-
-EXPORT hipError_t hipModuleUnload(hipModule_t module) {
-  Guard::get().on_module_unloaded(module);
-  auto fn = REAL(hipModuleUnload, "hip_4.2");
-  return fn ? fn(module) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_t module, const char* kname) {
-  Verdict v = Guard::get().before_module_get_function(module, kname);
-  if (v.action == Action::Refuse) return v.hip_error;
-  auto fn = REAL(hipModuleGetFunction, "hip_4.2");
-  if (!fn) return missing_runtime_function();
-  hipError_t r = fn(function, module, kname);
-  Guard::get().on_module_get_function(module, kname, function ? *function : nullptr, r);
-  return r;
-}
-
-// ---------------------------------------------------------------- lookups (hip_6.2)
-
-EXPORT hipError_t hipGetFuncBySymbol(hipFunction_t* functionPtr, const void* symbolPtr) {
-  auto fn = REAL(hipGetFuncBySymbol, "hip_6.2");
-  if (!fn) return missing_runtime_function();
-  hipError_t r = fn(functionPtr, symbolPtr);
-  if (r != kHipSuccess) Guard::get().on_get_func_by_symbol(symbolPtr, r);
-  return r;
-}
-
-// ---------------------------------------------------------------- launches
-// Fast path: one relaxed load and a compare, then a tail call to the runtime.
-
-// Slow path: kernels with findings, dynamic LDS, first launches (probe), unresolved runtime.
-extern "C" hipError_t hipLaunchKernel(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void** args,
-                                  size_t sharedMemBytes, hipStream_t stream);
-__attribute__((noinline)) static hipError_t hipLaunchKernel_slow(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void** args,
-                                  size_t sharedMemBytes, hipStream_t stream) {
-  if (hipguard::launch_needs_check(sharedMemBytes)) {
-    Verdict v = gate(function_address, sharedMemBytes, "hipLaunchKernel");
-    if (v.action == Action::Refuse) return v.hip_error;
-  }
-  auto fn = REAL(hipLaunchKernel, "hip_4.2");
-  return fn ? fn(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipLaunchKernel(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void** args,
-                                  size_t sharedMemBytes, hipStream_t stream) {
-  // Fast path: one load of the resolved function, one of the gate, a tail call.
-  void* p = slot_hipLaunchKernel.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && hipguard::launch_may_skip_guard(function_address, sharedMemBytes), 1))
-    return reinterpret_cast<decltype(&hipLaunchKernel)>(p)(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream);
-  return hipLaunchKernel_slow(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream);
-}
-
-// Slow path: kernels with findings, dynamic LDS, first launches (probe), unresolved runtime.
-extern "C" hipError_t hipLaunchKernel_spt(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void** args,
-                                      size_t sharedMemBytes, hipStream_t stream);
-__attribute__((noinline)) static hipError_t hipLaunchKernel_spt_slow(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void** args,
-                                      size_t sharedMemBytes, hipStream_t stream) {
-  if (hipguard::launch_needs_check(sharedMemBytes)) {
-    Verdict v = gate(function_address, sharedMemBytes, "hipLaunchKernel_spt");
-    if (v.action == Action::Refuse) return v.hip_error;
-  }
-  auto fn = REAL(hipLaunchKernel_spt, "hip_5.2");
-  return fn ? fn(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipLaunchKernel_spt(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void** args,
-                                      size_t sharedMemBytes, hipStream_t stream) {
-  // Fast path: one load of the resolved function, one of the gate, a tail call.
-  void* p = slot_hipLaunchKernel_spt.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && hipguard::launch_may_skip_guard(function_address, sharedMemBytes), 1))
-    return reinterpret_cast<decltype(&hipLaunchKernel_spt)>(p)(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream);
-  return hipLaunchKernel_spt_slow(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream);
-}
-
-// Slow path: kernels with findings, dynamic LDS, first launches (probe), unresolved runtime.
-extern "C" hipError_t hipLaunchCooperativeKernel(const void* f, dim3 gridDim, dim3 blockDimX, void** kernelParams,
-                                             unsigned int sharedMemBytes, hipStream_t stream);
-__attribute__((noinline)) static hipError_t hipLaunchCooperativeKernel_slow(const void* f, dim3 gridDim, dim3 blockDimX, void** kernelParams,
-                                             unsigned int sharedMemBytes, hipStream_t stream) {
-  if (hipguard::launch_needs_check(sharedMemBytes)) {
-    Verdict v = gate(f, sharedMemBytes, "hipLaunchCooperativeKernel");
-    if (v.action == Action::Refuse) return v.hip_error;
-  }
-  auto fn = REAL(hipLaunchCooperativeKernel, "hip_4.2");
-  return fn ? fn(f, gridDim, blockDimX, kernelParams, sharedMemBytes, stream) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipLaunchCooperativeKernel(const void* f, dim3 gridDim, dim3 blockDimX, void** kernelParams,
-                                             unsigned int sharedMemBytes, hipStream_t stream) {
-  // Fast path: one load of the resolved function, one of the gate, a tail call.
-  void* p = slot_hipLaunchCooperativeKernel.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && hipguard::launch_may_skip_guard(f, sharedMemBytes), 1))
-    return reinterpret_cast<decltype(&hipLaunchCooperativeKernel)>(p)(f, gridDim, blockDimX, kernelParams, sharedMemBytes, stream);
-  return hipLaunchCooperativeKernel_slow(f, gridDim, blockDimX, kernelParams, sharedMemBytes, stream);
-}
-
-// Slow path: kernels with findings, dynamic LDS, first launches (probe), unresolved runtime.
-// hip_5.2; the per-thread-stream form of hipLaunchCooperativeKernel (CLR hip_runtime_api.h).
-extern "C" hipError_t hipLaunchCooperativeKernel_spt(const void* f, dim3 gridDim, dim3 blockDim, void** kernelParams,
-                                                 uint32_t sharedMemBytes, hipStream_t stream);
-__attribute__((noinline)) static hipError_t hipLaunchCooperativeKernel_spt_slow(const void* f, dim3 gridDim, dim3 blockDim,
-                                                 void** kernelParams, uint32_t sharedMemBytes, hipStream_t stream) {
-  if (hipguard::launch_needs_check(sharedMemBytes)) {
-    Verdict v = gate(f, sharedMemBytes, "hipLaunchCooperativeKernel_spt");
-    if (v.action == Action::Refuse) return v.hip_error;
-  }
-  auto fn = REAL(hipLaunchCooperativeKernel_spt, "hip_5.2");
-  return fn ? fn(f, gridDim, blockDim, kernelParams, sharedMemBytes, stream) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipLaunchCooperativeKernel_spt(const void* f, dim3 gridDim, dim3 blockDim, void** kernelParams,
-                                                 uint32_t sharedMemBytes, hipStream_t stream) {
-  // Fast path: one load of the resolved function, one of the gate, a tail call.
-  void* p = slot_hipLaunchCooperativeKernel_spt.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && hipguard::launch_may_skip_guard(f, sharedMemBytes), 1))
-    return reinterpret_cast<decltype(&hipLaunchCooperativeKernel_spt)>(p)(f, gridDim, blockDim, kernelParams,
-                                                                          sharedMemBytes, stream);
-  return hipLaunchCooperativeKernel_spt_slow(f, gridDim, blockDim, kernelParams, sharedMemBytes, stream);
-}
-
-// Slow path: kernels with findings, dynamic LDS, first launches (probe), unresolved runtime.
-extern "C" hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY,
-                                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                        unsigned int blockDimZ, unsigned int sharedMemBytes, hipStream_t stream,
-                                        void** kernelParams, void** extra);
-__attribute__((noinline)) static hipError_t hipModuleLaunchKernel_slow(hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY,
-                                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                        unsigned int blockDimZ, unsigned int sharedMemBytes, hipStream_t stream,
-                                        void** kernelParams, void** extra) {
-  if (hipguard::launch_needs_check(sharedMemBytes)) {
-    Verdict v = gate(f, sharedMemBytes, "hipModuleLaunchKernel");
-    if (v.action == Action::Refuse) return v.hip_error;
-  }
-  auto fn = REAL(hipModuleLaunchKernel, "hip_4.2");
-  return fn ? fn(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, stream, kernelParams, extra) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY,
-                                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                        unsigned int blockDimZ, unsigned int sharedMemBytes, hipStream_t stream,
-                                        void** kernelParams, void** extra) {
-  // Fast path: one load of the resolved function, one of the gate, a tail call.
-  void* p = slot_hipModuleLaunchKernel.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && hipguard::launch_may_skip_guard(f, sharedMemBytes), 1))
-    return reinterpret_cast<decltype(&hipModuleLaunchKernel)>(p)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, stream, kernelParams, extra);
-  return hipModuleLaunchKernel_slow(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, stream, kernelParams, extra);
-}
-
-// ROCm 5.x exports hipExtModuleLaunchKernel only with C++ linkage (hip_ext.h had no
-// extern "C"); newer runtimes export the C symbol too. Both are interposed; each
-// forwards to the same-named runtime symbol, falling back to the other spelling.
-#define HIP_EXT_MODULE_LAUNCH_CXX "_Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j"
-using ExtLaunchFn = hipError_t (*)(hipFunction_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, size_t,
-                                   hipStream_t, void**, void**, hipEvent_t, hipEvent_t, uint32_t);
-std::atomic<void*> slot_ext_c, slot_ext_cxx;
-
-static hipError_t ext_module_launch(bool cxx, hipFunction_t f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx,
-                                    uint32_t ly, uint32_t lz, size_t sharedMemBytes, hipStream_t hStream,
-                                    void** kernelParams, void** extra, hipEvent_t startEvent, hipEvent_t stopEvent,
-                                    uint32_t flags) {
-  if (__builtin_expect(hipguard::launch_needs_check(sharedMemBytes), 0) &&
-      !hipguard::launch_known_clean(f, sharedMemBytes)) {
-    Verdict v = gate(f, sharedMemBytes, "hipExtModuleLaunchKernel");
-    if (v.action == Action::Refuse) return v.hip_error;
-  }
-  std::atomic<void*>& slot = cxx ? slot_ext_cxx : slot_ext_c;
-  void* p = slot.load(std::memory_order_acquire);
+// The HIP device of a multi-device launch entry (its stream's: CLR rejects null streams there), or -1.
+std::atomic<void*> g_stream_get_device;
+int stream_device(hipStream_t stream) {
+  using Fn = hipError_t (*)(hipStream_t, int*);
+  if (!stream) return -1;
+  void* p = g_stream_get_device.load(std::memory_order_acquire);
   if (!p) {
-    const char* first = cxx ? HIP_EXT_MODULE_LAUNCH_CXX : "hipExtModuleLaunchKernel";
-    const char* second = cxx ? "hipExtModuleLaunchKernel" : HIP_EXT_MODULE_LAUNCH_CXX;
-    p = resolve(first, "hip_4.2", /*optional=*/true);
-    if (!p) p = resolve(second, "hip_4.2");
-    if (p) slot.store(p, std::memory_order_release);
+    p = resolve("hipStreamGetDevice", "hip_4.2", /*optional=*/true);
+    if (!p) return -1;
+    g_stream_get_device.store(p, std::memory_order_release);
   }
-  if (!p) return missing_runtime_function();
-  return reinterpret_cast<ExtLaunchFn>(p)(f, gx, gy, gz, lx, ly, lz, sharedMemBytes, hStream, kernelParams, extra,
-                                          startEvent, stopEvent, flags);
-}
-
-EXPORT hipError_t hipExtModuleLaunchKernel(hipFunction_t f, uint32_t globalWorkSizeX, uint32_t globalWorkSizeY,
-                                           uint32_t globalWorkSizeZ, uint32_t localWorkSizeX, uint32_t localWorkSizeY,
-                                           uint32_t localWorkSizeZ, size_t sharedMemBytes, hipStream_t hStream,
-                                           void** kernelParams, void** extra, hipEvent_t startEvent,
-                                           hipEvent_t stopEvent, uint32_t flags) {
-  return ext_module_launch(false, f, globalWorkSizeX, globalWorkSizeY, globalWorkSizeZ, localWorkSizeX, localWorkSizeY,
-                           localWorkSizeZ, sharedMemBytes, hStream, kernelParams, extra, startEvent, stopEvent, flags);
-}
-
-EXPORT hipError_t hipguard_ext_module_launch_cxx(hipFunction_t f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx,
-                                                 uint32_t ly, uint32_t lz, size_t sharedMemBytes, hipStream_t hStream,
-                                                 void** kernelParams, void** extra, hipEvent_t startEvent,
-                                                 hipEvent_t stopEvent, uint32_t flags) __asm__(HIP_EXT_MODULE_LAUNCH_CXX);
-EXPORT hipError_t hipguard_ext_module_launch_cxx(hipFunction_t f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx,
-                                                 uint32_t ly, uint32_t lz, size_t sharedMemBytes, hipStream_t hStream,
-                                                 void** kernelParams, void** extra, hipEvent_t startEvent,
-                                                 hipEvent_t stopEvent, uint32_t flags) {
-  return ext_module_launch(true, f, gx, gy, gz, lx, ly, lz, sharedMemBytes, hStream, kernelParams, extra, startEvent,
-                           stopEvent, flags);
-}
-
-EXPORT hipError_t hipModuleLaunchCooperativeKernel(hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY,
-                                                   unsigned int gridDimZ, unsigned int blockDimX,
-                                                   unsigned int blockDimY, unsigned int blockDimZ,
-                                                   unsigned int sharedMemBytes, hipStream_t stream,
-                                                   void** kernelParams) {
-  if (__builtin_expect(hipguard::launch_needs_check(sharedMemBytes), 0) &&
-      !hipguard::launch_known_clean(f, sharedMemBytes)) {
-    Verdict v = gate(f, sharedMemBytes, "hipModuleLaunchCooperativeKernel");
-    if (v.action == Action::Refuse) return v.hip_error;
-  }
-  auto fn = REAL(hipModuleLaunchCooperativeKernel, "hip_5.5");
-  return fn ? fn(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, stream,
-                 kernelParams)
-            : missing_runtime_function();
-}
-
-// ---------------------------------------------------------------- last error (hip_4.2)
-// A launch strict mode refused never reached the runtime: report it here, once.
-
-EXPORT hipError_t hipGetLastError() {
-  auto fn = REAL(hipGetLastError, "hip_4.2");
-  hipError_t r = fn ? fn() : missing_runtime_function();  // also clears the runtime's own state
-  int restored = hipguard::restored_last_error(/*clear=*/true);
-  if (int refused = hipguard::refused_launch_error(/*clear=*/true)) return refused;
-  return r != kHipSuccess ? r : restored;
-}
-
-EXPORT hipError_t hipPeekAtLastError() {
-  auto fn = REAL(hipPeekAtLastError, "hip_4.2");
-  hipError_t r = fn ? fn() : missing_runtime_function();
-  if (int refused = hipguard::refused_launch_error(/*clear=*/false)) return refused;
-  return r != kHipSuccess ? r : hipguard::restored_last_error(/*clear=*/false);
-}
-
-// ---------------------------------------------------------------- hipLaunchKernelExC (hip_6.5)
-// hipLaunchConfig_t mirrors cudaLaunchConfig_t: dim3 gridDim, dim3 blockDim,
-// size_t dynamicSmemBytes (offset 24), stream, attrs, numAttrs.
-struct hipLaunchConfig_t {
-  dim3 gridDim;
-  dim3 blockDim;
-  size_t dynamicSmemBytes;
-  hipStream_t stream;
-  void* attrs;
-  unsigned int numAttrs;
-};
-static_assert(offsetof(hipLaunchConfig_t, dynamicSmemBytes) == 24);
-
-extern "C" hipError_t hipLaunchKernelExC(const hipLaunchConfig_t* config, const void* fPtr, void** args);
-__attribute__((noinline)) static hipError_t hipLaunchKernelExC_slow(const hipLaunchConfig_t* config, const void* fPtr,
-                                                                     void** args) {
-  size_t dynamic = config ? config->dynamicSmemBytes : 0;
-  if (hipguard::launch_needs_check(dynamic)) {
-    Verdict v = gate(fPtr, dynamic, "hipLaunchKernelExC");
-    if (v.action == Action::Refuse) return v.hip_error;
-  }
-  auto fn = REAL(hipLaunchKernelExC, "hip_6.5");
-  return fn ? fn(config, fPtr, args) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipLaunchKernelExC(const hipLaunchConfig_t* config, const void* fPtr, void** args) {
-  void* p = slot_hipLaunchKernelExC.load(std::memory_order_acquire);
-  if (__builtin_expect(p != nullptr && (!hipguard::launch_needs_check(config ? config->dynamicSmemBytes : 0) ||
-                                            hipguard::launch_known_clean(fPtr, config ? config->dynamicSmemBytes : 0)), 1))
-    return reinterpret_cast<decltype(&hipLaunchKernelExC)>(p)(config, fPtr, args);
-  return hipLaunchKernelExC_slow(config, fPtr, args);
-}
-
-// ================================================================ HIP 7.2 load and launch paths
-// Prototypes and struct layouts from HIP 7.2's hip_runtime_api.h / hip_ext.h
-// (ROCm/rocm-systems projects/hip/include/hip); the offsets are asserted.
-
-struct ihipLibrary_t;
-struct ihipKernel_t;
-struct ihipGraph;
-struct hipGraphNode;
-struct hipGraphExec;
-using hipLibrary_t = ihipLibrary_t*;
-using hipKernel_t = ihipKernel_t*;  // CLR: a hipFunction_t (LibraryContainer::Kernel -> getDynFunc)
-using hipGraph_t = ihipGraph*;
-using hipGraphNode_t = hipGraphNode*;
-using hipGraphExec_t = hipGraphExec*;
-using hipLibraryOption = int;
-
-struct hipLaunchParams {  // hipLaunchCooperativeKernelMultiDevice, hipExtLaunchMultiKernelMultiDevice
-  void* func;
-  dim3 gridDim;
-  dim3 blockDim;
-  void** args;
-  size_t sharedMem;
-  hipStream_t stream;
-};
-static_assert(offsetof(hipLaunchParams, args) == 32 && offsetof(hipLaunchParams, sharedMem) == 40 &&
-              sizeof(hipLaunchParams) == 56);
-
-struct hipFunctionLaunchParams {  // hipModuleLaunchCooperativeKernelMultiDevice
-  hipFunction_t function;
-  unsigned int gridDimX, gridDimY, gridDimZ;
-  unsigned int blockDimX, blockDimY, blockDimZ;
-  unsigned int sharedMemBytes;
-  hipStream_t hStream;
-  void** kernelParams;
-};
-static_assert(offsetof(hipFunctionLaunchParams, sharedMemBytes) == 32 &&
-              offsetof(hipFunctionLaunchParams, hStream) == 40 && sizeof(hipFunctionLaunchParams) == 56);
-
-struct HIP_LAUNCH_CONFIG {  // hipDrvLaunchKernelEx
-  unsigned int gridDimX, gridDimY, gridDimZ;
-  unsigned int blockDimX, blockDimY, blockDimZ;
-  unsigned int sharedMemBytes;
-  hipStream_t hStream;
-  void* attrs;
-  unsigned int numAttrs;
-};
-static_assert(offsetof(HIP_LAUNCH_CONFIG, sharedMemBytes) == 24 && offsetof(HIP_LAUNCH_CONFIG, hStream) == 32);
-
-struct hipKernelNodeParams {
-  dim3 blockDim;
-  void** extra;
-  void* func;  // host function (or hipFunction_t)
-  dim3 gridDim;
-  void** kernelParams;
-  unsigned int sharedMemBytes;
-};
-static_assert(offsetof(hipKernelNodeParams, func) == 24 && offsetof(hipKernelNodeParams, sharedMemBytes) == 56 &&
-              sizeof(hipKernelNodeParams) == 64);
-
-// hipGraphNodeParams: node type, reserved, then a union whose kernel member is
-// a hipKernelNodeParams. hipGraphNodeTypeKernel is 0 in HIP >= 5.3 (ROCm 5.2's
-// headers had 1; hipGraphAddNode is hip_5.5).
-constexpr int kHipGraphNodeTypeKernel = 0;
-struct hipGraphNodeParams {
-  int type;
-  int reserved0[3];
-  union {
-    long long reserved1[29];
-    hipKernelNodeParams kernel;
-  };
-  long long reserved2;
-};
-static_assert(offsetof(hipGraphNodeParams, kernel) == 16 && sizeof(hipGraphNodeParams) == 256);
-
-namespace {
-
-// Gate for a launch that is not on a fast path: refuses in strict mode.
-inline bool refused(const void* key, uint64_t dynamic_lds, const char* api, hipError_t* err, int device = -1) {
-  if (!hipguard::launch_needs_check(dynamic_lds)) return false;
-  provide_probe_functions();
-  Verdict v = Guard::get().on_launch(key, dynamic_lds, api, device);
-  if (v.action != Action::Refuse) return false;
-  *err = v.hip_error;
-  return true;
-}
-
-// A graph kernel node is checked when it is created or its parameters set:
-// the kernel and its dynamic LDS are known there, the launch (hipGraphLaunch)
-// runs it later. A strict refusal leaves the graph unchanged.
-inline bool node_refused(const hipKernelNodeParams* p, const char* api, hipError_t* err) {
-  if (!p) return false;
-  return refused(p->func, p->sharedMemBytes, api, err);
-}
-inline bool node_refused(const hipGraphNodeParams* p, const char* api, hipError_t* err) {
-  if (!p || p->type != kHipGraphNodeTypeKernel) return false;
-  return refused(p->kernel.func, p->kernel.sharedMemBytes, api, err);
+  int device = -1;
+  return reinterpret_cast<Fn>(p)(stream, &device) == kHipSuccess ? device : -1;
 }
 
 // hipLaunchByPtr launches what the last hipConfigureCall configured (CLR
 // PlatformState::popExec): that call's dynamic LDS, per thread.
 thread_local std::vector<size_t> t_configured_lds;
 
-}  // namespace
-
-#define DECLARE_SLOT(fn) std::atomic<void*> slot_##fn
-DECLARE_SLOT(hipModuleLoadFatBinary);
-DECLARE_SLOT(hipLibraryLoadData);
-DECLARE_SLOT(hipLibraryLoadFromFile);
-DECLARE_SLOT(hipLibraryUnload);
-DECLARE_SLOT(hipLibraryGetKernel);
-DECLARE_SLOT(hipExtLaunchKernel);
-DECLARE_SLOT(hipLaunchByPtr);
-DECLARE_SLOT(hipConfigureCall);
-DECLARE_SLOT(hipLaunchCooperativeKernelMultiDevice);
-DECLARE_SLOT(hipExtLaunchMultiKernelMultiDevice);
-DECLARE_SLOT(hipModuleLaunchCooperativeKernelMultiDevice);
-DECLARE_SLOT(hipDrvLaunchKernelEx);
-DECLARE_SLOT(hipGraphAddKernelNode);
-DECLARE_SLOT(hipGraphKernelNodeSetParams);
-DECLARE_SLOT(hipGraphExecKernelNodeSetParams);
-DECLARE_SLOT(hipGraphAddNode);
-DECLARE_SLOT(hipGraphNodeSetParams);
-DECLARE_SLOT(hipGraphExecNodeSetParams);
-DECLARE_SLOT(hipGetProcAddress);
-DECLARE_SLOT(hipGetDriverEntryPoint);
-DECLARE_SLOT(hipGetDriverEntryPoint_spt);
-
-// ---------------------------------------------------------------- loads (hip_7.1, hip_7.2)
-
-// CLR: hipModuleLoadFatBinary is hipModuleLoadData (PlatformState::loadModule).
-EXPORT hipError_t hipModuleLoadFatBinary(hipModule_t* module, const void* fatbin) {
-  Verdict v = Guard::get().on_module_load_data(fatbin, "hipModuleLoadFatBinary");
-  if (v.action == Action::Refuse) return v.hip_error;
-  auto fn = REAL(hipModuleLoadFatBinary, "hip_7.1");
-  if (!fn) return missing_runtime_function();
-  hipError_t r = fn(module, fatbin);
-  if (r == kHipSuccess && module) Guard::get().on_module_loaded(*module);
-  return r;
-}
-
-// A library is a module whose code object CLR builds lazily (at the first
-// hipLibraryGetKernel); hipguard checks it at load, as hipModuleLoadData.
-EXPORT hipError_t hipLibraryLoadData(hipLibrary_t* library, const void* code, hipJitOption* jitOptions,
-                                     void** jitOptionsValues, unsigned int numJitOptions,
-                                     hipLibraryOption* libraryOptions, void** libraryOptionValues,
-                                     unsigned int numLibraryOptions) {
-  Verdict v = Guard::get().on_module_load_data(code, "hipLibraryLoadData");
-  if (v.action == Action::Refuse) return v.hip_error;
-  auto fn = REAL(hipLibraryLoadData, "hip_7.2");
-  if (!fn) return missing_runtime_function();
-  hipError_t r = fn(library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues,
-                    numLibraryOptions);
-  if (r == kHipSuccess && library) Guard::get().on_module_loaded(*library);
-  return r;
-}
-
-EXPORT hipError_t hipLibraryLoadFromFile(hipLibrary_t* library, const char* fileName, hipJitOption* jitOptions,
-                                         void** jitOptionsValues, unsigned int numJitOptions,
-                                         hipLibraryOption* libraryOptions, void** libraryOptionValues,
-                                         unsigned int numLibraryOptions) {
-  Verdict v = Guard::get().on_module_load_file(fileName);
-  if (v.action == Action::Refuse) return v.hip_error;
-  auto fn = REAL(hipLibraryLoadFromFile, "hip_7.2");
-  if (!fn) return missing_runtime_function();
-  hipError_t r = fn(library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
-                    libraryOptionValues, numLibraryOptions);
-  if (r == kHipSuccess && library) Guard::get().on_module_loaded(*library);
-  return r;
-}
-
-EXPORT hipError_t hipLibraryUnload(hipLibrary_t library) {
-  Guard::get().on_module_unloaded(library);
-  auto fn = REAL(hipLibraryUnload, "hip_7.2");
-  return fn ? fn(library) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipLibraryGetKernel(hipKernel_t* pKernel, hipLibrary_t library, const char* name) {
-  Verdict v = Guard::get().before_module_get_function(library, name, "hipLibraryGetKernel");
-  if (v.action == Action::Refuse) return v.hip_error;
-  auto fn = REAL(hipLibraryGetKernel, "hip_7.2");
-  if (!fn) return missing_runtime_function();
-  hipError_t r = fn(pKernel, library, name);
-  Guard::get().on_module_get_function(library, name, pKernel ? *pKernel : nullptr, r, "hipLibraryGetKernel");
-  return r;
-}
-
-// ---------------------------------------------------------------- more launches (hip_4.2 .. hip_6.5)
-
-EXPORT hipError_t hipExtLaunchKernel(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void** args,
-                                     size_t sharedMemBytes, hipStream_t stream, hipEvent_t startEvent,
-                                     hipEvent_t stopEvent, int flags) {
-  hipError_t err;
-  if (refused(function_address, sharedMemBytes, "hipExtLaunchKernel", &err)) return err;
-  auto fn = REAL(hipExtLaunchKernel, "hip_4.2");
-  return fn ? fn(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream, startEvent, stopEvent, flags)
-            : missing_runtime_function();
-}
-
-EXPORT hipError_t hipConfigureCall(dim3 gridDim, dim3 blockDim, size_t sharedMem, hipStream_t stream) {
-  auto fn = REAL(hipConfigureCall, "hip_4.2");
-  if (!fn) return missing_runtime_function();
-  hipError_t r = fn(gridDim, blockDim, sharedMem, stream);
-  try {
-    if (r == kHipSuccess) t_configured_lds.push_back(sharedMem);
-  } catch (...) {
-  }
-  return r;
-}
-
-EXPORT hipError_t hipLaunchByPtr(const void* func) {
-  size_t lds = 0;
-  if (!t_configured_lds.empty()) {
-    lds = t_configured_lds.back();
-    t_configured_lds.pop_back();  // the runtime pops its configuration too, refused or not
-  }
-  hipError_t err;
-  if (refused(func, lds, "hipLaunchByPtr", &err)) return err;
-  auto fn = REAL(hipLaunchByPtr, "hip_4.2");
-  return fn ? fn(func) : missing_runtime_function();
-}
-
-// Multi-device launches: one entry per device, each checked on its own
-// against its device (its stream's: CLR rejects null streams there), all
-// before any is forwarded (the runtime launches all or none).
-std::atomic<void*> slot_stream_get_device;
-static int stream_device(hipStream_t stream) {
-  using Fn = hipError_t (*)(hipStream_t, int*);
-  if (!stream) return -1;
-  void* p = slot_stream_get_device.load(std::memory_order_acquire);
-  if (!p) {
-    p = resolve("hipStreamGetDevice", "hip_4.2", /*optional=*/true);
-    if (!p) return -1;
-    slot_stream_get_device.store(p, std::memory_order_release);
-  }
-  int device = -1;
-  return reinterpret_cast<Fn>(p)(stream, &device) == kHipSuccess ? device : -1;
-}
-
-template <class Params, class Key, class Lds, class Stream>
-static bool any_refused(const Params* list, long n, const char* api, hipError_t* err, Key key, Lds lds,
-                        Stream stream) {
-  if (!list || n <= 0 || n > 1024) return false;
-  for (long i = 0; i < n; ++i) {
-    if (!hipguard::launch_needs_check(lds(list[i]))) continue;
-    if (refused(key(list[i]), lds(list[i]), api, err, stream_device(stream(list[i])))) return true;
-  }
-  return false;
-}
-
-EXPORT hipError_t hipLaunchCooperativeKernelMultiDevice(hipLaunchParams* launchParamsList, int numDevices,
-                                                        unsigned int flags) {
-  hipError_t err;
-  if (any_refused(launchParamsList, numDevices, "hipLaunchCooperativeKernelMultiDevice", &err,
-                  [](const hipLaunchParams& p) { return p.func; }, [](const hipLaunchParams& p) { return p.sharedMem; },
-                  [](const hipLaunchParams& p) { return p.stream; }))
-    return err;
-  auto fn = REAL(hipLaunchCooperativeKernelMultiDevice, "hip_4.2");
-  return fn ? fn(launchParamsList, numDevices, flags) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipExtLaunchMultiKernelMultiDevice(hipLaunchParams* launchParamsList, int numDevices,
-                                                     unsigned int flags) {
-  hipError_t err;
-  if (any_refused(launchParamsList, numDevices, "hipExtLaunchMultiKernelMultiDevice", &err,
-                  [](const hipLaunchParams& p) { return p.func; }, [](const hipLaunchParams& p) { return p.sharedMem; },
-                  [](const hipLaunchParams& p) { return p.stream; }))
-    return err;
-  auto fn = REAL(hipExtLaunchMultiKernelMultiDevice, "hip_4.2");
-  return fn ? fn(launchParamsList, numDevices, flags) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipModuleLaunchCooperativeKernelMultiDevice(hipFunctionLaunchParams* launchParamsList,
-                                                              unsigned int numDevices, unsigned int flags) {
-  hipError_t err;
-  if (any_refused(launchParamsList, static_cast<long>(numDevices), "hipModuleLaunchCooperativeKernelMultiDevice",
-                  &err, [](const hipFunctionLaunchParams& p) { return static_cast<const void*>(p.function); },
-                  [](const hipFunctionLaunchParams& p) { return p.sharedMemBytes; },
-                  [](const hipFunctionLaunchParams& p) { return p.hStream; }))
-    return err;
-  auto fn = REAL(hipModuleLaunchCooperativeKernelMultiDevice, "hip_5.5");
-  return fn ? fn(launchParamsList, numDevices, flags) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipDrvLaunchKernelEx(const HIP_LAUNCH_CONFIG* config, hipFunction_t f, void** params,
-                                       void** extra) {
-  hipError_t err;
-  if (refused(f, config ? config->sharedMemBytes : 0, "hipDrvLaunchKernelEx", &err)) return err;
-  auto fn = REAL(hipDrvLaunchKernelEx, "hip_6.5");
-  return fn ? fn(config, f, params, extra) : missing_runtime_function();
-}
-
-// hipHccModuleLaunchKernel: C++ linkage only (hip_hcc.map.in extern "C++"
-// hipHccModuleLaunchKernel*, hip_4.2); hipExtModuleLaunchKernel without flags.
-#define HIP_HCC_MODULE_LAUNCH_CXX "_Z24hipHccModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_"
-using HccLaunchFn = hipError_t (*)(hipFunction_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, size_t,
-                                   hipStream_t, void**, void**, hipEvent_t, hipEvent_t);
-std::atomic<void*> slot_hcc_cxx;
-EXPORT hipError_t hipguard_hcc_module_launch_cxx(hipFunction_t f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx,
-                                                 uint32_t ly, uint32_t lz, size_t sharedMemBytes, hipStream_t hStream,
-                                                 void** kernelParams, void** extra, hipEvent_t startEvent,
-                                                 hipEvent_t stopEvent) __asm__(HIP_HCC_MODULE_LAUNCH_CXX);
-EXPORT hipError_t hipguard_hcc_module_launch_cxx(hipFunction_t f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx,
-                                                 uint32_t ly, uint32_t lz, size_t sharedMemBytes, hipStream_t hStream,
-                                                 void** kernelParams, void** extra, hipEvent_t startEvent,
-                                                 hipEvent_t stopEvent) {
-  hipError_t err;
-  if (refused(f, sharedMemBytes, "hipHccModuleLaunchKernel", &err)) return err;
-  auto fn = real<HccLaunchFn>(slot_hcc_cxx, HIP_HCC_MODULE_LAUNCH_CXX, "hip_4.2");
-  return fn ? fn(f, gx, gy, gz, lx, ly, lz, sharedMemBytes, hStream, kernelParams, extra, startEvent, stopEvent)
-            : missing_runtime_function();
-}
-
-// ---------------------------------------------------------------- graph kernel nodes (hip_4.3 .. hip_6.2)
-
-EXPORT hipError_t hipGraphAddKernelNode(hipGraphNode_t* pGraphNode, hipGraph_t graph,
-                                        const hipGraphNode_t* pDependencies, size_t numDependencies,
-                                        const hipKernelNodeParams* pNodeParams) {
-  hipError_t err;
-  if (node_refused(pNodeParams, "hipGraphAddKernelNode", &err)) return err;
-  auto fn = REAL(hipGraphAddKernelNode, "hip_4.3");
-  return fn ? fn(pGraphNode, graph, pDependencies, numDependencies, pNodeParams) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipGraphKernelNodeSetParams(hipGraphNode_t node, const hipKernelNodeParams* pNodeParams) {
-  hipError_t err;
-  if (node_refused(pNodeParams, "hipGraphKernelNodeSetParams", &err)) return err;
-  auto fn = REAL(hipGraphKernelNodeSetParams, "hip_4.4");
-  return fn ? fn(node, pNodeParams) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipGraphExecKernelNodeSetParams(hipGraphExec_t hGraphExec, hipGraphNode_t node,
-                                                  const hipKernelNodeParams* pNodeParams) {
-  hipError_t err;
-  if (node_refused(pNodeParams, "hipGraphExecKernelNodeSetParams", &err)) return err;
-  auto fn = REAL(hipGraphExecKernelNodeSetParams, "hip_4.4");
-  return fn ? fn(hGraphExec, node, pNodeParams) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipGraphAddNode(hipGraphNode_t* pGraphNode, hipGraph_t graph, const hipGraphNode_t* pDependencies,
-                                  size_t numDependencies, hipGraphNodeParams* nodeParams) {
-  hipError_t err;
-  if (node_refused(nodeParams, "hipGraphAddNode", &err)) return err;
-  auto fn = REAL(hipGraphAddNode, "hip_5.5");
-  return fn ? fn(pGraphNode, graph, pDependencies, numDependencies, nodeParams) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipGraphNodeSetParams(hipGraphNode_t node, hipGraphNodeParams* nodeParams) {
-  hipError_t err;
-  if (node_refused(nodeParams, "hipGraphNodeSetParams", &err)) return err;
-  auto fn = REAL(hipGraphNodeSetParams, "hip_6.2");
-  return fn ? fn(node, nodeParams) : missing_runtime_function();
-}
-
-EXPORT hipError_t hipGraphExecNodeSetParams(hipGraphExec_t graphExec, hipGraphNode_t node,
-                                            hipGraphNodeParams* nodeParams) {
-  hipError_t err;
-  if (node_refused(nodeParams, "hipGraphExecNodeSetParams", &err)) return err;
-  auto fn = REAL(hipGraphExecNodeSetParams, "hip_6.2");
-  return fn ? fn(graphExec, node, nodeParams) : missing_runtime_function();
-}
-
-// ---------------------------------------------------------------- entry points resolved at run time
 // CLR's hipGetProcAddress / hipGetDriverEntryPoint(_spt) dlsym the runtime's
 // own handle (appending "_spt" for per-thread-stream requests), which hands out
 // the runtime's functions and so bypasses an LD_PRELOAD shim. When the runtime
 // found a function and it is one hipguard interposes, the caller gets the
 // shim's wrapper instead: the same symbol, under the same version node.
-
-namespace {
-
-struct ApiEntry {
-  const char* name;
-  const char* node;
-};
-constexpr ApiEntry kApis[] = {
-#define HG_API(sym, node, kind) {#sym, #node},
-#define HG_SKIP(sym, node, why)
-#include "hip_api.def"
-#undef HG_SKIP
-#undef HG_API
-};
-
 void* self_handle() {
   static void* h = [] {
     Dl_info info{};
@@ -902,53 +251,257 @@ void redirect(const char* requested, bool per_thread, void** pfn) {
   void* self = self_handle();
   void* mine = self ? dlvsym(self, api->name, api->node) : nullptr;
   if (!mine || mine == *pfn) return;
-  Guard::get().log("debug", std::string(requested ? requested : "?") + ": handing out hipguard's " + api->name +
-                                " instead of the runtime's");
+  log_line("debug", [&] {
+    return std::string(requested ? requested : "?") + ": handing out hipguard's " + api->name + " instead of the runtime's";
+  });
   *pfn = mine;
 }
 
-constexpr uint64_t kPerThreadDefaultStream = 2;  // HIP_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, hipEnablePerThreadDefaultStream
+// ---------------------------------------------------------------- hooks: one per argument shape
+// A hook is built from a wrapper's arguments (the last field of its line).
+// Members, all optional:
+//   fast_path, clean()           the launch fast path: clean() true forwards at once
+//   Decision before()            asks the guard; Refuse returns its error, Exit ends the process
+//   void after(R& result)        sees (and may change) the runtime's result
+//   after_missing                after() also runs when the runtime lacks the function
+// `api` names the call in messages (default: the symbol).
+
+namespace hook {
+
+struct Hook {
+  const char* api = nullptr;
+  static constexpr bool fast_path = false;  // clean() is asked first, outside the slow path
+  bool clean() const { return false; }
+};
+
+struct Launch : Hook {
+  const void* key;
+  uint64_t lds;
+  Launch(const void* k, uint64_t dynamic_lds, const char* name = nullptr) : Hook{name}, key(k), lds(dynamic_lds) {}
+  static constexpr bool fast_path = true;
+  // The launch cache's slot for this kernel, then the process-wide gate
+  // (launch_may_skip_guard): a few loads and compares, no call (P3, P3b).
+  bool clean() const { return hipguard::launch_may_skip_guard(key, lds); }
+  Decision before() const { return launch_decision(key, lds, api); }
+};
+
+// hipLaunchByPtr: its dynamic LDS is the last hipConfigureCall's, popped refused or not (as the runtime does).
+struct LaunchByPtr : Hook {
+  const void* key;
+  explicit LaunchByPtr(const void* k) : key(k) {}
+  Decision before() const {
+    size_t lds = 0;
+    if (!t_configured_lds.empty()) {
+      lds = t_configured_lds.back();
+      t_configured_lds.pop_back();
+    }
+    return launch_decision(key, lds, api);
+  }
+};
+
+struct ConfigureCall : Hook {
+  size_t lds;
+  explicit ConfigureCall(size_t dynamic_lds) : lds(dynamic_lds) {}
+  void after(hipError_t r) const {
+    if (r == kHipSuccess) t_configured_lds.push_back(lds);
+  }
+};
+
+// Multi-device launches: one entry per device, each checked on its own
+// against its device, all before any is forwarded (the runtime launches all or none).
+inline const void* kernel_of(const hipLaunchParams& p) { return p.func; }
+inline uint64_t lds_of(const hipLaunchParams& p) { return p.sharedMem; }
+inline hipStream_t stream_of(const hipLaunchParams& p) { return p.stream; }
+inline const void* kernel_of(const hipFunctionLaunchParams& p) { return p.function; }
+inline uint64_t lds_of(const hipFunctionLaunchParams& p) { return p.sharedMemBytes; }
+inline hipStream_t stream_of(const hipFunctionLaunchParams& p) { return p.hStream; }
+
+template <class Params>
+struct LaunchList : Hook {
+  const Params* list;
+  long n;
+  LaunchList(const Params* l, long count) : list(l), n(count) {}
+  Decision before() const {
+    if (!list || n <= 0 || n > 1024) return {};
+    for (long i = 0; i < n; ++i) {
+      if (!hipguard::launch_needs_check(lds_of(list[i]))) continue;
+      Decision d = launch_decision(kernel_of(list[i]), lds_of(list[i]), api, stream_device(stream_of(list[i])));
+      if (d.action == Action::Refuse) return d;
+    }
+    return {};
+  }
+};
+
+// A graph kernel node is checked when it is created or its parameters set:
+// the kernel and its dynamic LDS are known there, the launch (hipGraphLaunch)
+// runs it later. A strict refusal leaves the graph unchanged.
+struct Node : Hook {
+  const hipKernelNodeParams* kernel;
+  explicit Node(const hipKernelNodeParams* p) : kernel(p) {}
+  explicit Node(const hipGraphNodeParams* p) : kernel(p && p->type == kHipGraphNodeTypeKernel ? &p->kernel : nullptr) {}
+  Decision before() const { return kernel ? launch_decision(kernel->func, kernel->sharedMemBytes, api) : Decision{}; }
+};
+
+struct RegisterFatbin : Hook {
+  const void* data;
+  explicit RegisterFatbin(const void* d) : data(d) {}
+  Decision before() const { return guard().on_register_fatbin(data); }
+  void after(void** handle) const { guard().on_registered_fatbin(handle); }
+  static constexpr bool after_missing = true;  // a null handle still keeps its report
+};
+
+struct RegisterFunction : Hook {
+  const void* handle;
+  const void* host_function;
+  const char* device_name;
+  RegisterFunction(const void* h, const void* f, const char* name) : handle(h), host_function(f), device_name(name) {}
+  Decision before() const { return guard().on_register_function(handle, host_function, device_name); }
+};
+
+struct UnregisterFatbin : Hook {
+  const void* handle;
+  explicit UnregisterFatbin(const void* h) : handle(h) {}
+  Decision before() const {
+    guard().on_unregister_fatbin(handle);
+    return {};
+  }
+};
+
+// Loads: checked before, the loaded module (or library: its handle is the key, like a module's) noted after.
+template <class Handle>
+struct LoadFile : Hook {
+  Handle* out;
+  const char* path;
+  LoadFile(Handle* o, const char* p) : out(o), path(p) {}
+  Decision before() const { return guard().on_module_load_file(path); }
+  void after(hipError_t r) const {
+    if (r == kHipSuccess && out) guard().on_module_loaded(*out);
+  }
+};
+
+template <class Handle>
+struct LoadData : Hook {
+  Handle* out;
+  const void* image;
+  LoadData(Handle* o, const void* i, const char* name = nullptr) : Hook{name}, out(o), image(i) {}
+  Decision before() const { return guard().on_module_load_data(image, api); }
+  void after(hipError_t r) const {
+    if (r == kHipSuccess && out) guard().on_module_loaded(*out);
+  }
+};
+
+struct Unload : Hook {
+  const void* module;
+  explicit Unload(const void* m) : module(m) {}
+  Decision before() const {
+    guard().on_module_unloaded(module);
+    return {};
+  }
+};
+
+// hipModuleGetFunction / hipLibraryGetKernel: strict refuses a device function; a failed lookup is explained.
+template <class Function>
+struct GetFunction : Hook {
+  Function* out;
+  const void* module;
+  const char* name;
+  GetFunction(Function* o, const void* m, const char* n) : out(o), module(m), name(n) {}
+  Decision before() const { return guard().before_module_get_function(module, name, api); }
+  void after(hipError_t r) const { guard().on_module_get_function(module, name, out ? *out : nullptr, r, api); }
+};
+
+struct FuncBySymbol : Hook {
+  const void* symbol;
+  explicit FuncBySymbol(const void* s) : symbol(s) {}
+  void after(hipError_t r) const {
+    if (r != kHipSuccess) guard().on_get_func_by_symbol(symbol, r);
+  }
+};
+
+struct ProcAddress : Hook {
+  const char* symbol;
+  void** pfn;
+  bool per_thread;
+  ProcAddress(const char* s, void** p, bool spt) : symbol(s), pfn(p), per_thread(spt) {}
+  void after(hipError_t r) const {
+    if (r == kHipSuccess) redirect(symbol, per_thread, pfn);
+  }
+};
+
+// A launch strict mode refused never reached the runtime: reported here, once
+// (hipGetLastError clears it, hipPeekAtLastError does not).
+struct LastError : Hook {
+  bool clear;
+  explicit LastError(bool c) : clear(c) {}
+  void after(hipError_t& r) const {  // the runtime's call also clears its own state
+    int restored = hipguard::restored_last_error(clear);
+    if (int refused = hipguard::refused_launch_error(clear)) r = refused;
+    else if (r == kHipSuccess) r = restored;
+  }
+  static constexpr bool after_missing = true;
+};
+
+}  // namespace hook
+
+// The slow path of every wrapper: the hook's calls into the guard are
+// guarded (an exception there forwards the call unchanged); the runtime's own
+// call is outside, its result returned as it is unless the hook changes it.
+template <class Fn, class Hook, class Call>
+auto run(Api api, Hook hook, Call call) {
+  using R = std::invoke_result_t<Call, Fn>;
+  if (!hook.api) hook.api = kApis[api].name;
+  if constexpr (requires { hook.before(); }) {
+    Decision d = guarded(Decision{}, [&] { return hook.before(); });
+    if (d.action == Action::Exit) strict_exit();
+    if constexpr (std::is_same_v<R, hipError_t>)
+      if (d.action == Action::Refuse) return R(d.hip_error);
+  }
+  Fn fn = real<Fn>(api);
+  if constexpr (std::is_void_v<R>) {
+    if (fn) call(fn);
+  } else {
+    constexpr bool after_missing = requires { Hook::after_missing; };
+    R r{};
+    if (fn) r = call(fn);
+    else if constexpr (std::is_same_v<R, hipError_t>) r = missing_runtime_function();
+    if constexpr (requires { hook.after(r); })
+      if (fn || after_missing) guarded([&] { hook.after(r); });
+    return r;
+  }
+}
 
 }  // namespace
 
-EXPORT hipError_t hipGetProcAddress(const char* symbol, void** pfn, int hipVersion, uint64_t flags,
-                                    void* symbolStatus) {
-  auto fn = REAL(hipGetProcAddress, "hip_6.1");
-  if (!fn) return missing_runtime_function();
-  hipError_t r = fn(symbol, pfn, hipVersion, flags, symbolStatus);
-  if (r == kHipSuccess) {
-    try {
-      redirect(symbol, flags == kPerThreadDefaultStream, pfn);
-    } catch (...) {
-    }
-  }
-  return r;
-}
+// ---------------------------------------------------------------- the wrappers (hip_api.def)
+// Fast path (Launch hooks): one load of the resolved function, the gate, a
+// tail call. Everything else: the slow path above, out of line, so that the
+// fast path spills nothing for it (docs/performance.md, P3).
 
-EXPORT hipError_t hipGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags,
-                                         void* driverStatus) {
-  auto fn = REAL(hipGetDriverEntryPoint, "hip_7.1");
-  if (!fn) return missing_runtime_function();
-  hipError_t r = fn(symbol, funcPtr, flags, driverStatus);
-  if (r == kHipSuccess) {
-    try {
-      redirect(symbol, flags == kPerThreadDefaultStream, funcPtr);
-    } catch (...) {
-    }
+// A dim3 passed by value is two INTEGER eightbytes, (x, y) and (z, padding)
+// (SysV ABI, parameter classification): in the wrappers it is declared as the
+// 16-byte integer with the same classification, which GCC keeps in the two
+// registers, where a struct would be spilled and reloaded around the fast
+// path's test (docs/performance.md, P3). The wrappers never look inside one.
+// Every by-value dim3 of the table is passed in registers (no 16-byte stack
+// alignment to differ on); dim3 in structs (hip_abi.h) keeps its layout.
+using dim3_in_registers = unsigned __int128;
+#define dim3 dim3_in_registers
+#define HG_API(sym, node, kind, ret, params, args, shape)                                        \
+  extern "C" ret sym params;                                                                     \
+  __attribute__((noinline)) static ret sym##_slow params {                                       \
+    using Fn = ret(*) params;                                                                    \
+    return run<Fn>(api_##sym, hook::shape, [&](Fn fn) { return fn args; });                      \
+  }                                                                                              \
+  extern "C" __attribute__((visibility("default"))) ret sym params {                             \
+    if constexpr (decltype(hook::shape)::fast_path) {                                            \
+      void* p = g_slots[api_##sym].load(std::memory_order_acquire);                              \
+      if (__builtin_expect(p != nullptr && hook::shape.clean(), 1))                              \
+        return reinterpret_cast<decltype(&sym)>(p) args;                                         \
+    }                                                                                            \
+    return sym##_slow args;                                                                      \
   }
-  return r;
-}
-
-EXPORT hipError_t hipGetDriverEntryPoint_spt(const char* symbol, void** funcPtr, unsigned long long flags,
-                                             void* driverStatus) {
-  auto fn = REAL(hipGetDriverEntryPoint_spt, "hip_7.1");
-  if (!fn) return missing_runtime_function();
-  hipError_t r = fn(symbol, funcPtr, flags, driverStatus);
-  if (r == kHipSuccess) {
-    try {
-      redirect(symbol, flags == 0 || flags == kPerThreadDefaultStream, funcPtr);  // default means per-thread here
-    } catch (...) {
-    }
-  }
-  return r;
-}
+#define HG_SKIP(...)
+#include "hip_api.def"
+#undef HG_SKIP
+#undef HG_API
+#undef dim3

@@ -75,7 +75,7 @@ KfdNode parse_kfd_properties(std::string_view text) {
   return n;
 }
 
-std::vector<Device> discover_devices(const std::string& sysfs_root) {
+std::vector<Device> discover_devices(const std::string& sysfs_root, const EnvLookup& env) {
   namespace fs = std::filesystem;
   std::vector<Device> out;
   fs::path nodes = fs::path(sysfs_root) / "class/kfd/kfd/topology/nodes";
@@ -96,12 +96,12 @@ std::vector<Device> discover_devices(const std::string& sysfs_root) {
 
   // HSA_OVERRIDE_GFX_VERSION=maj.min.step replaces every GPU's version (libhsakmt).
   std::optional<uint64_t> override_version;
-  if (const char* o = getenv("HSA_OVERRIDE_GFX_VERSION"); o && *o) {
+  if (const char* o = env("HSA_OVERRIDE_GFX_VERSION"); o && *o) {
     unsigned maj, min, step;
     if (sscanf(o, "%u.%u.%u", &maj, &min, &step) == 3) override_version = maj * 10000ull + min * 100 + step;
   }
-  const char* xnack_env = getenv("HSA_XNACK");
-  const char* sramecc_env = getenv("HSA_ENABLE_SRAMECC");
+  const char* xnack_env = env("HSA_XNACK");
+  const char* sramecc_env = env("HSA_ENABLE_SRAMECC");
   unsigned index = 0;
   for (auto& [num, n] : gpus) {
     uint64_t v = override_version.value_or(n.gfx_target_version);
@@ -139,8 +139,8 @@ std::vector<Device> discover_devices(const std::string& sysfs_root) {
   // ROCR_VISIBLE_DEVICES selects among the KFD GPUs, then HIP_VISIBLE_DEVICES
   // (or CUDA_VISIBLE_DEVICES) among those; indices only, a list stops at the
   // first entry that is not a valid index (as the runtimes do).
-  auto select = [](std::vector<Device>& devs, const char* var) {
-    const char* v = getenv(var);
+  auto select = [&env](std::vector<Device>& devs, const char* var) {
+    const char* v = env(var);
     if (!v) return;
     std::vector<Device> chosen;
     std::string_view list(v);
@@ -156,7 +156,7 @@ std::vector<Device> discover_devices(const std::string& sysfs_root) {
     devs = std::move(chosen);
   };
   select(out, "ROCR_VISIBLE_DEVICES");
-  select(out, getenv("HIP_VISIBLE_DEVICES") ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES");
+  select(out, env("HIP_VISIBLE_DEVICES") ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES");
   for (size_t i = 0; i < out.size(); ++i) out[i].index = static_cast<unsigned>(i);
   return out;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,11 +37,16 @@ struct Device {
   uint64_t lds_bytes = 0; // from lds_size_in_kb (0 when not reported)
 };
 
-// GPUs under `sysfs_root` (default "/sys"), in KFD node order, honouring
-// ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (indices),
-// HSA_OVERRIDE_GFX_VERSION, HSA_XNACK and HSA_ENABLE_SRAMECC. With HSA_XNACK
-// unset, xnack is the amdgpu driver's default: off (noretry=1) on gfx900, gfx906,
-// gfx908, gfx90a, gfx940-942 and gfx950, left Any elsewhere.
-std::vector<Device> discover_devices(const std::string& sysfs_root = "/sys");
+// A name -> value lookup such as getenv (nullptr: unset).
+using EnvLookup = std::function<const char*(const char*)>;
+
+// GPUs under `sysfs_root` ("/sys" on a real machine), in KFD node order,
+// honouring the runtime variables `env` gives (the caller passes getenv, or
+// its own values: discovery reads no environment): ROCR_VISIBLE_DEVICES,
+// HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (indices), HSA_OVERRIDE_GFX_VERSION,
+// HSA_XNACK and HSA_ENABLE_SRAMECC. With HSA_XNACK unset, xnack is the amdgpu
+// driver's default: off (noretry=1) on gfx900, gfx906, gfx908, gfx90a,
+// gfx940-942 and gfx950, left Any elsewhere.
+std::vector<Device> discover_devices(const std::string& sysfs_root, const EnvLookup& env);
 
 }  // namespace hipguard

@@ -2,8 +2,6 @@
 #include "runtime/guard.h"
 #include "runtime/address.h"
 
-#include <strings.h>
-#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -172,7 +170,7 @@ GuardConfig config_from(const EnvLookup& env, bool secure, const std::vector<std
     // A setuid/setgid process reads the real sysfs only, not files its environment names.
     std::string sysfs = secure ? "/sys" : get("HIPGUARD_SYSFS_ROOT");
     if (sysfs.empty()) sysfs = "/sys";
-    for (const Device& d : discover_devices(sysfs)) {
+    for (const Device& d : discover_devices(sysfs, env)) {
       if (!find_processor(d.target.processor)) continue;
       TargetId t = d.target;
       t.alias = "GPU " + std::to_string(d.index);  // messages say which GPU a problem concerns
@@ -190,14 +188,6 @@ GuardConfig config_from(const EnvLookup& env, bool secure, const std::vector<std
             "set HIPGUARD_TARGET=gfx942 (or mi300x, mi355x, ...) to check against a GPU this machine lacks");
   }
   return c;
-}
-
-GuardConfig config_from_env() {
-  std::vector<std::string> names;
-  for (char** e = environ; e && *e; ++e)
-    if (strncasecmp(*e, "HIPGUARD_", 9) == 0)
-      if (const char* eq = strchr(*e, '=')) names.emplace_back(*e, static_cast<size_t>(eq - *e));
-  return config_from([](const char* name) -> const char* { return getenv(name); }, getauxval(AT_SECURE) != 0, names);
 }
 
 }  // namespace hipguard

@@ -1,4 +1,6 @@
-// The guard's settings: HIPGUARD_* parsed once into a GuardConfig (config.cpp).
+// The guard's settings: HIPGUARD_* parsed once into a GuardConfig (config.cpp)
+// from a lookup its caller gives (the shim passes getenv); nothing here reads
+// the environment itself.
 //
 // Environment (values are case-insensitive; an empty value counts as unset; a
 // value that is not accepted is an error (HG601, HG206) and hipguard takes the
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "hipguard/check.h"
+#include "hipguard/devices.h"
 
 namespace hipguard {
 
@@ -66,23 +69,18 @@ struct GuardConfig {
   bool fails_on(Severity s) const { return fail_on && s >= *fail_on; }
 };
 
-// A name -> value lookup such as getenv (nullptr: unset).
-using EnvLookup = std::function<const char*(const char*)>;
-
 // The configuration from `env`, validated: names and values are matched
 // case-insensitively; a value that is not accepted adds an error (HG601, or
 // HG206 for a HIPGUARD_TARGET item) that names the variable, the value and what
 // is accepted, and the stricter choice is taken (an unknown mode is strict, an
 // unusable exit code keeps 86). When HIPGUARD_TARGET is unset the GPUs come from
-// the KFD topology under HIPGUARD_SYSFS_ROOT (or /sys). `secure` (AT_SECURE):
+// the KFD topology under HIPGUARD_SYSFS_ROOT (or /sys), seen through the
+// runtime variables `env` gives (discover_devices). `secure` (AT_SECURE):
 // HIPGUARD_REPORT and HIPGUARD_SYSFS_ROOT are ignored. `names`: the names of
 // the environment's variables that start with HIPGUARD_ in any case; one that
 // is a misspelling of a hipguard variable (another case, or at most two edits
 // away, e.g. HIPGUARD_MDOE) is an HG601 too, and one meant as HIPGUARD_MODE
 // makes the mode strict when HIPGUARD_MODE itself is unset.
 GuardConfig config_from(const EnvLookup& env, bool secure, const std::vector<std::string>& names = {});
-
-// config_from(getenv, AT_SECURE).
-GuardConfig config_from_env();
 
 }  // namespace hipguard

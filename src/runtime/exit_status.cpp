@@ -50,7 +50,8 @@ void install_exit_status_handler() {
   // libraries' exit handlers (the report's, and __hipUnregisterFatBinary's).
   on_exit(
       [](int status, void*) {
-        if (status == 0 && g_state_ready.load(std::memory_order_acquire)) Guard::get().on_process_exit(status);
+        if (status == 0 && g_state_ready.load(std::memory_order_acquire))
+          guarded([&] { Guard::get().on_process_exit(status); });
       },
       nullptr);
 }

@@ -44,10 +44,24 @@ Guard& Guard::get() {
   return *g;
 }
 
+namespace {
+std::mutex g_config_mu;
+GuardConfig* g_config = nullptr;  // init()'s, until the state takes it
+}  // namespace
+
+Guard& Guard::init(GuardConfig config) {
+  std::lock_guard<std::mutex> lock(g_config_mu);
+  if (!g_config && !g_state_ready.load(std::memory_order_acquire)) g_config = new GuardConfig(std::move(config));
+  return get();
+}
+
 Guard::State& Guard::state() {
   static State* s = [] {
     auto* st = new State();
-    st->config = config_from_env();
+    {
+      std::lock_guard<std::mutex> lock(g_config_mu);
+      if (g_config) st->config = std::move(*g_config);
+    }
     auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
     st->logger = std::make_shared<spdlog::logger>("hipguard", sink);
     st->logger->set_pattern("hipguard: %v");
@@ -55,9 +69,10 @@ Guard::State& Guard::state() {
     st->logger->flush_on(spdlog::level::trace);
     if (!st->config.report_path.empty()) {
       Guard::get().open_report(*st);
-      atexit([] { Guard::get().write_report(); });
-      pthread_atfork([] { Guard::get().before_fork(); }, [] { Guard::get().after_fork(false); },
-                     [] { Guard::get().after_fork(true); });
+      atexit([] { guarded([] { Guard::get().write_report(); }); });
+      pthread_atfork([] { guarded([] { Guard::get().before_fork(); }); },
+                     [] { guarded([] { Guard::get().after_fork(false); }); },
+                     [] { guarded([] { Guard::get().after_fork(true); }); });
     }
     g_state_ready.store(true, std::memory_order_release);
     return st;
@@ -120,7 +135,7 @@ void Guard::report_consequence(const Diagnostic& d, const Diagnostic* cause) {
   report_once(d);
 }
 
-Verdict Guard::judge(const ImageReport& report, bool registration) {
+Decision Guard::judge(const ImageReport& report, bool registration) {
   const GuardConfig& c = config();
   for (const auto& d : report.diagnostics) report_once(d);
   if (report.ok()) return {};
@@ -132,7 +147,7 @@ Verdict Guard::judge(const ImageReport& report, bool registration) {
 
 // ---------------------------------------------------------------- registration
 
-Verdict Guard::on_register_fatbin(const void* wrapper) try {
+Decision Guard::on_register_fatbin(const void* wrapper) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off) return {};
   if (c.mode == Mode::Strict && c.config_error) {
@@ -147,7 +162,7 @@ Verdict Guard::on_register_fatbin(const void* wrapper) try {
     r->report.diagnostics.push_back(make_diagnostic(
         code, origin, std::move(msg), "the program's fat binary is damaged or not produced by a HIP compiler; rebuild it"));
     r->report.structurally_ok = false;
-    Verdict v = judge(r->report, true);
+    Decision v = judge(r->report, true);
     t_pending_fatbin = std::move(r);
     return v;
   };
@@ -195,7 +210,7 @@ Verdict Guard::on_register_fatbin(const void* wrapper) try {
   pending->shallow = pending->shallow && selected;
   log("debug", "registered fat binary of " + origin + " (" + std::string(to_string(pending->report.kind)) + ", " +
                    std::to_string(pending->report.entry_ids.size()) + " bundle entries)");
-  Verdict v = judge(pending->report, true);
+  Decision v = judge(pending->report, true);
 
   if (v.action == Action::Exit)
     log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
@@ -229,7 +244,7 @@ void Guard::on_registered_fatbin(const void* handle) try {
 // __hipRegisterFunction runs for every kernel of every fat binary a library
 // carries (12 k for rocSPARSE), during dlopen: it only records the kernel. The
 // kernel table is filled at the first launch, lookup, or report (index_*).
-Verdict Guard::on_register_function(const void* handle, const void* host_function, const char* device_name) try {
+Decision Guard::on_register_function(const void* handle, const void* host_function, const char* device_name) try {
   if (!host_function || !device_name) return {};
   State& s = state();
   if (s.config.mode == Mode::Off) return {};
@@ -329,7 +344,7 @@ void Guard::stop_for_settings() {
   _exit(c.exit_code);
 }
 
-Verdict Guard::on_module_load_file(const char* path) try {
+Decision Guard::on_module_load_file(const char* path) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off || !path) return {};
   if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
@@ -359,7 +374,7 @@ Verdict Guard::on_module_load_file(const char* path) try {
   return {};
 }
 
-Verdict Guard::on_module_load_data(const void* image, const char* api) try {
+Decision Guard::on_module_load_data(const void* image, const char* api) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off || !image) return {};
   if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
@@ -385,7 +400,7 @@ Verdict Guard::on_module_load_data(const void* image, const char* api) try {
     for (const auto& k : co.co.kernels) info->kernels.insert(k.name);
     info->device_functions.insert(co.co.device_functions.begin(), co.co.device_functions.end());
   }
-  Verdict v = judge(report, false);
+  Decision v = judge(report, false);
   info->images.push_back(std::move(report));
   t_pending_module = std::move(info);
   return v;
@@ -415,7 +430,7 @@ void Guard::on_module_unloaded(const void* module) try {
 } catch (...) {
 }
 
-Verdict Guard::before_module_get_function(const void* module, const char* name, const char* api) try {
+Decision Guard::before_module_get_function(const void* module, const char* name, const char* api) try {
   if (!name || config().mode == Mode::Off) return {};
   Diagnostic d;
   {
@@ -562,11 +577,11 @@ void Guard::deepen(const void* handle) {
   for (const auto& d : said) report_once(d);
 }
 
-Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api) {
+Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api) {
   return on_launch(key, dynamic_lds, api, -1);
 }
 
-Verdict Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device) try {
+Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device) try {
   State& s = state();
   if (s.config.mode == Mode::Off) return {};
   index_if_needed();

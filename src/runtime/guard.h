@@ -38,7 +38,9 @@ enum class Action {
   Exit,     // strict: end the process with GuardConfig::exit_code
 };
 
-struct Verdict {
+// What the shim does with one HIP call (a check's per-target result is a
+// TargetVerdict, check.h).
+struct Decision {
   Action action = Action::Forward;
   int hip_error = 0;  // hipError_t to return when refusing
 };
@@ -87,32 +89,59 @@ struct ProbeFunctions {
   int (*peek_at_last_error)() = nullptr;                                     // hip_4.2
 };
 
+// Runs f(); an exception (std::bad_alloc included) becomes `fallback`. Every
+// way into the guard from outside C++ (the shim's wrappers, the exit and fork
+// handlers) goes through it: hipguard is never the reason a program ends.
+// (Guard's deciding and recording methods also catch their own failures and
+// answer Forward, for callers inside C++; config() and log() may throw.)
+template <class T, class F>
+T guarded(T fallback, F&& f) noexcept {
+  try {
+    return f();
+  } catch (...) {
+    return fallback;
+  }
+}
+template <class F>
+void guarded(F&& f) noexcept {
+  try {
+    f();
+  } catch (...) {
+  }
+}
+
 class Guard {
  public:
-  // The process-wide guard; configuration is read on first use, so processes
-  // that never call HIP never read the environment or print anything.
+  // The process-wide guard. It reads no environment: its configuration is
+  // passed in (init) by whoever embeds it: the shim builds it from the
+  // environment, the tests directly.
   static Guard& get();
+  // Sets the configuration of the guard's state, which is built at its first
+  // use (so processes that never call HIP print nothing). The first call
+  // wins; a call after the state exists changes nothing; without a call, the
+  // state uses GuardConfig's defaults. Returns get().
+  static Guard& init(GuardConfig config);
 
   const GuardConfig& config();
 
   // __hipRegisterFatBinary(wrapper), then its result. `wrapper` is untrusted memory.
-  Verdict on_register_fatbin(const void* wrapper);
+  Decision on_register_fatbin(const void* wrapper);
   void on_registered_fatbin(const void* handle);
   // __hipRegisterFunction(handle, host_function, device_name). Strict mode may
   // stop here: a kernel missing from the selected code object (HG409).
-  Verdict on_register_function(const void* handle, const void* host_function, const char* device_name);
+  Decision on_register_function(const void* handle, const void* host_function, const char* device_name);
   void on_unregister_fatbin(const void* handle);
 
   // hipModuleLoad(path) / hipModuleLoadData(Ex)(image) / hipModuleLoadFatBinary /
   // hipLibraryLoadData / hipLibraryLoadFromFile, then the loaded module (or
   // library: its handle is the key, like a module's). `api` names the call in messages.
-  Verdict on_module_load_file(const char* path);
-  Verdict on_module_load_data(const void* image, const char* api = "hipModuleLoadData");
+  Decision on_module_load_file(const char* path);
+  Decision on_module_load_data(const void* image, const char* api = "hipModuleLoadData");
   void on_module_loaded(const void* module);
   void on_module_unloaded(const void* module);
   // hipModuleGetFunction / hipLibraryGetKernel: before (strict may refuse a
   // device function) and after.
-  Verdict before_module_get_function(const void* module, const char* name, const char* api = "hipModuleGetFunction");
+  Decision before_module_get_function(const void* module, const char* name, const char* api = "hipModuleGetFunction");
   void on_module_get_function(const void* module, const char* name, const void* function, int result,
                               const char* api = "hipModuleGetFunction");
   // hipGetFuncBySymbol returned `result` for `host_function`.
@@ -121,11 +150,11 @@ class Guard {
   // A launch of `key` (host function for hipLaunchKernel*, hipFunction_t for
   // module launches) with `dynamic_lds` bytes of dynamic LDS. Called only when
   // launch_needs_check() said so. `api` names the entry point for messages.
-  Verdict on_launch(const void* key, uint64_t dynamic_lds, const char* api);
+  Decision on_launch(const void* key, uint64_t dynamic_lds, const char* api);
   // The same for a launch on HIP device `device` (multi-device launches): its
   // dynamic LDS is checked against that device's limit when the device's
   // target is known (GuardConfig::device_targets), else against the smallest.
-  Verdict on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device);
+  Decision on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device);
   void set_probe_functions(const ProbeFunctions& f);
 
   // Logs one line at `level` ("info", "warn", "error", "debug"), prefixed "hipguard: ".
@@ -143,7 +172,7 @@ class Guard {
   Guard() = default;
   struct State;
   State& state();
-  Verdict judge(const ImageReport& report, bool registration);
+  Decision judge(const ImageReport& report, bool registration);
   void open_report(State& s);
   void journal(State& s, const Diagnostic& d);
   void reopen_report_if_forked(State& s);

@@ -13,6 +13,7 @@
 #include "hipguard/bundle.h"
 #include "bundle.h"
 #include "files.h"
+#include "guard_config.h"
 
 namespace checks {
 
@@ -36,12 +37,10 @@ inline std::vector<uint8_t> app_code_object(const std::string& file, const std::
   return {};
 }
 
-// The Guard reads its configuration once per process: every Guard test in this
+// The Guard takes its configuration once per process: every Guard test in this
 // binary uses the same one (gfx942, strict, info).
 inline void configure_guard_for_tests() {
-  setenv("HIPGUARD_TARGET", "gfx942", 1);
-  setenv("HIPGUARD_MODE", "strict", 1);
-  setenv("HIPGUARD_LOG_LEVEL", "info", 1);
+  hgtest::init_guard({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_LOG_LEVEL", "info"}});
 }
 
 }  // namespace checks

@@ -81,7 +81,7 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   g.set_probe_functions(fns);
   g_attr_result = 98;  // the runtime rejects the kernel
   EXPECT_TRUE(launch_needs_check(0)) << "a kernel with findings: launches take the slow path";
-  Verdict v = g.on_launch(&host_a, 0, "hipLaunchKernel");
+  Decision v = g.on_launch(&host_a, 0, "hipLaunchKernel");
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(g_attr_calls, 1);
   // One cause, one line: the probe's rejection and the launch are consequences
@@ -121,7 +121,7 @@ TEST_F(GuardProbe, KpackFatBinaryIsANoteNotAnError) {
   static const unsigned char metadata[64] = {0x80};  // an empty MessagePack map: never read
   FatbinWrapper w{kHipkMagic, 1, metadata, nullptr};
   testing::internal::CaptureStderr();
-  Verdict v = Guard::get().on_register_fatbin(&w);
+  Decision v = Guard::get().on_register_fatbin(&w);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(v.action, Action::Forward) << err;
   EXPECT_NE(err.find("note HG209"), std::string::npos) << err;

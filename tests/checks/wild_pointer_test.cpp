@@ -49,7 +49,7 @@ class WildPointers : public ::testing::Test {
 
 TEST_F(WildPointers, WrapperInUnmappedMemory) {
   Guarded g(1);
-  Verdict v;
+  Decision v;
   std::string err = capture([&] { v = Guard::get().on_register_fatbin(g.guard); });
   EXPECT_EQ(v.action, Action::Exit) << "strict mode stops a program whose fat binary cannot be read";
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;
@@ -105,7 +105,7 @@ TEST_F(WildPointers, ElfWhoseHeadersClaimMoreThanIsMapped) {
   memcpy(e + 48, &flags, 4);
   memcpy(e + 58, &shentsize, 2);
   memcpy(e + 60, &shnum, 2);
-  Verdict v;
+  Decision v;
   std::string err = capture([&] { v = Guard::get().on_module_load_data(e); });
   EXPECT_EQ(v.action, Action::Refuse);
   EXPECT_EQ(v.hip_error, kHipErrorInvalidImage);
@@ -114,7 +114,7 @@ TEST_F(WildPointers, ElfWhoseHeadersClaimMoreThanIsMapped) {
 
 TEST_F(WildPointers, ModuleImageInUnmappedMemory) {
   Guarded g(1);
-  Verdict v;
+  Decision v;
   std::string err = capture([&] { v = Guard::get().on_module_load_data(g.guard); });
   EXPECT_EQ(v.action, Action::Refuse);
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;

@@ -390,6 +390,27 @@ TEST_F(Runtime, StrictStopWritesTheReport) {
   run_process({"/bin/rm", "-rf", dir});
 }
 
+// An exception inside the shim (here std::bad_alloc: every allocation of the
+// shim's own code fails) never reaches the program: each call is forwarded,
+// the runtime's result returned unchanged; once allocations work, the guard does too.
+TEST_F(Runtime, AllocationFailureInTheShimNeverReachesTheProgram) {
+#ifdef HIPGUARD_SANITIZER_RUNTIME
+  GTEST_SKIP() << "alloc_fail_host replaces malloc, which a preloaded sanitizer runtime owns";
+#endif
+  std::string hipfb = app("vector_add_gfx90a.hipfb");
+  if (!exists(app("alloc_fail_host")) || !exists(hipfb)) GTEST_SKIP() << "alloc_fail_host not built";
+  std::vector<std::string> argv = {app("alloc_fail_host"), hipfb, "_Z10vector_addPKfS0_Pfi"};
+  ProcessResult plain = run_process(argv, sim(kMi210, false));
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  ASSERT_NE(plain.out.find("failing hipModuleLoadData: 0\n"), std::string::npos) << plain.out;
+  ProcessResult r = run_process(argv, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}}));
+  EXPECT_EQ(r.status, 0) << r.err.substr(0, 4000);
+  EXPECT_EQ(r.out, plain.out);
+  EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err.substr(0, 4000);
+  // The junk image is said once: by the working round (the failing one could not).
+  EXPECT_EQ(lines_with(r.err, "hipModuleLoadData image at").size(), 1u) << r.err.substr(0, 4000);
+}
+
 TEST_F(Runtime, ConcurrentDlopenAndLaunches) {
   if (!exists(app("threads_host")) || !exists(app("libkernels_lib.so"))) GTEST_SKIP() << "threads_host not built";
   // Eight copies of the HIP library: eight fat binaries registered from eight threads at once.

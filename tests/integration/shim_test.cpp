@@ -327,7 +327,7 @@ TEST(ShimExports, OnlyInterposedHipSymbolsUnderTheRuntimeVersions) {
   std::set<std::string> expected;
   std::ifstream table(HIPGUARD_API_TABLE);
   ASSERT_TRUE(table) << HIPGUARD_API_TABLE;
-  std::regex line_re(R"(^HG_API\(([A-Za-z0-9_]+), *(hip_[0-9.]+), *([a-z]+)\))");
+  std::regex line_re(R"(^HG_API\(([A-Za-z0-9_]+), *(hip_[0-9.]+), *([a-z]+)[,)])");
   for (std::string line; std::getline(table, line);) {
     std::smatch m;
     if (std::regex_search(line, m, line_re)) expected.insert(m[1].str() + "@@" + m[2].str());
@@ -362,7 +362,7 @@ TEST(ShimExports, ApiTableCoversTheRuntimesLoadAndLaunchSymbols) {
   std::map<std::string, std::string> api, skip;
   std::ifstream table(HIPGUARD_API_TABLE);
   ASSERT_TRUE(table) << HIPGUARD_API_TABLE;
-  std::regex line_re(R"(^HG_(API|SKIP)\(([A-Za-z0-9_]+), *(hip_[0-9.]+), *([^)]+)\))");
+  std::regex line_re(R"(^HG_(API|SKIP)\(([A-Za-z0-9_]+), *(hip_[0-9.]+)[,)])");
   for (std::string line; std::getline(table, line);) {
     std::smatch m;
     if (!std::regex_search(line, m, line_re)) continue;

@@ -5,22 +5,20 @@
 
 #include <cstdlib>
 
+#include "guard_config.h"
 #include "test_util.h"
 
 using namespace hipguard;
 using namespace hgtest;
 
 TEST(GuardCodes, BadWrapperIsHG102AndDeviceFunctionIsHG408) {
-  // Guard reads its configuration once per process: set it before the first use.
-  setenv("HIPGUARD_TARGET", "gfx942", 1);
-  setenv("HIPGUARD_MODE", "warn", 1);
-  setenv("HIPGUARD_LOG_LEVEL", "info", 1);
-  Guard& g = Guard::get();
+  // The guard takes its configuration once per process, before its first use.
+  Guard& g = init_guard({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "warn"}, {"HIPGUARD_LOG_LEVEL", "info"}});
 
   // HG102: a wrapper whose magic is not "HIPF" (0x48495046).
   FatbinWrapper bad{0x12345678, 1, nullptr, nullptr};
   testing::internal::CaptureStderr();
-  Verdict v = g.on_register_fatbin(&bad);
+  Decision v = g.on_register_fatbin(&bad);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(v.action, Action::Forward) << "warn mode never changes what the program does";
   EXPECT_NE(err.find(std::string(code::kBadFatbinWrapper)), std::string::npos) << err;
