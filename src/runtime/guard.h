@@ -55,7 +55,8 @@ inline bool launch_needs_check(uint64_t dynamic_lds_bytes) {
 // fast path, when launch_needs_check() said yes: the kernel behind `key` (host
 // function or hipFunction_t) was checked in full, probed, has no finding, and
 // `dynamic_lds` fits every target. Lock-free (a table lookup and two loads);
-// false means "take the slow path" (unknown kernel, pending check or probe,
+// false means "take the slow path" (unknown kernel, not checked in full or
+// not probed yet,
 // findings, too much LDS).
 
 // A strict-mode refusal bypasses the runtime, so its last-error state never
@@ -147,7 +148,7 @@ class Guard {
   void report_consequence(const Diagnostic& d, const Diagnostic* cause);
   static constexpr size_t kMaxConsequences = 1000;
   void run_probe(const void* fatbin_handle);  // probes the kernels of one fat binary, once
-  void deepen(const void* fatbin_handle);  // full check of a fat binary registered with selection only
+  void check_in_full(const void* fatbin_handle);  // a fat binary registered checked to selection only
   // Registered kernels enter the kernel table lazily (the first launch, lookup or report).
   void index_if_needed();
   void index_pending_kernels();                   // state mutex held

@@ -118,7 +118,7 @@ std::string first_finding(const KernelState& k) {
 }
 
 void refresh_clean(const KernelState& k, bool probe_off) {
-  bool clean = !k.shallow && !k.superseded && !k.retired && k.findings().empty() &&
+  bool clean = k.depth == Depth::Full && !k.superseded && !k.retired && k.findings().empty() &&
                (probe_off || k.probed.load(std::memory_order_relaxed));
   k.clean.store(clean, std::memory_order_release);
 }

@@ -26,7 +26,7 @@ namespace hipguard {
 
 constexpr unsigned kGateProbe = 1;     // some fat binary's kernels are not probed yet
 constexpr unsigned kGateFindings = 2;  // some registered kernel has findings
-constexpr unsigned kGatePending = 4;   // some fat binary's kernels are not checked yet (first use checks them)
+constexpr unsigned kGateNotCheckedInFull = 4;  // some fat binary is checked to selection only (first use checks it in full)
 constexpr unsigned kGateUnindexed = 8; // some registered kernels are not in the kernel table yet
 
 // What hipguard knows about one kernel, by host function or hipFunction_t.
@@ -53,7 +53,7 @@ struct KernelState : LaunchFacts {
   };
   std::vector<TargetLds> lds_by_target;
   const void* fatbin = nullptr;  // registration handle (null for module functions)
-  bool shallow = false;          // its fat binary's kernels are not checked yet
+  Depth depth = Depth::Full;     // how far its fat binary is checked (below Full: in full at first use)
   // Replaced by a fresh state after the full check (readers may still hold this
   // one, so it is kept, but the report lists only the current state).
   mutable bool superseded = false;  // written and read under the state mutex
@@ -87,7 +87,8 @@ struct KernelState : LaunchFacts {
     lds_limit = 0;
     lds_by_target.clear();
     fatbin = nullptr;
-    shallow = superseded = retired = false;
+    depth = Depth::Full;
+    superseded = retired = false;
     seq = 0;
     launches = blocked = 0;
     warned = lds_warned = probed = clean = false;
@@ -121,7 +122,7 @@ struct FatbinState {
   ImageReport report;
   uint64_t seq = 0;
   Bytes data;            // the registered image (valid while registered)
-  bool shallow = false;  // only selection so far: kernels are checked at first use
+  Depth depth = Depth::Full;  // below Full: its kernels are checked in full at first use
   std::shared_ptr<const std::string> origin;  // report.origin, shared with its kernels
   std::unique_ptr<ImageIndex> index;  // built when its kernels are first indexed
   std::vector<const void*> host_functions;  // indexed kernels (in the kernel table)
@@ -241,7 +242,7 @@ struct Guard::State {
   std::unordered_map<const void*, std::vector<std::pair<const void*, const KernelState*>>> unprobed;
   bool probe_off = false;  // the runtime has no usable GPU: probing says nothing
   pid_t report_written_by = 0;  // the report is written once per process (a forked child writes its own)
-  size_t pending_fatbins = 0;  // registered with selection only, kernels not checked yet
+  size_t fatbins_not_checked_in_full = 0;  // registered fat binaries checked to selection only
   std::vector<const void*> unindexed_order;  // fat binaries with unindexed kernels, in registration order
   // The findings this process reported (for HIPGUARD_FAIL_ON / strict exit status):
   // the most severe, how many at or above config.fail_on, the first of them.
@@ -253,7 +254,7 @@ struct Guard::State {
 struct PendingFatbin {
   ImageReport report;
   Bytes data;
-  bool shallow = false;
+  Depth depth = Depth::Full;
 };
 extern thread_local std::unique_ptr<PendingFatbin> t_pending_fatbin;  // between register call and its handle
 extern thread_local std::unique_ptr<ModuleInfo> t_pending_module;   // between load call and its module
