@@ -181,13 +181,14 @@ Verdict Guard::on_register_fatbin(const void* wrapper) try {
   // Warn mode, bundles: checked to selection now (a library may carry hundreds
   // of fat binaries whose kernels are never launched); each fat binary is
   // checked in full at the first launch or lookup of one of its kernels.
-  // Strict mode checks every kernel now, so that any error stops the program
-  // before main, as `hipguard check` would fail it. Raw code objects: in full.
+  // Strict mode decides every error now (Depth::Errors: what a full check
+  // finds of error severity, without keeping kernel arguments), so that any
+  // error stops the program before main, as `hipguard check` would fail it;
+  // warnings wait for the check in full at first use. Raw code objects: in full.
   auto pending = std::make_unique<PendingFatbin>();
   PayloadKind kind = classify(data);
-  bool to_selection = (kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) &&
-                      !c.targets.empty() && c.mode != Mode::Strict;
-  pending->depth = to_selection ? Depth::Selection : Depth::Full;
+  if ((kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) && !c.targets.empty())
+    pending->depth = c.mode == Mode::Strict ? Depth::Errors : Depth::Selection;
   pending->data = data;
   pending->report = check_image(data, origin, c.targets, "", pending->depth);
   add_hotswap(pending->report, c);
@@ -246,10 +247,11 @@ Verdict Guard::on_register_function(const void* handle, const void* host_functio
     fb.unindexed.emplace_back(host_function, device_name);
     if (!(g_launch_gate.load(std::memory_order_relaxed) & kGateUnindexed))
       g_launch_gate.fetch_or(kGateUnindexed, std::memory_order_release);
-    // Strict mode checked the fat binary in full: a kernel its selected code
-    // object lacks stops the program here, still before main.
-    if (s.config.mode == Mode::Strict && fb.depth == Depth::Full) {
-      if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
+    // Strict mode parsed the selected code objects: a kernel one of them
+    // lacks stops the program here, still before main.
+    if (s.config.mode == Mode::Strict && fb.depth != Depth::Selection) {
+      if (!fb.index)
+        fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets, fb.depth == Depth::Full));
       missing = missing_kernel(device_name, *fb.index);
     }
   }

@@ -109,10 +109,12 @@ struct ImageIndex {
   std::unordered_map<std::string, std::vector<LdsFit>> lds_by_target;
   // Per target with a parsed selected code object: the kernels it holds. A
   // registered kernel missing there cannot be launched on that target (HG409).
+  // Names are views into the report's code objects (the index is rebuilt or
+  // dropped whenever its report is replaced).
   struct Selected {
     const TargetId* target;
     std::string entry;
-    std::unordered_set<std::string> kernels;
+    std::unordered_set<std::string_view> kernels;
   };
   std::vector<Selected> selected;
   std::string origin;
@@ -267,7 +269,8 @@ extern std::atomic<bool> g_state_ready;
 inline bool no_device_error(int e) { return e == 100 || e == 101 || e == 35 || e == 3; }
 
 // Per-kernel facts from an image's report (kernel_index.cpp).
-ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& targets);
+// lds false: findings and Selected only, no LDS facts (HG409 at a strict registration).
+ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& targets, bool lds = true);
 std::vector<Diagnostic> missing_kernel(const std::string& name, const ImageIndex& idx);
 void add_hotswap(ImageReport& report, const GuardConfig& c);
 void fill_kernel(KernelState& k, const ImageIndex& idx);
