@@ -224,6 +224,7 @@ void Guard::on_registered_fatbin(const void* handle) try {
   fb.origin.reset();
   fb.host_functions.clear();
   fb.unindexed.clear();
+  fb.unindexed_names.clear();
   if (fb.depth != Depth::Full && s.fatbins_not_checked_in_full++ == 0)
     g_launch_gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
   t_pending_fatbin.reset();
@@ -240,11 +241,16 @@ Verdict Guard::on_register_function(const void* handle, const void* host_functio
   std::vector<Diagnostic> missing;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    auto it = s.fatbins.find(handle);
-    if (it == s.fatbins.end()) return {};
-    FatbinState& fb = it->second;
+    if (handle != s.last_fatbin_handle || !s.last_fatbin) {
+      auto it = s.fatbins.find(handle);
+      if (it == s.fatbins.end()) return {};
+      s.last_fatbin_handle = handle;
+      s.last_fatbin = &it->second;
+    }
+    FatbinState& fb = *s.last_fatbin;
     if (fb.unindexed.empty()) s.unindexed_order.push_back(handle);
-    fb.unindexed.emplace_back(host_function, device_name);
+    fb.unindexed.emplace_back(host_function, fb.unindexed_names.size());
+    fb.unindexed_names.append(device_name).push_back('\0');
     if (!(g_launch_gate.load(std::memory_order_relaxed) & kGateUnindexed))
       g_launch_gate.fetch_or(kGateUnindexed, std::memory_order_release);
     // Strict mode parsed the selected code objects: a kernel one of them
@@ -272,9 +278,9 @@ void Guard::index_kernels_of(const void* handle) {
   if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
   if (!fb.origin) fb.origin = std::make_shared<const std::string>(fb.report.origin);
   bool findings = false;
-  for (const auto& [host_function, device_name] : fb.unindexed) {
+  for (const auto& [host_function, name_at] : fb.unindexed) {
     KernelState& k = s.new_kernel();
-    k.name = device_name;
+    k.name = fb.unindexed_names.c_str() + name_at;
     k.file = fb.origin;
     k.fatbin = handle;
     k.depth = fb.depth;
@@ -288,6 +294,8 @@ void Guard::index_kernels_of(const void* handle) {
   }
   fb.unindexed.clear();
   fb.unindexed.shrink_to_fit();
+  fb.unindexed_names.clear();
+  fb.unindexed_names.shrink_to_fit();
   if (findings) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
   if (!s.probe_off) g_launch_gate.fetch_or(kGateProbe, std::memory_order_release);
 }
@@ -320,6 +328,8 @@ void Guard::on_unregister_fatbin(const void* handle) try {
     g_launch_gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
   if (!s.config.report_path.empty()) s.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
   s.fatbins.erase(it);
+  s.last_fatbin_handle = nullptr;
+  s.last_fatbin = nullptr;
 } catch (...) {
 }
 

@@ -128,10 +128,12 @@ struct FatbinState {
   std::shared_ptr<const std::string> origin;  // report.origin, shared with its kernels
   std::unique_ptr<ImageIndex> index;  // built when its kernels are first indexed
   std::vector<const void*> host_functions;  // indexed kernels (in the kernel table)
-  // Registered, not indexed yet: (host function, device name). The name is a
-  // copy: the runtime copies it too, so a program may free its own after
-  // __hipRegisterFunction returns.
-  std::vector<std::pair<const void*, std::string>> unindexed;
+  // Registered, not indexed yet: (host function, where its device name starts
+  // in unindexed_names). The names are copies (the runtime copies them too, so
+  // a program may free its own after __hipRegisterFunction returns), one after
+  // the other in one buffer per fat binary: no allocation per kernel.
+  std::vector<std::pair<const void*, size_t>> unindexed;
+  std::string unindexed_names;  // NUL-terminated names
 };
 
 struct ModuleInfo {
@@ -152,6 +154,10 @@ struct Guard::State {
   // report under the run, not as more log lines. Bounded.
   std::vector<Diagnostic> consequences;
   std::map<const void*, FatbinState> fatbins;
+  // The fat binary __hipRegisterFunction last found (its kernels come one after
+  // another): no map lookup per kernel. Reset when fat binaries go.
+  const void* last_fatbin_handle = nullptr;
+  FatbinState* last_fatbin = nullptr;
   std::map<const void*, ModuleInfo> modules;
   // Fat binaries and modules seen but gone, for the report: one per distinct
   // (origin, findings), at most kMaxGoneImages; the rest are counted.
