@@ -77,7 +77,8 @@ class MsgPack {
   explicit MsgPack(llvm::StringRef blob) : p_(blob.bytes_begin()), end_(blob.bytes_end()) {}
 
   // The next object: false at the end of the data or when it is malformed.
-  bool next(Obj& o) {
+  // The one-byte forms (most of a metadata document) inline, the rest not.
+  [[gnu::always_inline]] bool next(Obj& o) {
     if (p_ == end_) return false;
     uint8_t b = *p_++;
     if (b <= 0x7f) return o.Kind = Type::UInt, o.UInt = b, true;
@@ -85,6 +86,11 @@ class MsgPack {
     if (b <= 0x8f) return o.Kind = Type::Map, o.Length = b & 0x0f, true;
     if (b <= 0x9f) return o.Kind = Type::Array, o.Length = b & 0x0f, true;
     if (b <= 0xbf) return o.Kind = Type::String, raw(o, b & 0x1f);
+    return next_long(o, b);
+  }
+
+ private:
+  [[gnu::noinline]] bool next_long(Obj& o, uint8_t b) {
     uint64_t n;
     switch (b) {
       case 0xc0: o.Kind = Type::Nil; return true;
@@ -124,7 +130,6 @@ class MsgPack {
     }
   }
 
- private:
   uint64_t left() const { return static_cast<uint64_t>(end_ - p_); }
   bool be(unsigned bytes, uint64_t& out) {  // a big-endian unsigned integer of `bytes` bytes
     if (bytes > left()) return false;
@@ -322,7 +327,7 @@ class MetadataReader {
     // Required integer keys (AMDGPUUsage, Code Object V3+ Metadata; MetadataVerifier).
     KernelInfo k;
     struct IntKey {
-      const char* key;
+      std::string_view key;
       uint64_t* out;
       enum { Absent, NotInt, Set } state;
     } required[] = {
@@ -341,8 +346,9 @@ class MetadataReader {
     std::optional<std::string> reqd_issue, args_issue;
     uint64_t too_many_args = 0;
     for (size_t i = 0; i < m.Length; ++i) {
-      llvm::StringRef key_name;
-      if (!key(r, key_name)) return Verdict::Invalid;
+      llvm::StringRef key_ref;
+      if (!key(r, key_ref)) return Verdict::Invalid;
+      const std::string_view key_name(key_ref.data(), key_ref.size());  // compared inline, length first
       Obj v;
       if (!next(r, v)) return Verdict::Invalid;
       auto once = [&](unsigned bit) {
@@ -440,7 +446,7 @@ class MetadataReader {
       // postLoad); other keys it takes as 0 (comgr ignores the reader's errors).
       bool fatal = !has_name || !has_symbol;
       for (auto& rk : required)
-        fatal = fatal || (rk.state != IntKey::Set && std::string_view(rk.key) == ".max_flat_workgroup_size");
+        fatal = fatal || (rk.state != IntKey::Set && rk.key == ".max_flat_workgroup_size");
       note(out, {std::string(code::kBadKernelMetadata), who,
                             "kernel metadata lacks required " + list +
                                 (fatal ? "; the runtime rejects the whole code object"
@@ -466,8 +472,9 @@ class MetadataReader {
     bool off = false, size = false, kind = false;
     unsigned seen = 0;  // .offset, .size, .value_kind, .name: a repeated key is rejected
     for (size_t i = 0; i < m.Length; ++i) {
-      llvm::StringRef key_name;
-      if (!key(r, key_name)) return Verdict::Invalid;
+      llvm::StringRef key_ref;
+      if (!key(r, key_ref)) return Verdict::Invalid;
+      const std::string_view key_name(key_ref.data(), key_ref.size());
       Obj v;
       if (!next(r, v)) return Verdict::Invalid;
       int bit = key_name == ".offset" ? 0 : key_name == ".size" ? 1 : key_name == ".value_kind" ? 2
