@@ -190,6 +190,7 @@ Verdict Guard::on_register_fatbin(const void* wrapper) try {
   if ((kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) && !c.targets.empty())
     pending->depth = c.mode == Mode::Strict ? Depth::Errors : Depth::Selection;
   pending->data = data;
+  pending->readonly = readonly_segments_of(wrapper);
   pending->report = check_image(data, origin, c.targets, "", pending->depth);
   add_hotswap(pending->report, c);
   // Nothing selected for any target: there is nothing to check in full.
@@ -225,6 +226,7 @@ void Guard::on_registered_fatbin(const void* handle) try {
   fb.host_functions.clear();
   fb.unindexed.clear();
   fb.unindexed_names.clear();
+  fb.readonly = std::move(t_pending_fatbin->readonly);
   if (fb.depth != Depth::Full && s.fatbins_not_checked_in_full++ == 0)
     g_launch_gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
   t_pending_fatbin.reset();
@@ -249,8 +251,15 @@ Verdict Guard::on_register_function(const void* handle, const void* host_functio
     }
     FatbinState& fb = *s.last_fatbin;
     if (fb.unindexed.empty()) s.unindexed_order.push_back(handle);
-    fb.unindexed.emplace_back(host_function, fb.unindexed_names.size());
-    fb.unindexed_names.append(device_name).push_back('\0');
+    uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
+    bool in_image = false;
+    for (const auto& [lo, hi] : fb.readonly) in_image = in_image || (at >= lo && at < hi);
+    if (in_image) {
+      fb.unindexed.push_back({host_function, device_name, 0});
+    } else {
+      fb.unindexed.push_back({host_function, nullptr, fb.unindexed_names.size()});
+      fb.unindexed_names.append(device_name).push_back('\0');
+    }
     if (!(g_launch_gate.load(std::memory_order_relaxed) & kGateUnindexed))
       g_launch_gate.fetch_or(kGateUnindexed, std::memory_order_release);
     // Strict mode parsed the selected code objects: a kernel one of them
@@ -278,9 +287,9 @@ void Guard::index_kernels_of(const void* handle) {
   if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
   if (!fb.origin) fb.origin = std::make_shared<const std::string>(fb.report.origin);
   bool findings = false;
-  for (const auto& [host_function, name_at] : fb.unindexed) {
+  for (const auto& [host_function, name_in_image, name_at] : fb.unindexed) {
     KernelState& k = s.new_kernel();
-    k.name = fb.unindexed_names.c_str() + name_at;
+    k.name = name_in_image ? name_in_image : fb.unindexed_names.c_str() + name_at;
     k.file = fb.origin;
     k.fatbin = handle;
     k.depth = fb.depth;

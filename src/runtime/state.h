@@ -128,12 +128,21 @@ struct FatbinState {
   std::shared_ptr<const std::string> origin;  // report.origin, shared with its kernels
   std::unique_ptr<ImageIndex> index;  // built when its kernels are first indexed
   std::vector<const void*> host_functions;  // indexed kernels (in the kernel table)
-  // Registered, not indexed yet: (host function, where its device name starts
-  // in unindexed_names). The names are copies (the runtime copies them too, so
-  // a program may free its own after __hipRegisterFunction returns), one after
-  // the other in one buffer per fat binary: no allocation per kernel.
-  std::vector<std::pair<const void*, size_t>> unindexed;
+  // Registered, not indexed yet: host function and device name. A name in a
+  // read-only segment of the object that registered the fat binary (readonly;
+  // hipcc's registration code passes string literals) is kept as a pointer: it
+  // lives as long as that object, which unregisters its fat binaries before it
+  // is unmapped. Any other name is copied (the runtime copies it too, so a
+  // program may free its own after __hipRegisterFunction returns), one after
+  // the other into unindexed_names: no allocation per kernel.
+  struct Unindexed {
+    const void* host_function;
+    const char* name_in_image;  // or null: the name starts at unindexed_names[name_at]
+    size_t name_at;
+  };
+  std::vector<Unindexed> unindexed;
   std::string unindexed_names;  // NUL-terminated names
+  std::vector<std::pair<uintptr_t, uintptr_t>> readonly;  // readonly_segments_of(its wrapper)
 };
 
 struct ModuleInfo {
@@ -262,6 +271,7 @@ struct Guard::State {
 struct PendingFatbin {
   ImageReport report;
   Bytes data;
+  std::vector<std::pair<uintptr_t, uintptr_t>> readonly;
   Depth depth = Depth::Full;
 };
 extern thread_local std::unique_ptr<PendingFatbin> t_pending_fatbin;  // between register call and its handle
