@@ -82,7 +82,8 @@ class Checker {
     auto it = parsed_.find(entry);
     if (it != parsed_.end()) return it->second;
     const CodeObject* result = nullptr;
-    Result<CodeObject> co = parse_code_object(bytes, depth_ == Depth::Errors);
+    // Depth::Errors applies to bundle entries; a raw code object is checked in full.
+    Result<CodeObject> co = parse_code_object(bytes, depth_ == Depth::Errors && report_.kind != PayloadKind::CodeObject);
     if (!co) {
       structural(co.error().code, entry, "", co.error().message,
                  co.error().code == code::kUnknownProcessor
