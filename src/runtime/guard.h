@@ -55,8 +55,7 @@ inline bool launch_needs_check(uint64_t dynamic_lds_bytes) {
 // fast path, when launch_needs_check() said yes: the kernel behind `key` (host
 // function or hipFunction_t) was checked in full, probed, has no finding, and
 // `dynamic_lds` fits every target. Lock-free (a table lookup and two loads);
-// false means "take the slow path" (unknown kernel, not checked in full or
-// not probed yet,
+// false means "take the slow path" (unknown kernel, pending check or probe,
 // findings, too much LDS).
 
 // A strict-mode refusal bypasses the runtime, so its last-error state never
