@@ -82,7 +82,8 @@ class Checker {
     auto it = parsed_.find(entry);
     if (it != parsed_.end()) return it->second;
     const CodeObject* result = nullptr;
-    Result<CodeObject> co = parse_code_object(bytes);
+    // Depth::Errors applies to bundle entries; a raw code object is checked in full.
+    Result<CodeObject> co = parse_code_object(bytes, depth_ == Depth::Errors && report_.kind != PayloadKind::CodeObject);
     if (!co) {
       structural(co.error().code, entry, "", co.error().message,
                  co.error().code == code::kUnknownProcessor
@@ -283,7 +284,7 @@ class Checker {
     if (held.empty()) held = "no amdgcn code object";
 
     if (targets_.empty()) {
-      if (depth_ == Depth::Full)
+      if (depth_ != Depth::Selection)
         for (const auto& c : candidates) entry_code_object(b, *c.entry);
       return;
     }

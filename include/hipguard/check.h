@@ -59,6 +59,7 @@ enum class Depth {
   Full,       // select, then parse the selected code objects and check every kernel
   Selection,  // bundle table and selection only: no code object is parsed (the
               // shim's registration path; kernels are checked at first use)
+  Errors,     // select, then only the error findings of the selected code objects (strict registration)
 };
 
 // Checks one payload (offload bundle, compressed bundle or raw code object)

@@ -103,7 +103,11 @@ struct CodeObject {
 // Parses an AMDGPU code object held in `data` (exactly the image, or more).
 // Fails (HG106) when the ELF itself is unusable, (HG108) when the processor
 // is unknown; metadata problems are recorded in issues and do not fail.
-Result<CodeObject> parse_code_object(Bytes data);
+// errors_only (Depth::Errors): the same error findings, from the same reading
+// of the metadata, but kernel arguments are judged and not kept (args stay
+// empty), device functions and kernels without metadata are not listed, and
+// issues below error severity are left out.
+Result<CodeObject> parse_code_object(Bytes data, bool errors_only = false);
 
 // Reads the descriptor of an NT_AMDGPU_METADATA note (MessagePack; AMDGPUUsage
 // "Code Object V3+ Metadata") into co.kernels and co.metadata_target. A document

@@ -106,6 +106,33 @@ uint64_t loaded_segment_extent(uintptr_t addr) {
 }
 }  // namespace
 
+std::vector<std::pair<uintptr_t, uintptr_t>> readonly_segments_of(const void* p) {
+  struct Ctx {
+    uintptr_t addr;
+    std::vector<std::pair<uintptr_t, uintptr_t>> out;
+  } ctx{reinterpret_cast<uintptr_t>(p), {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* c = static_cast<Ctx*>(data);
+        bool mine = false;
+        for (int i = 0; i < info->dlpi_phnum && !mine; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+          mine = ph.p_type == PT_LOAD && c->addr >= lo && c->addr < lo + ph.p_memsz;
+        }
+        if (!mine) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_R) || (ph.p_flags & PF_W)) continue;
+          uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+          c->out.emplace_back(lo, lo + ph.p_filesz);  // file-backed bytes only
+        }
+        return 1;
+      },
+      &ctx);
+  return std::move(ctx.out);
+}
+
 uint64_t readable_extent(const void* p, uint64_t cap) {
   uintptr_t addr = reinterpret_cast<uintptr_t>(p);
   if (addr == 0) return 0;

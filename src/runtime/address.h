@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace hipguard {
 
@@ -17,5 +19,9 @@ std::string hex(const void* p);
 // segments, else the run of readable mappings in /proc/self/maps. 0 for null
 // or unmapped addresses. Never dereferences `p`.
 uint64_t readable_extent(const void* p, uint64_t cap);
+// The read-only (no PF_W) PT_LOAD segments, [begin, end), of the loaded object
+// that holds `p`: what lies there stays as it is while the object is loaded.
+// Empty when `p` is in no loaded object.
+std::vector<std::pair<uintptr_t, uintptr_t>> readonly_segments_of(const void* p);
 
 }  // namespace hipguard

@@ -192,22 +192,25 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
   if (classify(data) == PayloadKind::CodeObject) {
     if (auto size = elf_image_size(data); size && *size <= extent) data = data.first(*size);
   }
-  // Warn mode, bundles: selection only now (a library may carry hundreds of fat
-  // binaries whose kernels are never launched); each fat binary's kernels are
-  // checked at the first launch or lookup of one of them. Strict mode checks
-  // every kernel now, so that any error stops the program before main, as
-  // `hipguard check` would fail it. Raw code objects: in full.
+  // Warn mode, bundles: checked to selection now (a library may carry hundreds
+  // of fat binaries whose kernels are never launched); each fat binary is
+  // checked in full at the first launch or lookup of one of its kernels.
+  // Strict mode decides every error now (Depth::Errors: what a full check
+  // finds of error severity, without keeping kernel arguments), so that any
+  // error stops the program before main, as `hipguard check` would fail it;
+  // warnings wait for the check in full at first use. Raw code objects: in full.
   auto pending = std::make_unique<PendingFatbin>();
   PayloadKind kind = classify(data);
-  pending->shallow = (kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) &&
-                     !c.targets.empty() && c.mode != Mode::Strict;
+  if ((kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) && !c.targets.empty())
+    pending->depth = c.mode == Mode::Strict ? Depth::Errors : Depth::Selection;
   pending->data = data;
-  pending->report = check_image(data, origin, c.targets, "", pending->shallow ? Depth::Selection : Depth::Full);
+  pending->readonly = readonly_segments_of(wrapper);
+  pending->report = check_image(data, origin, c.targets, "", pending->depth);
   add_hotswap(pending->report, c);
-  // Nothing selected for any target: there is nothing to check more deeply.
+  // Nothing selected for any target: there is nothing to check in full.
   bool selected = false;
   for (const auto& vv : pending->report.verdicts) selected = selected || vv.selection != Selection::None;
-  pending->shallow = pending->shallow && selected;
+  if (!selected) pending->depth = Depth::Full;
   log("debug", "registered fat binary of " + origin + " (" + std::string(to_string(pending->report.kind)) + ", " +
                    std::to_string(pending->report.entry_ids.size()) + " bundle entries)");
   Decision v = judge(pending->report, true);
@@ -228,15 +231,18 @@ void Guard::on_registered_fatbin(const void* handle) try {
   // A null handle (the runtime refused outright) still gets its report kept, keyed by null.
   FatbinState& fb = s.fatbins[handle];
   fb.seq = ++s.seq;
-  if (fb.shallow) --s.pending_fatbins;  // re-registered under the same handle
+  if (fb.depth != Depth::Full) --s.fatbins_not_checked_in_full;  // re-registered under the same handle
   fb.report = std::move(t_pending_fatbin->report);
   fb.data = t_pending_fatbin->data;
-  fb.shallow = t_pending_fatbin->shallow;
+  fb.depth = t_pending_fatbin->depth;
   fb.index.reset();
   fb.origin.reset();
   fb.host_functions.clear();
   fb.unindexed.clear();
-  if (fb.shallow && s.pending_fatbins++ == 0) g_launch_gate.fetch_or(kGatePending, std::memory_order_release);
+  fb.unindexed_names.clear();
+  fb.readonly = std::move(t_pending_fatbin->readonly);
+  if (fb.depth != Depth::Full && s.fatbins_not_checked_in_full++ == 0)
+    g_launch_gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
   t_pending_fatbin.reset();
 } catch (...) {
 }
@@ -251,17 +257,30 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
   std::vector<Diagnostic> missing;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    auto it = s.fatbins.find(handle);
-    if (it == s.fatbins.end()) return {};
-    FatbinState& fb = it->second;
+    if (handle != s.last_fatbin_handle || !s.last_fatbin) {
+      auto it = s.fatbins.find(handle);
+      if (it == s.fatbins.end()) return {};
+      s.last_fatbin_handle = handle;
+      s.last_fatbin = &it->second;
+    }
+    FatbinState& fb = *s.last_fatbin;
     if (fb.unindexed.empty()) s.unindexed_order.push_back(handle);
-    fb.unindexed.emplace_back(host_function, device_name);
+    uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
+    bool in_image = false;
+    for (const auto& [lo, hi] : fb.readonly) in_image = in_image || (at >= lo && at < hi);
+    if (in_image) {
+      fb.unindexed.push_back({host_function, device_name, 0});
+    } else {
+      fb.unindexed.push_back({host_function, nullptr, fb.unindexed_names.size()});
+      fb.unindexed_names.append(device_name).push_back('\0');
+    }
     if (!(g_launch_gate.load(std::memory_order_relaxed) & kGateUnindexed))
       g_launch_gate.fetch_or(kGateUnindexed, std::memory_order_release);
-    // Strict mode checked the fat binary in full: a kernel its selected code
-    // object lacks stops the program here, still before main.
-    if (s.config.mode == Mode::Strict && !fb.shallow) {
-      if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
+    // Strict mode parsed the selected code objects: a kernel one of them
+    // lacks stops the program here, still before main.
+    if (s.config.mode == Mode::Strict && fb.depth != Depth::Selection) {
+      if (!fb.index)
+        fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets, fb.depth == Depth::Full));
       missing = missing_kernel(device_name, *fb.index);
     }
   }
@@ -282,12 +301,12 @@ void Guard::index_kernels_of(const void* handle) {
   if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
   if (!fb.origin) fb.origin = std::make_shared<const std::string>(fb.report.origin);
   bool findings = false;
-  for (const auto& [host_function, device_name] : fb.unindexed) {
+  for (const auto& [host_function, name_in_image, name_at] : fb.unindexed) {
     KernelState& k = s.new_kernel();
-    k.name = device_name;
+    k.name = name_in_image ? name_in_image : fb.unindexed_names.c_str() + name_at;
     k.file = fb.origin;
     k.fatbin = handle;
-    k.shallow = fb.shallow;
+    k.depth = fb.depth;
     fill_kernel(k, *fb.index);
     refresh_clean(k, s.probe_off);
     k.seq = fb.seq;  // a forked child's report lists the kernels of what it registered itself
@@ -298,6 +317,8 @@ void Guard::index_kernels_of(const void* handle) {
   }
   fb.unindexed.clear();
   fb.unindexed.shrink_to_fit();
+  fb.unindexed_names.clear();
+  fb.unindexed_names.shrink_to_fit();
   if (findings) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
   if (!s.probe_off) g_launch_gate.fetch_or(kGateProbe, std::memory_order_release);
 }
@@ -326,9 +347,12 @@ void Guard::on_unregister_fatbin(const void* handle) try {
   // Host addresses may be reused by a library loaded later: forget them.
   for (const void* f : it->second.host_functions) s.retire(f);
   if (s.unprobed.erase(handle) && s.unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_release);
-  if (it->second.shallow && --s.pending_fatbins == 0) g_launch_gate.fetch_and(~kGatePending, std::memory_order_release);
+  if (it->second.depth != Depth::Full && --s.fatbins_not_checked_in_full == 0)
+    g_launch_gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
   if (!s.config.report_path.empty()) s.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
   s.fatbins.erase(it);
+  s.last_fatbin_handle = nullptr;
+  s.last_fatbin = nullptr;
 } catch (...) {
 }
 
@@ -512,8 +536,8 @@ void Guard::on_get_func_by_symbol(const void* host_function, int result) try {
   if (s.config.mode == Mode::Off) return;
   index_if_needed();
   const KernelState* k = s.find(host_function);
-  if (k && k->shallow) {
-    deepen(k->fatbin);
+  if (k && k->depth != Depth::Full) {
+    check_in_full(k->fatbin);
     k = s.find(host_function);
   }
   Diagnostic d;
@@ -536,17 +560,17 @@ void Guard::on_get_func_by_symbol(const void* host_function, int result) try {
 
 // ---------------------------------------------------------------- launches
 
-void Guard::deepen(const void* handle) {
+void Guard::check_in_full(const void* handle) {
   State& s = state();
   std::vector<Diagnostic> said;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     auto it = s.fatbins.find(handle);
-    if (it == s.fatbins.end() || !it->second.shallow) return;
+    if (it == s.fatbins.end() || it->second.depth == Depth::Full) return;
     FatbinState& fb = it->second;
     fb.report = check_image(fb.data, fb.report.origin, s.config.targets);
     add_hotswap(fb.report, s.config);
-    fb.shallow = false;
+    fb.depth = Depth::Full;
     fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
     said = fb.report.diagnostics;
     // Fresh kernel states (readers may hold the old ones, which stay valid).
@@ -572,7 +596,8 @@ void Guard::deepen(const void* handle) {
       findings = findings || !k.findings().empty();
     }
     if (findings) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
-    if (--s.pending_fatbins == 0) g_launch_gate.fetch_and(~kGatePending, std::memory_order_release);
+    if (--s.fatbins_not_checked_in_full == 0)
+      g_launch_gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
   }
   for (const auto& d : said) report_once(d);
 }
@@ -594,8 +619,8 @@ Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api
     k = s.find(key);
     if (!k) return {};
   }
-  if (k->shallow) {
-    deepen(k->fatbin);  // first use of this fat binary: check its kernels now
+  if (k->depth != Depth::Full) {
+    check_in_full(k->fatbin);  // first use of this fat binary: check it in full now
     k = s.find(key);
     if (!k) return {};
   }

@@ -186,7 +186,7 @@ class Guard {
   void report_consequence(const Diagnostic& d, const Diagnostic* cause);
   static constexpr size_t kMaxConsequences = 1000;
   void run_probe(const void* fatbin_handle);  // probes the kernels of one fat binary, once
-  void deepen(const void* fatbin_handle);  // full check of a fat binary registered with selection only
+  void check_in_full(const void* fatbin_handle);  // a fat binary registered checked to selection only
   // Registered kernels enter the kernel table lazily (the first launch, lookup or report).
   void index_if_needed();
   void index_pending_kernels();                   // state mutex held

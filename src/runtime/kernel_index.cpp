@@ -9,7 +9,7 @@
 
 namespace hipguard {
 
-ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& targets) {
+ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& targets, bool lds) {
   ImageIndex idx;
   auto image = std::make_shared<std::vector<Diagnostic>>();
   for (const auto& d : r.diagnostics) {
@@ -31,6 +31,7 @@ ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& target
     sel.target = &targets[t];
     sel.entry = v.selected;
     for (const auto& ki : co->kernels) sel.kernels.insert(ki.name);
+    if (!lds) continue;
     for (const auto& ki : co->kernels) {
       uint64_t lds = ki.group_segment_fixed_size;
       if (ki.descriptor) lds = std::max<uint64_t>(lds, ki.descriptor->group_segment_fixed_size);
@@ -60,7 +61,7 @@ std::vector<Diagnostic> missing_kernel(const std::string& name, const ImageIndex
         held += ", ...";
         break;
       }
-      held += (held.empty() ? "" : ", ") + k;
+      held += (held.empty() ? "" : ", ") + std::string(k);
     }
     Diagnostic d = make_diagnostic(
         code::kKernelNotInCodeObject, idx.origin,
@@ -118,7 +119,7 @@ std::string first_finding(const KernelState& k) {
 }
 
 void refresh_clean(const KernelState& k, bool probe_off) {
-  bool clean = !k.shallow && !k.superseded && !k.retired && k.findings().empty() &&
+  bool clean = k.depth == Depth::Full && !k.superseded && !k.retired && k.findings().empty() &&
                (probe_off || k.probed.load(std::memory_order_relaxed));
   k.set_clean(clean);
 }

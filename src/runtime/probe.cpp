@@ -76,8 +76,8 @@ void Guard::run_probe(const void* fatbin_handle) {
       return;
     }
     if (r == 0) continue;
-    if (k->shallow) {  // explain the rejection with the full check of its fat binary
-      deepen(k->fatbin);
+    if (k->depth != Depth::Full) {  // explain the rejection with the full check of its fat binary
+      check_in_full(k->fatbin);
       if (const KernelState* fresh = s.find(host)) k = fresh;
     }
     Diagnostic d;

@@ -76,7 +76,7 @@ void Guard::write_report() try {
     if (s.report_written_by == getpid()) return;
     s.report_written_by = getpid();
   }
-  std::vector<const void*> shallow;  // the report covers every kernel: finish the deferred checks
+  std::vector<const void*> not_in_full;  // the report covers every kernel: check their fat binaries in full
   {
     std::lock_guard<std::mutex> lock(s.mu);
     // The kernels of what this process registered itself (a forked child
@@ -84,9 +84,9 @@ void Guard::write_report() try {
     for (const void* h : s.unindexed_order)
       if (auto it = s.fatbins.find(h); it != s.fatbins.end() && it->second.seq > s.fork_seq) index_kernels_of(h);
     for (const auto& [h, fb] : s.fatbins)
-      if (fb.shallow && fb.seq > s.fork_seq) shallow.push_back(h);
+      if (fb.depth != Depth::Full && fb.seq > s.fork_seq) not_in_full.push_back(h);
   }
-  for (const void* h : shallow) deepen(h);
+  for (const void* h : not_in_full) check_in_full(h);
   std::vector<FileReport> files;
   RunInfo run;
   {

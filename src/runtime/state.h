@@ -26,7 +26,7 @@ namespace hipguard {
 
 constexpr unsigned kGateProbe = 1;     // some fat binary's kernels are not probed yet
 constexpr unsigned kGateFindings = 2;  // some registered kernel has findings
-constexpr unsigned kGatePending = 4;   // some fat binary's kernels are not checked yet (first use checks them)
+constexpr unsigned kGateNotCheckedInFull = 4;  // some fat binary is checked to selection only (first use checks it in full)
 constexpr unsigned kGateUnindexed = 8; // some registered kernels are not in the kernel table yet
 
 // What hipguard knows about one kernel, by host function or hipFunction_t.
@@ -53,7 +53,7 @@ struct KernelState : LaunchFacts {
   };
   std::vector<TargetLds> lds_by_target;
   const void* fatbin = nullptr;  // registration handle (null for module functions)
-  bool shallow = false;          // its fat binary's kernels are not checked yet
+  Depth depth = Depth::Full;     // how far its fat binary is checked (below Full: in full at first use)
   // Replaced by a fresh state after the full check (readers may still hold this
   // one, so it is kept, but the report lists only the current state).
   mutable bool superseded = false;  // written and read under the state mutex
@@ -88,7 +88,8 @@ struct KernelState : LaunchFacts {
     lds_limit = 0;
     lds_by_target.clear();
     fatbin = nullptr;
-    shallow = superseded = retired = false;
+    depth = Depth::Full;
+    superseded = retired = false;
     seq = 0;
     launches = blocked = 0;
     warned = lds_warned = probed = false;
@@ -111,10 +112,12 @@ struct ImageIndex {
   std::unordered_map<std::string, std::vector<LdsFit>> lds_by_target;
   // Per target with a parsed selected code object: the kernels it holds. A
   // registered kernel missing there cannot be launched on that target (HG409).
+  // Names are views into the report's code objects (the index is rebuilt or
+  // dropped whenever its report is replaced).
   struct Selected {
     const TargetId* target;
     std::string entry;
-    std::unordered_set<std::string> kernels;
+    std::unordered_set<std::string_view> kernels;
   };
   std::vector<Selected> selected;
   std::string origin;
@@ -124,14 +127,25 @@ struct FatbinState {
   ImageReport report;
   uint64_t seq = 0;
   Bytes data;            // the registered image (valid while registered)
-  bool shallow = false;  // only selection so far: kernels are checked at first use
+  Depth depth = Depth::Full;  // below Full: its kernels are checked in full at first use
   std::shared_ptr<const std::string> origin;  // report.origin, shared with its kernels
   std::unique_ptr<ImageIndex> index;  // built when its kernels are first indexed
   std::vector<const void*> host_functions;  // indexed kernels (in the kernel table)
-  // Registered, not indexed yet: (host function, device name). The name is a
-  // copy: the runtime copies it too, so a program may free its own after
-  // __hipRegisterFunction returns.
-  std::vector<std::pair<const void*, std::string>> unindexed;
+  // Registered, not indexed yet: host function and device name. A name in a
+  // read-only segment of the object that registered the fat binary (readonly;
+  // hipcc's registration code passes string literals) is kept as a pointer: it
+  // lives as long as that object, which unregisters its fat binaries before it
+  // is unmapped. Any other name is copied (the runtime copies it too, so a
+  // program may free its own after __hipRegisterFunction returns), one after
+  // the other into unindexed_names: no allocation per kernel.
+  struct Unindexed {
+    const void* host_function;
+    const char* name_in_image;  // or null: the name starts at unindexed_names[name_at]
+    size_t name_at;
+  };
+  std::vector<Unindexed> unindexed;
+  std::string unindexed_names;  // NUL-terminated names
+  std::vector<std::pair<uintptr_t, uintptr_t>> readonly;  // readonly_segments_of(its wrapper)
 };
 
 struct ModuleInfo {
@@ -152,6 +166,10 @@ struct Guard::State {
   // report under the run, not as more log lines. Bounded.
   std::vector<Diagnostic> consequences;
   std::map<const void*, FatbinState> fatbins;
+  // The fat binary __hipRegisterFunction last found (its kernels come one after
+  // another): no map lookup per kernel. Reset when fat binaries go.
+  const void* last_fatbin_handle = nullptr;
+  FatbinState* last_fatbin = nullptr;
   std::map<const void*, ModuleInfo> modules;
   // Fat binaries and modules seen but gone, for the report: one per distinct
   // (origin, findings), at most kMaxGoneImages; the rest are counted.
@@ -244,7 +262,7 @@ struct Guard::State {
   std::unordered_map<const void*, std::vector<std::pair<const void*, const KernelState*>>> unprobed;
   bool probe_off = false;  // the runtime has no usable GPU: probing says nothing
   pid_t report_written_by = 0;  // the report is written once per process (a forked child writes its own)
-  size_t pending_fatbins = 0;  // registered with selection only, kernels not checked yet
+  size_t fatbins_not_checked_in_full = 0;  // registered fat binaries checked to selection only
   std::vector<const void*> unindexed_order;  // fat binaries with unindexed kernels, in registration order
   // The findings this process reported (for HIPGUARD_FAIL_ON / strict exit status):
   // the most severe, how many at or above config.fail_on, the first of them.
@@ -256,7 +274,8 @@ struct Guard::State {
 struct PendingFatbin {
   ImageReport report;
   Bytes data;
-  bool shallow = false;
+  std::vector<std::pair<uintptr_t, uintptr_t>> readonly;
+  Depth depth = Depth::Full;
 };
 extern thread_local std::unique_ptr<PendingFatbin> t_pending_fatbin;  // between register call and its handle
 extern thread_local std::unique_ptr<ModuleInfo> t_pending_module;   // between load call and its module
@@ -269,7 +288,8 @@ extern std::atomic<bool> g_state_ready;
 inline bool no_device_error(int e) { return e == 100 || e == 101 || e == 35 || e == 3; }
 
 // Per-kernel facts from an image's report (kernel_index.cpp).
-ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& targets);
+// lds false: findings and Selected only, no LDS facts (HG409 at a strict registration).
+ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& targets, bool lds = true);
 std::vector<Diagnostic> missing_kernel(const std::string& name, const ImageIndex& idx);
 void add_hotswap(ImageReport& report, const GuardConfig& c);
 void fill_kernel(KernelState& k, const ImageIndex& idx);

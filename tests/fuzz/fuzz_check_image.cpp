@@ -1,5 +1,6 @@
 // The whole pipeline: check_image on arbitrary bytes against gfx942 and
-// gfx950:xnack+, and with no target (structural checks over every entry).
+// gfx950:xnack+, and with no target (structural checks over every entry);
+// Depth::Errors (strict registration) must reach the same verdicts.
 #include <vector>
 
 #include "fuzz_common.h"
@@ -23,6 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& v : r.verdicts)
       if (v.can_run) HG_FUZZ_CHECK(v.selection != hipguard::Selection::None);
     (void)r.ok();
+    // Strict mode's registration depth decides like the full check.
+    hipguard::ImageReport e = hipguard::check_image(bytes, "fuzz", *ts, "", hipguard::Depth::Errors);
+    HG_FUZZ_CHECK(e.structurally_ok == r.structurally_ok);
+    HG_FUZZ_CHECK(e.verdicts.size() == r.verdicts.size());
+    for (size_t i = 0; i < e.verdicts.size(); ++i) HG_FUZZ_CHECK(e.verdicts[i].can_run == r.verdicts[i].can_run);
   }
   return 0;
 }
