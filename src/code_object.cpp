@@ -59,102 +59,6 @@ Feature v4_feature(uint32_t bits, uint32_t unsupported, uint32_t any, uint32_t o
   return Feature::On;
 }
 
-// A MessagePack reader with llvm::msgpack::Reader's semantics (the same
-// objects; the same failures: the never-used first byte 0xc1, a length or a
-// payload past the end), inline: LLVM's out-of-line read() returning
-// Expected<bool> was about half the cost of reading rocSPARSE's metadata.
-class MsgPack {
- public:
-  using Type = llvm::msgpack::Type;
-  struct Obj {
-    Type Kind = Type::Nil;
-    uint64_t UInt = 0;     // Type::UInt
-    int64_t Int = 0;       // Type::Int
-    bool Bool = false;     // Type::Boolean
-    uint64_t Length = 0;   // Type::Array, Type::Map: elements
-    llvm::StringRef Raw;   // Type::String, Type::Binary
-  };
-  explicit MsgPack(llvm::StringRef blob) : p_(blob.bytes_begin()), end_(blob.bytes_end()) {}
-
-  // The next object: false at the end of the data or when it is malformed.
-  // The one-byte forms (most of a metadata document) inline, the rest not.
-  [[gnu::always_inline]] bool next(Obj& o) {
-    if (p_ == end_) return false;
-    uint8_t b = *p_++;
-    if (b <= 0x7f) return o.Kind = Type::UInt, o.UInt = b, true;
-    if (b >= 0xe0) return o.Kind = Type::Int, o.Int = static_cast<int8_t>(b), true;
-    if (b <= 0x8f) return o.Kind = Type::Map, o.Length = b & 0x0f, true;
-    if (b <= 0x9f) return o.Kind = Type::Array, o.Length = b & 0x0f, true;
-    if (b <= 0xbf) return o.Kind = Type::String, raw(o, b & 0x1f);
-    return next_long(o, b);
-  }
-
- private:
-  [[gnu::noinline]] bool next_long(Obj& o, uint8_t b) {
-    uint64_t n;
-    switch (b) {
-      case 0xc0: o.Kind = Type::Nil; return true;
-      case 0xc2: case 0xc3: o.Kind = Type::Boolean; o.Bool = b == 0xc3; return true;
-      case 0xc4: case 0xc5: case 0xc6:  // bin 8/16/32
-        o.Kind = Type::Binary;
-        return be(1u << (b - 0xc4), n) && raw(o, n);
-      case 0xc7: case 0xc8: case 0xc9:  // ext 8/16/32: length, type, data
-        o.Kind = Type::Extension;
-        return be(1u << (b - 0xc7), n) && ext(n);
-      case 0xca: case 0xcb:  // float 32/64
-        o.Kind = Type::Float;
-        return be(b == 0xca ? 4 : 8, n);
-      case 0xcc: case 0xcd: case 0xce: case 0xcf:  // uint 8/16/32/64
-        o.Kind = Type::UInt;
-        return be(1u << (b - 0xcc), o.UInt);
-      case 0xd0: case 0xd1: case 0xd2: case 0xd3: {  // int 8/16/32/64, sign-extended
-        unsigned bytes = 1u << (b - 0xd0);
-        if (!be(bytes, n)) return false;
-        o.Kind = Type::Int;
-        o.Int = bytes == 8 ? static_cast<int64_t>(n) : static_cast<int64_t>(n << (64 - 8 * bytes)) >> (64 - 8 * bytes);
-        return true;
-      }
-      case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8:  // fixext 1/2/4/8/16
-        o.Kind = Type::Extension;
-        return ext(1u << (b - 0xd4));
-      case 0xd9: case 0xda: case 0xdb:  // str 8/16/32
-        o.Kind = Type::String;
-        return be(1u << (b - 0xd9), n) && raw(o, n);
-      case 0xdc: case 0xdd:  // array 16/32
-        o.Kind = Type::Array;
-        return be(b == 0xdc ? 2 : 4, o.Length);
-      case 0xde: case 0xdf:  // map 16/32
-        o.Kind = Type::Map;
-        return be(b == 0xde ? 2 : 4, o.Length);
-      default: return false;  // 0xc1: never used
-    }
-  }
-
-  uint64_t left() const { return static_cast<uint64_t>(end_ - p_); }
-  bool be(unsigned bytes, uint64_t& out) {  // a big-endian unsigned integer of `bytes` bytes
-    if (bytes > left()) return false;
-    out = 0;
-    for (unsigned i = 0; i < bytes; ++i) out = out << 8 | p_[i];
-    p_ += bytes;
-    return true;
-  }
-  bool raw(Obj& o, uint64_t size) {
-    if (size > left()) return false;
-    o.Raw = llvm::StringRef(reinterpret_cast<const char*>(p_), size);
-    p_ += size;
-    return true;
-  }
-  bool ext(uint64_t size) {  // the type byte, then `size` bytes
-    if (p_ == end_) return false;
-    ++p_;
-    if (size > left()) return false;
-    p_ += size;
-    return true;
-  }
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
-
 // Reads NT_AMDGPU_METADATA in one pass with LLVM's streaming msgpack reader,
 // keeping only the fields the checks use (AMDGPUUsage, Code Object V3+
 // Metadata). No llvm::msgpack::Document: building its std::map tree cost ~80 %
@@ -171,7 +75,7 @@ class MetadataReader {
 
   void read(llvm::StringRef blob) {
     blob_size_ = blob.size();
-    MsgPack r(blob);
+    llvm::msgpack::Reader r(llvm::MemoryBufferRef(blob, "NT_AMDGPU_METADATA"));
     Out out;
     Verdict v = read_root(r, out);
     if (v == Verdict::Invalid) {
@@ -187,7 +91,7 @@ class MetadataReader {
 
  private:
   enum class Verdict { Ok, Invalid };
-  using Obj = MsgPack::Obj;
+  using Obj = llvm::msgpack::Object;
   using Type = llvm::msgpack::Type;
   static constexpr int kMaxDepth = 64;
 
@@ -219,10 +123,17 @@ class MetadataReader {
   bool claims_too_many(const Obj& o) const { return o.Length > blob_size_; }
 
   // Next object; false when the reader fails or the blob ends mid-document.
-  static bool next(MsgPack& r, Obj& o) { return r.next(o); }
+  static bool next(llvm::msgpack::Reader& r, Obj& o) {
+    auto got = r.read(o);
+    if (!got) {
+      llvm::consumeError(got.takeError());
+      return false;
+    }
+    return *got;
+  }
 
   // Reads the body of `o` (already read) to its end.
-  static bool skip(MsgPack& r, const Obj& o, int depth) {
+  static bool skip(llvm::msgpack::Reader& r, const Obj& o, int depth) {
     if (depth > kMaxDepth) return false;
     if (o.Kind == Type::Array) {
       for (size_t i = 0; i < o.Length; ++i) {
@@ -242,7 +153,7 @@ class MetadataReader {
 
   // A map key: read and checked to be a scalar (a scalar has no body to skip);
   // its string form, empty for non-strings, which match no known key.
-  static bool key(MsgPack& r, llvm::StringRef& out) {
+  static bool key(llvm::msgpack::Reader& r, llvm::StringRef& out) {
     Obj k;
     if (!next(r, k) || k.Kind == Type::Array || k.Kind == Type::Map) return false;
     out = k.Kind == Type::String ? k.Raw : llvm::StringRef();
@@ -256,7 +167,7 @@ class MetadataReader {
     return std::nullopt;
   }
 
-  Verdict read_root(MsgPack& r, Out& out) {
+  Verdict read_root(llvm::msgpack::Reader& r, Out& out) {
     Obj root;
     if (!next(r, root)) return Verdict::Invalid;
     if (root.Kind != Type::Map) {
@@ -313,7 +224,7 @@ class MetadataReader {
     return Verdict::Ok;
   }
 
-  Verdict read_kernel(MsgPack& r, size_t index, Out& out) {
+  Verdict read_kernel(llvm::msgpack::Reader& r, size_t index, Out& out) {
     constexpr int depth = 2;  // root map -> kernels array -> this map
     std::string label = "#" + std::to_string(index);
     Obj m;
@@ -458,7 +369,7 @@ class MetadataReader {
     return Verdict::Ok;
   }
 
-  Verdict read_arg(MsgPack& r, size_t index, KernelInfo& k, std::vector<std::string>& missing) {
+  Verdict read_arg(llvm::msgpack::Reader& r, size_t index, KernelInfo& k, std::vector<std::string>& missing) {
     constexpr int depth = 4;  // kernel map -> .args array -> this map
     Obj m;
     if (!next(r, m)) return Verdict::Invalid;
