@@ -1,6 +1,6 @@
 #include "hipguard/devices.h"
 
-#include "regular_file.h"
+#include "base/regular_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

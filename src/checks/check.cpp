@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "kernel_checks.h"
+#include "checks/kernel_checks.h"
 
 namespace hipguard {
 namespace {

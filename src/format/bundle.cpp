@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "bytes.h"
+#include "format/bytes.h"
 #include "hipguard/diagnostic.h"
 
 namespace hipguard {

@@ -1,6 +1,6 @@
 #include "hipguard/inputs.h"
 
-#include "regular_file.h"
+#include "base/regular_file.h"
 
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/Object/ELF.h>

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <unordered_set>
 
-#include "bytes.h"
-#include "kernel_checks.h"
+#include "format/bytes.h"
+#include "checks/kernel_checks.h"
 
 #include "hipguard/diagnostic.h"
 

@@ -1,4 +1,4 @@
-#include "kernel_checks.h"
+#include "checks/kernel_checks.h"
 
 #include <algorithm>
 
