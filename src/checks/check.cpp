@@ -1,3 +1,4 @@
+// Checking one input: its bundles and code objects, each code object against each target.
 #include "hipguard/check.h"
 
 #include <algorithm>

@@ -1,7 +1,11 @@
+// Kernel checks: parse_code_object (read, then judge), structural findings and per-processor limits.
 #include "checks/kernel_checks.h"
+
+#include <llvm/Support/AMDHSAKernelDescriptor.h>
 
 #include <algorithm>
 
+#include "format/read_code_object.h"
 #include "hipguard/diagnostic.h"
 
 namespace hipguard {
@@ -32,7 +36,31 @@ uint64_t vgpr_granule(const ProcessorInfo& p, bool wave32) {
   return 4;
 }
 
+// The findings past kMaxIssuesPerCodeObject as one HG112 finding, with the
+// severity of the worst of them (a dropped error still fails the verdict).
+void summarize_dropped_issues(CodeObject& co) {
+  while (co.issues.size() > kMaxIssuesPerCodeObject) {
+    ++co.issues_dropped;
+    co.dropped_severity = std::max(co.dropped_severity, issue_severity(co.issues.back()));
+    co.issues.pop_back();
+  }
+  if (!co.issues_dropped) return;
+  co.issues.push_back({std::string(code::kFindingsCapped), "",
+                       "and " + std::to_string(co.issues_dropped) + " more findings in this code object (the most severe: " +
+                           std::string(to_string(co.dropped_severity)) + "); hipguard reports at most " +
+                           std::to_string(kMaxIssuesPerCodeObject) + " per code object",
+                       co.dropped_severity, co.issues_dropped + kMaxIssuesPerCodeObject, kMaxIssuesPerCodeObject});
+}
+
 }  // namespace
+
+Result<CodeObject> parse_code_object(Bytes data) {
+  Result<CodeObject> co = read_code_object(data);
+  if (!co) return co;
+  add_structural_kernel_issues(*co);
+  summarize_dropped_issues(*co);
+  return co;
+}
 
 void add_structural_kernel_issues(CodeObject& co) {
   auto add = [&](std::string_view c, const std::string& kernel, std::string msg,
@@ -66,7 +94,7 @@ void add_structural_kernel_issues(CodeObject& co) {
       // Checked against every kernel of rocSPARSE (88 k descriptors) and the corpus.
       if (co.processor) {
         uint64_t g = vgpr_granule(*co.processor, d->wavefront_size32());
-        uint64_t field = d->compute_pgm_rsrc1 & 0x3f;
+        uint64_t field = AMDHSA_BITS_GET(d->compute_pgm_rsrc1, llvm::amdhsa::COMPUTE_PGM_RSRC1_GRANULATED_WORKITEM_VGPR_COUNT);
         uint64_t want = k.vgpr_count ? (k.vgpr_count + g - 1) / g - 1 : 0;
         if (field != want)
           add(code::kDescriptorMismatch, k.name,

@@ -1,3 +1,4 @@
+// Offload bundles: the __CLANG_OFFLOAD_BUNDLE__ container, its CCOB-compressed form and the HIP fat binary wrapper.
 #include "hipguard/bundle.h"
 
 #include <zlib.h>

@@ -1,3 +1,4 @@
+// Inputs: files, directories and ELF hosts into the images hipguard checks.
 #include "hipguard/inputs.h"
 
 #include "base/regular_file.h"

@@ -1,3 +1,4 @@
+// The text and JSON reports.
 #include "hipguard/report.h"
 
 #include <llvm/Support/JSON.h>

@@ -1,3 +1,4 @@
+// The GPUs of this machine (KFD topology) and the targets they run.
 #include "hipguard/devices.h"
 
 #include "base/regular_file.h"

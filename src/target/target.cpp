@@ -1,3 +1,4 @@
+// The processor table and target IDs (gfx942:sramecc+:xnack-): parsing, matching, compatibility.
 #include "hipguard/target.h"
 
 #include <unordered_map>

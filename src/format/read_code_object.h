@@ -1,0 +1,16 @@
+// The code object reader without the checks (internal): parse_code_object (checks/) runs them on its output.
+#pragma once
+
+#include "hipguard/code_object.h"
+
+namespace hipguard {
+
+// Reads an AMDGPU code object into a CodeObject: ELF header, the first
+// NT_AMDGPU_METADATA note, symbols and kernel descriptors; reading problems
+// are in co.issues, uncapped by the HG112 summary (parse_code_object adds it).
+Result<CodeObject> read_code_object(Bytes data);
+
+// The severity of an issue: its own, else its code's.
+Severity issue_severity(const CodeObjectIssue& i);
+
+}  // namespace hipguard
