@@ -62,105 +62,126 @@ Result<CodeObject> parse_code_object(Bytes data) {
   return co;
 }
 
-void add_structural_kernel_issues(CodeObject& co) {
-  auto add = [&](std::string_view c, const std::string& kernel, std::string msg,
-                 std::optional<Severity> severity = std::nullopt) {
-    co.issues.push_back({std::string(c), kernel, std::move(msg), severity});
-  };
+namespace {
+
+// Structural findings are not capped here: summarize_dropped_issues sums up the excess.
+void add(CodeObject& co, std::string_view c, const std::string& kernel, std::string msg,
+         std::optional<Severity> severity = std::nullopt) {
+  co.issues.push_back({std::string(c), kernel, std::move(msg), severity});
+}
+
+void check_generic_version(CodeObject& co) {
   if (co.processor && co.processor->is_generic && co.version < 6)
-    add(code::kCodeObjectVersion, "",
+    add(co, code::kCodeObjectVersion, "",
         "generic target " + std::string(co.processor->name) + " in a code object v" + std::to_string(co.version) +
             "; generic code objects require v6 (AMDGPUUsage, Generic Processors)");
+}
 
+// Kernel descriptor vs metadata: the runtime reads the metadata, the hardware the descriptor.
+void check_descriptor_matches_metadata(CodeObject& co, const KernelInfo& k, const KernelDescriptor* d) {
+  auto differ = [&](const char* what, uint64_t md, uint64_t kd) {
+    add(co, code::kDescriptorMismatch, k.name,
+        std::string(what) + ": metadata says " + std::to_string(md) + ", kernel descriptor says " + std::to_string(kd));
+  };
+  if (d->group_segment_fixed_size != k.group_segment_fixed_size)
+    differ("group_segment_fixed_size (static LDS bytes)", k.group_segment_fixed_size, d->group_segment_fixed_size);
+  if (d->private_segment_fixed_size != k.private_segment_fixed_size)
+    differ("private_segment_fixed_size (scratch bytes)", k.private_segment_fixed_size, d->private_segment_fixed_size);
+  if (d->kernarg_size != 0 && d->kernarg_size != k.kernarg_segment_size)
+    differ("kernarg size (bytes)", k.kernarg_segment_size, d->kernarg_size);
+  uint64_t kd_wave = d->wavefront_size32() ? 32 : 64;
+  if (k.wavefront_size && k.wavefront_size != kd_wave) differ("wavefront size", k.wavefront_size, kd_wave);
+  if (co.version >= 5 && d->uses_dynamic_stack() != k.uses_dynamic_stack)
+    differ("uses_dynamic_stack", k.uses_dynamic_stack, d->uses_dynamic_stack());
+  // VGPRs: the hardware allocates (GRANULATED_WORKITEM_VGPR_COUNT + 1) × granule
+  // (compute_pgm_rsrc1 bits 5:0); LLVM encodes max(0, ceil(.vgpr_count / granule) - 1).
+  // Checked against every kernel of rocSPARSE (88 k descriptors) and the corpus.
+  if (co.processor) {
+    uint64_t g = vgpr_granule(*co.processor, d->wavefront_size32());
+    uint64_t field = AMDHSA_BITS_GET(d->compute_pgm_rsrc1, llvm::amdhsa::COMPUTE_PGM_RSRC1_GRANULATED_WORKITEM_VGPR_COUNT);
+    uint64_t want = k.vgpr_count ? (k.vgpr_count + g - 1) / g - 1 : 0;
+    if (field != want)
+      add(co, code::kDescriptorMismatch, k.name,
+          "VGPRs: metadata says .vgpr_count " + std::to_string(k.vgpr_count) +
+              ", kernel descriptor allocates " + std::to_string((field + 1) * g) +
+              " (compute_pgm_rsrc1 GRANULATED_WORKITEM_VGPR_COUNT " + std::to_string(field) + ", granule " +
+              std::to_string(g) + ")");
+  }
+}
+
+// Workgroup size limits (AMDGPUUsage: max_flat_workgroup_size >= 1; hardware max 1024).
+// CLR rejects the code object for 0 (rockernel.cpp postLoad: workGroupInfo_.size_ == 0);
+// nothing enforces the upper bound or .reqd_workgroup_size.
+void check_workgroup_size(CodeObject& co, const KernelInfo& k) {
+  if (k.max_flat_workgroup_size == 0)
+    add(co, code::kWorkgroupSize, k.name, ".max_flat_workgroup_size is 0; the runtime rejects the code object",
+        Severity::Error);
+  else if (k.max_flat_workgroup_size > 1024)
+    add(co, code::kWorkgroupSize, k.name,
+        ".max_flat_workgroup_size is " + std::to_string(k.max_flat_workgroup_size) + "; it must be 1 to 1024");
+  if (k.reqd_workgroup_size) {
+    const auto& r = *k.reqd_workgroup_size;
+    uint64_t product = r[0] * r[1] * r[2];  // each <= 2^64 in theory; guard overflow below
+    bool overflow = r[0] && r[1] && r[2] && (r[0] > 1024 || r[1] > 1024 || r[2] > 1024);
+    if (!r[0] || !r[1] || !r[2] || overflow || product > std::max<uint64_t>(k.max_flat_workgroup_size, 1))
+      add(co, code::kWorkgroupSize, k.name,
+          ".reqd_workgroup_size " + std::to_string(r[0]) + "x" + std::to_string(r[1]) + "x" + std::to_string(r[2]) +
+              " does not fit .max_flat_workgroup_size " + std::to_string(k.max_flat_workgroup_size));
+  }
+}
+
+void check_dynamic_stack(CodeObject& co, const KernelInfo& k) {
+  if (k.uses_dynamic_stack || (k.descriptor && k.descriptor->uses_dynamic_stack()))
+    add(co, code::kDynamicStack, k.name,
+        "uses a dynamic call stack: its scratch need is " + std::to_string(k.private_segment_fixed_size) +
+            " bytes per work-item plus a stack the compiler cannot size (recursion or indirect calls)");
+}
+
+// Arguments inside the kernarg segment, aligned, explicit before hidden, not overlapping.
+void check_kernarg_layout(CodeObject& co, const KernelInfo& k) {
+  if (!power_of_two(k.kernarg_segment_align))
+    add(co, code::kKernargLayout, k.name,
+        ".kernarg_segment_align is " + std::to_string(k.kernarg_segment_align) + ", not a power of two");
+  std::vector<const KernelArg*> sorted;
+  bool seen_hidden = false;
+  for (const auto& a : k.args) {
+    uint64_t end;
+    // Built only for a finding: this loop runs for every argument of every kernel.
+    auto label = [&a] {
+      return "argument '" + (a.name.empty() ? a.value_kind : a.name) + "' at offset " + std::to_string(a.offset);
+    };
+    if (__builtin_add_overflow(a.offset, a.size, &end) || end > k.kernarg_segment_size)
+      add(co, code::kKernargLayout, k.name,
+          label() + " (" + std::to_string(a.size) + " bytes) ends beyond .kernarg_segment_size " +
+              std::to_string(k.kernarg_segment_size));
+    bool pointer_like = a.hidden() || a.value_kind == "global_buffer" || a.value_kind == "dynamic_shared_pointer";
+    if (pointer_like && power_of_two(a.size) && a.size <= 8 && a.offset % a.size != 0)
+      add(co, code::kKernargLayout, k.name, label() + " is not aligned to its " + std::to_string(a.size) + "-byte size");
+    if (a.hidden()) seen_hidden = true;
+    else if (seen_hidden)
+      add(co, code::kKernargLayout, k.name, label() + " is an explicit argument after hidden ones");
+    sorted.push_back(&a);
+  }
+  std::sort(sorted.begin(), sorted.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    const KernelArg* prev = sorted[i - 1];
+    uint64_t prev_end;
+    if (!__builtin_add_overflow(prev->offset, prev->size, &prev_end) && prev_end > sorted[i]->offset)
+      add(co, code::kKernargLayout, k.name,
+          "arguments at offsets " + std::to_string(prev->offset) + " (" + std::to_string(prev->size) + " bytes) and " +
+              std::to_string(sorted[i]->offset) + " overlap");
+  }
+}
+
+}  // namespace
+
+void add_structural_kernel_issues(CodeObject& co) {
+  check_generic_version(co);
   for (const auto& k : co.kernels) {
-    // Kernel descriptor vs metadata: the runtime reads the metadata, the hardware the descriptor.
-    if (const auto& d = k.descriptor) {
-      auto differ = [&](const char* what, uint64_t md, uint64_t kd) {
-        add(code::kDescriptorMismatch, k.name,
-            std::string(what) + ": metadata says " + std::to_string(md) + ", kernel descriptor says " + std::to_string(kd));
-      };
-      if (d->group_segment_fixed_size != k.group_segment_fixed_size)
-        differ("group_segment_fixed_size (static LDS bytes)", k.group_segment_fixed_size, d->group_segment_fixed_size);
-      if (d->private_segment_fixed_size != k.private_segment_fixed_size)
-        differ("private_segment_fixed_size (scratch bytes)", k.private_segment_fixed_size, d->private_segment_fixed_size);
-      if (d->kernarg_size != 0 && d->kernarg_size != k.kernarg_segment_size)
-        differ("kernarg size (bytes)", k.kernarg_segment_size, d->kernarg_size);
-      uint64_t kd_wave = d->wavefront_size32() ? 32 : 64;
-      if (k.wavefront_size && k.wavefront_size != kd_wave) differ("wavefront size", k.wavefront_size, kd_wave);
-      if (co.version >= 5 && d->uses_dynamic_stack() != k.uses_dynamic_stack)
-        differ("uses_dynamic_stack", k.uses_dynamic_stack, d->uses_dynamic_stack());
-      // VGPRs: the hardware allocates (GRANULATED_WORKITEM_VGPR_COUNT + 1) × granule
-      // (compute_pgm_rsrc1 bits 5:0); LLVM encodes max(0, ceil(.vgpr_count / granule) - 1).
-      // Checked against every kernel of rocSPARSE (88 k descriptors) and the corpus.
-      if (co.processor) {
-        uint64_t g = vgpr_granule(*co.processor, d->wavefront_size32());
-        uint64_t field = AMDHSA_BITS_GET(d->compute_pgm_rsrc1, llvm::amdhsa::COMPUTE_PGM_RSRC1_GRANULATED_WORKITEM_VGPR_COUNT);
-        uint64_t want = k.vgpr_count ? (k.vgpr_count + g - 1) / g - 1 : 0;
-        if (field != want)
-          add(code::kDescriptorMismatch, k.name,
-              "VGPRs: metadata says .vgpr_count " + std::to_string(k.vgpr_count) +
-                  ", kernel descriptor allocates " + std::to_string((field + 1) * g) +
-                  " (compute_pgm_rsrc1 GRANULATED_WORKITEM_VGPR_COUNT " + std::to_string(field) + ", granule " +
-                  std::to_string(g) + ")");
-      }
-    }
-
-    // Workgroup size limits (AMDGPUUsage: max_flat_workgroup_size >= 1; hardware max 1024).
-    // CLR rejects the code object for 0 (rockernel.cpp postLoad: workGroupInfo_.size_ == 0);
-    // nothing enforces the upper bound or .reqd_workgroup_size.
-    if (k.max_flat_workgroup_size == 0)
-      add(code::kWorkgroupSize, k.name, ".max_flat_workgroup_size is 0; the runtime rejects the code object",
-          Severity::Error);
-    else if (k.max_flat_workgroup_size > 1024)
-      add(code::kWorkgroupSize, k.name,
-          ".max_flat_workgroup_size is " + std::to_string(k.max_flat_workgroup_size) + "; it must be 1 to 1024");
-    if (k.reqd_workgroup_size) {
-      const auto& r = *k.reqd_workgroup_size;
-      uint64_t product = r[0] * r[1] * r[2];  // each <= 2^64 in theory; guard overflow below
-      bool overflow = r[0] && r[1] && r[2] && (r[0] > 1024 || r[1] > 1024 || r[2] > 1024);
-      if (!r[0] || !r[1] || !r[2] || overflow || product > std::max<uint64_t>(k.max_flat_workgroup_size, 1))
-        add(code::kWorkgroupSize, k.name,
-            ".reqd_workgroup_size " + std::to_string(r[0]) + "x" + std::to_string(r[1]) + "x" + std::to_string(r[2]) +
-                " does not fit .max_flat_workgroup_size " + std::to_string(k.max_flat_workgroup_size));
-    }
-    if (k.uses_dynamic_stack || (k.descriptor && k.descriptor->uses_dynamic_stack()))
-      add(code::kDynamicStack, k.name,
-          "uses a dynamic call stack: its scratch need is " + std::to_string(k.private_segment_fixed_size) +
-              " bytes per work-item plus a stack the compiler cannot size (recursion or indirect calls)");
-
-    // Kernarg layout.
-    if (!power_of_two(k.kernarg_segment_align))
-      add(code::kKernargLayout, k.name,
-          ".kernarg_segment_align is " + std::to_string(k.kernarg_segment_align) + ", not a power of two");
-    std::vector<const KernelArg*> sorted;
-    bool seen_hidden = false;
-    for (const auto& a : k.args) {
-      uint64_t end;
-      // Built only for a finding: this loop runs for every argument of every kernel.
-      auto label = [&a] {
-        return "argument '" + (a.name.empty() ? a.value_kind : a.name) + "' at offset " + std::to_string(a.offset);
-      };
-      if (__builtin_add_overflow(a.offset, a.size, &end) || end > k.kernarg_segment_size)
-        add(code::kKernargLayout, k.name,
-            label() + " (" + std::to_string(a.size) + " bytes) ends beyond .kernarg_segment_size " +
-                std::to_string(k.kernarg_segment_size));
-      bool pointer_like = a.hidden() || a.value_kind == "global_buffer" || a.value_kind == "dynamic_shared_pointer";
-      if (pointer_like && power_of_two(a.size) && a.size <= 8 && a.offset % a.size != 0)
-        add(code::kKernargLayout, k.name, label() + " is not aligned to its " + std::to_string(a.size) + "-byte size");
-      if (a.hidden()) seen_hidden = true;
-      else if (seen_hidden)
-        add(code::kKernargLayout, k.name, label() + " is an explicit argument after hidden ones");
-      sorted.push_back(&a);
-    }
-    std::sort(sorted.begin(), sorted.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
-    for (size_t i = 1; i < sorted.size(); ++i) {
-      const KernelArg* prev = sorted[i - 1];
-      uint64_t prev_end;
-      if (!__builtin_add_overflow(prev->offset, prev->size, &prev_end) && prev_end > sorted[i]->offset)
-        add(code::kKernargLayout, k.name,
-            "arguments at offsets " + std::to_string(prev->offset) + " (" + std::to_string(prev->size) + " bytes) and " +
-                std::to_string(sorted[i]->offset) + " overlap");
-    }
+    if (k.descriptor) check_descriptor_matches_metadata(co, k, &*k.descriptor);
+    check_workgroup_size(co, k);
+    check_dynamic_stack(co, k);
+    check_kernarg_layout(co, k);
   }
 }
 
