@@ -1,4 +1,4 @@
-// Offload bundles: the __CLANG_OFFLOAD_BUNDLE__ container, its CCOB-compressed form and the HIP fat binary wrapper.
+// Offload bundles: the __CLANG_OFFLOAD_BUNDLE__ container, its CCOB-compressed form, entry IDs and payload kinds.
 #include "hipguard/bundle.h"
 
 #include <zlib.h>

@@ -1,4 +1,4 @@
-// The text and JSON reports.
+// The text, JSON and JUnit reports.
 #include "hipguard/report.h"
 
 #include <llvm/Support/JSON.h>
