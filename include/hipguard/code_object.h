@@ -28,8 +28,10 @@ struct KernelDescriptor {
   uint32_t compute_pgm_rsrc1 = 0, compute_pgm_rsrc2 = 0, compute_pgm_rsrc3 = 0;
   uint16_t kernel_code_properties = 0;
   uint16_t kernarg_preload = 0;
-  bool wavefront_size32() const { return kernel_code_properties & (1u << 10); }  // ENABLE_WAVEFRONT_SIZE32
-  bool uses_dynamic_stack() const { return kernel_code_properties & (1u << 11); }
+  // kernel_code_properties bits (LLVM's KERNEL_CODE_PROPERTY_*, asserted equal in code_object.cpp).
+  static constexpr uint16_t kWavefrontSize32 = 1u << 10, kUsesDynamicStack = 1u << 11;
+  bool wavefront_size32() const { return kernel_code_properties & kWavefrontSize32; }
+  bool uses_dynamic_stack() const { return kernel_code_properties & kUsesDynamicStack; }
 };
 
 // One kernel argument (amdhsa.kernels[i].args[j]). Offsets and sizes in bytes.
@@ -100,7 +102,8 @@ struct CodeObject {
   uint64_t size = 0;               // bytes of the ELF image
 };
 
-// Parses an AMDGPU code object held in `data` (exactly the image, or more).
+// Parses an AMDGPU code object held in `data` (exactly the image, or more):
+// reads it, then adds the findings of the target-independent kernel checks.
 // Fails (HG106) when the ELF itself is unusable, (HG108) when the processor
 // is unknown; metadata problems are recorded in issues and do not fail.
 // errors_only (Depth::Errors): the same error findings, from the same reading

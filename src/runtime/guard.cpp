@@ -27,7 +27,7 @@
 #include "hipguard/version.h"
 #include "runtime/address.h"
 #include "runtime/state.h"
-#include "kernel_checks.h"
+#include "checks/kernel_checks.h"
 #include "runtime/kernel_table.h"
 
 namespace hipguard {

@@ -20,7 +20,7 @@ bool has_issue(const hipguard::CodeObject& co, std::string_view code) {
 // (llvm/BinaryFormat/MsgPackDocument.h:175, LLVM 16): undefined behaviour in
 // release builds (__builtin_unreachable), an abort with assertions, a UBSan
 // "unreachable program point" report in the sanitizer build. hipguard reaches
-// it from Document::readFromBlob in MetadataReader::read (src/code_object.cpp).
+// it from Document::readFromBlob in MetadataReader::read (src/format/metadata.cpp).
 // Metadata like this is not valid AMDGPU metadata: expect HG402 and no crash.
 // Fails (crashes) under -DHIPGUARD_SANITIZE=address until the core rejects
 // such documents before handing them to llvm::msgpack::Document.
@@ -83,7 +83,7 @@ long peak_growth_mib(F&& fn) {
 // (std::vector<DocNode>::_M_fill_insert from readFromBlob): gigabytes
 // allocated and zero-filled for a 5-byte claim, or std::bad_alloc thrown
 // through hipguard into the host process. The streaming pre-walk of the
-// metadata (plain_msgpack, src/code_object.cpp) now rejects it first: expect
+// metadata (plain_msgpack, src/format/metadata.cpp) now rejects it first: expect
 // HG402 and no allocation in proportion to the claim.
 TEST(Robustness, RegressionMsgpackHugeArrayLength) {
   for (std::string_view md : {std::string_view("\x81\xae" "amdhsa.kernels" "\xdd\xff\xff\xff\xff", 20),

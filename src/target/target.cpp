@@ -1,4 +1,7 @@
+// The processor table and target IDs (gfx942:sramecc+:xnack-): parsing, matching, compatibility.
 #include "hipguard/target.h"
+
+#include <llvm/BinaryFormat/ELF.h>
 
 #include <unordered_map>
 
@@ -9,61 +12,84 @@
 namespace hipguard {
 namespace {
 
+namespace E = llvm::ELF;
+
+// Processors newer than LLVM 16, which lacks their EF_AMDGPU_MACH numbers
+// (AMDGPUUsage, ELF Header, EF_AMDGPU_MACH; the generic ones: AMDGPUUsage, Generic Processors).
+constexpr uint32_t kMach_gfx941 = 0x04b;
+constexpr uint32_t kMach_gfx942 = 0x04c;
+constexpr uint32_t kMach_gfx950 = 0x04f;
+constexpr uint32_t kMach_gfx1150 = 0x043;
+constexpr uint32_t kMach_gfx1151 = 0x04a;
+constexpr uint32_t kMach_gfx1152 = 0x055;
+constexpr uint32_t kMach_gfx1153 = 0x058;
+constexpr uint32_t kMach_gfx1200 = 0x048;
+constexpr uint32_t kMach_gfx1201 = 0x04e;
+constexpr uint32_t kMach_gfx1250 = 0x049;
+constexpr uint32_t kMach_gfx1251 = 0x05a;
+constexpr uint32_t kMach_gfx9_generic = 0x051;
+constexpr uint32_t kMach_gfx9_4_generic = 0x05f;
+constexpr uint32_t kMach_gfx10_1_generic = 0x052;
+constexpr uint32_t kMach_gfx10_3_generic = 0x053;
+constexpr uint32_t kMach_gfx11_generic = 0x054;
+constexpr uint32_t kMach_gfx12_generic = 0x059;
+constexpr uint32_t kMach_gfx12_5_generic = 0x05b;
+
 constexpr uint32_t K64 = 65536, K160 = 163840, K320 = 327680;
 
 // clang-format off
 // name, mach, major, minor, stepping, lds, wave32, wave64, xnack, sramecc, generic family, is_generic, legacy
 constexpr std::array kProcessors = {
   // gfx8: dropped by current ROCm but still found in older fat binaries (e.g. Debian's rocSPARSE).
-  ProcessorInfo{"gfx801",  0x028,  8, 0,  1, K64, false, true, true,  false, "",               false, true},
-  ProcessorInfo{"gfx802",  0x029,  8, 0,  2, K64, false, true, false, false, "",               false, true},
-  ProcessorInfo{"gfx803",  0x02a,  8, 0,  3, K64, false, true, false, false, "",               false, true},
-  ProcessorInfo{"gfx805",  0x03c,  8, 0,  5, K64, false, true, false, false, "",               false, true},
-  ProcessorInfo{"gfx810",  0x02b,  8, 1,  0, K64, false, true, true,  false, "",               false, true},
-  ProcessorInfo{"gfx900",  0x02c,  9, 0,  0, K64, false, true, true,  false, "gfx9-generic",   false, false, Feature::Off},
-  ProcessorInfo{"gfx902",  0x02d,  9, 0,  2, K64, false, true, true,  false, "gfx9-generic",   false, false},
-  ProcessorInfo{"gfx904",  0x02e,  9, 0,  4, K64, false, true, true,  false, "gfx9-generic",   false, false},
-  ProcessorInfo{"gfx906",  0x02f,  9, 0,  6, K64, false, true, true,  true,  "gfx9-generic",   false, false, Feature::Off},
-  ProcessorInfo{"gfx908",  0x030,  9, 0,  8, K64, false, true, true,  true,  "",               false, false, Feature::Off},
-  ProcessorInfo{"gfx909",  0x031,  9, 0,  9, K64, false, true, true,  false, "gfx9-generic",   false, false},
-  ProcessorInfo{"gfx90a",  0x03f,  9, 0, 10, K64, false, true, true,  true,  "",               false, false, Feature::Off},
-  ProcessorInfo{"gfx90c",  0x032,  9, 0, 12, K64, false, true, true,  false, "gfx9-generic",   false, false},
-  ProcessorInfo{"gfx940",  0x040,  9, 4,  0, K64, false, true, true,  true,  "",               false, true, Feature::Off},
-  ProcessorInfo{"gfx941",  0x04b,  9, 4,  1, K64, false, true, true,  true,  "",               false, true, Feature::Off},
-  ProcessorInfo{"gfx942",  0x04c,  9, 4,  2, K64, false, true, true,  true,  "gfx9-4-generic", false, false, Feature::Off},
-  ProcessorInfo{"gfx950",  0x04f,  9, 5,  0, K160, false, true, true, true,  "gfx9-4-generic", false, false, Feature::Off},
-  ProcessorInfo{"gfx1010", 0x033, 10, 1,  0, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
-  ProcessorInfo{"gfx1011", 0x034, 10, 1,  1, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
-  ProcessorInfo{"gfx1012", 0x035, 10, 1,  2, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
-  ProcessorInfo{"gfx1013", 0x042, 10, 1,  3, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
-  ProcessorInfo{"gfx1030", 0x036, 10, 3,  0, K64, true,  true, false, false, "gfx10-3-generic", false, false},
-  ProcessorInfo{"gfx1031", 0x037, 10, 3,  1, K64, true,  true, false, false, "gfx10-3-generic", false, false},
-  ProcessorInfo{"gfx1032", 0x038, 10, 3,  2, K64, true,  true, false, false, "gfx10-3-generic", false, false},
-  ProcessorInfo{"gfx1033", 0x039, 10, 3,  3, K64, true,  true, false, false, "gfx10-3-generic", false, false},
-  ProcessorInfo{"gfx1034", 0x03e, 10, 3,  4, K64, true,  true, false, false, "gfx10-3-generic", false, false},
-  ProcessorInfo{"gfx1035", 0x03d, 10, 3,  5, K64, true,  true, false, false, "gfx10-3-generic", false, false},
-  ProcessorInfo{"gfx1036", 0x045, 10, 3,  6, K64, true,  true, false, false, "gfx10-3-generic", false, false},
-  ProcessorInfo{"gfx1100", 0x041, 11, 0,  0, K64, true,  true, false, false, "gfx11-generic",  false, false},
-  ProcessorInfo{"gfx1101", 0x046, 11, 0,  1, K64, true,  true, false, false, "gfx11-generic",  false, false},
-  ProcessorInfo{"gfx1102", 0x047, 11, 0,  2, K64, true,  true, false, false, "gfx11-generic",  false, false},
-  ProcessorInfo{"gfx1103", 0x044, 11, 0,  3, K64, true,  true, false, false, "gfx11-generic",  false, false},
-  ProcessorInfo{"gfx1150", 0x043, 11, 5,  0, K64, true,  true, false, false, "gfx11-generic",  false, false},
-  ProcessorInfo{"gfx1151", 0x04a, 11, 5,  1, K64, true,  true, false, false, "gfx11-generic",  false, false},
-  ProcessorInfo{"gfx1152", 0x055, 11, 5,  2, K64, true,  true, false, false, "gfx11-generic",  false, false},
-  ProcessorInfo{"gfx1153", 0x058, 11, 5,  3, K64, true,  true, false, false, "gfx11-generic",  false, false},
-  ProcessorInfo{"gfx1200", 0x048, 12, 0,  0, K64, true,  true, false, false, "gfx12-generic",  false, false},
-  ProcessorInfo{"gfx1201", 0x04e, 12, 0,  1, K64, true,  true, false, false, "gfx12-generic",  false, false},
+  ProcessorInfo{"gfx801",  E::EF_AMDGPU_MACH_AMDGCN_GFX801,  8, 0,  1, K64, false, true, true,  false, "",               false, true},
+  ProcessorInfo{"gfx802",  E::EF_AMDGPU_MACH_AMDGCN_GFX802,  8, 0,  2, K64, false, true, false, false, "",               false, true},
+  ProcessorInfo{"gfx803",  E::EF_AMDGPU_MACH_AMDGCN_GFX803,  8, 0,  3, K64, false, true, false, false, "",               false, true},
+  ProcessorInfo{"gfx805",  E::EF_AMDGPU_MACH_AMDGCN_GFX805,  8, 0,  5, K64, false, true, false, false, "",               false, true},
+  ProcessorInfo{"gfx810",  E::EF_AMDGPU_MACH_AMDGCN_GFX810,  8, 1,  0, K64, false, true, true,  false, "",               false, true},
+  ProcessorInfo{"gfx900",  E::EF_AMDGPU_MACH_AMDGCN_GFX900,  9, 0,  0, K64, false, true, true,  false, "gfx9-generic",   false, false, Feature::Off},
+  ProcessorInfo{"gfx902",  E::EF_AMDGPU_MACH_AMDGCN_GFX902,  9, 0,  2, K64, false, true, true,  false, "gfx9-generic",   false, false},
+  ProcessorInfo{"gfx904",  E::EF_AMDGPU_MACH_AMDGCN_GFX904,  9, 0,  4, K64, false, true, true,  false, "gfx9-generic",   false, false},
+  ProcessorInfo{"gfx906",  E::EF_AMDGPU_MACH_AMDGCN_GFX906,  9, 0,  6, K64, false, true, true,  true,  "gfx9-generic",   false, false, Feature::Off},
+  ProcessorInfo{"gfx908",  E::EF_AMDGPU_MACH_AMDGCN_GFX908,  9, 0,  8, K64, false, true, true,  true,  "",               false, false, Feature::Off},
+  ProcessorInfo{"gfx909",  E::EF_AMDGPU_MACH_AMDGCN_GFX909,  9, 0,  9, K64, false, true, true,  false, "gfx9-generic",   false, false},
+  ProcessorInfo{"gfx90a",  E::EF_AMDGPU_MACH_AMDGCN_GFX90A,  9, 0, 10, K64, false, true, true,  true,  "",               false, false, Feature::Off},
+  ProcessorInfo{"gfx90c",  E::EF_AMDGPU_MACH_AMDGCN_GFX90C,  9, 0, 12, K64, false, true, true,  false, "gfx9-generic",   false, false},
+  ProcessorInfo{"gfx940",  E::EF_AMDGPU_MACH_AMDGCN_GFX940,  9, 4,  0, K64, false, true, true,  true,  "",               false, true, Feature::Off},
+  ProcessorInfo{"gfx941",  kMach_gfx941,  9, 4,  1, K64, false, true, true,  true,  "",               false, true, Feature::Off},
+  ProcessorInfo{"gfx942",  kMach_gfx942,  9, 4,  2, K64, false, true, true,  true,  "gfx9-4-generic", false, false, Feature::Off},
+  ProcessorInfo{"gfx950",  kMach_gfx950,  9, 5,  0, K160, false, true, true, true,  "gfx9-4-generic", false, false, Feature::Off},
+  ProcessorInfo{"gfx1010", E::EF_AMDGPU_MACH_AMDGCN_GFX1010, 10, 1,  0, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
+  ProcessorInfo{"gfx1011", E::EF_AMDGPU_MACH_AMDGCN_GFX1011, 10, 1,  1, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
+  ProcessorInfo{"gfx1012", E::EF_AMDGPU_MACH_AMDGCN_GFX1012, 10, 1,  2, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
+  ProcessorInfo{"gfx1013", E::EF_AMDGPU_MACH_AMDGCN_GFX1013, 10, 1,  3, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
+  ProcessorInfo{"gfx1030", E::EF_AMDGPU_MACH_AMDGCN_GFX1030, 10, 3,  0, K64, true,  true, false, false, "gfx10-3-generic", false, false},
+  ProcessorInfo{"gfx1031", E::EF_AMDGPU_MACH_AMDGCN_GFX1031, 10, 3,  1, K64, true,  true, false, false, "gfx10-3-generic", false, false},
+  ProcessorInfo{"gfx1032", E::EF_AMDGPU_MACH_AMDGCN_GFX1032, 10, 3,  2, K64, true,  true, false, false, "gfx10-3-generic", false, false},
+  ProcessorInfo{"gfx1033", E::EF_AMDGPU_MACH_AMDGCN_GFX1033, 10, 3,  3, K64, true,  true, false, false, "gfx10-3-generic", false, false},
+  ProcessorInfo{"gfx1034", E::EF_AMDGPU_MACH_AMDGCN_GFX1034, 10, 3,  4, K64, true,  true, false, false, "gfx10-3-generic", false, false},
+  ProcessorInfo{"gfx1035", E::EF_AMDGPU_MACH_AMDGCN_GFX1035, 10, 3,  5, K64, true,  true, false, false, "gfx10-3-generic", false, false},
+  ProcessorInfo{"gfx1036", E::EF_AMDGPU_MACH_AMDGCN_GFX1036, 10, 3,  6, K64, true,  true, false, false, "gfx10-3-generic", false, false},
+  ProcessorInfo{"gfx1100", E::EF_AMDGPU_MACH_AMDGCN_GFX1100, 11, 0,  0, K64, true,  true, false, false, "gfx11-generic",  false, false},
+  ProcessorInfo{"gfx1101", E::EF_AMDGPU_MACH_AMDGCN_GFX1101, 11, 0,  1, K64, true,  true, false, false, "gfx11-generic",  false, false},
+  ProcessorInfo{"gfx1102", E::EF_AMDGPU_MACH_AMDGCN_GFX1102, 11, 0,  2, K64, true,  true, false, false, "gfx11-generic",  false, false},
+  ProcessorInfo{"gfx1103", E::EF_AMDGPU_MACH_AMDGCN_GFX1103, 11, 0,  3, K64, true,  true, false, false, "gfx11-generic",  false, false},
+  ProcessorInfo{"gfx1150", kMach_gfx1150, 11, 5,  0, K64, true,  true, false, false, "gfx11-generic",  false, false},
+  ProcessorInfo{"gfx1151", kMach_gfx1151, 11, 5,  1, K64, true,  true, false, false, "gfx11-generic",  false, false},
+  ProcessorInfo{"gfx1152", kMach_gfx1152, 11, 5,  2, K64, true,  true, false, false, "gfx11-generic",  false, false},
+  ProcessorInfo{"gfx1153", kMach_gfx1153, 11, 5,  3, K64, true,  true, false, false, "gfx11-generic",  false, false},
+  ProcessorInfo{"gfx1200", kMach_gfx1200, 12, 0,  0, K64, true,  true, false, false, "gfx12-generic",  false, false},
+  ProcessorInfo{"gfx1201", kMach_gfx1201, 12, 0,  1, K64, true,  true, false, false, "gfx12-generic",  false, false},
   // gfx125x: wave32 only; AMDGPUUsage lists no target-ID features (e_flags carry "any").
-  ProcessorInfo{"gfx1250", 0x049, 12, 5,  0, K320, true, false, false, false, "gfx12-5-generic", false, false},
-  ProcessorInfo{"gfx1251", 0x05a, 12, 5,  1, K320, true, false, false, false, "gfx12-5-generic", false, false},
+  ProcessorInfo{"gfx1250", kMach_gfx1250, 12, 5,  0, K320, true, false, false, false, "gfx12-5-generic", false, false},
+  ProcessorInfo{"gfx1251", kMach_gfx1251, 12, 5,  1, K320, true, false, false, false, "gfx12-5-generic", false, false},
   // Generic processors (code object v6 only).
-  ProcessorInfo{"gfx9-generic",    0x051,  9, 0, 0, K64,  false, true, true,  false, "", true, false},
-  ProcessorInfo{"gfx9-4-generic",  0x05f,  9, 4, 0, K64,  false, true, true,  true,  "", true, false},
-  ProcessorInfo{"gfx10-1-generic", 0x052, 10, 1, 0, K64,  true,  true, true,  false, "", true, false},
-  ProcessorInfo{"gfx10-3-generic", 0x053, 10, 3, 0, K64,  true,  true, false, false, "", true, false},
-  ProcessorInfo{"gfx11-generic",   0x054, 11, 0, 0, K64,  true,  true, false, false, "", true, false},
-  ProcessorInfo{"gfx12-generic",   0x059, 12, 0, 0, K64,  true,  true, false, false, "", true, false},
-  ProcessorInfo{"gfx12-5-generic", 0x05b, 12, 5, 0, K320, true,  false, false, false, "", true, false},
+  ProcessorInfo{"gfx9-generic",    kMach_gfx9_generic,  9, 0, 0, K64,  false, true, true,  false, "", true, false},
+  ProcessorInfo{"gfx9-4-generic",  kMach_gfx9_4_generic,  9, 4, 0, K64,  false, true, true,  true,  "", true, false},
+  ProcessorInfo{"gfx10-1-generic", kMach_gfx10_1_generic, 10, 1, 0, K64,  true,  true, true,  false, "", true, false},
+  ProcessorInfo{"gfx10-3-generic", kMach_gfx10_3_generic, 10, 3, 0, K64,  true,  true, false, false, "", true, false},
+  ProcessorInfo{"gfx11-generic",   kMach_gfx11_generic, 11, 0, 0, K64,  true,  true, false, false, "", true, false},
+  ProcessorInfo{"gfx12-generic",   kMach_gfx12_generic, 12, 0, 0, K64,  true,  true, false, false, "", true, false},
+  ProcessorInfo{"gfx12-5-generic", kMach_gfx12_5_generic, 12, 5, 0, K320, true,  false, false, false, "", true, false},
 };
 // clang-format on
 

@@ -1,6 +1,7 @@
+// Inputs: files, directories and ELF hosts into the images hipguard checks.
 #include "hipguard/inputs.h"
 
-#include "regular_file.h"
+#include "base/regular_file.h"
 
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/Object/ELF.h>

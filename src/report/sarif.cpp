@@ -6,7 +6,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "hipguard/version.h"
-#include "report_internal.h"
+#include "report/report_internal.h"
 
 namespace hipguard {
 

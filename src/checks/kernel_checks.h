@@ -1,5 +1,5 @@
-// Per-kernel checks (internal). Target-independent ones become CodeObject
-// issues; target-dependent ones are asked for each processor.
+// Kernel checks (internal): parse_code_object, the target-independent structural checks that
+// become CodeObject issues, and the target-dependent ones asked for each processor.
 #pragma once
 
 #include <optional>

@@ -1,6 +1,7 @@
+// The GPUs of this machine (KFD topology) and the targets they run.
 #include "hipguard/devices.h"
 
-#include "regular_file.h"
+#include "base/regular_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

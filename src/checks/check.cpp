@@ -1,9 +1,10 @@
+// Checking one input: its bundles and code objects, each code object against each target.
 #include "hipguard/check.h"
 
 #include <algorithm>
 #include <map>
 
-#include "kernel_checks.h"
+#include "checks/kernel_checks.h"
 
 namespace hipguard {
 namespace {

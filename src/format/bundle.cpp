@@ -1,3 +1,4 @@
+// Offload bundles: the __CLANG_OFFLOAD_BUNDLE__ container, its CCOB-compressed form, entry IDs and payload kinds.
 #include "hipguard/bundle.h"
 
 #include <zlib.h>
@@ -6,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "bytes.h"
+#include "format/bytes.h"
 #include "hipguard/diagnostic.h"
 
 namespace hipguard {

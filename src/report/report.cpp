@@ -1,10 +1,11 @@
+// The text, JSON and JUnit reports.
 #include "hipguard/report.h"
 
 #include <llvm/Support/JSON.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include "hipguard/version.h"
-#include "report_internal.h"
+#include "report/report_internal.h"
 
 namespace hipguard {
 

@@ -1,3 +1,4 @@
+// The diagnostic codes: name and default severity of each HG code (docs/diagnostics.md).
 #include "hipguard/diagnostic.h"
 
 #include <array>

@@ -1,0 +1,283 @@
+// The code object reader: ELF header, metadata note (metadata.cpp), symbols and kernel descriptors
+// into a CodeObject. It only reads; the checks (checks/kernel_checks.cpp) judge what it read.
+#include "hipguard/code_object.h"
+
+#include <llvm/BinaryFormat/ELF.h>
+#include <llvm/Object/ELF.h>
+#include <llvm/Support/AMDHSAKernelDescriptor.h>
+#include <llvm/Support/Error.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string_view>
+#include <unordered_set>
+
+#include "format/bytes.h"
+#include "format/read_code_object.h"
+
+#include "hipguard/diagnostic.h"
+
+namespace hipguard {
+namespace {
+
+using ELFT = llvm::object::ELF64LE;
+using ElfFile = llvm::object::ELFFile<ELFT>;
+
+namespace ELF = llvm::ELF;
+namespace kd = llvm::amdhsa;
+
+// LLVM 16 names bytes 58-59 of the descriptor reserved2 (LLVM 17+: kernarg_preload).
+// AMDGPUUsage, Kernel Descriptor, KERNARG_PRELOAD.
+constexpr unsigned kKernargPreloadOffset = kd::RESERVED2_OFFSET;
+constexpr uint64_t kDescriptorSize = sizeof(kd::kernel_descriptor_t);  // 64 bytes
+// The public header tests these bits without LLVM's headers.
+static_assert(KernelDescriptor::kWavefrontSize32 == kd::KERNEL_CODE_PROPERTY_ENABLE_WAVEFRONT_SIZE32);
+static_assert(KernelDescriptor::kUsesDynamicStack == kd::KERNEL_CODE_PROPERTY_USES_DYNAMIC_STACK);
+
+ParseError elf_error(std::string msg) { return {std::string(code::kMalformedElf), std::move(msg)}; }
+
+Feature v4_feature(uint32_t bits, uint32_t unsupported, uint32_t any, uint32_t off) {
+  if (bits == unsupported) return Feature::Unsupported;
+  if (bits == any) return Feature::Any;
+  if (bits == off) return Feature::Off;
+  return Feature::On;
+}
+
+// The steps of read_code_object, in order; each returns a ParseError when the ELF is unusable.
+using Sections = ElfFile::Elf_Shdr_Range;
+
+// The identification the loader checks first: a 64-bit LSB AMDGPU HSA ELF whose sections lie inside the image.
+std::optional<ParseError> check_identification(llvm::StringRef raw, Bytes data) {
+  if (data.size() < 64 || raw.substr(0, 4) != "\x7f" "ELF") return elf_error("not an ELF file");
+  if (data[4] != ELF::ELFCLASS64 || data[5] != ELF::ELFDATA2LSB)
+    return elf_error("not a 64-bit little-endian ELF (amdgcn code objects are ELFCLASS64, LSB)");
+  return std::nullopt;
+}
+
+std::optional<ParseError> check_machine(const ElfFile::Elf_Ehdr& hdr) {
+  if (hdr.e_machine != ELF::EM_AMDGPU) return elf_error("e_machine is " + std::to_string(hdr.e_machine) + ", not EM_AMDGPU (224)");
+  if (hdr.e_ident[ELF::EI_OSABI] != ELF::ELFOSABI_AMDGPU_HSA)
+    return elf_error("OS ABI is " + std::to_string(hdr.e_ident[ELF::EI_OSABI]) + ", not ELFOSABI_AMDGPU_HSA (64)");
+  return std::nullopt;
+}
+
+// Version, processor and target ID features from the ELF header (AMDGPUUsage, ELF Header).
+std::optional<ParseError> read_header(const ElfFile::Elf_Ehdr& hdr, Bytes data, CodeObject& co) {
+  co.version = hdr.e_ident[ELF::EI_ABIVERSION] + 2u;
+  co.e_flags = hdr.e_flags;
+  co.mach = hdr.e_flags & ELF::EF_AMDGPU_MACH;
+  co.size = elf_image_size(data).value_or(data.size());
+  co.processor = find_processor_by_mach(co.mach);
+  if (!co.processor) {
+    char hex[16];
+    snprintf(hex, sizeof hex, "0x%03x", co.mach);
+    return ParseError{std::string(code::kUnknownProcessor),
+                      std::string("e_flags processor ") + hex + " is not a processor hipguard knows"};
+  }
+  co.target.processor = std::string(co.processor->name);
+  if (co.version >= 4) {
+    co.target.xnack = v4_feature(co.e_flags & ELF::EF_AMDGPU_FEATURE_XNACK_V4, ELF::EF_AMDGPU_FEATURE_XNACK_UNSUPPORTED_V4,
+                                 ELF::EF_AMDGPU_FEATURE_XNACK_ANY_V4, ELF::EF_AMDGPU_FEATURE_XNACK_OFF_V4);
+    co.target.sramecc = v4_feature(co.e_flags & ELF::EF_AMDGPU_FEATURE_SRAMECC_V4, ELF::EF_AMDGPU_FEATURE_SRAMECC_UNSUPPORTED_V4,
+                                   ELF::EF_AMDGPU_FEATURE_SRAMECC_ANY_V4, ELF::EF_AMDGPU_FEATURE_SRAMECC_OFF_V4);
+  } else {
+    // v3: single on-bits; "any" is written as "on" (AMDGPUUsage, V2 to V3 Target ID).
+    auto v3 = [&](bool supported, uint32_t bit) {
+      return supported ? ((co.e_flags & bit) ? Feature::On : Feature::Off) : Feature::Unsupported;
+    };
+    co.target.xnack = v3(co.processor->xnack, ELF::EF_AMDGPU_FEATURE_XNACK_V3);
+    co.target.sramecc = v3(co.processor->sramecc, ELF::EF_AMDGPU_FEATURE_SRAMECC_V3);
+  }
+  // LLVM 17+ EF_AMDGPU_GENERIC_VERSION (bits 24-31, v6). AMDGPUUsage, ELF Header, EF_AMDGPU_GENERIC_VERSION.
+  if (co.version >= 6) co.generic_version = co.e_flags >> 24;
+  // ROCr's loader takes v2 to v6 (amd_hsa_code.cpp GetCodeObjectVersion,
+  // executable.cpp LoadCodeObject); LLVM no longer emits v2/v3.
+  if (co.version < 4 || co.version > 6)
+    co.issues.push_back({std::string(code::kCodeObjectVersion), "",
+                         "code object v" + std::to_string(co.version) + " (EI_ABIVERSION " +
+                             std::to_string(hdr.e_ident[ELF::EI_ABIVERSION]) + ")" +
+                             (co.version > 6 ? "; the ROCm loader takes v2 to v6 and rejects it"
+                                             : "; the ROCm loader still takes it, current compilers emit v4 to v6"),
+                         co.version > 6 ? Severity::Error : Severity::Warning});
+  return std::nullopt;
+}
+
+// The first NT_AMDGPU_METADATA note of any SHT_NOTE section, read into co.kernels.
+std::optional<ParseError> read_metadata_notes(const ElfFile& file, Sections sections, Bytes data, bool keep_args,
+                                              CodeObject& co) {
+  bool found_metadata = false;
+  for (const auto& sec : sections) {
+    if (sec.sh_type != ELF::SHT_NOTE) continue;
+    // LLVM 16's notes_begin adds sh_offset + sh_size unchecked (ELF.h:331): bound it first.
+    if (!fits(data, sec.sh_offset, sec.sh_size))
+      return elf_error("note section at offset " + std::to_string(sec.sh_offset) + " with " +
+                       std::to_string(sec.sh_size) + " bytes lies outside the " + std::to_string(data.size()) +
+                       "-byte image");
+    llvm::Error err = llvm::Error::success();
+    for (auto note : file.notes(sec, err)) {
+      if (note.getName() == "AMDGPU" && note.getType() == ELF::NT_AMDGPU_METADATA && !found_metadata) {
+        found_metadata = true;
+        read_metadata_note(note.getDescAsStringRef(), co, keep_args);
+      }
+    }
+    if (err) return elf_error("note section: " + llvm::toString(std::move(err)));
+  }
+  if (!found_metadata && co.version >= 3)
+    co.issues.push_back({std::string(code::kNoMetadata), "", "no NT_AMDGPU_METADATA note: the runtime cannot find any kernel"});
+  return std::nullopt;
+}
+
+struct Sym {
+  uint8_t type;
+  uint16_t shndx;
+  uint64_t value, size;
+};
+// Names are views into the string table; sorted by name, one entry per name.
+using SymbolTable = std::vector<std::pair<llvm::StringRef, Sym>>;
+
+// Defined symbols of .symtab when present, else .dynsym: kernel descriptors
+// ("<kernel>.kd", STT_OBJECT), kernel entry points and device functions (STT_FUNC).
+std::optional<ParseError> read_symbols(const ElfFile& file, Sections sections, SymbolTable& syms) {
+  const ElfFile::Elf_Shdr* symtab = nullptr;
+  for (const auto& sec : sections)
+    if (sec.sh_type == ELF::SHT_SYMTAB || (!symtab && sec.sh_type == ELF::SHT_DYNSYM)) symtab = &sec;
+  if (symtab) {
+    auto list = file.symbols(symtab);
+    if (!list) return elf_error("symbol table: " + llvm::toString(list.takeError()));
+    auto strtab = file.getStringTableForSymtab(*symtab, sections);
+    if (!strtab) return elf_error("symbol string table: " + llvm::toString(strtab.takeError()));
+    for (const auto& sym : *list) {
+      if (sym.st_shndx == ELF::SHN_UNDEF) continue;
+      auto name = sym.getName(*strtab);
+      if (!name) {
+        llvm::consumeError(name.takeError());
+        continue;
+      }
+      syms.push_back({*name, {sym.getType(), sym.st_shndx, sym.st_value, sym.st_size}});
+    }
+  }
+  // The last of equal names kept (what a std::map assigned in order held, without a string each).
+  auto by_name = [](const auto& a, const auto& b) { return a.first < b.first; };
+  std::stable_sort(syms.begin(), syms.end(), by_name);
+  size_t out = 0;
+  for (size_t i = 0; i < syms.size(); ++i) {
+    if (i + 1 < syms.size() && syms[i + 1].first == syms[i].first) continue;  // a later one of the same name wins
+    syms[out++] = syms[i];
+  }
+  syms.resize(out);
+  return std::nullopt;
+}
+
+const Sym* find_symbol(const SymbolTable& syms, llvm::StringRef name) {
+  auto it = std::lower_bound(syms.begin(), syms.end(), name, [](const auto& e, llvm::StringRef n) { return e.first < n; });
+  return it != syms.end() && it->first == name ? &it->second : nullptr;
+}
+
+// The fields the checks use, at the offsets of amdhsa::kernel_descriptor_t (AMDGPUUsage, Kernel Descriptor).
+KernelDescriptor decode_descriptor(Bytes b) {
+  KernelDescriptor d;
+  d.group_segment_fixed_size = read_le<uint32_t>(b, kd::GROUP_SEGMENT_FIXED_SIZE_OFFSET);
+  d.private_segment_fixed_size = read_le<uint32_t>(b, kd::PRIVATE_SEGMENT_FIXED_SIZE_OFFSET);
+  d.kernarg_size = read_le<uint32_t>(b, kd::KERNARG_SIZE_OFFSET);
+  d.kernel_code_entry_byte_offset = read_le<int64_t>(b, kd::KERNEL_CODE_ENTRY_BYTE_OFFSET_OFFSET);
+  d.compute_pgm_rsrc3 = read_le<uint32_t>(b, kd::COMPUTE_PGM_RSRC3_OFFSET);
+  d.compute_pgm_rsrc1 = read_le<uint32_t>(b, kd::COMPUTE_PGM_RSRC1_OFFSET);
+  d.compute_pgm_rsrc2 = read_le<uint32_t>(b, kd::COMPUTE_PGM_RSRC2_OFFSET);
+  d.kernel_code_properties = read_le<uint16_t>(b, kd::KERNEL_CODE_PROPERTIES_OFFSET);
+  d.kernarg_preload = read_le<uint16_t>(b, kKernargPreloadOffset);
+  return d;
+}
+
+// Each metadata kernel's descriptor ("<kernel>.kd"): its address mapped to file
+// bytes through its section, every step bounds-checked.
+void read_descriptors(const ElfFile& file, Bytes data, const SymbolTable& syms, CodeObject& co) {
+  for (auto& k : co.kernels) {
+    const Sym* found = find_symbol(syms, k.symbol);
+    if (!found || found->type != ELF::STT_OBJECT) {
+      add_issue(co, {std::string(code::kDescriptorMissing), k.name,
+                           "metadata names kernel descriptor '" + k.symbol + "', but the symbol table has no such object: "
+                           "the runtime cannot launch this kernel"});
+      continue;
+    }
+    auto sec = file.getSection(found->shndx);
+    uint64_t rel = found->value - (sec ? (*sec)->sh_addr : 0);
+    if (!sec || found->value < (*sec)->sh_addr || (*sec)->sh_type == ELF::SHT_NOBITS ||
+        rel > (*sec)->sh_size || (*sec)->sh_size - rel < kDescriptorSize || !fits(data, (*sec)->sh_offset, (*sec)->sh_size)) {
+      if (!sec) llvm::consumeError(sec.takeError());
+      add_issue(co, {std::string(code::kDescriptorMissing), k.name,
+                           "kernel descriptor '" + k.symbol + "' lies outside its section or the file"});
+      continue;
+    }
+    k.descriptor = decode_descriptor(data.subspan((*sec)->sh_offset + rel, kDescriptorSize));
+  }
+}
+
+// Symbols the metadata does not name: descriptors without metadata (not
+// launchable) and functions that are not kernel entries (device functions).
+void list_other_symbols(const SymbolTable& syms, CodeObject& co) {
+  std::unordered_set<std::string_view> entry_names, descriptor_names;  // views into co.kernels
+  entry_names.reserve(2 * co.kernels.size());
+  descriptor_names.reserve(co.kernels.size());
+  for (const auto& k : co.kernels) {
+    entry_names.insert(k.name);
+    descriptor_names.insert(k.symbol);
+    if (k.symbol.size() > 3 && k.symbol.ends_with(".kd"))
+      entry_names.insert(std::string_view(k.symbol).substr(0, k.symbol.size() - 3));
+  }
+  for (const auto& [ref, sym] : syms) {
+    std::string_view name(ref.data(), ref.size());
+    if (sym.type == ELF::STT_OBJECT && name.size() > 3 && name.ends_with(".kd") && !descriptor_names.count(name)) {
+      co.kernels_without_metadata.emplace_back(name.substr(0, name.size() - 3));
+      add_issue(co, {std::string(code::kKernelWithoutMetadata), std::string(name.substr(0, name.size() - 3)),
+                           "kernel descriptor '" + std::string(name) + "' has no entry in amdhsa.kernels: the kernel is not "
+                           "launchable (hipguard does not guess its metadata)"});
+    }
+    if (sym.type == ELF::STT_FUNC && !entry_names.count(name)) co.device_functions.emplace_back(name);
+  }
+}
+
+}  // namespace
+
+Result<CodeObject> read_code_object(Bytes data, bool errors_only) {
+  llvm::StringRef raw(reinterpret_cast<const char*>(data.data()), data.size());
+  if (auto e = check_identification(raw, data)) return std::move(*e);
+  auto file = ElfFile::create(raw);
+  if (!file) return elf_error(llvm::toString(file.takeError()));
+  if (auto e = check_machine(file->getHeader())) return std::move(*e);
+  // The section header table must lie inside the image before anything else is trusted.
+  auto sections = file->sections();
+  if (!sections) return elf_error(llvm::toString(sections.takeError()));
+
+  CodeObject co;
+  if (auto e = read_header(file->getHeader(), data, co)) return std::move(*e);
+  if (auto e = read_metadata_notes(*file, *sections, data, /*keep_args=*/!errors_only, co)) return std::move(*e);
+  SymbolTable syms;
+  if (auto e = read_symbols(*file, *sections, syms)) return std::move(*e);
+  read_descriptors(*file, data, syms, co);
+  if (!errors_only) list_other_symbols(syms, co);  // kernels without metadata (a warning) and device functions
+  return co;
+}
+
+Severity issue_severity(const CodeObjectIssue& i) {
+  if (i.severity) return *i.severity;
+  const CodeInfo* info = find_code(i.code);
+  return info ? info->severity : Severity::Error;
+}
+
+void add_issue(CodeObject& co, CodeObjectIssue issue) {
+  if (co.issues.size() < kMaxIssuesPerCodeObject) {
+    co.issues.push_back(std::move(issue));
+    return;
+  }
+  ++co.issues_dropped;
+  co.dropped_severity = std::max(co.dropped_severity, issue_severity(issue));
+}
+
+std::string describe_target(const CodeObject& co) {
+  std::string s = co.target.str();
+  if (co.generic_version) s += " (generic v" + std::to_string(co.generic_version) + ")";
+  return s;
+}
+
+}  // namespace hipguard

@@ -1,0 +1,383 @@
+// The NT_AMDGPU_METADATA reader: MessagePack kernel metadata into CodeObject kernels (reading only).
+#include <llvm/BinaryFormat/MsgPackReader.h>
+#include <llvm/Support/Error.h>
+
+#include <algorithm>
+#include <string_view>
+
+#include "format/read_code_object.h"
+#include "hipguard/code_object.h"
+#include "hipguard/diagnostic.h"
+
+namespace hipguard {
+namespace {
+
+// Reads NT_AMDGPU_METADATA in one pass with LLVM's streaming msgpack reader,
+// keeping only the fields the checks use (AMDGPUUsage, Code Object V3+
+// Metadata). No llvm::msgpack::Document: building its std::map tree cost ~80 %
+// of `hipguard check` on rocSPARSE's multi-megabyte metadata. Every object is
+// still read, so a truncated or malformed document is rejected as a whole, as
+// before: container map keys (which Document cannot order), nesting deeper than
+// 64, and a repeated key that hipguard reads (in the root, kernel or argument
+// maps; Document rejected every repeated key).
+class MetadataReader {
+ public:
+  // keep_args false: arguments are read and judged (complete or not) but not
+  // kept (CodeObject::kernels[i].args stays empty).
+  MetadataReader(CodeObject& co, bool keep_args) : co_(co), keep_args_(keep_args) {}
+
+  void read(llvm::StringRef blob) {
+    blob_size_ = blob.size();
+    llvm::msgpack::Reader r(llvm::MemoryBufferRef(blob, "NT_AMDGPU_METADATA"));
+    Out out;
+    if (read_root(r, out) == Validity::Invalid) {
+      issue(code::kBadMetadata, "", "NT_AMDGPU_METADATA is not a valid MessagePack document");
+      return;
+    }
+    if (out.target) co_.metadata_target = std::move(out.target);
+    for (auto& k : out.kernels) co_.kernels.push_back(std::move(k));
+    for (auto& i : out.issues) add_issue(co_, std::move(i));
+    co_.issues_dropped += out.dropped;
+    co_.dropped_severity = std::max(co_.dropped_severity, out.dropped_severity);
+  }
+
+ private:
+  enum class Validity { Valid, Invalid };  // of the whole document: an invalid one is rejected
+  using Obj = llvm::msgpack::Object;
+  using Type = llvm::msgpack::Type;
+  static constexpr int kMaxDepth = 64;
+
+  struct Out {
+    std::optional<std::string> target;
+    std::vector<KernelInfo> kernels;
+    std::vector<CodeObjectIssue> issues;  // at most kMaxIssuesPerCodeObject
+    uint64_t dropped = 0;
+    Severity dropped_severity = Severity::Note;
+  };
+
+  void issue(std::string_view c, std::string kernel, std::string msg) {
+    add_issue(co_, {std::string(c), std::move(kernel), std::move(msg)});
+  }
+
+  // Keeps a finding while there is room; counts the rest (the log of a
+  // document with a million broken kernels stays a hundred lines long).
+  static void note(Out& out, CodeObjectIssue i) {
+    if (out.issues.size() < kMaxIssuesPerCodeObject) {
+      out.issues.push_back(std::move(i));
+      return;
+    }
+    ++out.dropped;
+    out.dropped_severity = std::max(out.dropped_severity, issue_severity(i));
+  }
+
+  // A document of n bytes holds at most n objects: a container claiming more
+  // elements is malformed (checked before any element is read).
+  bool claims_too_many(const Obj& o) const { return o.Length > blob_size_; }
+
+  // Next object; false when the reader fails or the blob ends mid-document.
+  static bool next(llvm::msgpack::Reader& r, Obj& o) {
+    auto got = r.read(o);
+    if (!got) {
+      llvm::consumeError(got.takeError());
+      return false;
+    }
+    return *got;
+  }
+
+  // Reads the body of `o` (already read) to its end. Inlined: most values are
+  // scalars, which have no body (a call for each cost ~2 % of `hipguard check`).
+  [[gnu::always_inline]] static bool skip(llvm::msgpack::Reader& r, const Obj& o, int depth) {
+    if (depth > kMaxDepth) return false;
+    return (o.Kind != Type::Array && o.Kind != Type::Map) || skip_container(r, o, depth);
+  }
+
+  [[gnu::noinline]] static bool skip_container(llvm::msgpack::Reader& r, const Obj& o, int depth) {
+    if (o.Kind == Type::Array) {
+      for (size_t i = 0; i < o.Length; ++i) {
+        Obj e;
+        if (!next(r, e) || !skip(r, e, depth + 1)) return false;
+      }
+    } else if (o.Kind == Type::Map) {
+      for (size_t i = 0; i < o.Length; ++i) {
+        llvm::StringRef unused;
+        if (!key(r, unused)) return false;
+        Obj v;
+        if (!next(r, v) || !skip(r, v, depth + 1)) return false;
+      }
+    }
+    return true;
+  }
+
+  // A map key: read and checked to be a scalar (a scalar has no body to skip);
+  // its string form, empty for non-strings, which match no known key.
+  static bool key(llvm::msgpack::Reader& r, llvm::StringRef& out) {
+    Obj k;
+    if (!next(r, k) || k.Kind == Type::Array || k.Kind == Type::Map) return false;
+    out = k.Kind == Type::String ? k.Raw : llvm::StringRef();
+    return true;
+  }
+
+  // UInt or non-negative Int (the metadata verifier accepts both).
+  static std::optional<uint64_t> as_uint(const Obj& o) {
+    if (o.Kind == Type::UInt) return o.UInt;
+    if (o.Kind == Type::Int && o.Int >= 0) return static_cast<uint64_t>(o.Int);
+    return std::nullopt;
+  }
+
+  Validity read_root(llvm::msgpack::Reader& r, Out& out) {
+    Obj root;
+    if (!next(r, root)) return Validity::Invalid;
+    if (root.Kind != Type::Map) {
+      if (!skip(r, root, 0)) return Validity::Invalid;
+      note(out, {std::string(code::kBadMetadata), "", "metadata root is not a map"});
+      return Validity::Valid;
+    }
+    bool seen_target = false, seen_kernels = false, kernels_ok = false;
+    for (size_t i = 0; i < root.Length; ++i) {
+      llvm::StringRef k;
+      if (!key(r, k)) return Validity::Invalid;
+      Obj v;
+      if (!next(r, v)) return Validity::Invalid;
+      if (k == "amdhsa.target") {
+        if (seen_target) return Validity::Invalid;
+        seen_target = true;
+        if (v.Kind == Type::String) out.target = v.Raw.str();
+        if (!skip(r, v, 1)) return Validity::Invalid;
+      } else if (k == "amdhsa.kernels") {
+        if (seen_kernels) return Validity::Invalid;
+        seen_kernels = true;
+        if (v.Kind != Type::Array) {
+          if (!skip(r, v, 1)) return Validity::Invalid;
+          continue;
+        }
+        if (claims_too_many(v)) return Validity::Invalid;
+        kernels_ok = true;
+        uint64_t keep = std::min<uint64_t>(v.Length, kMaxKernelsPerCodeObject);
+        if (v.Length > keep)
+          note(out, {std::string(code::kBudgetExceeded), "",
+                     "amdhsa.kernels has " + std::to_string(v.Length) + " entries, over hipguard's limit of " +
+                         std::to_string(kMaxKernelsPerCodeObject) + " per code object; the first " +
+                         std::to_string(keep) + " are checked, the rest only read",
+                     std::nullopt, v.Length, kMaxKernelsPerCodeObject});
+        for (size_t j = 0; j < v.Length; ++j) {
+          if (j < keep) {
+            if (read_kernel(r, j, out) == Validity::Invalid) return Validity::Invalid;
+            continue;
+          }
+          Obj e;  // past the limit: validated, not kept
+          if (!next(r, e) || !skip(r, e, 2)) return Validity::Invalid;
+        }
+      } else if (!skip(r, v, 1)) {
+        return Validity::Invalid;
+      }
+    }
+    if (!seen_kernels)
+      // CLR accepts a code object without kernels ("HIP may have binaries with just
+      // global variables", devprogram.cpp): only lookups of kernels fail.
+      note(out, {std::string(code::kBadMetadata), "",
+                            "metadata has no amdhsa.kernels list: the code object holds no kernel", Severity::Warning});
+    else if (!kernels_ok)
+      note(out, {std::string(code::kBadMetadata), "", "amdhsa.kernels is not an array"});
+    return Validity::Valid;
+  }
+
+  Validity read_kernel(llvm::msgpack::Reader& r, size_t index, Out& out) {
+    constexpr int depth = 2;  // root map -> kernels array -> this map
+    std::string label = "#" + std::to_string(index);
+    Obj m;
+    if (!next(r, m)) return Validity::Invalid;
+    if (m.Kind != Type::Map) {
+      if (!skip(r, m, depth)) return Validity::Invalid;
+      note(out, {std::string(code::kBadKernelMetadata), label,
+                            "amdhsa.kernels[" + std::to_string(index) + "] is not a map"});
+      return Validity::Valid;
+    }
+    // Required integer keys (AMDGPUUsage, Code Object V3+ Metadata; MetadataVerifier).
+    KernelInfo k;
+    struct IntKey {
+      std::string_view key;
+      uint64_t* out;
+      enum { Absent, NotInt, Set } state;
+    } required[] = {
+        {".group_segment_fixed_size", &k.group_segment_fixed_size, IntKey::Absent},
+        {".private_segment_fixed_size", &k.private_segment_fixed_size, IntKey::Absent},
+        {".kernarg_segment_size", &k.kernarg_segment_size, IntKey::Absent},
+        {".kernarg_segment_align", &k.kernarg_segment_align, IntKey::Absent},
+        {".wavefront_size", &k.wavefront_size, IntKey::Absent},
+        {".sgpr_count", &k.sgpr_count, IntKey::Absent},
+        {".vgpr_count", &k.vgpr_count, IntKey::Absent},
+        {".max_flat_workgroup_size", &k.max_flat_workgroup_size, IntKey::Absent},
+    };
+    bool has_name = false, has_symbol = false;
+    uint32_t seen = 0;  // bit per optional key below, to reject repeats
+    std::vector<std::string> arg_missing;
+    std::optional<std::string> reqd_issue, args_issue;
+    uint64_t too_many_args = 0;
+    for (size_t i = 0; i < m.Length; ++i) {
+      llvm::StringRef key_ref;
+      if (!key(r, key_ref)) return Validity::Invalid;
+      const std::string_view key_name(key_ref.data(), key_ref.size());  // compared inline, length first
+      Obj v;
+      if (!next(r, v)) return Validity::Invalid;
+      auto once = [&](unsigned bit) {
+        if (seen & (1u << bit)) return false;
+        seen |= 1u << bit;
+        return true;
+      };
+      if (key_name == ".name" || key_name == ".symbol") {
+        bool is_name = key_name == ".name";
+        if (!once(is_name ? 0 : 1)) return Validity::Invalid;
+        if (v.Kind == Type::String) {
+          (is_name ? k.name : k.symbol) = v.Raw.str();
+          (is_name ? has_name : has_symbol) = true;
+        }
+      } else if (key_name == ".agpr_count") {
+        if (!once(2)) return Validity::Invalid;
+        k.agpr_count = as_uint(v);
+      } else if (key_name == ".sgpr_spill_count") {
+        if (!once(3)) return Validity::Invalid;
+        k.sgpr_spill_count = as_uint(v).value_or(0);
+      } else if (key_name == ".vgpr_spill_count") {
+        if (!once(4)) return Validity::Invalid;
+        k.vgpr_spill_count = as_uint(v).value_or(0);
+      } else if (key_name == ".uses_dynamic_stack") {
+        if (!once(5)) return Validity::Invalid;
+        if (v.Kind == Type::Boolean) k.uses_dynamic_stack = v.Bool;
+      } else if (key_name == ".reqd_workgroup_size" && v.Kind == Type::Array) {
+        if (!once(6)) return Validity::Invalid;
+        std::array<uint64_t, 3> dims{};
+        bool good = v.Length == 3;
+        for (size_t j = 0; j < v.Length; ++j) {
+          Obj e;
+          if (!next(r, e) || !skip(r, e, depth + 2)) return Validity::Invalid;
+          auto n = as_uint(e);
+          if (!n) good = false;
+          else if (j < 3) dims[j] = *n;
+        }
+        if (good) k.reqd_workgroup_size = dims;
+        else reqd_issue = ".reqd_workgroup_size is not an array of 3 integers";
+        continue;  // elements already read
+      } else if (key_name == ".args") {
+        if (!once(7)) return Validity::Invalid;
+        if (v.Kind != Type::Array) {
+          args_issue = ".args is not an array";
+        } else {
+          if (claims_too_many(v)) return Validity::Invalid;
+          if (keep_args_) k.args.reserve(std::min<size_t>(v.Length, 256));  // Length is untrusted: cap the up-front allocation
+          for (size_t j = 0; j < v.Length; ++j) {
+            if (j < kMaxArgsPerKernel) {
+              if (read_arg(r, j, k, arg_missing) == Validity::Invalid) return Validity::Invalid;
+              continue;
+            }
+            Obj e;  // past the limit: validated, not kept
+            if (!next(r, e) || !skip(r, e, depth + 2)) return Validity::Invalid;
+          }
+          if (v.Length > kMaxArgsPerKernel) too_many_args = v.Length;
+          continue;  // elements already read
+        }
+      } else {
+        for (auto& rk : required) {
+          if (key_name != rk.key) continue;
+          if (rk.state != IntKey::Absent) return Validity::Invalid;  // repeated key
+          auto n = as_uint(v);
+          rk.state = n ? IntKey::Set : IntKey::NotInt;
+          if (n) *rk.out = *n;
+          break;
+        }
+      }
+      if (!skip(r, v, depth + 1)) return Validity::Invalid;
+    }
+    std::string who = !k.name.empty() ? k.name : !k.symbol.empty() ? k.symbol : label;
+    if (reqd_issue) note(out, {std::string(code::kBadKernelMetadata), who, *reqd_issue});
+    if (args_issue) note(out, {std::string(code::kBadKernelMetadata), who, *args_issue});
+    if (too_many_args) {
+      // Its kernarg layout cannot be judged from a prefix: the kernel stays unchecked.
+      note(out, {std::string(code::kBudgetExceeded), who,
+                 ".args has " + std::to_string(too_many_args) + " entries, over hipguard's limit of " +
+                     std::to_string(kMaxArgsPerKernel) + " per kernel; the kernel is not checked",
+                 std::nullopt, too_many_args, kMaxArgsPerKernel});
+      return Validity::Valid;
+    }
+    std::vector<std::string> missing;
+    if (!has_name) missing.push_back(".name");
+    if (!has_symbol) missing.push_back(".symbol");
+    for (auto& rk : required)
+      if (rk.state != IntKey::Set)
+        missing.push_back(rk.state == IntKey::NotInt ? std::string(rk.key) + " (not an integer)" : std::string(rk.key));
+    for (auto& a : arg_missing) missing.push_back(std::move(a));
+    if (!missing.empty()) {
+      // The kernel cannot be judged without these: report it, never fill in guesses.
+      std::string list;
+      for (auto& s : missing) list += (list.empty() ? "" : ", ") + s;
+      // CLR rejects the whole code object without .name, .symbol or a non-zero
+      // .max_flat_workgroup_size (devprogram.cpp createKernelMetadataMap, rockernel.cpp
+      // postLoad); other keys it takes as 0 (comgr ignores the reader's errors).
+      bool fatal = !has_name || !has_symbol;
+      for (auto& rk : required)
+        fatal = fatal || (rk.state != IntKey::Set && rk.key == ".max_flat_workgroup_size");
+      note(out, {std::string(code::kBadKernelMetadata), who,
+                            "kernel metadata lacks required " + list +
+                                (fatal ? "; the runtime rejects the whole code object"
+                                       : "; the runtime takes what is missing as 0, hipguard leaves the kernel unchecked"),
+                            fatal ? Severity::Error : Severity::Warning});
+      return Validity::Valid;
+    }
+    out.kernels.push_back(std::move(k));
+    return Validity::Valid;
+  }
+
+  Validity read_arg(llvm::msgpack::Reader& r, size_t index, KernelInfo& k, std::vector<std::string>& missing) {
+    constexpr int depth = 4;  // kernel map -> .args array -> this map
+    Obj m;
+    if (!next(r, m)) return Validity::Invalid;
+    if (m.Kind != Type::Map) {
+      if (!skip(r, m, depth)) return Validity::Invalid;
+      missing.push_back("argument " + std::to_string(index) + " (not a map)");
+      return Validity::Valid;
+    }
+    KernelArg unkept;
+    KernelArg& arg = keep_args_ ? k.args.emplace_back() : unkept;  // built in place; dropped again if incomplete
+    bool off = false, size = false, kind = false;
+    unsigned seen = 0;  // .offset, .size, .value_kind, .name: a repeated key is rejected
+    for (size_t i = 0; i < m.Length; ++i) {
+      llvm::StringRef key_ref;
+      if (!key(r, key_ref)) return Validity::Invalid;
+      const std::string_view key_name(key_ref.data(), key_ref.size());  // compared inline, length first
+      Obj v;
+      if (!next(r, v)) return Validity::Invalid;
+      int bit = key_name == ".offset" ? 0 : key_name == ".size" ? 1 : key_name == ".value_kind" ? 2
+              : key_name == ".name" ? 3 : -1;
+      if (bit >= 0) {
+        if (seen & (1u << bit)) return Validity::Invalid;
+        seen |= 1u << bit;
+        auto n = as_uint(v);
+        if (bit == 0 && n) arg.offset = *n, off = true;
+        if (bit == 1 && n) arg.size = *n, size = true;
+        if (bit == 2 && v.Kind == Type::String) kind = true;
+        if (keep_args_ && bit == 2 && v.Kind == Type::String) arg.value_kind = v.Raw.str();
+        if (keep_args_ && bit == 3 && v.Kind == Type::String) arg.name = v.Raw.str();
+      }
+      if (!skip(r, v, depth + 1)) return Validity::Invalid;
+    }
+    if (!off || !size || !kind) {
+      if (keep_args_) k.args.pop_back();
+      missing.push_back("argument " + std::to_string(index) + " .offset/.size/.value_kind");
+      return Validity::Valid;
+    }
+    return Validity::Valid;
+  }
+
+  CodeObject& co_;
+  bool keep_args_ = true;
+  uint64_t blob_size_ = 0;
+};
+
+}  // namespace
+
+void read_metadata_note(std::string_view desc, CodeObject& co) { read_metadata_note(desc, co, /*keep_args=*/true); }
+
+void read_metadata_note(std::string_view desc, CodeObject& co, bool keep_args) {
+  MetadataReader(co, keep_args).read(llvm::StringRef(desc.data(), desc.size()));
+}
+
+}  // namespace hipguard
