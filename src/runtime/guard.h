@@ -59,7 +59,7 @@ inline bool launch_needs_check(uint64_t dynamic_lds_bytes) {
 // function or hipFunction_t) was checked in full, probed, has no finding, and
 // `dynamic_lds` fits every target. Lock-free: one slot of the launch cache and
 // three loads; false means "take the slow path" (unknown kernel, not launched
-// yet, another kernel in its cache slot, pending check or probe, findings, too
+// yet, another kernel in its cache slot, not checked in full or not probed, findings, too
 // much LDS), which decides and remembers a clean kernel for next time.
 
 // The launch wrappers' test: forward without asking the guard. The launch
