@@ -181,6 +181,39 @@ class MetadataReader {
     return Validity::Valid;
   }
 
+  // What reading one kernel map gathers before the kernel is judged.
+  struct KernelKeys {
+    KernelInfo k;
+    // Required integer keys (AMDGPUUsage, Code Object V3+ Metadata; MetadataVerifier).
+    struct IntKey {
+      std::string_view key;
+      uint64_t KernelInfo::*field;
+      enum { Absent, NotInt, Set } state;
+    } required[8] = {
+        {".group_segment_fixed_size", &KernelInfo::group_segment_fixed_size, IntKey::Absent},
+        {".private_segment_fixed_size", &KernelInfo::private_segment_fixed_size, IntKey::Absent},
+        {".kernarg_segment_size", &KernelInfo::kernarg_segment_size, IntKey::Absent},
+        {".kernarg_segment_align", &KernelInfo::kernarg_segment_align, IntKey::Absent},
+        {".wavefront_size", &KernelInfo::wavefront_size, IntKey::Absent},
+        {".sgpr_count", &KernelInfo::sgpr_count, IntKey::Absent},
+        {".vgpr_count", &KernelInfo::vgpr_count, IntKey::Absent},
+        {".max_flat_workgroup_size", &KernelInfo::max_flat_workgroup_size, IntKey::Absent},
+    };
+    bool has_name = false, has_symbol = false;
+    uint32_t seen = 0;  // bit per optional key, to reject repeats
+    std::vector<std::string> arg_missing;
+    std::optional<std::string> reqd_issue, args_issue;
+    uint64_t too_many_args = 0;
+    bool once(unsigned bit) {
+      if (seen & (1u << bit)) return false;
+      seen |= 1u << bit;
+      return true;
+    }
+  };
+  // A key whose value it read to its end (a container's elements included).
+  enum class KeyRead { Invalid, Done, SkipValue };
+
+  // amdhsa.kernels[index]: its keys, then the judgement of what they say.
   Validity read_kernel(llvm::msgpack::Reader& r, size_t index, Out& out) {
     constexpr int depth = 2;  // root map -> kernels array -> this map
     std::string label = "#" + std::to_string(index);
@@ -192,138 +225,138 @@ class MetadataReader {
                             "amdhsa.kernels[" + std::to_string(index) + "] is not a map"});
       return Validity::Valid;
     }
-    // Required integer keys (AMDGPUUsage, Code Object V3+ Metadata; MetadataVerifier).
-    KernelInfo k;
-    struct IntKey {
-      std::string_view key;
-      uint64_t* out;
-      enum { Absent, NotInt, Set } state;
-    } required[] = {
-        {".group_segment_fixed_size", &k.group_segment_fixed_size, IntKey::Absent},
-        {".private_segment_fixed_size", &k.private_segment_fixed_size, IntKey::Absent},
-        {".kernarg_segment_size", &k.kernarg_segment_size, IntKey::Absent},
-        {".kernarg_segment_align", &k.kernarg_segment_align, IntKey::Absent},
-        {".wavefront_size", &k.wavefront_size, IntKey::Absent},
-        {".sgpr_count", &k.sgpr_count, IntKey::Absent},
-        {".vgpr_count", &k.vgpr_count, IntKey::Absent},
-        {".max_flat_workgroup_size", &k.max_flat_workgroup_size, IntKey::Absent},
-    };
-    bool has_name = false, has_symbol = false;
-    uint32_t seen = 0;  // bit per optional key below, to reject repeats
-    std::vector<std::string> arg_missing;
-    std::optional<std::string> reqd_issue, args_issue;
-    uint64_t too_many_args = 0;
+    KernelKeys kk;
     for (size_t i = 0; i < m.Length; ++i) {
       llvm::StringRef key_ref;
       if (!key(r, key_ref)) return Validity::Invalid;
       const std::string_view key_name(key_ref.data(), key_ref.size());  // compared inline, length first
       Obj v;
       if (!next(r, v)) return Validity::Invalid;
-      auto once = [&](unsigned bit) {
-        if (seen & (1u << bit)) return false;
-        seen |= 1u << bit;
-        return true;
-      };
-      if (key_name == ".name" || key_name == ".symbol") {
-        bool is_name = key_name == ".name";
-        if (!once(is_name ? 0 : 1)) return Validity::Invalid;
-        if (v.Kind == Type::String) {
-          (is_name ? k.name : k.symbol) = v.Raw.str();
-          (is_name ? has_name : has_symbol) = true;
-        }
-      } else if (key_name == ".agpr_count") {
-        if (!once(2)) return Validity::Invalid;
-        k.agpr_count = as_uint(v);
-      } else if (key_name == ".sgpr_spill_count") {
-        if (!once(3)) return Validity::Invalid;
-        k.sgpr_spill_count = as_uint(v).value_or(0);
-      } else if (key_name == ".vgpr_spill_count") {
-        if (!once(4)) return Validity::Invalid;
-        k.vgpr_spill_count = as_uint(v).value_or(0);
-      } else if (key_name == ".uses_dynamic_stack") {
-        if (!once(5)) return Validity::Invalid;
-        if (v.Kind == Type::Boolean) k.uses_dynamic_stack = v.Bool;
-      } else if (key_name == ".reqd_workgroup_size" && v.Kind == Type::Array) {
-        if (!once(6)) return Validity::Invalid;
-        std::array<uint64_t, 3> dims{};
-        bool good = v.Length == 3;
-        for (size_t j = 0; j < v.Length; ++j) {
-          Obj e;
-          if (!next(r, e) || !skip(r, e, depth + 2)) return Validity::Invalid;
-          auto n = as_uint(e);
-          if (!n) good = false;
-          else if (j < 3) dims[j] = *n;
-        }
-        if (good) k.reqd_workgroup_size = dims;
-        else reqd_issue = ".reqd_workgroup_size is not an array of 3 integers";
-        continue;  // elements already read
-      } else if (key_name == ".args") {
-        if (!once(7)) return Validity::Invalid;
-        if (v.Kind != Type::Array) {
-          args_issue = ".args is not an array";
-        } else {
-          if (claims_too_many(v)) return Validity::Invalid;
-          if (keep_args_) k.args.reserve(std::min<size_t>(v.Length, 256));  // Length is untrusted: cap the up-front allocation
-          for (size_t j = 0; j < v.Length; ++j) {
-            if (j < kMaxArgsPerKernel) {
-              if (read_arg(r, j, k, arg_missing) == Validity::Invalid) return Validity::Invalid;
-              continue;
-            }
-            Obj e;  // past the limit: validated, not kept
-            if (!next(r, e) || !skip(r, e, depth + 2)) return Validity::Invalid;
-          }
-          if (v.Length > kMaxArgsPerKernel) too_many_args = v.Length;
-          continue;  // elements already read
-        }
-      } else {
-        for (auto& rk : required) {
-          if (key_name != rk.key) continue;
-          if (rk.state != IntKey::Absent) return Validity::Invalid;  // repeated key
-          auto n = as_uint(v);
-          rk.state = n ? IntKey::Set : IntKey::NotInt;
-          if (n) *rk.out = *n;
-          break;
-        }
-      }
-      if (!skip(r, v, depth + 1)) return Validity::Invalid;
+      KeyRead got = read_kernel_key(r, key_name, v, depth, kk);
+      if (got == KeyRead::Invalid || (got == KeyRead::SkipValue && !skip(r, v, depth + 1))) return Validity::Invalid;
     }
+    judge_kernel(std::move(kk), label, out);
+    return Validity::Valid;
+  }
+
+  // One key of a kernel map and its value `v` (already read).
+  KeyRead read_kernel_key(llvm::msgpack::Reader& r, std::string_view key_name, const Obj& v, int depth,
+                          KernelKeys& kk) {
+    KernelInfo& k = kk.k;
+    if (key_name == ".name" || key_name == ".symbol") {
+      bool is_name = key_name == ".name";
+      if (!kk.once(is_name ? 0 : 1)) return KeyRead::Invalid;
+      if (v.Kind == Type::String) {
+        (is_name ? k.name : k.symbol) = v.Raw.str();
+        (is_name ? kk.has_name : kk.has_symbol) = true;
+      }
+    } else if (key_name == ".agpr_count") {
+      if (!kk.once(2)) return KeyRead::Invalid;
+      k.agpr_count = as_uint(v);
+    } else if (key_name == ".sgpr_spill_count") {
+      if (!kk.once(3)) return KeyRead::Invalid;
+      k.sgpr_spill_count = as_uint(v).value_or(0);
+    } else if (key_name == ".vgpr_spill_count") {
+      if (!kk.once(4)) return KeyRead::Invalid;
+      k.vgpr_spill_count = as_uint(v).value_or(0);
+    } else if (key_name == ".uses_dynamic_stack") {
+      if (!kk.once(5)) return KeyRead::Invalid;
+      if (v.Kind == Type::Boolean) k.uses_dynamic_stack = v.Bool;
+    } else if (key_name == ".reqd_workgroup_size" && v.Kind == Type::Array) {
+      if (!kk.once(6)) return KeyRead::Invalid;
+      return read_reqd_workgroup_size(r, v, depth, kk) ? KeyRead::Done : KeyRead::Invalid;
+    } else if (key_name == ".args") {
+      if (!kk.once(7)) return KeyRead::Invalid;
+      if (v.Kind != Type::Array) {
+        kk.args_issue = ".args is not an array";
+      } else {
+        return read_args(r, v, depth, kk) ? KeyRead::Done : KeyRead::Invalid;
+      }
+    } else {
+      for (auto& rk : kk.required) {
+        if (key_name != rk.key) continue;
+        if (rk.state != KernelKeys::IntKey::Absent) return KeyRead::Invalid;  // repeated key
+        auto n = as_uint(v);
+        rk.state = n ? KernelKeys::IntKey::Set : KernelKeys::IntKey::NotInt;
+        if (n) k.*rk.field = *n;
+        break;
+      }
+    }
+    return KeyRead::SkipValue;
+  }
+
+  // .reqd_workgroup_size: its elements; anything but 3 integers is an issue, not a failure.
+  bool read_reqd_workgroup_size(llvm::msgpack::Reader& r, const Obj& v, int depth, KernelKeys& kk) {
+    std::array<uint64_t, 3> dims{};
+    bool good = v.Length == 3;
+    for (size_t j = 0; j < v.Length; ++j) {
+      Obj e;
+      if (!next(r, e) || !skip(r, e, depth + 2)) return false;
+      auto n = as_uint(e);
+      if (!n) good = false;
+      else if (j < 3) dims[j] = *n;
+    }
+    if (good) kk.k.reqd_workgroup_size = dims;
+    else kk.reqd_issue = ".reqd_workgroup_size is not an array of 3 integers";
+    return true;
+  }
+
+  // .args: each argument map up to the budget; past it, validated and not kept.
+  bool read_args(llvm::msgpack::Reader& r, const Obj& v, int depth, KernelKeys& kk) {
+    if (claims_too_many(v)) return false;
+    if (keep_args_) kk.k.args.reserve(std::min<size_t>(v.Length, 256));  // Length is untrusted: cap the up-front allocation
+    for (size_t j = 0; j < v.Length; ++j) {
+      if (j < kMaxArgsPerKernel) {
+        if (read_arg(r, j, kk.k, kk.arg_missing) == Validity::Invalid) return false;
+        continue;
+      }
+      Obj e;
+      if (!next(r, e) || !skip(r, e, depth + 2)) return false;
+    }
+    if (v.Length > kMaxArgsPerKernel) kk.too_many_args = v.Length;
+    return true;
+  }
+
+  // The kernel is kept when every required key is there; else an issue says
+  // what is missing (never a guess filled in).
+  void judge_kernel(KernelKeys&& kk, const std::string& label, Out& out) {
+    const KernelInfo& k = kk.k;
     std::string who = !k.name.empty() ? k.name : !k.symbol.empty() ? k.symbol : label;
-    if (reqd_issue) note(out, {std::string(code::kBadKernelMetadata), who, *reqd_issue});
-    if (args_issue) note(out, {std::string(code::kBadKernelMetadata), who, *args_issue});
-    if (too_many_args) {
+    if (kk.reqd_issue) note(out, {std::string(code::kBadKernelMetadata), who, *kk.reqd_issue});
+    if (kk.args_issue) note(out, {std::string(code::kBadKernelMetadata), who, *kk.args_issue});
+    if (kk.too_many_args) {
       // Its kernarg layout cannot be judged from a prefix: the kernel stays unchecked.
       note(out, {std::string(code::kBudgetExceeded), who,
-                 ".args has " + std::to_string(too_many_args) + " entries, over hipguard's limit of " +
+                 ".args has " + std::to_string(kk.too_many_args) + " entries, over hipguard's limit of " +
                      std::to_string(kMaxArgsPerKernel) + " per kernel; the kernel is not checked",
-                 std::nullopt, too_many_args, kMaxArgsPerKernel});
-      return Validity::Valid;
+                 std::nullopt, kk.too_many_args, kMaxArgsPerKernel});
+      return;
     }
     std::vector<std::string> missing;
-    if (!has_name) missing.push_back(".name");
-    if (!has_symbol) missing.push_back(".symbol");
-    for (auto& rk : required)
-      if (rk.state != IntKey::Set)
-        missing.push_back(rk.state == IntKey::NotInt ? std::string(rk.key) + " (not an integer)" : std::string(rk.key));
-    for (auto& a : arg_missing) missing.push_back(std::move(a));
-    if (!missing.empty()) {
-      // The kernel cannot be judged without these: report it, never fill in guesses.
-      std::string list;
-      for (auto& s : missing) list += (list.empty() ? "" : ", ") + s;
-      // CLR rejects the whole code object without .name, .symbol or a non-zero
-      // .max_flat_workgroup_size (devprogram.cpp createKernelMetadataMap, rockernel.cpp
-      // postLoad); other keys it takes as 0 (comgr ignores the reader's errors).
-      bool fatal = !has_name || !has_symbol;
-      for (auto& rk : required)
-        fatal = fatal || (rk.state != IntKey::Set && rk.key == ".max_flat_workgroup_size");
-      note(out, {std::string(code::kBadKernelMetadata), who,
-                            "kernel metadata lacks required " + list +
-                                (fatal ? "; the runtime rejects the whole code object"
-                                       : "; the runtime takes what is missing as 0, hipguard leaves the kernel unchecked"),
-                            fatal ? Severity::Error : Severity::Warning});
-      return Validity::Valid;
+    if (!kk.has_name) missing.push_back(".name");
+    if (!kk.has_symbol) missing.push_back(".symbol");
+    for (auto& rk : kk.required)
+      if (rk.state != KernelKeys::IntKey::Set)
+        missing.push_back(rk.state == KernelKeys::IntKey::NotInt ? std::string(rk.key) + " (not an integer)"
+                                                                 : std::string(rk.key));
+    for (auto& a : kk.arg_missing) missing.push_back(std::move(a));
+    if (missing.empty()) {
+      out.kernels.push_back(std::move(kk.k));
+      return;
     }
-    out.kernels.push_back(std::move(k));
-    return Validity::Valid;
+    std::string list;
+    for (auto& s : missing) list += (list.empty() ? "" : ", ") + s;
+    // CLR rejects the whole code object without .name, .symbol or a non-zero
+    // .max_flat_workgroup_size (devprogram.cpp createKernelMetadataMap, rockernel.cpp
+    // postLoad); other keys it takes as 0 (comgr ignores the reader's errors).
+    bool fatal = !kk.has_name || !kk.has_symbol;
+    for (auto& rk : kk.required)
+      fatal = fatal || (rk.state != KernelKeys::IntKey::Set && rk.key == ".max_flat_workgroup_size");
+    note(out, {std::string(code::kBadKernelMetadata), who,
+                          "kernel metadata lacks required " + list +
+                              (fatal ? "; the runtime rejects the whole code object"
+                                     : "; the runtime takes what is missing as 0, hipguard leaves the kernel unchecked"),
+                          fatal ? Severity::Error : Severity::Warning});
   }
 
   Validity read_arg(llvm::msgpack::Reader& r, size_t index, KernelInfo& k, std::vector<std::string>& missing) {

@@ -110,6 +110,9 @@ void guarded(F&& f) noexcept {
   }
 }
 
+// Its members live one concern per file: guard.cpp (state, configuration,
+// logging), registration.cpp, modules.cpp, launch_gate.cpp, probe.cpp,
+// kernel_index.cpp, report_output.cpp, exit_status.cpp.
 class Guard {
  public:
   // The process-wide guard. It reads no environment: its configuration is

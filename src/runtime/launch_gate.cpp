@@ -1,0 +1,164 @@
+// The launch gate: a launch that did not take the fast path is decided here (first use checks its fat binary in full).
+#include "runtime/guard.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/auxv.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "hipguard/inputs.h"
+#include "hipguard/report.h"
+#include "hipguard/version.h"
+#include "runtime/address.h"
+#include "runtime/state.h"
+#include "checks/kernel_checks.h"
+#include "runtime/kernel_table.h"
+
+namespace hipguard {
+
+void Guard::check_in_full(const void* handle) {
+  State& s = state();
+  std::vector<Diagnostic> said;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.fatbins.find(handle);
+    if (it == s.fatbins.end() || it->second.depth == Depth::Full) return;
+    FatbinState& fb = it->second;
+    fb.report = check_image(fb.data, fb.report.origin, s.config.targets);
+    add_hotswap(fb.report, s.config);
+    fb.depth = Depth::Full;
+    fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
+    said = fb.report.diagnostics;
+    // Fresh kernel states (readers may hold the old ones, which stay valid).
+    bool findings = false;
+    for (const void* f : fb.host_functions) {
+      const KernelState* old = s.find(f);
+      if (!old) continue;
+      old->superseded = true;
+      old->set_clean(false);
+      KernelState& k = s.new_kernel();
+      s.quarantine.push_back(const_cast<KernelState*>(old));  // after new_kernel: never reused as its own successor
+      k.name = old->name;
+      k.file = old->file;
+      k.fatbin = handle;
+      fill_kernel(k, *fb.index);
+      k.launches = old->launches.load();
+      k.blocked = old->blocked.load();
+      k.warned = old->warned.load();
+      k.probed = old->probed.load();
+      k.seq = old->seq;
+      refresh_clean(k, s.probe_off);
+      s.table.insert(f, &k);
+      findings = findings || !k.findings().empty();
+    }
+    if (findings) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
+    if (--s.fatbins_not_checked_in_full == 0)
+      g_launch_gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
+  }
+  for (const auto& d : said) report_once(d);
+}
+
+Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api) {
+  return on_launch(key, dynamic_lds, api, -1);
+}
+
+Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device) try {
+  State& s = state();
+  if (s.config.mode == Mode::Off) return {};
+  index_if_needed();
+  const KernelState* k = s.find(key);
+  if (!k) return {};
+  if ((g_launch_gate.load(std::memory_order_acquire) & kGateProbe) && !k->probed.load(std::memory_order_acquire)) {
+    // The runtime is initialised by now (a launch is under way) and loads this
+    // fat binary's code object for the launch anyway: probe its kernels.
+    run_probe(k->fatbin);
+    k = s.find(key);
+    if (!k) return {};
+  }
+  if (k->depth != Depth::Full) {
+    check_in_full(k->fatbin);  // first use of this fat binary: check it in full now
+    k = s.find(key);
+    if (!k) return {};
+  }
+  // Counted for the report only: an atomic add on a shared line costs every launching thread.
+  if (!s.config.report_path.empty()) k->launches.fetch_add(1, std::memory_order_relaxed);
+  bool strict = s.config.mode == Mode::Strict;
+  if (!k->findings().empty()) {
+    if (!k->warned.exchange(true)) {
+      Diagnostic d;
+      d.code = std::string(code::kLaunchWithFindings);
+      d.severity = k->blocking ? Severity::Error : Severity::Warning;
+      d.file = k->file_name();
+      d.kernel = k->name;
+      d.message = std::string(api) + " of a kernel with findings: " + first_finding(*k) +
+                  (k->blocking ? (strict ? "; strict mode: launch refused with hipErrorInvalidDeviceFunction"
+                                         : "; the launch is forwarded and will fail or misbehave")
+                               : "");
+      d.fix = k->findings().front().fix;
+      report_consequence(d, &k->findings().front());
+    }
+    if (strict && k->blocking) {
+      k->blocked.fetch_add(1, std::memory_order_relaxed);
+      note_refused_launch(kHipErrorInvalidDeviceFunction);
+      return {Action::Refuse, kHipErrorInvalidDeviceFunction};
+    }
+  }
+  uint64_t max_dynamic = k->max_dynamic_lds, static_lds = k->static_lds, limit = k->lds_limit;
+  int device_target = -1;  // the device's own limit applies (its target's label is said)
+  if (device >= 0 && static_cast<size_t>(device) < s.config.device_targets.size()) {
+    int t = s.config.device_targets[device];
+    if (t >= 0 && static_cast<size_t>(t) < k->lds_by_target.size() &&
+        k->lds_by_target[t].max_dynamic != UINT64_MAX) {  // that device's own limit
+      max_dynamic = k->lds_by_target[t].max_dynamic;
+      static_lds = k->lds_by_target[t].static_lds;
+      limit = k->lds_by_target[t].limit;
+      device_target = t;
+    }
+  }
+  if (dynamic_lds > max_dynamic) {
+    if (!k->lds_warned.exchange(true)) {
+      Diagnostic d;
+      d.code = std::string(code::kLaunchLds);
+      d.file = k->file_name();
+      d.kernel = k->name;
+      std::string lds_target = device_target >= 0 ? s.config.targets[device_target].label() : k->lds_target;
+      d.target = lds_target;
+      d.message = std::string(api) + " asks for " + std::to_string(static_lds) + " bytes of static + " +
+                  std::to_string(dynamic_lds) + " bytes of dynamic LDS = " + std::to_string(static_lds + dynamic_lds) +
+                  "; " + lds_target + " provides " + std::to_string(limit) + " bytes per workgroup" +
+                  (strict ? "; strict mode: launch refused with hipErrorInvalidConfiguration" : "");
+      d.fix = "pass at most " + std::to_string(max_dynamic) + " bytes of dynamic shared memory for this kernel";
+      d.value = static_lds + dynamic_lds;
+      d.limit = limit;
+      report_once(d);
+    }
+    if (strict) {
+      k->blocked.fetch_add(1, std::memory_order_relaxed);
+      note_refused_launch(kHipErrorInvalidConfiguration);
+      return {Action::Refuse, kHipErrorInvalidConfiguration};
+    }
+  }
+  launch_cache_remember(key, k);  // its next launches take the fast path
+  return {};
+} catch (...) {
+  return {};
+}
+
+}  // namespace hipguard

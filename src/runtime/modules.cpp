@@ -1,0 +1,238 @@
+// Code loaded at run time: module and library loads, unloads and kernel lookups (hipModuleGetFunction, hipLibraryGetKernel, hipGetFuncBySymbol).
+#include "runtime/guard.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/auxv.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "hipguard/inputs.h"
+#include "hipguard/report.h"
+#include "hipguard/version.h"
+#include "runtime/address.h"
+#include "runtime/state.h"
+#include "checks/kernel_checks.h"
+#include "runtime/kernel_table.h"
+
+namespace hipguard {
+
+thread_local std::unique_ptr<ModuleInfo> t_pending_module;
+
+// Strict mode with a refused setting, at a module load: the same stop as at a
+// fat binary's registration (the shim's strict_exit), from here.
+void Guard::stop_for_settings() {
+  const GuardConfig& c = config();
+  log("error", "strict mode: stopping " + self_exe() + " at its first module load (exit status " +
+                   std::to_string(c.exit_code) + "): the hipguard settings above are not accepted");
+  write_report();
+  _exit(c.exit_code);
+}
+
+Decision Guard::on_module_load_file(const char* path) try {
+  const GuardConfig& c = config();
+  if (c.mode == Mode::Off || !path) return {};
+  if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
+  FileReport fr = check_file(path, c.targets, /*explicit_arg=*/true, FileData::Access::CopyAlways);
+  for (const auto& d : fr.diagnostics)
+    if (d.code == code::kUnreadable) return {};  // let the runtime report hipErrorFileNotFound itself
+  auto info = std::make_unique<ModuleInfo>();
+  info->origin = path;
+  bool structurally_ok = true;
+  for (const auto& d : fr.diagnostics) report_once(d);
+  for (auto& img : fr.images) add_hotswap(img, c);
+  for (const auto& img : fr.images) {
+    for (const auto& d : img.diagnostics) report_once(d);
+    structurally_ok = structurally_ok && img.structurally_ok;
+    for (const auto& co : img.code_objects) {
+      for (const auto& k : co.co.kernels) info->kernels.insert(k.name);
+      info->device_functions.insert(co.co.device_functions.begin(), co.co.device_functions.end());
+    }
+  }
+  info->images = std::move(fr.images);
+  bool ok = fr.ok();
+  for (const auto& img : info->images) ok = ok && img.ok();
+  t_pending_module = std::move(info);
+  if (ok || c.mode != Mode::Strict) return {};
+  return {Action::Refuse, structurally_ok ? kHipErrorNoBinaryForGpu : kHipErrorInvalidImage};
+} catch (...) {
+  return {};
+}
+
+Decision Guard::on_module_load_data(const void* image, const char* api) try {
+  const GuardConfig& c = config();
+  if (c.mode == Mode::Off || !image) return {};
+  if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
+  std::string origin = std::string(api) + " image at " + hex(image) + " in " + origin_of(image);
+  uint64_t extent = readable_extent(image, kMaxDecompressedBytes);
+  ImageReport report;
+  if (extent == 0) {
+    report.origin = origin;
+    report.diagnostics.push_back(make_diagnostic(code::kUnreadable, origin, "image pointer is not readable memory",
+                                                 "pass a pointer to a loaded code object or offload bundle"));
+    report.structurally_ok = false;
+  } else {
+    Bytes data(static_cast<const uint8_t*>(image), extent);
+    if (classify(data) == PayloadKind::CodeObject) {
+      if (auto size = elf_image_size(data); size && *size <= extent) data = data.first(*size);
+    }
+    report = check_image(data, origin, c.targets);
+    add_hotswap(report, c);
+  }
+  auto info = std::make_unique<ModuleInfo>();
+  info->origin = origin;
+  for (const auto& co : report.code_objects) {
+    for (const auto& k : co.co.kernels) info->kernels.insert(k.name);
+    info->device_functions.insert(co.co.device_functions.begin(), co.co.device_functions.end());
+  }
+  Decision v = judge(report, false);
+  info->images.push_back(std::move(report));
+  t_pending_module = std::move(info);
+  return v;
+} catch (...) {
+  return {};
+}
+
+void Guard::on_module_loaded(const void* module) try {
+  if (!module || !t_pending_module) return;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  t_pending_module->seq = ++s.seq;
+  s.modules[module] = std::move(*t_pending_module);
+  t_pending_module.reset();
+} catch (...) {
+}
+
+void Guard::on_module_unloaded(const void* module) try {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.modules.find(module);
+  if (it == s.modules.end()) return;
+  for (const void* f : it->second.functions) s.retire(f);
+  if (!s.config.report_path.empty())  // only the report reads them
+    for (auto& img : it->second.images) s.keep_gone_image(std::move(img), it->second.seq);
+  s.modules.erase(it);
+} catch (...) {
+}
+
+Decision Guard::before_module_get_function(const void* module, const char* name, const char* api) try {
+  if (!name || config().mode == Mode::Off) return {};
+  Diagnostic d;
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.modules.find(module);
+    if (it == s.modules.end() || !it->second.device_functions.count(name)) return {};
+    std::string kernels;
+    for (const auto& k : it->second.kernels) kernels += (kernels.empty() ? "" : ", ") + k;
+    d.code = std::string(code::kDeviceFunction);
+    d.file = it->second.origin;
+    d.kernel = name;
+    d.message = std::string(api) + " asks for a device function, not a kernel; kernels in this module: " +
+                (kernels.empty() ? std::string("none") : kernels);
+    d.fix = "ask for a __global__ kernel; device functions can only be called from kernels";
+  }
+  report_once(d);  // takes the lock itself
+  if (config().mode == Mode::Strict) return {Action::Refuse, kHipErrorNotFound};
+  return {};
+} catch (...) {
+  return {};
+}
+
+void Guard::on_module_get_function(const void* module, const char* name, const void* function, int result,
+                                   const char* api) try {
+  if (!name) return;
+  State& s = state();
+  if (s.config.mode == Mode::Off) return;
+  std::unique_lock<std::mutex> lock(s.mu);
+  auto it = s.modules.find(module);
+  if (it == s.modules.end()) return;
+  ModuleInfo& m = it->second;
+  if (result == 0 && function) {
+    // The runtime hands out the same hipFunction_t for the same name again: known already.
+    if (const KernelState* known = s.find(function); known && known->name == name) return;
+    KernelState& k = s.new_kernel();
+    k.name = name;
+    k.probed = true;  // module kernels are checked at load and lookup, not probed
+    k.file = std::make_shared<const std::string>(m.origin);
+    for (const auto& img : m.images) fill_kernel(k, build_index(img, s.config.targets));
+    refresh_clean(k, s.probe_off);
+    m.functions.push_back(function);
+    s.table.insert(function, &k);
+    if (!k.findings().empty()) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
+    return;
+  }
+  if (m.device_functions.count(name)) return;  // HG408 was said before the call
+  Diagnostic d;
+  d.code = std::string(code::kLookupFailed);
+  d.file = m.origin;
+  d.kernel = name;
+  d.fix = "check the kernel name (mangled C++ name, or extern \"C\") against 'hipguard inspect " + m.origin + "'";
+  std::string prefix = std::string(api) + " failed (hipError_t " + std::to_string(result) + "): ";
+  if (!m.kernels.empty() && !m.kernels.count(name)) {
+    std::string list;
+    for (const auto& k : m.kernels) list += (list.empty() ? "" : ", ") + k;
+    d.message = prefix + "the code object has no kernel of that name; its kernels: " + list;
+  } else {
+    KernelState probe;
+    probe.name = name;
+    for (const auto& img : m.images) fill_kernel(probe, build_index(img, s.config.targets));
+    d.message = prefix + (probe.findings().empty() ? "hipguard found no cause in the code object"
+                                                 : "cause: " + first_finding(probe));
+    if (!probe.findings().empty()) {
+      d.fix = probe.findings().front().fix;
+      lock.unlock();
+      report_consequence(d, &probe.findings().front());
+      return;
+    }
+  }
+  lock.unlock();
+  report_once(d);
+} catch (...) {
+}
+
+void Guard::on_get_func_by_symbol(const void* host_function, int result) try {
+  if (result == 0 || no_device_error(result)) return;
+  State& s = state();
+  if (s.config.mode == Mode::Off) return;
+  index_if_needed();
+  const KernelState* k = s.find(host_function);
+  if (k && k->depth != Depth::Full) {
+    check_in_full(k->fatbin);
+    k = s.find(host_function);
+  }
+  Diagnostic d;
+  d.code = std::string(code::kLookupFailed);
+  if (!k) {
+    d.file = self_exe();
+    d.message = "hipGetFuncBySymbol(" + hex(host_function) + ") failed (hipError_t " + std::to_string(result) +
+                "): that pointer was never registered as a kernel";
+    d.fix = "pass the kernel's host-side symbol (the __global__ function), not a device pointer";
+  } else {
+    d.file = k->file_name();
+    d.kernel = k->name;
+    d.message = "hipGetFuncBySymbol failed (hipError_t " + std::to_string(result) + "): " +
+                (k->findings().empty() ? "hipguard found no cause in the code object" : "cause: " + first_finding(*k));
+    d.fix = k->findings().empty() ? "run with AMD_LOG_LEVEL=4 for the runtime's own reason" : k->findings().front().fix;
+  }
+  report_consequence(d, k && !k->findings().empty() ? &k->findings().front() : nullptr);
+} catch (...) {
+}
+
+}  // namespace hipguard

@@ -1,0 +1,247 @@
+// Fat binaries and their kernels: __hipRegisterFatBinary / __hipRegisterFunction / __hipUnregisterFatBinary, and the kernel table they fill.
+#include "runtime/guard.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/auxv.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "hipguard/inputs.h"
+#include "hipguard/report.h"
+#include "hipguard/version.h"
+#include "runtime/address.h"
+#include "runtime/state.h"
+#include "checks/kernel_checks.h"
+#include "runtime/kernel_table.h"
+
+namespace hipguard {
+
+thread_local std::unique_ptr<PendingFatbin> t_pending_fatbin;
+
+Decision Guard::on_register_fatbin(const void* wrapper) try {
+  const GuardConfig& c = config();
+  if (c.mode == Mode::Off) return {};
+  if (c.mode == Mode::Strict && c.config_error) {
+    log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
+                     std::to_string(c.exit_code) + "): the hipguard settings above are not accepted");
+    return {Action::Exit, 0};
+  }
+  std::string origin = origin_of(wrapper);
+  auto fail = [&](std::string_view code, std::string msg) {
+    auto r = std::make_unique<PendingFatbin>();
+    r->report.origin = origin;
+    r->report.diagnostics.push_back(make_diagnostic(
+        code, origin, std::move(msg), "the program's fat binary is damaged or not produced by a HIP compiler; rebuild it"));
+    r->report.structurally_ok = false;
+    Decision v = judge(r->report, true);
+    t_pending_fatbin = std::move(r);
+    return v;
+  };
+  if (readable_extent(wrapper, sizeof(FatbinWrapper)) < sizeof(FatbinWrapper))
+    return fail(code::kUnreadable, "fat binary wrapper at " + hex(wrapper) + " is not readable memory");
+  FatbinWrapper w;
+  memcpy(&w, wrapper, sizeof w);
+  if (w.magic == kHipkMagic && w.version == 1) {
+    // Valid for current CLR: not an error, but nothing hipguard can check.
+    t_pending_fatbin.reset();
+    report_once(make_diagnostic(code::kKpackNotChecked, origin,
+                                "kpack fat binary (HIPK wrapper): its code objects are in an archive beside the "
+                                "program, which hipguard does not read; its kernels are not checked",
+                                "check the archive's code objects with 'hipguard check' offline"));
+    return {};
+  }
+  if (w.magic != kHipFatbinMagic || w.version != 1) {
+    char buf[160];
+    snprintf(buf, sizeof buf, "fat binary wrapper has magic 0x%08x version %u (expected 0x%08x HIPF or 0x%08x HIPK, version 1)",
+             w.magic, w.version, kHipFatbinMagic, kHipkMagic);
+    return fail(code::kBadFatbinWrapper, buf);
+  }
+  uint64_t extent = readable_extent(w.binary, kMaxDecompressedBytes);
+  if (extent == 0) return fail(code::kUnreadable, "fat binary at " + hex(w.binary) + " is not readable memory");
+  Bytes data(static_cast<const uint8_t*>(w.binary), extent);
+  // A raw code object (AITER registers .co files this way): size it from its headers.
+  if (classify(data) == PayloadKind::CodeObject) {
+    if (auto size = elf_image_size(data); size && *size <= extent) data = data.first(*size);
+  }
+  // Warn mode, bundles: checked to selection now (a library may carry hundreds
+  // of fat binaries whose kernels are never launched); each fat binary is
+  // checked in full at the first launch or lookup of one of its kernels.
+  // Strict mode decides every error now (Depth::Errors: what a full check
+  // finds of error severity, without keeping kernel arguments), so that any
+  // error stops the program before main, as `hipguard check` would fail it;
+  // warnings wait for the check in full at first use. Raw code objects: in full.
+  auto pending = std::make_unique<PendingFatbin>();
+  PayloadKind kind = classify(data);
+  if ((kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) && !c.targets.empty())
+    pending->depth = c.mode == Mode::Strict ? Depth::Errors : Depth::Selection;
+  pending->data = data;
+  pending->readonly = readonly_segments_of(wrapper);
+  pending->report = check_image(data, origin, c.targets, "", pending->depth);
+  add_hotswap(pending->report, c);
+  // Nothing selected for any target: there is nothing to check in full.
+  bool selected = false;
+  for (const auto& vv : pending->report.verdicts) selected = selected || vv.selection != Selection::None;
+  if (!selected) pending->depth = Depth::Full;
+  log("debug", "registered fat binary of " + origin + " (" + std::string(to_string(pending->report.kind)) + ", " +
+                   std::to_string(pending->report.entry_ids.size()) + " bundle entries)");
+  Decision v = judge(pending->report, true);
+
+  if (v.action == Action::Exit)
+    log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
+                     std::to_string(c.exit_code) + ")");
+  t_pending_fatbin = std::move(pending);
+  return v;
+} catch (...) {
+  return {};  // never let hipguard be the reason a program fails
+}
+
+void Guard::on_registered_fatbin(const void* handle) try {
+  if (!t_pending_fatbin) return;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  // A null handle (the runtime refused outright) still gets its report kept, keyed by null.
+  FatbinState& fb = s.fatbins[handle];
+  fb.seq = ++s.seq;
+  if (fb.depth != Depth::Full) --s.fatbins_not_checked_in_full;  // re-registered under the same handle
+  fb.report = std::move(t_pending_fatbin->report);
+  fb.data = t_pending_fatbin->data;
+  fb.depth = t_pending_fatbin->depth;
+  fb.index.reset();
+  fb.origin.reset();
+  fb.host_functions.clear();
+  fb.unindexed.clear();
+  fb.unindexed_names.clear();
+  fb.readonly = std::move(t_pending_fatbin->readonly);
+  if (fb.depth != Depth::Full && s.fatbins_not_checked_in_full++ == 0)
+    g_launch_gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
+  t_pending_fatbin.reset();
+} catch (...) {
+}
+
+// __hipRegisterFunction runs for every kernel of every fat binary a library
+// carries (12 k for rocSPARSE), during dlopen: it only records the kernel. The
+// kernel table is filled at the first launch, lookup, or report (index_*).
+Decision Guard::on_register_function(const void* handle, const void* host_function, const char* device_name) try {
+  if (!host_function || !device_name) return {};
+  State& s = state();
+  if (s.config.mode == Mode::Off) return {};
+  std::vector<Diagnostic> missing;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (handle != s.last_fatbin_handle || !s.last_fatbin) {
+      auto it = s.fatbins.find(handle);
+      if (it == s.fatbins.end()) return {};
+      s.last_fatbin_handle = handle;
+      s.last_fatbin = &it->second;
+    }
+    FatbinState& fb = *s.last_fatbin;
+    if (fb.unindexed.empty()) s.unindexed_order.push_back(handle);
+    uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
+    bool in_image = false;
+    for (const auto& [lo, hi] : fb.readonly) in_image = in_image || (at >= lo && at < hi);
+    if (in_image) {
+      fb.unindexed.push_back({host_function, device_name, 0});
+    } else {
+      fb.unindexed.push_back({host_function, nullptr, fb.unindexed_names.size()});
+      fb.unindexed_names.append(device_name).push_back('\0');
+    }
+    if (!(g_launch_gate.load(std::memory_order_relaxed) & kGateUnindexed))
+      g_launch_gate.fetch_or(kGateUnindexed, std::memory_order_release);
+    // Strict mode parsed the selected code objects: a kernel one of them
+    // lacks stops the program here, still before main.
+    if (s.config.mode == Mode::Strict && fb.depth != Depth::Selection) {
+      if (!fb.index)
+        fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets, fb.depth == Depth::Full));
+      missing = missing_kernel(device_name, *fb.index);
+    }
+  }
+  if (missing.empty()) return {};
+  for (const auto& d : missing) report_once(d);
+  log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
+                   std::to_string(s.config.exit_code) + ")");
+  return {Action::Exit, 0};
+} catch (...) {
+  return {};
+}
+
+void Guard::index_kernels_of(const void* handle) {
+  State& s = state();
+  auto it = s.fatbins.find(handle);
+  if (it == s.fatbins.end() || it->second.unindexed.empty()) return;
+  FatbinState& fb = it->second;
+  if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
+  if (!fb.origin) fb.origin = std::make_shared<const std::string>(fb.report.origin);
+  bool findings = false;
+  for (const auto& [host_function, name_in_image, name_at] : fb.unindexed) {
+    KernelState& k = s.new_kernel();
+    k.name = name_in_image ? name_in_image : fb.unindexed_names.c_str() + name_at;
+    k.file = fb.origin;
+    k.fatbin = handle;
+    k.depth = fb.depth;
+    fill_kernel(k, *fb.index);
+    refresh_clean(k, s.probe_off);
+    k.seq = fb.seq;  // a forked child's report lists the kernels of what it registered itself
+    fb.host_functions.push_back(host_function);
+    s.table.insert(host_function, &k);
+    if (!s.probe_off) s.unprobed[handle].emplace_back(host_function, &k);  // gate set below
+    findings = findings || !k.findings().empty();
+  }
+  fb.unindexed.clear();
+  fb.unindexed.shrink_to_fit();
+  fb.unindexed_names.clear();
+  fb.unindexed_names.shrink_to_fit();
+  if (findings) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
+  if (!s.probe_off) g_launch_gate.fetch_or(kGateProbe, std::memory_order_release);
+}
+
+void Guard::index_pending_kernels() {
+  State& s = state();
+  for (const void* h : s.unindexed_order) index_kernels_of(h);
+  s.unindexed_order.clear();
+  g_launch_gate.fetch_and(~kGateUnindexed, std::memory_order_release);
+}
+
+void Guard::index_if_needed() {
+  if (!(g_launch_gate.load(std::memory_order_acquire) & kGateUnindexed)) return;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  index_pending_kernels();
+}
+
+void Guard::on_unregister_fatbin(const void* handle) try {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.fatbins.find(handle);
+  if (it == s.fatbins.end()) return;
+  // The report lists kernels with findings: index them while their names are valid.
+  if (!s.config.report_path.empty()) index_kernels_of(handle);
+  // Host addresses may be reused by a library loaded later: forget them.
+  for (const void* f : it->second.host_functions) s.retire(f);
+  if (s.unprobed.erase(handle) && s.unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_release);
+  if (it->second.depth != Depth::Full && --s.fatbins_not_checked_in_full == 0)
+    g_launch_gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
+  if (!s.config.report_path.empty()) s.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
+  s.fatbins.erase(it);
+  s.last_fatbin_handle = nullptr;
+  s.last_fatbin = nullptr;
+} catch (...) {
+}
+
+}  // namespace hipguard
