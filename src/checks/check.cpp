@@ -249,6 +249,8 @@ class Checker {
     return fix;
   }
 
+  // An offload bundle: its entries, then for each target the entry the
+  // runtime selects and that entry's code object.
   void check_bundle() {
     Result<Bundle> parsed = parse_bundle(data_);
     if (!parsed) {
@@ -260,93 +262,107 @@ class Checker {
       return;
     }
     Bundle& b = *parsed;
-    std::vector<Candidate> candidates;
-    const BundleEntry* spirv = nullptr;  // first hip SPIR-V entry (amdgcnspirv), if any
-    std::string held;
     report_.ccob_version = b.ccob_version;
     report_.ccob_method = b.ccob_method;
     report_.entries = std::move(b.entries);  // candidates point into report_.entries from here on
-    for (const auto& e : report_.entries) {
-      report_.entry_ids.push_back(e.id);
-      if (e.parsed.is_hip() && e.parsed.target_id == "amdgcnspirv" && !spirv) {
-        spirv = &e;
-        held += (held.empty() ? "" : ", ") + std::string("amdgcnspirv (SPIR-V)");
-      }
-      // comgr unbundles compressed bundles with HipOpenmpCompatible: openmp- entries
-      // are candidates there; the uncompressed lookup takes hip/hipv4/hcc only.
-      bool kind_ok = e.parsed.is_hip() || (b.compressed && e.parsed.kind == "openmp");
-      if (!kind_ok || !e.parsed.is_amdgcn() || e.parsed.target_id.empty()) continue;
-      std::string err;
-      auto tid = parse_target_id(e.parsed.target_id, &err);
-      held += (held.empty() ? "" : ", ") + e.parsed.target_id;
-      if (!tid) continue;  // unknown processor: cannot be selected for any known target
-      candidates.push_back({&e, *tid});
-    }
-    if (held.empty()) held = "no amdgcn code object";
-
+    Entries entries = collect_candidates(b.compressed);
     if (targets_.empty()) {
       if (depth_ != Depth::Selection)
-        for (const auto& c : candidates) entry_code_object(b, *c.entry);
+        for (const auto& c : entries.candidates) entry_code_object(b, *c.entry);
       return;
     }
     for (auto& v : report_.verdicts) {
-      const TargetId& t = v.target;
-      const Candidate* chosen = nullptr;
-      for (Selection pass : {Selection::Native, Selection::Generic}) {
-        for (const auto& c : candidates)
-          if (fits(c, t, pass)) {
-            chosen = &c;
-            break;
-          }
-        if (chosen) {
-          v.selection = pass;
-          if (b.compressed) ambiguous_in_ccob(candidates, *chosen, t, pass);
-          break;
-        }
-      }
-      if (!chosen && spirv) {
-        // CLR with SPIR-V support (2025+) compiles the amdgcnspirv entry for the device
-        // when nothing native or generic matches (CLR hip_fatbin.cpp priority: native > generic > SPIR-V).
-        v.selection = Selection::Spirv;
-        v.selected = spirv->id;
-        add(code::kSpirvFallback, spirv->id, "", &t,
-            "no native or generic code object for " + t.label() +
-                "; only a ROCm runtime with SPIR-V support compiles the SPIR-V entry at first use (slow start), "
-                "older runtimes fail with hipErrorNoBinaryForGpu",
-            "add --offload-arch=" + t.processor + " to ship native code");
-        continue;
-      }
-      if (!chosen) {
-        no_match(candidates, t, held);
-        continue;
-      }
+      const Candidate* chosen = select(v, entries, b.compressed);
+      if (!chosen) continue;
       v.selected = chosen->entry->id;
-      if (depth_ == Depth::Selection) continue;
-      const CodeObject* co = entry_code_object(b, *chosen->entry);
-      if (!co) continue;
-      v.kernels = co->kernels.size();
-      // The runtime selects by entry ID, then its loader checks the ELF's own
-      // processor and features (e_flags) against the GPU: an entry whose label
-      // and code object disagree is selected and then rejected.
-      // (A generic version below the minimum is HG205, below.)
-      if (MatchResult own = match_target(co->target, co->generic_version, t);
-          own.kind == Match::ProcessorMismatch || own.kind == Match::FeatureMismatch) {
-        add(own.kind == Match::FeatureMismatch ? code::kFeatureMismatch : code::kProcessorMismatch, chosen->entry->id, "",
-            &t,
-            "bundle entry '" + chosen->entry->id + "' is selected for " + t.label() + ", but its code object is built for " +
-                describe_target(*co) + " (ELF e_flags); the runtime's loader rejects it" +
-                (own.detail.empty() ? "" : ": " + own.detail),
-            "the bundle was assembled by hand or by a broken tool: rebuild it with clang-offload-bundler from code "
-            "objects built with --offload-arch=" + t.processor);
-        continue;
-      }
-      if (v.selection == Selection::Generic && co->generic_version < 1)
-        add(code::kGenericTooOld, chosen->entry->id, "", &t,
-            "generic code object has generic version " + std::to_string(co->generic_version) +
-                ", the loader requires at least 1",
-            "rebuild with a current compiler for " + t.processor);
-      check_kernels(*co, chosen->entry->id, t);
+      if (depth_ != Depth::Selection) check_selected(v, *chosen, b);
     }
+  }
+
+  // The bundle's entries as the runtime sees them: the amdgcn code objects it
+  // may select (candidates), the first SPIR-V entry, and what it holds (for messages).
+  struct Entries {
+    std::vector<Candidate> candidates;
+    const BundleEntry* spirv = nullptr;  // first hip SPIR-V entry (amdgcnspirv), if any
+    std::string held;
+  };
+  Entries collect_candidates(bool compressed) {
+    Entries out;
+    for (const auto& e : report_.entries) {
+      report_.entry_ids.push_back(e.id);
+      if (e.parsed.is_hip() && e.parsed.target_id == "amdgcnspirv" && !out.spirv) {
+        out.spirv = &e;
+        out.held += (out.held.empty() ? "" : ", ") + std::string("amdgcnspirv (SPIR-V)");
+      }
+      // comgr unbundles compressed bundles with HipOpenmpCompatible: openmp- entries
+      // are candidates there; the uncompressed lookup takes hip/hipv4/hcc only.
+      bool kind_ok = e.parsed.is_hip() || (compressed && e.parsed.kind == "openmp");
+      if (!kind_ok || !e.parsed.is_amdgcn() || e.parsed.target_id.empty()) continue;
+      std::string err;
+      auto tid = parse_target_id(e.parsed.target_id, &err);
+      out.held += (out.held.empty() ? "" : ", ") + e.parsed.target_id;
+      if (!tid) continue;  // unknown processor: cannot be selected for any known target
+      out.candidates.push_back({&e, *tid});
+    }
+    if (out.held.empty()) out.held = "no amdgcn code object";
+    return out;
+  }
+
+  // The runtime's choice for v.target: native, then generic, then SPIR-V
+  // (which is said here, with nothing to check); null when it has none.
+  const Candidate* select(TargetVerdict& v, const Entries& entries, bool compressed) {
+    const TargetId& t = v.target;
+    for (Selection pass : {Selection::Native, Selection::Generic})
+      for (const auto& c : entries.candidates)
+        if (fits(c, t, pass)) {
+          v.selection = pass;
+          if (compressed) ambiguous_in_ccob(entries.candidates, c, t, pass);
+          return &c;
+        }
+    if (entries.spirv) {
+      // CLR with SPIR-V support (2025+) compiles the amdgcnspirv entry for the device
+      // when nothing native or generic matches (CLR hip_fatbin.cpp priority: native > generic > SPIR-V).
+      v.selection = Selection::Spirv;
+      v.selected = entries.spirv->id;
+      add(code::kSpirvFallback, entries.spirv->id, "", &t,
+          "no native or generic code object for " + t.label() +
+              "; only a ROCm runtime with SPIR-V support compiles the SPIR-V entry at first use (slow start), "
+              "older runtimes fail with hipErrorNoBinaryForGpu",
+          "add --offload-arch=" + t.processor + " to ship native code");
+      return nullptr;
+    }
+    no_match(entries.candidates, t, entries.held);
+    return nullptr;
+  }
+
+  // The selected entry's code object on v.target: the loader's own e_flags
+  // check, the generic version, then every kernel.
+  void check_selected(TargetVerdict& v, const Candidate& chosen, Bundle& b) {
+    const TargetId& t = v.target;
+    const CodeObject* co = entry_code_object(b, *chosen.entry);
+    if (!co) return;
+    v.kernels = co->kernels.size();
+    // The runtime selects by entry ID, then its loader checks the ELF's own
+    // processor and features (e_flags) against the GPU: an entry whose label
+    // and code object disagree is selected and then rejected.
+    // (A generic version below the minimum is HG205, below.)
+    if (MatchResult own = match_target(co->target, co->generic_version, t);
+        own.kind == Match::ProcessorMismatch || own.kind == Match::FeatureMismatch) {
+      add(own.kind == Match::FeatureMismatch ? code::kFeatureMismatch : code::kProcessorMismatch, chosen.entry->id, "",
+          &t,
+          "bundle entry '" + chosen.entry->id + "' is selected for " + t.label() + ", but its code object is built for " +
+              describe_target(*co) + " (ELF e_flags); the runtime's loader rejects it" +
+              (own.detail.empty() ? "" : ": " + own.detail),
+          "the bundle was assembled by hand or by a broken tool: rebuild it with clang-offload-bundler from code "
+          "objects built with --offload-arch=" + t.processor);
+      return;
+    }
+    if (v.selection == Selection::Generic && co->generic_version < 1)
+      add(code::kGenericTooOld, chosen.entry->id, "", &t,
+          "generic code object has generic version " + std::to_string(co->generic_version) +
+              ", the loader requires at least 1",
+          "rebuild with a current compiler for " + t.processor);
+    check_kernels(*co, chosen.entry->id, t);
   }
 
   // Does candidate `c` fit target `t` in selection pass `pass` (native or generic)?
