@@ -117,6 +117,15 @@ class MetadataReader {
     return true;
   }
 
+  // One map entry: its key (empty unless a string; views the document, compared
+  // inline, length first) and its value, read but not skipped.
+  static bool entry(llvm::msgpack::Reader& r, std::string_view& key_name, Obj& v) {
+    llvm::StringRef k;
+    if (!key(r, k) || !next(r, v)) return false;
+    key_name = std::string_view(k.data(), k.size());
+    return true;
+  }
+
   // UInt or non-negative Int (the metadata verifier accepts both).
   static std::optional<uint64_t> as_uint(const Obj& o) {
     if (o.Kind == Type::UInt) return o.UInt;
@@ -134,10 +143,9 @@ class MetadataReader {
     }
     bool seen_target = false, seen_kernels = false, kernels_ok = false;
     for (size_t i = 0; i < root.Length; ++i) {
-      llvm::StringRef k;
-      if (!key(r, k)) return Validity::Invalid;
+      std::string_view k;
       Obj v;
-      if (!next(r, v)) return Validity::Invalid;
+      if (!entry(r, k, v)) return Validity::Invalid;
       if (k == "amdhsa.target") {
         if (seen_target) return Validity::Invalid;
         seen_target = true;
@@ -227,11 +235,9 @@ class MetadataReader {
     }
     KernelKeys kk;
     for (size_t i = 0; i < m.Length; ++i) {
-      llvm::StringRef key_ref;
-      if (!key(r, key_ref)) return Validity::Invalid;
-      const std::string_view key_name(key_ref.data(), key_ref.size());  // compared inline, length first
+      std::string_view key_name;
       Obj v;
-      if (!next(r, v)) return Validity::Invalid;
+      if (!entry(r, key_name, v)) return Validity::Invalid;
       KeyRead got = read_kernel_key(r, key_name, v, depth, kk);
       if (got == KeyRead::Invalid || (got == KeyRead::SkipValue && !skip(r, v, depth + 1))) return Validity::Invalid;
     }
@@ -373,11 +379,9 @@ class MetadataReader {
     bool off = false, size = false, kind = false;
     unsigned seen = 0;  // .offset, .size, .value_kind, .name: a repeated key is rejected
     for (size_t i = 0; i < m.Length; ++i) {
-      llvm::StringRef key_ref;
-      if (!key(r, key_ref)) return Validity::Invalid;
-      const std::string_view key_name(key_ref.data(), key_ref.size());  // compared inline, length first
+      std::string_view key_name;
       Obj v;
-      if (!next(r, v)) return Validity::Invalid;
+      if (!entry(r, key_name, v)) return Validity::Invalid;
       int bit = key_name == ".offset" ? 0 : key_name == ".size" ? 1 : key_name == ".value_kind" ? 2
               : key_name == ".name" ? 3 : -1;
       if (bit >= 0) {
