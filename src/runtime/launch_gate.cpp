@@ -1,35 +1,12 @@
 // The launch gate: a launch that did not take the fast path is decided here (first use checks its fat binary in full).
 #include "runtime/guard.h"
 
-#include <dlfcn.h>
-#include <link.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
-#include <sys/auxv.h>
-#include <strings.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
-#include <unordered_map>
-#include <unordered_set>
+#include <string>
+#include <vector>
 
-#include "hipguard/inputs.h"
-#include "hipguard/report.h"
-#include "hipguard/version.h"
-#include "runtime/address.h"
 #include "runtime/state.h"
-#include "checks/kernel_checks.h"
-#include "runtime/kernel_table.h"
 
 namespace hipguard {
 

@@ -1,35 +1,15 @@
 // Fat binaries and their kernels: __hipRegisterFatBinary / __hipRegisterFunction / __hipUnregisterFatBinary, and the kernel table they fill.
 #include "runtime/guard.h"
 
-#include <dlfcn.h>
-#include <link.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
-#include <sys/auxv.h>
-#include <strings.h>
-#include <unistd.h>
-
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
-#include <unordered_map>
-#include <unordered_set>
+#include <string>
+#include <vector>
 
-#include "hipguard/inputs.h"
-#include "hipguard/report.h"
-#include "hipguard/version.h"
 #include "runtime/address.h"
 #include "runtime/state.h"
-#include "checks/kernel_checks.h"
-#include "runtime/kernel_table.h"
 
 namespace hipguard {
 
