@@ -1,34 +1,20 @@
 // The guard itself: its configuration and state, logging and saying findings once, the strict-mode judgement of an image.
 #include "runtime/guard.h"
 
-#include <dlfcn.h>
-#include <link.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
-#include <sys/auxv.h>
-#include <strings.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
-#include <unordered_map>
-#include <unordered_set>
 
-#include "hipguard/inputs.h"
 #include "hipguard/report.h"
 #include "hipguard/version.h"
 #include "runtime/address.h"
 #include "runtime/state.h"
-#include "checks/kernel_checks.h"
 #include "runtime/kernel_table.h"
 
 namespace hipguard {
