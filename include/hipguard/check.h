@@ -59,7 +59,11 @@ enum class Depth {
   Full,       // select, then parse the selected code objects and check every kernel
   Selection,  // bundle table and selection only: no code object is parsed (the
               // shim's registration path; kernels are checked at first use)
-  Errors,     // select, then only the error findings of the selected code objects (strict registration)
+  Descriptors,  // select, then the selected code objects' ELF headers, symbol tables and
+                // kernel descriptors, without reading their metadata (strict registration):
+                // the errors decided there (e_flags, static LDS, a kernel descriptor out of
+                // bounds, no metadata note). Kernels are the "<name>.kd" symbols; findings
+                // below error severity, and everything the metadata decides, wait for Full.
 };
 
 // Checks one payload (offload bundle, compressed bundle or raw code object)

@@ -106,11 +106,13 @@ struct CodeObject {
 // reads it, then adds the findings of the target-independent kernel checks.
 // Fails (HG106) when the ELF itself is unusable, (HG108) when the processor
 // is unknown; metadata problems are recorded in issues and do not fail.
-// errors_only (Depth::Errors): the same error findings, from the same reading
-// of the metadata, but kernel arguments are judged and not kept (args stay
-// empty), device functions and kernels without metadata are not listed, and
-// issues below error severity are left out.
-Result<CodeObject> parse_code_object(Bytes data, bool errors_only = false);
+// descriptors_only (Depth::Descriptors): the metadata is not read (only whether
+// the note is there, HG401); kernels are the "<name>.kd" symbols (name, symbol
+// and descriptor set, every other field 0), device functions are not listed,
+// only the checks that need no metadata run, and issues below error severity
+// are left out. Every error it finds the full parse finds too, for kernels the
+// metadata describes.
+Result<CodeObject> parse_code_object(Bytes data, bool descriptors_only = false);
 
 // Reads the descriptor of an NT_AMDGPU_METADATA note (MessagePack; AMDGPUUsage
 // "Code Object V3+ Metadata") into co.kernels and co.metadata_target. A document

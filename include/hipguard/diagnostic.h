@@ -93,6 +93,12 @@ struct Diagnostic {
   std::optional<uint64_t> limit;  // the limit it was checked against, if any
 };
 
+// An error about one kernel for which CLR rejects its whole code object, so no
+// kernel of it can run: HG403 without .name, .symbol or .max_flat_workgroup_size
+// (devprogram.cpp createKernelMetadataMap), HG304 for .max_flat_workgroup_size 0
+// (rockernel.cpp postLoad). Errors without a kernel name are about the whole image anyway.
+bool rejects_code_object(const Diagnostic& d);
+
 // A diagnostic with the code's severity from the table (Error for unknown codes).
 Diagnostic make_diagnostic(std::string_view code, std::string file, std::string message, std::string fix);
 

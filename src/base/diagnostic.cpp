@@ -53,6 +53,10 @@ constexpr std::array kCodes = {
 };
 }  // namespace
 
+bool rejects_code_object(const Diagnostic& d) {
+  return d.severity == Severity::Error && (d.code == code::kBadKernelMetadata || d.code == code::kWorkgroupSize);
+}
+
 std::string_view to_string(Severity s) {
   switch (s) {
     case Severity::Note: return "note";

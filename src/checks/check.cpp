@@ -83,8 +83,7 @@ class Checker {
     auto it = parsed_.find(entry);
     if (it != parsed_.end()) return it->second;
     const CodeObject* result = nullptr;
-    // Depth::Errors applies to bundle entries; a raw code object is checked in full.
-    Result<CodeObject> co = parse_code_object(bytes, depth_ == Depth::Errors && report_.kind != PayloadKind::CodeObject);
+    Result<CodeObject> co = parse_code_object(bytes, descriptors_only());
     if (!co) {
       structural(co.error().code, entry, "", co.error().message,
                  co.error().code == code::kUnknownProcessor
@@ -362,8 +361,13 @@ class Checker {
           "generic code object has generic version " + std::to_string(co->generic_version) +
               ", the loader requires at least 1",
           "rebuild with a current compiler for " + t.processor);
-    check_kernels(*co, chosen.entry->id, t);
+    // Without metadata only the descriptor's static LDS is known (wave size and
+    // registers are metadata facts to CLR).
+    check_kernels(*co, chosen.entry->id, t, /*lds_only=*/descriptors_only());
   }
+
+  // Depth::Descriptors applies to bundle entries; a raw code object is checked in full.
+  bool descriptors_only() const { return depth_ == Depth::Descriptors && report_.kind != PayloadKind::CodeObject; }
 
   // Does candidate `c` fit target `t` in selection pass `pass` (native or generic)?
   // The generic version is checked on the ELF once an entry is chosen.

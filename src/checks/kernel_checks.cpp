@@ -52,20 +52,6 @@ void summarize_dropped_issues(CodeObject& co) {
                        co.dropped_severity, co.issues_dropped + kMaxIssuesPerCodeObject, kMaxIssuesPerCodeObject});
 }
 
-}  // namespace
-
-Result<CodeObject> parse_code_object(Bytes data, bool errors_only) {
-  Result<CodeObject> co = read_code_object(data, errors_only);
-  if (!co) return co;
-  add_structural_kernel_issues(*co);
-  if (errors_only)  // warnings and notes wait for the check in full
-    std::erase_if(co->issues, [](const CodeObjectIssue& i) { return issue_severity(i) != Severity::Error; });
-  summarize_dropped_issues(*co);
-  return co;
-}
-
-namespace {
-
 // Structural findings are not capped here: summarize_dropped_issues sums up the excess.
 void add(CodeObject& co, std::string_view c, const std::string& kernel, std::string msg,
          std::optional<Severity> severity = std::nullopt) {
@@ -185,6 +171,19 @@ void add_structural_kernel_issues(CodeObject& co) {
     check_dynamic_stack(co, k);
     check_kernarg_layout(co, k);
   }
+}
+
+Result<CodeObject> parse_code_object(Bytes data, bool descriptors_only) {
+  Result<CodeObject> co = read_code_object(data, descriptors_only);
+  if (!co) return co;
+  if (descriptors_only) {  // the kernel checks judge metadata; warnings and notes wait for the check in full
+    check_generic_version(*co);
+    std::erase_if(co->issues, [](const CodeObjectIssue& i) { return issue_severity(i) != Severity::Error; });
+  } else {
+    add_structural_kernel_issues(*co);
+  }
+  summarize_dropped_issues(*co);
+  return co;
 }
 
 std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const ProcessorInfo& proc, bool lds_only) {

@@ -103,8 +103,9 @@ std::optional<ParseError> read_header(const ElfFile::Elf_Ehdr& hdr, Bytes data, 
   return std::nullopt;
 }
 
-// The first NT_AMDGPU_METADATA note of any SHT_NOTE section, read into co.kernels.
-std::optional<ParseError> read_metadata_notes(const ElfFile& file, Sections sections, Bytes data, bool keep_args,
+// The first NT_AMDGPU_METADATA note of any SHT_NOTE section, read into
+// co.kernels (or, with read false, only looked for).
+std::optional<ParseError> read_metadata_notes(const ElfFile& file, Sections sections, Bytes data, bool read,
                                               CodeObject& co) {
   bool found_metadata = false;
   for (const auto& sec : sections) {
@@ -118,7 +119,7 @@ std::optional<ParseError> read_metadata_notes(const ElfFile& file, Sections sect
     for (auto note : file.notes(sec, err)) {
       if (note.getName() == "AMDGPU" && note.getType() == ELF::NT_AMDGPU_METADATA && !found_metadata) {
         found_metadata = true;
-        read_metadata_note(note.getDescAsStringRef(), co, keep_args);
+        if (read) read_metadata_note(note.getDescAsStringRef(), co);
       }
     }
     if (err) return elf_error("note section: " + llvm::toString(std::move(err)));
@@ -189,8 +190,28 @@ KernelDescriptor decode_descriptor(Bytes b) {
   return d;
 }
 
-// Each metadata kernel's descriptor ("<kernel>.kd"): its address mapped to file
-// bytes through its section, every step bounds-checked.
+// The descriptor at symbol `sym`: its address mapped to file bytes through its
+// section, every step bounds-checked; nullopt when it lies outside either.
+std::optional<KernelDescriptor> descriptor_at(const ElfFile& file, Bytes data, const Sym& sym) {
+  auto sec = file.getSection(sym.shndx);
+  if (!sec) {
+    llvm::consumeError(sec.takeError());
+    return std::nullopt;
+  }
+  const auto& h = **sec;
+  uint64_t rel = sym.value - h.sh_addr;
+  if (sym.value < h.sh_addr || h.sh_type == ELF::SHT_NOBITS || rel > h.sh_size || h.sh_size - rel < kDescriptorSize ||
+      !fits(data, h.sh_offset, h.sh_size))
+    return std::nullopt;
+  return decode_descriptor(data.subspan(h.sh_offset + rel, kDescriptorSize));
+}
+
+void descriptor_outside(CodeObject& co, const KernelInfo& k) {
+  add_issue(co, {std::string(code::kDescriptorMissing), k.name,
+                 "kernel descriptor '" + k.symbol + "' lies outside its section or the file"});
+}
+
+// Each metadata kernel's descriptor ("<kernel>.kd").
 void read_descriptors(const ElfFile& file, Bytes data, const SymbolTable& syms, CodeObject& co) {
   for (auto& k : co.kernels) {
     const Sym* found = find_symbol(syms, k.symbol);
@@ -200,16 +221,26 @@ void read_descriptors(const ElfFile& file, Bytes data, const SymbolTable& syms, 
                            "the runtime cannot launch this kernel"});
       continue;
     }
-    auto sec = file.getSection(found->shndx);
-    uint64_t rel = found->value - (sec ? (*sec)->sh_addr : 0);
-    if (!sec || found->value < (*sec)->sh_addr || (*sec)->sh_type == ELF::SHT_NOBITS ||
-        rel > (*sec)->sh_size || (*sec)->sh_size - rel < kDescriptorSize || !fits(data, (*sec)->sh_offset, (*sec)->sh_size)) {
-      if (!sec) llvm::consumeError(sec.takeError());
-      add_issue(co, {std::string(code::kDescriptorMissing), k.name,
-                           "kernel descriptor '" + k.symbol + "' lies outside its section or the file"});
-      continue;
-    }
-    k.descriptor = decode_descriptor(data.subspan((*sec)->sh_offset + rel, kDescriptorSize));
+    k.descriptor = descriptor_at(file, data, *found);
+    if (!k.descriptor) descriptor_outside(co, k);
+  }
+}
+
+bool is_descriptor(std::string_view name, const Sym& sym) {
+  return sym.type == ELF::STT_OBJECT && name.size() > 3 && name.ends_with(".kd");
+}
+
+// Without the metadata (Depth::Descriptors): the kernels are the descriptor
+// objects ("<name>.kd", as ROCr's loader finds them), with no metadata fields.
+void kernels_from_descriptors(const ElfFile& file, Bytes data, const SymbolTable& syms, CodeObject& co) {
+  for (const auto& [ref, sym] : syms) {
+    std::string_view name(ref.data(), ref.size());
+    if (!is_descriptor(name, sym)) continue;
+    KernelInfo& k = co.kernels.emplace_back();
+    k.symbol = name;
+    k.name = name.substr(0, name.size() - 3);
+    k.descriptor = descriptor_at(file, data, sym);
+    if (!k.descriptor) descriptor_outside(co, k);
   }
 }
 
@@ -227,7 +258,7 @@ void list_other_symbols(const SymbolTable& syms, CodeObject& co) {
   }
   for (const auto& [ref, sym] : syms) {
     std::string_view name(ref.data(), ref.size());
-    if (sym.type == ELF::STT_OBJECT && name.size() > 3 && name.ends_with(".kd") && !descriptor_names.count(name)) {
+    if (is_descriptor(name, sym) && !descriptor_names.count(name)) {
       co.kernels_without_metadata.emplace_back(name.substr(0, name.size() - 3));
       add_issue(co, {std::string(code::kKernelWithoutMetadata), std::string(name.substr(0, name.size() - 3)),
                            "kernel descriptor '" + std::string(name) + "' has no entry in amdhsa.kernels: the kernel is not "
@@ -239,7 +270,7 @@ void list_other_symbols(const SymbolTable& syms, CodeObject& co) {
 
 }  // namespace
 
-Result<CodeObject> read_code_object(Bytes data, bool errors_only) {
+Result<CodeObject> read_code_object(Bytes data, bool descriptors_only) {
   llvm::StringRef raw(reinterpret_cast<const char*>(data.data()), data.size());
   if (auto e = check_identification(raw, data)) return std::move(*e);
   auto file = ElfFile::create(raw);
@@ -251,11 +282,15 @@ Result<CodeObject> read_code_object(Bytes data, bool errors_only) {
 
   CodeObject co;
   if (auto e = read_header(file->getHeader(), data, co)) return std::move(*e);
-  if (auto e = read_metadata_notes(*file, *sections, data, /*keep_args=*/!errors_only, co)) return std::move(*e);
+  if (auto e = read_metadata_notes(*file, *sections, data, /*read=*/!descriptors_only, co)) return std::move(*e);
   SymbolTable syms;
   if (auto e = read_symbols(*file, *sections, syms)) return std::move(*e);
+  if (descriptors_only) {
+    kernels_from_descriptors(*file, data, syms, co);
+    return co;
+  }
   read_descriptors(*file, data, syms, co);
-  if (!errors_only) list_other_symbols(syms, co);  // kernels without metadata (a warning) and device functions
+  list_other_symbols(syms, co);  // kernels without metadata (a warning) and device functions
   return co;
 }
 

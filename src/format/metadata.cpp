@@ -22,9 +22,7 @@ namespace {
 // maps; Document rejected every repeated key).
 class MetadataReader {
  public:
-  // keep_args false: arguments are read and judged (complete or not) but not
-  // kept (CodeObject::kernels[i].args stays empty).
-  MetadataReader(CodeObject& co, bool keep_args) : co_(co), keep_args_(keep_args) {}
+  explicit MetadataReader(CodeObject& co) : co_(co) {}
 
   void read(llvm::StringRef blob) {
     blob_size_ = blob.size();
@@ -310,7 +308,7 @@ class MetadataReader {
   // .args: each argument map up to the budget; past it, validated and not kept.
   bool read_args(llvm::msgpack::Reader& r, const Obj& v, int depth, KernelKeys& kk) {
     if (claims_too_many(v)) return false;
-    if (keep_args_) kk.k.args.reserve(std::min<size_t>(v.Length, 256));  // Length is untrusted: cap the up-front allocation
+    kk.k.args.reserve(std::min<size_t>(v.Length, 256));  // Length is untrusted: cap the up-front allocation
     for (size_t j = 0; j < v.Length; ++j) {
       if (j < kMaxArgsPerKernel) {
         if (read_arg(r, j, kk.k, kk.arg_missing) == Validity::Invalid) return false;
@@ -374,8 +372,7 @@ class MetadataReader {
       missing.push_back("argument " + std::to_string(index) + " (not a map)");
       return Validity::Valid;
     }
-    KernelArg unkept;
-    KernelArg& arg = keep_args_ ? k.args.emplace_back() : unkept;  // built in place; dropped again if incomplete
+    KernelArg& arg = k.args.emplace_back();  // built in place; dropped again if incomplete
     bool off = false, size = false, kind = false;
     unsigned seen = 0;  // .offset, .size, .value_kind, .name: a repeated key is rejected
     for (size_t i = 0; i < m.Length; ++i) {
@@ -391,13 +388,13 @@ class MetadataReader {
         if (bit == 0 && n) arg.offset = *n, off = true;
         if (bit == 1 && n) arg.size = *n, size = true;
         if (bit == 2 && v.Kind == Type::String) kind = true;
-        if (keep_args_ && bit == 2 && v.Kind == Type::String) arg.value_kind = v.Raw.str();
-        if (keep_args_ && bit == 3 && v.Kind == Type::String) arg.name = v.Raw.str();
+        if (bit == 2 && v.Kind == Type::String) arg.value_kind = v.Raw.str();
+        if (bit == 3 && v.Kind == Type::String) arg.name = v.Raw.str();
       }
       if (!skip(r, v, depth + 1)) return Validity::Invalid;
     }
     if (!off || !size || !kind) {
-      if (keep_args_) k.args.pop_back();
+      k.args.pop_back();
       missing.push_back("argument " + std::to_string(index) + " .offset/.size/.value_kind");
       return Validity::Valid;
     }
@@ -405,16 +402,13 @@ class MetadataReader {
   }
 
   CodeObject& co_;
-  bool keep_args_ = true;
   uint64_t blob_size_ = 0;
 };
 
 }  // namespace
 
-void read_metadata_note(std::string_view desc, CodeObject& co) { read_metadata_note(desc, co, /*keep_args=*/true); }
-
-void read_metadata_note(std::string_view desc, CodeObject& co, bool keep_args) {
-  MetadataReader(co, keep_args).read(llvm::StringRef(desc.data(), desc.size()));
+void read_metadata_note(std::string_view desc, CodeObject& co) {
+  MetadataReader(co).read(llvm::StringRef(desc.data(), desc.size()));
 }
 
 }  // namespace hipguard

@@ -14,8 +14,8 @@ ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& target
   auto image = std::make_shared<std::vector<Diagnostic>>();
   for (const auto& d : r.diagnostics) {
     if (d.severity == Severity::Note) continue;
-    if (!d.kernel.empty()) idx.by_kernel[d.kernel].push_back(d);
-    else if (d.severity == Severity::Error) image->push_back(d);
+    if (d.severity == Severity::Error && (d.kernel.empty() || rejects_code_object(d))) image->push_back(d);
+    else if (!d.kernel.empty()) idx.by_kernel[d.kernel].push_back(d);
   }
   idx.image_findings = std::move(image);
   idx.origin = r.location.empty() ? r.origin : r.origin + " [" + r.location + "]";

@@ -1,10 +1,17 @@
 // The whole pipeline: check_image on arbitrary bytes against gfx942 and
 // gfx950:xnack+, and with no target (structural checks over every entry);
-// Depth::Errors (strict registration) must reach the same verdicts.
+// Depth::Descriptors (strict registration) must find the errors it can decide.
+#include <string>
 #include <vector>
 
 #include "fuzz_common.h"
 #include "hipguard/check.h"
+
+// Errors the full check finds without the metadata's help (bundle and ELF
+// structure, code object version, selection and e_flags, a missing note).
+static bool decided_without_metadata(const std::string& c) {
+  return (c >= "HG101" && c <= "HG106") || c == "HG108" || c == "HG109" || (c >= "HG201" && c <= "HG205") || c == "HG401";
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   hgfuzz::Budget budget(size, hgfuzz::kCompressedFactor);  // fuzz_common.h: past it is a finding
@@ -24,11 +31,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& v : r.verdicts)
       if (v.can_run) HG_FUZZ_CHECK(v.selection != hipguard::Selection::None);
     (void)r.ok();
-    // Strict mode's registration depth decides like the full check.
-    hipguard::ImageReport e = hipguard::check_image(bytes, "fuzz", *ts, "", hipguard::Depth::Errors);
-    HG_FUZZ_CHECK(e.structurally_ok == r.structurally_ok);
+    // Strict mode's registration depth (no metadata read) finds every error the
+    // full check finds in the bundle, the ELF header, the selection or the note's
+    // presence; the registration confirms its errors with the full check.
+    hipguard::ImageReport e = hipguard::check_image(bytes, "fuzz", *ts, "", hipguard::Depth::Descriptors);
     HG_FUZZ_CHECK(e.verdicts.size() == r.verdicts.size());
-    for (size_t i = 0; i < e.verdicts.size(); ++i) HG_FUZZ_CHECK(e.verdicts[i].can_run == r.verdicts[i].can_run);
+    for (size_t i = 0; i < e.verdicts.size(); ++i) HG_FUZZ_CHECK(e.verdicts[i].selected == r.verdicts[i].selected);
+    for (const auto& d : r.diagnostics) {
+      if (d.severity != hipguard::Severity::Error || !decided_without_metadata(d.code)) continue;
+      bool found = false;
+      for (const auto& x : e.diagnostics)
+        found = found || (x.code == d.code && x.target == d.target && x.entry == d.entry && x.severity == d.severity);
+      HG_FUZZ_CHECK(found);
+    }
   }
   return 0;
 }

@@ -1,0 +1,416 @@
+// Depth::Descriptors (strict mode's registration check) against Depth::Full:
+// without reading the metadata it finds the errors of the ELF header, the
+// selection and the kernel descriptors, each of which the full check finds too;
+// what the metadata decides waits for the full check. Real objects (corpus,
+// hipcc), crafted ones for each error, every truncation and many byte changes
+// of a metadata document, and the Guard: strict mode stops before main only
+// for what the full check confirms.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <llvm/BinaryFormat/MsgPackReader.h>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "check_util.h"
+#include "code_object.h"
+#include "hipguard/check.h"
+#include "hipguard/code_object.h"
+#include "runtime/guard.h"
+
+using namespace hipguard;
+
+namespace {
+
+using namespace checks;
+
+const std::string kHost = "host-x86_64-unknown-linux-gnu-";
+const std::string kHip = "hipv4-amdgcn-amd-amdhsa--";
+
+std::vector<TargetId> targets_of(std::initializer_list<const char*> names) {
+  std::vector<TargetId> out;
+  for (const char* n : names) out.push_back(*parse_target_id(n, nullptr));
+  return out;
+}
+
+// A code object as the only amdgcn entry of a bundle, labelled `target_id`.
+std::vector<uint8_t> bundled(const std::vector<uint8_t>& co, const std::string& target_id) {
+  return make_bundle({{kHost, {}}, {kHip + target_id, co}});
+}
+
+// Errors by code, target, bundle entry and kernel (messages name where a value came from).
+std::set<std::string> errors_of(const ImageReport& r) {
+  std::set<std::string> out;
+  for (const auto& d : r.diagnostics)
+    if (d.severity == Severity::Error && d.code != "HG112") out.insert(d.code + "|" + d.target + "|" + d.entry + "|" + d.kernel);
+  return out;
+}
+
+bool has(const ImageReport& r, const std::string& code, Severity s) {
+  for (const auto& d : r.diagnostics)
+    if (d.code == code && d.severity == s) return true;
+  return false;
+}
+
+// Errors the full check finds without the metadata's help: bundle and ELF
+// structure, the code object version, selection and e_flags, a missing note.
+bool decided_without_metadata(const std::string& code) {
+  return (code >= "HG101" && code <= "HG106") || code == "HG108" || code == "HG109" ||
+         (code >= "HG201" && code <= "HG205") || code == "HG401";
+}
+
+struct Both {
+  ImageReport full, descriptors;
+};
+
+// Both depths over `data`, with what must hold whatever the input: the same
+// selection; at Depth::Descriptors only errors (selection findings aside),
+// no argument and no metadata field; no error the full check lacks (every
+// kernel there has metadata); every error decided without the metadata found.
+Both both_depths(const std::vector<uint8_t>& data, const std::vector<TargetId>& targets, const std::string& what) {
+  Bytes bytes(data.data(), data.size());
+  Both b{check_image(bytes, "x", targets, "", Depth::Full), check_image(bytes, "x", targets, "", Depth::Descriptors)};
+  const ImageReport& full = b.full;
+  const ImageReport& desc = b.descriptors;
+  bool orphans = false;  // descriptors without metadata: kernels at Depth::Descriptors only
+  for (const auto& c : full.code_objects) orphans = orphans || !c.co.kernels_without_metadata.empty();
+  EXPECT_EQ(full.verdicts.size(), desc.verdicts.size()) << what;
+  for (size_t i = 0; i < full.verdicts.size() && i < desc.verdicts.size(); ++i) {
+    EXPECT_EQ(full.verdicts[i].selected, desc.verdicts[i].selected) << what;
+    EXPECT_EQ(full.verdicts[i].selection, desc.verdicts[i].selection) << what;
+    if (full.verdicts[i].can_run && !orphans) EXPECT_TRUE(desc.verdicts[i].can_run) << what << " " << full.verdicts[i].target.str();
+  }
+  for (const auto& d : desc.diagnostics)
+    EXPECT_TRUE(d.severity == Severity::Error || d.code.rfind("HG2", 0) == 0)
+        << what << ": below error severity at Depth::Descriptors, not a selection finding: " << d.code << " " << d.message;
+  for (const auto& c : desc.code_objects)
+    for (const auto& k : c.co.kernels) {
+      EXPECT_TRUE(k.args.empty() && k.max_flat_workgroup_size == 0 && k.vgpr_count == 0) << what << ": " << k.name;
+      EXPECT_EQ(k.symbol, k.name + ".kd") << what;
+    }
+  std::set<std::string> full_errors = errors_of(full), desc_errors = errors_of(desc);
+  if (!orphans)
+    for (const auto& e : desc_errors) EXPECT_TRUE(full_errors.count(e)) << what << ": only at Depth::Descriptors: " << e;
+  for (const auto& e : full_errors)
+    if (decided_without_metadata(e.substr(0, 5))) EXPECT_TRUE(desc_errors.count(e)) << what << ": missed: " << e;
+  return b;
+}
+
+std::set<std::string> kernel_names(const ImageReport& r) {
+  std::set<std::string> out;
+  for (const auto& c : r.code_objects)
+    for (const auto& k : c.co.kernels) out.insert(k.name);
+  return out;
+}
+
+hgtest::CodeObjectSpec two_kernels() {
+  hgtest::CodeObjectSpec spec;
+  hgtest::KernelSpec a, b;
+  a.name = "alpha";
+  a.reqd = std::array<uint64_t, 3>{64, 2, 1};
+  b.name = "beta";
+  b.agpr = 4;
+  b.args.push_back({"n", "by_value", 16, 4});
+  b.kernarg_size = 24;
+  spec.kernels = {a, b};
+  return spec;
+}
+
+}  // namespace
+
+TEST(DescriptorsDepth, CorpusAndHipccObjectsListTheSameKernels) {
+  size_t n = 0;
+  const auto targets = targets_of({"gfx942", "gfx90a:xnack-", "gfx950", "gfx1030", "gfx942:xnack+"});
+  auto compare = [&](const std::vector<uint8_t>& data, const std::string& what) {
+    Both b = both_depths(data, targets, what);
+    EXPECT_EQ(kernel_names(b.full), kernel_names(b.descriptors)) << what;
+    for (size_t i = 0; i < b.full.verdicts.size(); ++i)
+      EXPECT_EQ(b.full.verdicts[i].kernels, b.descriptors.verdicts[i].kernels) << what;
+    ++n;
+  };
+  if (DIR* d = opendir(kCorpus.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() < 4 || name.substr(name.size() - 3) != ".co") continue;
+      std::vector<uint8_t> co = read_bytes(kCorpus + "/" + name);
+      auto parsed = parse_code_object(Bytes(co.data(), co.size()));
+      if (!parsed) continue;
+      compare(bundled(co, parsed->target.str()), name);
+    }
+    closedir(d);
+  }
+  for (const char* app : {"vector_add_gfx90a.hipfb", "vector_add_multi.hipfb", "fill_gfx1100.hipfb"}) {
+    std::string path = kApps + "/" + app;
+    if (!kApps.empty() && exists(path)) compare(read_bytes(path), app);
+  }
+  if (n == 0) GTEST_SKIP() << "no corpus and no hipcc test apps";
+}
+
+TEST(DescriptorsDepth, ErrorsOfHeaderSelectionAndDescriptorsAreDecided) {
+  const auto gfx942 = targets_of({"gfx942"});
+  struct Case {
+    const char* what;
+    const char* code;
+    std::function<void(hgtest::CodeObjectSpec&)> change;
+  };
+  std::vector<Case> cases = {
+      {"LDS in the descriptor only", "HG301", [](auto& s) { s.kernels[0].kd_lds = 70000; }},
+      {"LDS in the metadata and the descriptor", "HG301", [](auto& s) { s.kernels[0].lds = 70000; }},
+      {"code object v7", "HG109", [](auto& s) { s.version = 7; }},
+      {"no metadata note", "HG401", [](auto& s) { s.note = false; }},
+  };
+  for (const auto& c : cases) {
+    hgtest::CodeObjectSpec spec = two_kernels();
+    c.change(spec);
+    Both b = both_depths(bundled(hgtest::make_code_object(spec), "gfx942"), gfx942, c.what);
+    EXPECT_TRUE(has(b.full, c.code, Severity::Error)) << c.what;
+    EXPECT_TRUE(has(b.descriptors, c.code, Severity::Error)) << c.what;
+    EXPECT_FALSE(b.descriptors.ok()) << c.what;
+  }
+  // Selection and e_flags: no entry for the target, an xnack mismatch, an entry whose ELF disagrees with its label.
+  std::vector<uint8_t> co = hgtest::make_code_object(two_kernels());
+  EXPECT_FALSE(both_depths(bundled(co, "gfx942"), targets_of({"gfx90a"}), "no gfx90a").descriptors.ok());
+  hgtest::CodeObjectSpec xnack_on = two_kernels();
+  xnack_on.features = hgtest::kXnackOn | hgtest::kSrameccAny;
+  co = hgtest::make_code_object(xnack_on);
+  EXPECT_FALSE(both_depths(bundled(co, "gfx942:xnack+"), targets_of({"gfx942:xnack-"}), "xnack+ code").descriptors.ok());
+  Both label = both_depths(bundled(co, "gfx942"), targets_of({"gfx942:xnack-"}), "entry label and e_flags disagree");
+  EXPECT_TRUE(has(label.descriptors, "HG203", Severity::Error));
+}
+
+TEST(DescriptorsDepth, WhatTheMetadataDecidesWaitsForTheFullCheck) {
+  const auto gfx942 = targets_of({"gfx942"});
+  struct Case {
+    const char* what;
+    const char* code;
+    std::function<void(hgtest::CodeObjectSpec&)> change;
+  };
+  std::vector<Case> cases = {
+      {"LDS in the metadata only", "HG301", [](auto& s) { s.kernels[0].lds = 70000, s.kernels[0].kd_lds = 0; }},
+      {"wave32 on gfx942", "HG302", [](auto& s) { s.kernels[0].wavefront = 32, s.kernels[0].kd_properties = 1u << 10; }},
+      {"too many VGPRs", "HG303", [](auto& s) { s.kernels[0].vgpr = 600; }},
+      {"max_flat_workgroup_size 0", "HG304", [](auto& s) { s.kernels[0].max_flat = 0; }},
+      {"no .name", "HG403", [](auto& s) { s.kernels[0].omit = {".name"}; }},
+      {"no .max_flat_workgroup_size", "HG403", [](auto& s) { s.kernels[0].omit = {".max_flat_workgroup_size"}; }},
+      {"metadata names a descriptor the symbol table lacks", "HG406", [](auto& s) { s.kernels[1].descriptor = false; }},
+      {"metadata root not a map", "HG402", [](auto& s) { s.raw_metadata = std::string("\x93\x01\x02\x03", 4); }},
+      {"over 1024 arguments", "HG111",
+       [](auto& s) {
+         s.kernels[0].args.clear();
+         for (uint64_t i = 0; i < 1030; ++i) s.kernels[0].args.push_back({"", "by_value", 8 * i, 8});
+         s.kernels[0].kernarg_size = 8 * 1030;
+       }},
+  };
+  for (const auto& c : cases) {
+    hgtest::CodeObjectSpec spec = two_kernels();
+    c.change(spec);
+    Both b = both_depths(bundled(hgtest::make_code_object(spec), "gfx942"), gfx942, c.what);
+    EXPECT_TRUE(has(b.full, c.code, Severity::Error)) << c.what << ": the full check finds " << c.code;
+    EXPECT_FALSE(b.full.ok()) << c.what;
+    EXPECT_TRUE(b.descriptors.ok()) << c.what;
+    EXPECT_TRUE(b.descriptors.diagnostics.empty()) << c.what << ": " << b.descriptors.diagnostics.front().code;
+  }
+  // Warnings: a kernarg layout the runtime accepts (HG405), a descriptor that
+  // disagrees with the metadata (HG404), a missing integer the runtime takes as 0 (HG403).
+  hgtest::CodeObjectSpec spec = two_kernels();
+  spec.kernels[0].args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 4, 8}};
+  spec.kernels[1].kd_private = 16;
+  hgtest::KernelSpec partial;
+  partial.name = "partial";
+  partial.omit = {".sgpr_count"};
+  spec.kernels.push_back(partial);
+  Both b = both_depths(bundled(hgtest::make_code_object(spec), "gfx942"), gfx942, "warnings only");
+  for (const char* code : {"HG405", "HG404", "HG403"}) EXPECT_TRUE(has(b.full, code, Severity::Warning)) << code;
+  EXPECT_TRUE(b.full.ok());
+  EXPECT_TRUE(b.descriptors.diagnostics.empty()) << b.descriptors.diagnostics.front().code;
+}
+
+// A kernel descriptor no metadata entry names is no kernel to the runtime
+// (HG407, a warning), but without the metadata it is judged as one: its LDS is
+// an error at Depth::Descriptors only. The Guard confirms before it stops (below).
+TEST(DescriptorsDepth, ADescriptorWithoutMetadataIsJudgedAsAKernel) {
+  hgtest::CodeObjectSpec spec = two_kernels();
+  hgtest::KernelSpec orphan;
+  orphan.name = "orphan";
+  orphan.metadata = false;
+  orphan.kd_lds = 70000;
+  spec.kernels.push_back(orphan);
+  Both b = both_depths(bundled(hgtest::make_code_object(spec), "gfx942"), targets_of({"gfx942"}), "orphan");
+  EXPECT_TRUE(has(b.full, "HG407", Severity::Warning));
+  EXPECT_TRUE(b.full.ok());
+  EXPECT_TRUE(has(b.descriptors, "HG301", Severity::Error));
+  EXPECT_EQ(kernel_names(b.descriptors), (std::set<std::string>{"alpha", "beta", "orphan"}));
+}
+
+// Every truncation and many single-byte changes of a metadata document: the
+// descriptors decide alike whatever the document holds, and a document LLVM's
+// own MessagePack reader cannot read to its end is invalid (HG402) in full.
+TEST(DescriptorsDepth, DamagedMetadataWaitsForTheFullCheck) {
+  hgtest::CodeObjectSpec spec = two_kernels();
+  const std::string blob = hgtest::metadata_blob(spec);
+  const auto gfx942 = targets_of({"gfx942"});
+  auto llvm_reads = [](const std::string& doc) {
+    llvm::msgpack::Reader r(doc);
+    uint64_t objects = 1;  // still to read
+    while (objects > 0) {
+      llvm::msgpack::Object o;
+      auto got = r.read(o);
+      if (!got) {
+        llvm::consumeError(got.takeError());
+        return false;
+      }
+      if (!*got) return false;
+      --objects;
+      if (o.Kind == llvm::msgpack::Type::Array) objects += o.Length;
+      if (o.Kind == llvm::msgpack::Type::Map) objects += 2 * o.Length;
+    }
+    return true;
+  };
+  auto check = [&](const std::string& doc, const std::string& what) {
+    hgtest::CodeObjectSpec s = spec;
+    s.raw_metadata = doc;
+    Both b = both_depths(bundled(hgtest::make_code_object(s), "gfx942"), gfx942, what);
+    EXPECT_TRUE(b.descriptors.ok()) << what;
+    EXPECT_EQ(kernel_names(b.descriptors), (std::set<std::string>{"alpha", "beta"})) << what;
+    if (!llvm_reads(doc)) EXPECT_TRUE(has(b.full, "HG402", Severity::Error)) << what;
+  };
+  for (size_t n = 0; n < blob.size(); ++n) check(blob.substr(0, n), "truncated to " + std::to_string(n));
+  for (size_t i = 0; i < blob.size(); ++i)
+    for (uint8_t b : {0x00, 0x7f, 0x81, 0x93, 0xa3, 0xc0, 0xc1, 0xc3, 0xc4, 0xc7, 0xca, 0xcd, 0xd1, 0xd4, 0xd9,
+                      0xdc, 0xdf, 0xe0, 0xff}) {
+      std::string doc = blob;
+      doc[i] = static_cast<char>(b);
+      check(doc, "byte " + std::to_string(i) + " = " + std::to_string(b));
+    }
+}
+
+// Through the Guard (strict mode, gfx942: check_util.h).
+namespace {
+class StrictRegistration : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { checks::configure_guard_for_tests(); }
+};
+
+std::vector<uint8_t> bundle_of(const hgtest::CodeObjectSpec& spec) {
+  return bundled(hgtest::make_code_object(spec), "gfx942");
+}
+}  // namespace
+
+// An error the descriptors show stops the program at registration, a kernel
+// missing from the selected code object at its __hipRegisterFunction; a
+// warning of the same fat binary is said only at the first launch of one of
+// its kernels (the check in full).
+TEST_F(StrictRegistration, DescriptorErrorsStopAtRegistrationWarningsWaitForFirstUse) {
+  Guard& g = Guard::get();
+  hgtest::CodeObjectSpec over = two_kernels();
+  over.kernels[0].kd_lds = 70000;  // in the kernel descriptor only
+  std::vector<uint8_t> b1 = bundle_of(over);
+  FatbinWrapper w1{kHipFatbinMagic, 1, b1.data(), nullptr};
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(g.on_register_fatbin(&w1).action, Action::Exit);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("error HG301 [gfx942"), std::string::npos) << err;
+  EXPECT_NE(err.find("strict mode: stopping"), std::string::npos) << err;
+
+  hgtest::CodeObjectSpec warn = two_kernels();
+  warn.kernels[0].args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 4, 8}};  // overlap: HG405, a warning
+  std::vector<uint8_t> b2 = bundle_of(warn);
+  FatbinWrapper w2{kHipFatbinMagic, 1, b2.data(), nullptr};
+  static int handle, host_alpha, host_gamma;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(g.on_register_fatbin(&w2).action, Action::Forward);
+  g.on_registered_fatbin(&handle);
+  EXPECT_EQ(g.on_register_function(&handle, &host_alpha, "alpha").action, Action::Forward);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("HG405"), std::string::npos) << "a warning waits for the first use: " << err;
+
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(g.on_launch(&host_alpha, 0, "hipLaunchKernel").action, Action::Forward);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("warning HG405 "), std::string::npos) << "said at the first launch: " << err;
+
+  // (A name without a descriptor makes the Guard check the fat binary in full
+  // at once, to confirm with the metadata: registered before any launch, the
+  // warnings would be said here.)
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(g.on_register_function(&handle, &host_gamma, "gamma").action, Action::Exit);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("error HG409 [gfx942"), std::string::npos) << err;
+  g.on_unregister_fatbin(&handle);
+  refused_launch_error(true);
+}
+
+// Broken metadata does not stop the program at registration (the runtime too
+// reads it when the code object is first used): the first launch of any kernel
+// of that code object is refused, with the metadata's error (CLR rejects the
+// whole code object for beta's .max_flat_workgroup_size 0, so alpha cannot run either).
+TEST_F(StrictRegistration, MetadataErrorsRefuseTheFirstLaunch) {
+  Guard& g = Guard::get();
+  hgtest::CodeObjectSpec spec = two_kernels();
+  spec.kernels[1].max_flat = 0;  // CLR rejects the code object (HG304)
+  std::vector<uint8_t> b = bundle_of(spec);
+  FatbinWrapper w{kHipFatbinMagic, 1, b.data(), nullptr};
+  static int handle, host_alpha;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(g.on_register_fatbin(&w).action, Action::Forward);
+  g.on_registered_fatbin(&handle);
+  EXPECT_EQ(g.on_register_function(&handle, &host_alpha, "alpha").action, Action::Forward);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("HG304"), std::string::npos) << "not at registration: " << err;
+
+  testing::internal::CaptureStderr();
+  Decision d = g.on_launch(&host_alpha, 0, "hipLaunchKernel");
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(d.action, Action::Refuse);
+  EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
+  EXPECT_NE(err.find("error HG304 "), std::string::npos) << err;
+  g.on_unregister_fatbin(&handle);
+  refused_launch_error(true);
+}
+
+// What only the descriptors say is confirmed by the check in full before the
+// program is stopped: a descriptor without metadata over the LDS limit (no
+// kernel to the runtime), and a kernel whose metadata names a descriptor of
+// another name (the runtime finds kernels by their metadata).
+TEST_F(StrictRegistration, NoStopTheFullCheckDoesNotConfirm) {
+  Guard& g = Guard::get();
+  hgtest::CodeObjectSpec spec = two_kernels();
+  hgtest::KernelSpec orphan;
+  orphan.name = "orphan";
+  orphan.metadata = false;
+  orphan.kd_lds = 70000;
+  spec.kernels.push_back(orphan);
+  std::vector<uint8_t> b1 = bundle_of(spec);
+  FatbinWrapper w1{kHipFatbinMagic, 1, b1.data(), nullptr};
+  static int handle1, handle2, host_alpha, host_aliased;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(g.on_register_fatbin(&w1).action, Action::Forward);
+  g.on_registered_fatbin(&handle1);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("HG301"), std::string::npos) << err;
+  EXPECT_NE(err.find("HG407"), std::string::npos) << "the full check's finding is said: " << err;
+  EXPECT_EQ(g.on_register_function(&handle1, &host_alpha, "alpha").action, Action::Forward);
+  g.on_unregister_fatbin(&handle1);
+
+  // Metadata .name "aliased", .symbol "renamed.kd": the symbol table has no "aliased.kd".
+  hgtest::CodeObjectSpec renamed;
+  renamed.kernels[0].name = "renamed";
+  std::string blob = hgtest::metadata_blob(renamed);
+  size_t at = blob.find("\xa7renamed");  // the .name value (fixstr 7); .symbol is "renamed.kd" (fixstr 10)
+  ASSERT_NE(at, std::string::npos);
+  blob.replace(at + 1, 7, "aliased");
+  renamed.raw_metadata = blob;
+  std::vector<uint8_t> b2 = bundle_of(renamed);
+  FatbinWrapper w2{kHipFatbinMagic, 1, b2.data(), nullptr};
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(g.on_register_fatbin(&w2).action, Action::Forward);
+  g.on_registered_fatbin(&handle2);
+  EXPECT_EQ(g.on_register_function(&handle2, &host_aliased, "aliased").action, Action::Forward);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("HG409"), std::string::npos) << err;
+  EXPECT_EQ(g.on_launch(&host_aliased, 0, "hipLaunchKernel").action, Action::Forward);
+  g.on_unregister_fatbin(&handle2);
+}
