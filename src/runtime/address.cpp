@@ -1,12 +1,16 @@
 // Address-space facts for untrusted pointers: which file holds an address, how
 // many bytes from it are readable (from the loader's segments, else
-// /proc/self/maps read with getline: a mapped file's path may be any length).
+// /proc/self/maps read with getline: a mapped file's path may be any length);
+// releasing the read-only pages a check read.
 #include "runtime/address.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -166,6 +170,59 @@ uint64_t readable_extent(const void* p, uint64_t cap) {
   free(line);
   fclose(f);
   return extent < cap ? extent : cap;
+}
+
+namespace {
+
+// /proc/self/pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst).
+constexpr uint64_t kPagePresent = 1ull << 63, kPageSwapped = 1ull << 62, kPageFileOrShared = 1ull << 61;
+
+// A page MADV_DONTNEED cannot lose anything of: not mapped, or mapped from the file unchanged.
+bool clean_or_absent(uint64_t entry) {
+  if (entry & kPageSwapped) return false;
+  return !(entry & kPagePresent) || (entry & kPageFileOrShared);
+}
+
+// Releases the pages [lo, hi) (page-aligned), run by run of clean or absent pages.
+uint64_t release_clean_runs(int pagemap, uintptr_t lo, uintptr_t hi, uintptr_t page) {
+  uint64_t released = 0;
+  uint64_t entries[512];
+  uintptr_t run = lo;  // start of the current run of droppable pages
+  for (uintptr_t at = lo; at < hi;) {
+    size_t n = std::min<uintptr_t>((hi - at) / page, 512);
+    ssize_t got = pread(pagemap, entries, n * sizeof(uint64_t), static_cast<off_t>(at / page * sizeof(uint64_t)));
+    if (got != static_cast<ssize_t>(n * sizeof(uint64_t))) {  // keep what is not known to be clean
+      hi = at;
+      break;
+    }
+    for (size_t i = 0; i < n; ++i, at += page) {
+      if (clean_or_absent(entries[i])) continue;
+      if (run < at && madvise(reinterpret_cast<void*>(run), at - run, MADV_DONTNEED) == 0) released += at - run;
+      run = at + page;
+    }
+  }
+  if (run < hi && madvise(reinterpret_cast<void*>(run), hi - run, MADV_DONTNEED) == 0) released += hi - run;
+  return released;
+}
+
+}  // namespace
+
+uint64_t release_read_pages(const void* p, uint64_t size, const std::vector<std::pair<uintptr_t, uintptr_t>>& readonly) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = begin + size;
+  if (!p || size == 0 || end < begin || page == 0 || (page & (page - 1))) return 0;
+  int pagemap = -1;
+  uint64_t released = 0;
+  for (const auto& [seg_lo, seg_hi] : readonly) {
+    // Whole pages of the segment only: a page it shares with another segment may be written.
+    uintptr_t lo = std::max((seg_lo + page - 1) & ~(page - 1), begin & ~(page - 1));
+    uintptr_t hi = std::min(seg_hi & ~(page - 1), (end + page - 1) & ~(page - 1));
+    if (lo >= hi) continue;
+    if (pagemap < 0 && (pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) < 0) return 0;
+    released += release_clean_runs(pagemap, lo, hi, page);
+  }
+  if (pagemap >= 0) close(pagemap);
+  return released;
 }
 
 }  // namespace hipguard

@@ -23,5 +23,13 @@ uint64_t readable_extent(const void* p, uint64_t cap);
 // that holds `p`: what lies there stays as it is while the object is loaded.
 // Empty when `p` is in no loaded object.
 std::vector<std::pair<uintptr_t, uintptr_t>> readonly_segments_of(const void* p);
+// Unmaps from this process the clean file-backed pages of [p, p + size) that
+// lie wholly in one of the `readonly` ranges (MADV_DONTNEED), so that the pages
+// a check read (and the kernel's fault-around, 64 KiB per touch) stop counting
+// in the program's RSS; the page cache keeps them and a later read faults them
+// back in. A page /proc/self/pagemap shows as anonymous or swapped (written
+// after an mprotect, text relocations) is kept; without pagemap nothing is.
+// Returns the bytes released.
+uint64_t release_read_pages(const void* p, uint64_t size, const std::vector<std::pair<uintptr_t, uintptr_t>>& readonly);
 
 }  // namespace hipguard

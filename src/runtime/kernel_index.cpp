@@ -30,7 +30,14 @@ ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& target
     ImageIndex::Selected& sel = idx.selected.emplace_back();
     sel.target = &targets[t];
     sel.entry = v.selected;
-    for (const auto& ki : co->kernels) sel.kernels.insert(ki.name);
+    size_t bytes = 0;
+    for (const auto& ki : co->kernels) bytes += ki.name.size();
+    sel.names.reserve(bytes);  // never reallocated below: the views stay valid
+    sel.kernels.reserve(co->kernels.size());
+    for (const auto& ki : co->kernels) {
+      sel.names += ki.name;
+      sel.kernels.insert(std::string_view(sel.names).substr(sel.names.size() - ki.name.size()));
+    }
     if (!lds) continue;
     for (const auto& ki : co->kernels) {
       uint64_t lds = ki.group_segment_fixed_size;

@@ -1,6 +1,7 @@
 // Fat binaries and their kernels: __hipRegisterFatBinary / __hipRegisterFunction / __hipUnregisterFatBinary, and the kernel table they fill.
 #include "runtime/guard.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -14,6 +15,27 @@
 namespace hipguard {
 
 thread_local std::unique_ptr<PendingFatbin> t_pending_fatbin;
+
+namespace {
+
+// Headers, symbol tables and descriptors lie megabytes apart in a library's
+// code objects: the pages a registration check faulted in would stay in the
+// program's RSS. Released: the selected entries of an uncompressed bundle, or
+// a raw code object (a compressed bundle was decompressed into the heap).
+void release_checked_pages(const PendingFatbin& p) {
+  const ImageReport& r = p.report;
+  if (r.kind == PayloadKind::CodeObject) {
+    release_read_pages(p.data.data(), p.data.size(), p.readonly);
+    return;
+  }
+  if (r.kind != PayloadKind::OffloadBundle) return;
+  for (const auto& v : r.verdicts)
+    for (const auto& e : r.entries)
+      if (e.id == v.selected && e.offset < p.data.size())
+        release_read_pages(p.data.data() + e.offset, std::min<uint64_t>(e.size, p.data.size() - e.offset), p.readonly);
+}
+
+}  // namespace
 
 Decision Guard::on_register_fatbin(const void* wrapper) try {
   const GuardConfig& c = config();
@@ -84,6 +106,7 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
     pending->depth = Depth::Full;
     pending->report = check_image(data, origin, c.targets, "", Depth::Full);
   }
+  if (pending->depth != Depth::Selection) release_checked_pages(*pending);
   add_hotswap(pending->report, c);
   // Nothing selected for any target: there is nothing to check in full.
   bool selected = false;
@@ -158,8 +181,11 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
     // Strict mode read the selected code objects: a kernel one of them
     // lacks stops the program here, still before main.
     if (s.config.mode == Mode::Strict && fb.depth != Depth::Selection) {
-      if (!fb.index)
+      if (!fb.index) {
         fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets, fb.depth == Depth::Full));
+        // Read from descriptors, they served this index only (the check in full reads the image again).
+        if (fb.depth == Depth::Descriptors) fb.report.code_objects.clear();
+      }
       missing = missing_kernel(device_name, *fb.index);
       confirm = !missing.empty() && fb.depth != Depth::Full;
     }

@@ -112,11 +112,11 @@ struct ImageIndex {
   std::unordered_map<std::string, std::vector<LdsFit>> lds_by_target;
   // Per target with a parsed selected code object: the kernels it holds. A
   // registered kernel missing there cannot be launched on that target (HG409).
-  // Names are views into the report's code objects (the index is rebuilt or
-  // dropped whenever its report is replaced).
+  // Names are views into `names`, so the report's code objects may be dropped.
   struct Selected {
     const TargetId* target;
     std::string entry;
+    std::string names;  // the kernel names, one after another
     std::unordered_set<std::string_view> kernels;
   };
   std::vector<Selected> selected;

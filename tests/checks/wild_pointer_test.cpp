@@ -3,6 +3,7 @@
 // claim sizes beyond the mapping, must be reported as unreadable or malformed:
 // never a SIGSEGV in the host program. Memory here comes from mmap with a
 // PROT_NONE guard page, so any over-read faults.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <vector>
 
+#include "runtime/address.h"
 #include "runtime/guard.h"
 #include "check_util.h"
 
@@ -121,4 +123,45 @@ TEST_F(WildPointers, ModuleImageInUnmappedMemory) {
   EXPECT_EQ(readable_extent(g.guard, 1 << 20), 0u);
   EXPECT_EQ(readable_extent(g.base, 1 << 20), kPage);
   EXPECT_EQ(readable_extent(nullptr, 1 << 20), 0u);
+}
+
+// release_read_pages acts on the program's own mappings: it may unmap pages
+// that are still the file's, never a page written since (its content would be
+// lost), and nothing outside the read-only ranges it is given.
+TEST(ReleaseReadPages, DropsCleanFilePagesKeepsWrittenOnesAndStaysInItsRanges) {
+  char path[] = "/tmp/hipguard-release-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const size_t pages = 16;
+  std::vector<uint8_t> bytes(pages * kPage);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i / kPage + 1);
+  ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  auto* base = static_cast<uint8_t*>(mmap(nullptr, bytes.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0));
+  close(fd);
+  unlink(path);
+  ASSERT_NE(base, MAP_FAILED);
+  auto present = [&](size_t page) {
+    uint64_t entry = 0;
+    int pm = open("/proc/self/pagemap", O_RDONLY);
+    pread(pm, &entry, sizeof entry, static_cast<off_t>(reinterpret_cast<uintptr_t>(base + page * kPage) / kPage * 8));
+    close(pm);
+    return (entry >> 63) & 1;
+  };
+  volatile uint8_t sum = 0;
+  for (size_t p = 0; p < pages; ++p) sum = sum + base[p * kPage];
+  base[5 * kPage] = 0xee;  // a private copy of page 5 now: anonymous memory
+  for (size_t p = 0; p < pages; ++p) ASSERT_TRUE(present(p)) << p;
+
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(base);
+  // Ranges that end mid-page cover whole pages only: pages 2..9 of the range [1.5, 10.5).
+  std::vector<std::pair<uintptr_t, uintptr_t>> readonly = {{lo + kPage + kPage / 2, lo + 10 * kPage + kPage / 2}};
+  EXPECT_EQ(release_read_pages(base, bytes.size(), readonly), 7 * kPage);  // 2..9 without 5
+  for (size_t p = 0; p < pages; ++p) EXPECT_EQ(present(p), p == 5 || p < 2 || p > 9 ? 1u : 0u) << "page " << p;
+  EXPECT_EQ(base[5 * kPage], 0xee) << "the written page is kept";
+  EXPECT_EQ(base[3 * kPage], 4) << "a released page reads the file again";
+  // Nothing of a pointer outside the ranges, nor of an empty or null one.
+  EXPECT_EQ(release_read_pages(base + 12 * kPage, kPage, readonly), 0u);
+  EXPECT_EQ(release_read_pages(nullptr, kPage, readonly), 0u);
+  EXPECT_EQ(release_read_pages(base, 0, readonly), 0u);
+  munmap(base, bytes.size());
 }
