@@ -279,32 +279,44 @@ class Checker {
   }
 
   // The bundle's entries as the runtime sees them: the amdgcn code objects it
-  // may select (candidates), the first SPIR-V entry, and what it holds (for messages).
+  // may select (candidates) and the first SPIR-V entry.
   struct Entries {
     std::vector<Candidate> candidates;
     const BundleEntry* spirv = nullptr;  // first hip SPIR-V entry (amdgcnspirv), if any
-    std::string held;
+    bool compressed = false;
   };
   Entries collect_candidates(bool compressed) {
     Entries out;
+    out.compressed = compressed;
     for (const auto& e : report_.entries) {
       report_.entry_ids.push_back(e.id);
-      if (e.parsed.is_hip() && e.parsed.target_id == "amdgcnspirv" && !out.spirv) {
-        out.spirv = &e;
-        out.held += (out.held.empty() ? "" : ", ") + std::string("amdgcnspirv (SPIR-V)");
-      }
-      // comgr unbundles compressed bundles with HipOpenmpCompatible: openmp- entries
-      // are candidates there; the uncompressed lookup takes hip/hipv4/hcc only.
-      bool kind_ok = e.parsed.is_hip() || (compressed && e.parsed.kind == "openmp");
-      if (!kind_ok || !e.parsed.is_amdgcn() || e.parsed.target_id.empty()) continue;
+      if (is_spirv(e) && !out.spirv) out.spirv = &e;
+      if (!may_select(e, compressed)) continue;
       std::string err;
       auto tid = parse_target_id(e.parsed.target_id, &err);
-      out.held += (out.held.empty() ? "" : ", ") + e.parsed.target_id;
       if (!tid) continue;  // unknown processor: cannot be selected for any known target
       out.candidates.push_back({&e, *tid});
     }
-    if (out.held.empty()) out.held = "no amdgcn code object";
     return out;
+  }
+
+  static bool is_spirv(const BundleEntry& e) { return e.parsed.is_hip() && e.parsed.target_id == "amdgcnspirv"; }
+
+  // comgr unbundles compressed bundles with HipOpenmpCompatible: openmp- entries
+  // are candidates there; the uncompressed lookup takes hip/hipv4/hcc only.
+  static bool may_select(const BundleEntry& e, bool compressed) {
+    bool kind_ok = e.parsed.is_hip() || (compressed && e.parsed.kind == "openmp");
+    return kind_ok && e.parsed.is_amdgcn() && !e.parsed.target_id.empty();
+  }
+
+  // What the bundle holds, for HG201's message (built only for it).
+  std::string held(const Entries& entries) const {
+    std::string out;
+    for (const auto& e : report_.entries) {
+      if (&e == entries.spirv) out += (out.empty() ? "" : ", ") + std::string("amdgcnspirv (SPIR-V)");
+      if (may_select(e, entries.compressed)) out += (out.empty() ? "" : ", ") + e.parsed.target_id;
+    }
+    return out.empty() ? "no amdgcn code object" : out;
   }
 
   // The runtime's choice for v.target: native, then generic, then SPIR-V
@@ -330,7 +342,7 @@ class Checker {
           "add --offload-arch=" + t.processor + " to ship native code");
       return nullptr;
     }
-    no_match(entries.candidates, t, entries.held);
+    no_match(entries.candidates, t, held(entries));
     return nullptr;
   }
 

@@ -86,6 +86,8 @@ void Guard::log(std::string_view level, const std::string& line) {
   s.logger->log(spdlog::level::from_str(std::string(level)), line);
 }
 
+bool Guard::logs_debug() { return state().logger->should_log(spdlog::level::debug); }
+
 void Guard::report_once(const Diagnostic& d) {
   std::string line = format_line(d);
   {

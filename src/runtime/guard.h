@@ -162,6 +162,7 @@ class Guard {
 
   // Logs one line at `level` ("info", "warn", "error", "debug"), prefixed "hipguard: ".
   void log(std::string_view level, const std::string& line);
+  bool logs_debug();  // debug lines are written: worth building
 
   // Writes the HIPGUARD_REPORT file now (also done at exit).
   void write_report();

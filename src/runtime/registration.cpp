@@ -112,8 +112,9 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
   bool selected = false;
   for (const auto& vv : pending->report.verdicts) selected = selected || vv.selection != Selection::None;
   if (!selected) pending->depth = Depth::Full;
-  log("debug", "registered fat binary of " + origin + " (" + std::string(to_string(pending->report.kind)) + ", " +
-                   std::to_string(pending->report.entry_ids.size()) + " bundle entries)");
+  if (logs_debug())  // not built per fat binary otherwise: a library registers hundreds
+    log("debug", "registered fat binary of " + origin + " (" + std::string(to_string(pending->report.kind)) + ", " +
+                     std::to_string(pending->report.entry_ids.size()) + " bundle entries)");
   Decision v = judge(pending->report, true);
 
   if (v.action == Action::Exit)
