@@ -192,14 +192,14 @@ std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const Processo
   for (const auto& k : co.kernels) {
     // LDS: metadata (what the runtime allocates) and descriptor (what the hardware is told).
     uint64_t lds = k.group_segment_fixed_size;
-    std::string source = "group_segment_fixed_size";
+    const char* source = "group_segment_fixed_size";  // built into a message only for a finding
     if (k.descriptor && k.descriptor->group_segment_fixed_size > lds) {
       lds = k.descriptor->group_segment_fixed_size;
       source = "kernel descriptor group_segment_fixed_size";
     }
     if (lds > proc.lds_bytes)
       out.push_back({code::kLdsOverLimit, k.name,
-                     "declares " + std::to_string(lds) + " bytes (" + kib(lds) + ") of static LDS (" + source + "); " + p +
+                     "declares " + std::to_string(lds) + " bytes (" + kib(lds) + ") of static LDS (" + std::string(source) + "); " + p +
                          " provides at most " + std::to_string(proc.lds_bytes) + " bytes (" + kib(proc.lds_bytes) +
                          ") per workgroup",
                      "use a variant of this kernel built for " + p + ", or reduce its LDS use (tile sizes, stages) to at most " +

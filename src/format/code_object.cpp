@@ -137,9 +137,14 @@ struct Sym {
 // Names are views into the string table; sorted by name, one entry per name.
 using SymbolTable = std::vector<std::pair<llvm::StringRef, Sym>>;
 
+bool is_descriptor(std::string_view name, const Sym& sym) {
+  return sym.type == ELF::STT_OBJECT && name.size() > 3 && name.ends_with(".kd");
+}
+
 // Defined symbols of .symtab when present, else .dynsym: kernel descriptors
-// ("<kernel>.kd", STT_OBJECT), kernel entry points and device functions (STT_FUNC).
-std::optional<ParseError> read_symbols(const ElfFile& file, Sections sections, SymbolTable& syms) {
+// ("<kernel>.kd", STT_OBJECT), kernel entry points and device functions
+// (STT_FUNC); with descriptors_only, the kernel descriptors only.
+std::optional<ParseError> read_symbols(const ElfFile& file, Sections sections, bool descriptors_only, SymbolTable& syms) {
   const ElfFile::Elf_Shdr* symtab = nullptr;
   for (const auto& sec : sections)
     if (sec.sh_type == ELF::SHT_SYMTAB || (!symtab && sec.sh_type == ELF::SHT_DYNSYM)) symtab = &sec;
@@ -155,7 +160,8 @@ std::optional<ParseError> read_symbols(const ElfFile& file, Sections sections, S
         llvm::consumeError(name.takeError());
         continue;
       }
-      syms.push_back({*name, {sym.getType(), sym.st_shndx, sym.st_value, sym.st_size}});
+      Sym s{sym.getType(), sym.st_shndx, sym.st_value, sym.st_size};
+      if (!descriptors_only || is_descriptor(std::string_view(name->data(), name->size()), s)) syms.push_back({*name, s});
     }
   }
   // The last of equal names kept (what a std::map assigned in order held, without a string each).
@@ -226,10 +232,6 @@ void read_descriptors(const ElfFile& file, Bytes data, const SymbolTable& syms, 
   }
 }
 
-bool is_descriptor(std::string_view name, const Sym& sym) {
-  return sym.type == ELF::STT_OBJECT && name.size() > 3 && name.ends_with(".kd");
-}
-
 // Without the metadata (Depth::Descriptors): the kernels are the descriptor
 // objects ("<name>.kd", as ROCr's loader finds them), with no metadata fields.
 void kernels_from_descriptors(const ElfFile& file, Bytes data, const SymbolTable& syms, CodeObject& co) {
@@ -284,7 +286,7 @@ Result<CodeObject> read_code_object(Bytes data, bool descriptors_only) {
   if (auto e = read_header(file->getHeader(), data, co)) return std::move(*e);
   if (auto e = read_metadata_notes(*file, *sections, data, /*read=*/!descriptors_only, co)) return std::move(*e);
   SymbolTable syms;
-  if (auto e = read_symbols(*file, *sections, syms)) return std::move(*e);
+  if (auto e = read_symbols(*file, *sections, descriptors_only, syms)) return std::move(*e);
   if (descriptors_only) {
     kernels_from_descriptors(*file, data, syms, co);
     return co;

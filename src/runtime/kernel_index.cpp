@@ -36,8 +36,9 @@ ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& target
     sel.kernels.reserve(co->kernels.size());
     for (const auto& ki : co->kernels) {
       sel.names += ki.name;
-      sel.kernels.insert(std::string_view(sel.names).substr(sel.names.size() - ki.name.size()));
+      sel.kernels.push_back(std::string_view(sel.names).substr(sel.names.size() - ki.name.size()));
     }
+    std::sort(sel.kernels.begin(), sel.kernels.end());
     if (!lds) continue;
     for (const auto& ki : co->kernels) {
       uint64_t lds = ki.group_segment_fixed_size;
@@ -57,10 +58,10 @@ ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& target
 }
 
 // HG409 for each target whose selected code object lacks the kernel `name`.
-std::vector<Diagnostic> missing_kernel(const std::string& name, const ImageIndex& idx) {
+std::vector<Diagnostic> missing_kernel(std::string_view name, const ImageIndex& idx) {
   std::vector<Diagnostic> out;
   for (const auto& sel : idx.selected) {
-    if (sel.kernels.count(name)) continue;
+    if (sel.holds(name)) continue;
     std::string held;
     size_t n = 0;
     for (const auto& k : sel.kernels) {

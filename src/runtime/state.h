@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -117,7 +118,8 @@ struct ImageIndex {
     const TargetId* target;
     std::string entry;
     std::string names;  // the kernel names, one after another
-    std::unordered_set<std::string_view> kernels;
+    std::vector<std::string_view> kernels;  // sorted
+    bool holds(std::string_view name) const { return std::binary_search(kernels.begin(), kernels.end(), name); }
   };
   std::vector<Selected> selected;
   std::string origin;
@@ -290,7 +292,7 @@ inline bool no_device_error(int e) { return e == 100 || e == 101 || e == 35 || e
 // Per-kernel facts from an image's report (kernel_index.cpp).
 // lds false: findings and Selected only, no LDS facts (HG409 at a strict registration).
 ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& targets, bool lds = true);
-std::vector<Diagnostic> missing_kernel(const std::string& name, const ImageIndex& idx);
+std::vector<Diagnostic> missing_kernel(std::string_view name, const ImageIndex& idx);
 void add_hotswap(ImageReport& report, const GuardConfig& c);
 void fill_kernel(KernelState& k, const ImageIndex& idx);
 std::string first_finding(const KernelState& k);
