@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Whole-process figures P1-P6 and the micro-benchmarks (docs/performance.md).
+# Whole-process figures P1-P7 and the micro-benchmarks (docs/performance.md).
 # Figures, not tests: the script always exits 0 unless something fails to run.
 #   scripts/bench.sh            (Release build in build-bench, inputs in a temp dir)
 #   BENCH_BASELINE=old/bin/hipguard scripts/bench.sh   (before/after rows of P1, P5, P6 in one run)
-#   BENCH_BASELINE_SHIM=old/lib/libhipguard.so          (and of P3b)
+#   BENCH_BASELINE_SHIM=old/lib/libhipguard.so          (and of P2, P2s and P3b)
 #   BENCH_ROWS="P3 P7" scripts/bench.sh                  (only these rows)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -126,6 +126,42 @@ if want P2 && [[ -e $ROCSPARSE ]]; then
     r=$(awk -v a="$with" -v b="$base" 'BEGIN {printf "%.3f", a / b}')
     met=$(awk -v r="$r" 'BEGIN {print (r <= 1.10) ? "met" : "NOT met"}')
     row P2 "dlopen librocsparse.so.0, target $t: ${with} ms vs ${base} ms" "${r}x" "target <=1.10x: $met"
+  done
+fi
+
+# ---- P2/P2s by instruction count (callgrind), and strict start-up's wall time and
+# peak RSS; with BENCH_BASELINE_SHIM the same rows of that shim ("-"), in this run
+if want P2 && [[ -e $ROCSPARSE ]] && command -v valgrind >/dev/null; then
+  dl_instr() {  # instructions of dlopen_only librocsparse, with the settings given
+    local out=$WORK/cg.$RANDOM
+    env "$@" valgrind --tool=callgrind --callgrind-out-file="$out" "$B/bin/dlopen_only" "$ROCSPARSE" >/dev/null 2>&1
+    grep -E '^(summary|totals):' "$out" | head -1 | awk '{print $2}'
+  }
+  ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+  i0=$(dl_instr)
+  w0=$(median_ms 11 "$B/bin/dlopen_only" "$ROCSPARSE")
+  m0=$(peak_kib "$B/bin/dlopen_only" "$ROCSPARSE")
+  for shim in "$SHIM" ${BENCH_BASELINE_SHIM:-}; do
+    tag=$([[ $shim == "$SHIM" ]] && echo "" || echo "-")
+    for t in gfx90a:xnack- gfx942; do
+      i=$(dl_instr HIPGUARD_TARGET=$t LD_PRELOAD="$shim")
+      r=$(ratio "$i" "$i0")
+      row "P2$tag" "warn, $t: instructions $i vs $i0 (callgrind)" "${r}x" \
+        "target <=1.10x: $(awk -v r="$r" 'BEGIN {print (r <= 1.10) ? "met" : "NOT met"}')"
+    done
+    strict=(HIPGUARD_MODE=strict HIPGUARD_TARGET=gfx90a:xnack- LD_PRELOAD="$shim")
+    i=$(dl_instr "${strict[@]}")
+    r=$(ratio "$i" "$i0")
+    row "P2s$tag" "strict, gfx90a:xnack-: instructions $i vs $i0 (callgrind)" "${r}x" \
+      "target <=3x: $(awk -v r="$r" 'BEGIN {print (r <= 3) ? "met" : "NOT met"}')"
+    w=$(median_ms 11 env "${strict[@]}" "$B/bin/dlopen_only" "$ROCSPARSE")
+    r=$(ratio "$w" "$w0")
+    row "P2s$tag" "strict, gfx90a:xnack-: wall ${w} ms vs ${w0} ms (median of 11)" "${r}x" \
+      "target <=2x: $(awk -v r="$r" 'BEGIN {print (r <= 2) ? "met" : "NOT met"}')"
+    m=$(peak_kib env "${strict[@]}" "$B/bin/dlopen_only" "$ROCSPARSE")
+    d=$(awk -v a="$m" -v b="$m0" 'BEGIN {printf "%.1f", (a - b) / 1024}')
+    row "P2s$tag" "strict, gfx90a:xnack-: peak RSS ${m} KiB vs ${m0} KiB" "+${d} MiB" \
+      "target <=+16 MiB: $(awk -v d="$d" 'BEGIN {print (d <= 16) ? "met" : "NOT met"}')"
   done
 fi
 
