@@ -297,6 +297,15 @@ class StrictRegistration : public ::testing::Test {
 std::vector<uint8_t> bundle_of(const hgtest::CodeObjectSpec& spec) {
   return bundled(hgtest::make_code_object(spec), "gfx942");
 }
+
+// __hipRegisterFatBinary of `bundle` (kept alive by the caller) under `handle`,
+// as the runtime would call it: what the Guard decides.
+Action register_fatbin(Guard& g, const std::vector<uint8_t>& bundle, const void* handle) {
+  FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
+  Action a = g.on_register_fatbin(&w).action;
+  if (a == Action::Forward) g.on_registered_fatbin(handle);
+  return a;
+}
 }  // namespace
 
 // An error the descriptors show stops the program at registration, a kernel
@@ -307,10 +316,10 @@ TEST_F(StrictRegistration, DescriptorErrorsStopAtRegistrationWarningsWaitForFirs
   Guard& g = Guard::get();
   hgtest::CodeObjectSpec over = two_kernels();
   over.kernels[0].kd_lds = 70000;  // in the kernel descriptor only
+  static int handle, host_alpha, host_gamma;
   std::vector<uint8_t> b1 = bundle_of(over);
-  FatbinWrapper w1{kHipFatbinMagic, 1, b1.data(), nullptr};
   testing::internal::CaptureStderr();
-  EXPECT_EQ(g.on_register_fatbin(&w1).action, Action::Exit);
+  EXPECT_EQ(register_fatbin(g, b1, &handle), Action::Exit);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("error HG301 [gfx942"), std::string::npos) << err;
   EXPECT_NE(err.find("strict mode: stopping"), std::string::npos) << err;
@@ -318,11 +327,8 @@ TEST_F(StrictRegistration, DescriptorErrorsStopAtRegistrationWarningsWaitForFirs
   hgtest::CodeObjectSpec warn = two_kernels();
   warn.kernels[0].args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 4, 8}};  // overlap: HG405, a warning
   std::vector<uint8_t> b2 = bundle_of(warn);
-  FatbinWrapper w2{kHipFatbinMagic, 1, b2.data(), nullptr};
-  static int handle, host_alpha, host_gamma;
   testing::internal::CaptureStderr();
-  EXPECT_EQ(g.on_register_fatbin(&w2).action, Action::Forward);
-  g.on_registered_fatbin(&handle);
+  EXPECT_EQ(register_fatbin(g, b2, &handle), Action::Forward);
   EXPECT_EQ(g.on_register_function(&handle, &host_alpha, "alpha").action, Action::Forward);
   err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.find("HG405"), std::string::npos) << "a warning waits for the first use: " << err;
@@ -352,11 +358,9 @@ TEST_F(StrictRegistration, MetadataErrorsRefuseTheFirstLaunch) {
   hgtest::CodeObjectSpec spec = two_kernels();
   spec.kernels[1].max_flat = 0;  // CLR rejects the code object (HG304)
   std::vector<uint8_t> b = bundle_of(spec);
-  FatbinWrapper w{kHipFatbinMagic, 1, b.data(), nullptr};
   static int handle, host_alpha;
   testing::internal::CaptureStderr();
-  EXPECT_EQ(g.on_register_fatbin(&w).action, Action::Forward);
-  g.on_registered_fatbin(&handle);
+  EXPECT_EQ(register_fatbin(g, b, &handle), Action::Forward);
   EXPECT_EQ(g.on_register_function(&handle, &host_alpha, "alpha").action, Action::Forward);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.find("HG304"), std::string::npos) << "not at registration: " << err;
@@ -384,11 +388,9 @@ TEST_F(StrictRegistration, NoStopTheFullCheckDoesNotConfirm) {
   orphan.kd_lds = 70000;
   spec.kernels.push_back(orphan);
   std::vector<uint8_t> b1 = bundle_of(spec);
-  FatbinWrapper w1{kHipFatbinMagic, 1, b1.data(), nullptr};
   static int handle1, handle2, host_alpha, host_aliased;
   testing::internal::CaptureStderr();
-  EXPECT_EQ(g.on_register_fatbin(&w1).action, Action::Forward);
-  g.on_registered_fatbin(&handle1);
+  EXPECT_EQ(register_fatbin(g, b1, &handle1), Action::Forward);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.find("HG301"), std::string::npos) << err;
   EXPECT_NE(err.find("HG407"), std::string::npos) << "the full check's finding is said: " << err;
@@ -404,10 +406,8 @@ TEST_F(StrictRegistration, NoStopTheFullCheckDoesNotConfirm) {
   blob.replace(at + 1, 7, "aliased");
   renamed.raw_metadata = blob;
   std::vector<uint8_t> b2 = bundle_of(renamed);
-  FatbinWrapper w2{kHipFatbinMagic, 1, b2.data(), nullptr};
   testing::internal::CaptureStderr();
-  EXPECT_EQ(g.on_register_fatbin(&w2).action, Action::Forward);
-  g.on_registered_fatbin(&handle2);
+  EXPECT_EQ(register_fatbin(g, b2, &handle2), Action::Forward);
   EXPECT_EQ(g.on_register_function(&handle2, &host_aliased, "aliased").action, Action::Forward);
   err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.find("HG409"), std::string::npos) << err;
