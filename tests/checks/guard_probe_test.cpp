@@ -113,6 +113,7 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   g.on_unregister_fatbin(&handle_a);
   EXPECT_EQ(g.on_launch(&host_a, 0, "hipLaunchKernel").action, Action::Forward);
   refused_launch_error(true);
+  g.on_unregister_fatbin(&handle_b);  // before the bundle is freed (the exit report reads what is registered)
 }
 
 // A kpack fat binary (HIPK) is valid for current CLR: a note, never HG102 and
