@@ -50,6 +50,11 @@ struct Decision {
 // wrappers test this (and the dynamic LDS size) before anything else, so
 // kernels without findings cost one load and a compare: no lock, no allocation.
 extern std::atomic<unsigned> g_launch_gate;
+// Its bits:
+constexpr unsigned kGateProbe = 1;             // some fat binary's kernels are not probed yet
+constexpr unsigned kGateFindings = 2;          // some registered kernel has findings
+constexpr unsigned kGateNotCheckedInFull = 4;  // some fat binary is checked to selection only (first use checks it in full)
+constexpr unsigned kGateUnindexed = 8;         // some registered kernels are not in the kernel table yet
 inline bool launch_needs_check(uint64_t dynamic_lds_bytes) {
   return dynamic_lds_bytes != 0 || g_launch_gate.load(std::memory_order_relaxed) != 0;
 }
@@ -191,8 +196,9 @@ class Guard {
   static constexpr size_t kMaxConsequences = 1000;
   void run_probe(const void* fatbin_handle);  // probes the kernels of one fat binary, once
   void check_in_full(const void* fatbin_handle);  // a fat binary registered checked to selection only
-  // Registered kernels enter the kernel table lazily (the first launch, lookup or report).
-  void index_if_needed();
+  // Registered kernels enter the kernel table lazily, a fat binary at a time
+  // (the first launch or lookup of one of its kernels, or the report).
+  void index_kernel(const void* key);  // the fat binaries that registered `key`
   void index_pending_kernels();                   // state mutex held
   void index_kernels_of(const void* fatbin_handle);  // state mutex held
 };

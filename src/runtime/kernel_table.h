@@ -51,6 +51,9 @@ class KernelTable {
     return nullptr;
   }
 
+  // Caller holds the writer lock.
+  bool empty() const { return live_ == 0; }
+
   // Caller holds the writer lock. `value` must stay valid for the life of the
   // process (a launch cache entry may point to it); it records `key`.
   void insert(const void* key, const V* value) {

@@ -27,7 +27,7 @@ void Guard::check_in_full(const void* handle) {
     bool findings = false;
     for (const void* f : fb.host_functions) {
       const KernelState* old = s.find(f);
-      if (!old) continue;
+      if (!old || old->fatbin != handle) continue;  // unregistered, or registered again by a later fat binary
       old->superseded = true;
       old->set_clean(false);
       KernelState& k = s.new_kernel();
@@ -59,7 +59,7 @@ Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api
 Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device) try {
   State& s = state();
   if (s.config.mode == Mode::Off) return {};
-  index_if_needed();
+  index_kernel(key);
   const KernelState* k = s.find(key);
   if (!k) return {};
   if ((g_launch_gate.load(std::memory_order_acquire) & kGateProbe) && !k->probed.load(std::memory_order_acquire)) {

@@ -190,7 +190,7 @@ void Guard::on_get_func_by_symbol(const void* host_function, int result) try {
   if (result == 0 || no_device_error(result)) return;
   State& s = state();
   if (s.config.mode == Mode::Off) return;
-  index_if_needed();
+  index_kernel(host_function);
   const KernelState* k = s.find(host_function);
   if (k && k->depth != Depth::Full) {
     check_in_full(k->fatbin);

@@ -1,5 +1,5 @@
 // The guard's registry (internal): what it knows of each kernel, fat binary
-// and module, their lifetimes, and the launch gate's bits. Guard's parts
+// and module, and their lifetimes. Guard's parts
 // (guard.cpp, probe.cpp, report_output.cpp, exit_status.cpp) share it.
 #pragma once
 
@@ -24,11 +24,6 @@
 #include "runtime/report_file.h"
 
 namespace hipguard {
-
-constexpr unsigned kGateProbe = 1;     // some fat binary's kernels are not probed yet
-constexpr unsigned kGateFindings = 2;  // some registered kernel has findings
-constexpr unsigned kGateNotCheckedInFull = 4;  // some fat binary is checked to selection only (first use checks it in full)
-constexpr unsigned kGateUnindexed = 8; // some registered kernels are not in the kernel table yet
 
 // What hipguard knows about one kernel, by host function or hipFunction_t.
 struct KernelState : LaunchFacts {
@@ -147,6 +142,14 @@ struct FatbinState {
   };
   std::vector<Unindexed> unindexed;
   std::string unindexed_names;  // NUL-terminated names
+  // Lowest and highest unindexed host function: a launch's key outside them is not this fat binary's.
+  uintptr_t unindexed_lo = UINTPTR_MAX, unindexed_hi = 0;
+  bool holds_unindexed(const void* host_function) const {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(host_function);
+    return at >= unindexed_lo && at <= unindexed_hi &&
+           std::any_of(unindexed.begin(), unindexed.end(),
+                       [host_function](const Unindexed& u) { return u.host_function == host_function; });
+  }
   std::vector<std::pair<uintptr_t, uintptr_t>> readonly;  // readonly_segments_of(its wrapper)
 };
 

@@ -414,3 +414,72 @@ TEST_F(StrictRegistration, NoStopTheFullCheckDoesNotConfirm) {
   EXPECT_EQ(g.on_launch(&host_aliased, 0, "hipLaunchKernel").action, Action::Forward);
   g.on_unregister_fatbin(&handle2);
 }
+
+// A stub registered again in a second fat binary (one whose code object lacks
+// it) is decided on that registration, also after the first fat binary is
+// unregistered: unregistering forgets the first one's kernels only.
+TEST_F(StrictRegistration, UnregisteringForgetsOnlyItsOwnRegistrationOfAStub) {
+  Guard& g = Guard::get();
+  std::vector<uint8_t> b = bundle_of(two_kernels());
+  static int handle1, handle2, host;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(register_fatbin(g, b, &handle1), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle1, &host, "alpha").action, Action::Forward);
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward);
+  EXPECT_EQ(register_fatbin(g, b, &handle2), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle2, &host, "gamma").action, Action::Exit) << "HG409";
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "decided on its new registration";
+  g.on_unregister_fatbin(&handle1);
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "still registered in the second";
+  g.on_unregister_fatbin(&handle2);
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward) << "not registered at all";
+  testing::internal::GetCapturedStderr();  // HG409 said once per process: an earlier test may have said it
+  refused_launch_error(true);
+}
+
+// The first fat binary, indexed only after a second one registered its stub
+// again (a launch of its other kernel), does not take the stub back: the
+// stub's launch is decided on the second registration.
+TEST_F(StrictRegistration, AnOlderFatBinaryIndexedLaterLeavesAStubToItsNewRegistration) {
+  Guard& g = Guard::get();
+  std::vector<uint8_t> b = bundle_of(two_kernels());
+  static int handle1, handle2, host, host_beta;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(register_fatbin(g, b, &handle1), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle1, &host, "alpha").action, Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle1, &host_beta, "beta").action, Action::Forward);
+  EXPECT_EQ(register_fatbin(g, b, &handle2), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle2, &host, "gamma").action, Action::Exit) << "HG409";
+  EXPECT_EQ(g.on_launch(&host_beta, 0, "hipLaunchKernel").action, Action::Forward) << "indexes the first only";
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "decided on its new registration";
+  g.on_unregister_fatbin(&handle1);
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "still registered in the second";
+  g.on_unregister_fatbin(&handle2);
+  testing::internal::GetCapturedStderr();
+  refused_launch_error(true);
+}
+
+// The first use of the first fat binary (its check in full), after a second
+// one registered one of its stubs again, renews only the kernels it still owns.
+TEST_F(StrictRegistration, TheCheckInFullOfAnOlderFatBinaryLeavesAStubToItsNewRegistration) {
+  Guard& g = Guard::get();
+  std::vector<uint8_t> b = bundle_of(two_kernels());
+  static int handle1, handle2, host, host_beta;
+  int unknown = 0;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(register_fatbin(g, b, &handle1), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle1, &host, "alpha").action, Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle1, &host_beta, "beta").action, Action::Forward);
+  // A launch of a key nobody registered indexes the first fat binary, not yet checked in full.
+  EXPECT_EQ(g.on_launch(&unknown, 0, "hipLaunchKernel").action, Action::Forward);
+  EXPECT_EQ(register_fatbin(g, b, &handle2), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle2, &host, "gamma").action, Action::Exit) << "HG409";
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse);
+  EXPECT_EQ(g.on_launch(&host_beta, 0, "hipLaunchKernel").action, Action::Forward) << "checks the first in full";
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "still the second's";
+  g.on_unregister_fatbin(&handle1);
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "not forgotten with the first";
+  g.on_unregister_fatbin(&handle2);
+  testing::internal::GetCapturedStderr();
+  refused_launch_error(true);
+}

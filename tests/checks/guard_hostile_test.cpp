@@ -203,6 +203,78 @@ TEST(GuardLaunchPath, CleanKernelsSkipTheGuardWhileOthersArePending) {
   EXPECT_FALSE(launch_known_clean(&unknown, 0)) << "an unknown pointer";
   g.on_unregister_fatbin(&launched);
   EXPECT_FALSE(launch_known_clean(&host_launched, 0)) << "unregistered";
+  g.on_unregister_fatbin(&pending);
+}
+
+// A launch indexes the fat binary of its own kernel only: a library's other
+// fat binaries (rocSPARSE: 111 of them, 12 k kernels) are not put in the
+// kernel table on the first launch of the program's kernel. The fat binary
+// whose kernel has a finding (HG409) shows when it is indexed: the gate's
+// findings bit.
+TEST(GuardLaunchPath, ALaunchIndexesOnlyItsOwnFatBinary) {
+  std::string path = kApps + "/vector_add_gfx90a.hipfb";
+  if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
+  std::vector<uint8_t> bundle = checks::read_bytes(path);
+  FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
+  static int clean, other, host_clean, host_other, host_absent;
+  Guard& g = Guard::get();
+  for (int* handle : {&clean, &other}) {
+    g.on_register_fatbin(&w);
+    g.on_registered_fatbin(handle);
+  }
+  g.on_register_function(&clean, &host_clean, "_Z10vector_addPKfS0_Pfi");
+  g.on_register_function(&other, &host_other, "_Z10vector_addPKfS0_Pfi");
+  g.on_register_function(&other, &host_absent, "_Z9absent_v2v");
+  auto gate = [] { return g_launch_gate.load(); };
+  ASSERT_TRUE(gate() & kGateUnindexed);
+  EXPECT_EQ(g.on_launch(&host_clean, 0, "hipLaunchKernel").action, Action::Forward);
+  EXPECT_TRUE(launch_known_clean(&host_clean, 0));
+  EXPECT_FALSE(gate() & kGateFindings) << "the other fat binary was indexed: its HG409 kernel is known";
+  EXPECT_TRUE(gate() & kGateUnindexed) << "the other fat binary is still waiting";
+  g.on_launch(&host_other, 0, "hipLaunchKernel");
+  EXPECT_TRUE(gate() & kGateFindings) << "a launch of its kernel indexes it";
+  EXPECT_FALSE(gate() & kGateUnindexed) << "nothing is left to index";
+  EXPECT_FALSE(launch_known_clean(&host_absent, 0)) << "HG409: the slow path";
+
+  // A key that no fat binary registered indexes everything at once (not searched for again).
+  static int third, host_third;
+  g.on_register_fatbin(&w);
+  g.on_registered_fatbin(&third);
+  g.on_register_function(&third, &host_third, "_Z10vector_addPKfS0_Pfi");
+  ASSERT_TRUE(gate() & kGateUnindexed);
+  int unknown = 0;
+  EXPECT_EQ(g.on_launch(&unknown, 0, "hipLaunchKernel").action, Action::Forward);
+  EXPECT_FALSE(gate() & kGateUnindexed);
+  EXPECT_FALSE(launch_known_clean(&unknown, 0));
+  // The bundle is freed on return: nothing may read it afterwards (the exit report).
+  for (int* handle : {&clean, &other, &third}) g.on_unregister_fatbin(handle);
+}
+
+// A stub registered again, in a fat binary whose selected code object lacks
+// its kernel, is decided on the new registration: the launch cache no longer
+// lets it skip the guard on the old one's facts.
+TEST(GuardLaunchPath, AKernelRegisteredAgainIsDecidedOnItsNewRegistration) {
+  std::string path = kApps + "/vector_add_gfx90a.hipfb";
+  if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
+  std::vector<uint8_t> bundle = checks::read_bytes(path);
+  FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
+  static int first, second, host;
+  Guard& g = Guard::get();
+  g.on_register_fatbin(&w);
+  g.on_registered_fatbin(&first);
+  g.on_register_function(&first, &host, "_Z10vector_addPKfS0_Pfi");
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward);
+  ASSERT_TRUE(launch_known_clean(&host, 0));
+  g.on_register_fatbin(&w);
+  g.on_registered_fatbin(&second);
+  g.on_register_function(&second, &host, "_Z9absent_v2v");
+  EXPECT_FALSE(launch_known_clean(&host, 0)) << "the old registration's facts";
+  testing::internal::CaptureStderr();
+  g.on_launch(&host, 0, "hipLaunchKernel");
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("HG409"), std::string::npos) << err;
+  EXPECT_FALSE(launch_known_clean(&host, 0));
+  for (int* handle : {&first, &second}) g.on_unregister_fatbin(handle);
 }
 
 // Two kernels whose keys share a slot of the launch cache: each launch on the
