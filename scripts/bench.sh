@@ -92,6 +92,11 @@ p1() {  # p1 LABEL HIPGUARD: one row
 }
 [[ -n $BASELINE ]] && p1 "-" "$BASELINE"
 p1 "" "$HG"
+# The parallel speed-up of the offline check: one file at a time vs one per hardware thread
+t1=$(median_ms 5 "$HG" check --jobs 1 --target gfx942 "$WORK/cos")
+tn=$(median_ms 5 "$HG" check --target gfx942 "$WORK/cos")
+row P1j "check --jobs 1 vs --jobs $(nproc) (one per hardware thread): ${t1} ms vs ${tn} ms" \
+  "$(awk -v a="$t1" -v b="$tn" 'BEGIN {printf "%.2f", a / b}')x" "speed-up on this machine (quiet when near $(nproc)x)"
 fi
 
 # ---- P5/P6: peak memory and time on rocSPARSE (111 fat binaries, 1.3 GB)
@@ -195,7 +200,7 @@ if want P3 && [[ -x $B/bench/launch_loop ]] && command -v valgrind >/dev/null; t
     if [[ -n ${BENCH_BASELINE_SHIM:-} ]]; then V[P3b-.i]=$(per_launch "$BENCH_BASELINE_SHIM" "$B/bench/libidle_lib.so"); fi
   fi
   if [[ -e $NULLRT/libamdhip64.so.5 ]]; then
-    for lib in - $ROCSPARSE; do
+    for lib in - "$B/bench/libidle_lib.so" $ROCSPARSE; do
       [[ $lib == - || -e $lib ]] || continue
       own=$(awk -v a="$(instr 20000 "" "$lib" "$NULLRT")" -v b="$(instr 2000 "" "$lib" "$NULLRT")" 'BEGIN {printf "%.1f", (a - b) / 18000}')
       per=$(per_launch "$SHIM" "$lib" "$NULLRT")
