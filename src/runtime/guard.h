@@ -198,7 +198,7 @@ class Guard {
   void check_in_full(const void* fatbin_handle);  // a fat binary registered checked to selection only
   // Registered kernels enter the kernel table lazily, a fat binary at a time
   // (the first launch or lookup of one of its kernels, or the report).
-  void index_kernel(const void* key);  // the fat binaries that registered `key`
+  void index_kernel(const void* key);  // the fat binary whose registration of `key` counts
   void index_pending_kernels();                   // state mutex held
   void index_kernels_of(const void* fatbin_handle);  // state mutex held
 };

@@ -27,7 +27,7 @@ void Guard::check_in_full(const void* handle) {
     bool findings = false;
     for (const void* f : fb.host_functions) {
       const KernelState* old = s.find(f);
-      if (!old || old->fatbin != handle) continue;  // unregistered, or registered again by a later fat binary
+      if (!old) continue;
       old->superseded = true;
       old->set_clean(false);
       KernelState& k = s.new_kernel();

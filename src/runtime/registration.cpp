@@ -132,6 +132,7 @@ void Guard::on_registered_fatbin(const void* handle) try {
   std::lock_guard<std::mutex> lock(s.mu);
   // A null handle (the runtime refused outright) still gets its report kept, keyed by null.
   FatbinState& fb = s.fatbins[handle];
+  s.forget_kernels_of(handle, fb);  // registered anew under the same handle: its kernels are registered anew
   fb.seq = ++s.seq;
   if (fb.depth != Depth::Full) --s.fatbins_not_checked_in_full;  // re-registered under the same handle
   fb.report = std::move(t_pending_fatbin->report);
@@ -139,10 +140,6 @@ void Guard::on_registered_fatbin(const void* handle) try {
   fb.depth = t_pending_fatbin->depth;
   fb.index.reset();
   fb.origin.reset();
-  fb.host_functions.clear();
-  fb.unindexed.clear();
-  fb.unindexed_names.clear();
-  fb.unindexed_lo = UINTPTR_MAX, fb.unindexed_hi = 0;
   fb.readonly = std::move(t_pending_fatbin->readonly);
   if (fb.depth != Depth::Full && s.fatbins_not_checked_in_full++ == 0)
     g_launch_gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
@@ -168,14 +165,10 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
       s.last_fatbin = &it->second;
     }
     FatbinState& fb = *s.last_fatbin;
+    // A stub registered already, by a fat binary still registered: the runtime
+    // drops this registration, whatever its code objects hold (stub_owner).
+    if (!s.stub_owner.try_emplace(host_function, handle).second) return {};
     if (fb.unindexed.empty()) s.unindexed_order.push_back(handle);
-    // Registered again (the same stub in a fat binary registered anew): its old
-    // facts leave the table and the launch cache, so that its next launch is
-    // decided on this registration (index_kernel).
-    if (!s.table.empty() && s.find(host_function)) s.retire(host_function);
-    uintptr_t key = reinterpret_cast<uintptr_t>(host_function);
-    fb.unindexed_lo = std::min(fb.unindexed_lo, key);
-    fb.unindexed_hi = std::max(fb.unindexed_hi, key);
     uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
     bool in_image = false;
     for (const auto& [lo, hi] : fb.readonly) in_image = in_image || (at >= lo && at < hi);
@@ -224,24 +217,8 @@ void Guard::index_kernels_of(const void* handle) {
   FatbinState& fb = it->second;
   if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
   if (!fb.origin) fb.origin = std::make_shared<const std::string>(fb.report.origin);
-  // A stub registered again by a later fat binary is that one's (the last
-  // registration decides), whether that one is indexed before or after this
-  // one. The later fat binaries whose stubs' address ranges overlap this one's
-  // are few or none, so that indexing stays linear.
-  std::vector<const FatbinState*> later;
-  for (const void* h : s.unindexed_order) {
-    auto o = s.fatbins.find(h);
-    if (o != s.fatbins.end() && o->second.seq > fb.seq && !o->second.unindexed.empty() &&
-        o->second.unindexed_lo <= fb.unindexed_hi && o->second.unindexed_hi >= fb.unindexed_lo)
-      later.push_back(&o->second);
-  }
-  auto owned_by_later = [&](const void* f) {
-    if (const KernelState* k = s.find(f); k && k->seq > fb.seq) return true;
-    return std::any_of(later.begin(), later.end(), [f](const FatbinState* o) { return o->holds_unindexed(f); });
-  };
   bool findings = false;
   for (const auto& [host_function, name_in_image, name_at] : fb.unindexed) {
-    if (owned_by_later(host_function)) continue;
     KernelState& k = s.new_kernel();
     k.name = name_in_image ? name_in_image : fb.unindexed_names.c_str() + name_at;
     k.file = fb.origin;
@@ -270,36 +247,23 @@ void Guard::index_pending_kernels() {
   g_launch_gate.fetch_and(~kGateUnindexed, std::memory_order_release);
 }
 
-// Only the fat binaries that registered `key` are indexed: a library's other
-// fat binaries (rocSPARSE has 111, with 12 k kernels) wait for a launch of one
-// of their own kernels, a lookup, or the report. A key that no fat binary
-// registered indexes them all, so that it is not searched for again.
+// Only the fat binary whose registration of `key` counts (stub_owner) is
+// indexed: a library's other fat binaries (rocSPARSE has 111, with 12 k
+// kernels) wait for a launch of one of their own kernels, a lookup, or the
+// report. A key that no fat binary registered indexes them all, so that the
+// gate stops asking (a program may launch such a key over and over).
 void Guard::index_kernel(const void* key) {
   if (!(g_launch_gate.load(std::memory_order_acquire) & kGateUnindexed)) return;
   State& s = state();
   if (s.find(key)) return;
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.find(key)) return;
-  bool found = false;
-  // In registration order, every fat binary that registered it: the last one
-  // owns the key, as when all are indexed.
-  auto& order = s.unindexed_order;
-  for (size_t i = 0; i < order.size();) {
-    auto it = s.fatbins.find(order[i]);
-    if (it == s.fatbins.end() || it->second.unindexed.empty()) {
-      order.erase(order.begin() + i);  // unregistered, or indexed by the report
-      continue;
-    }
-    if (!it->second.holds_unindexed(key)) {
-      ++i;
-      continue;
-    }
-    index_kernels_of(order[i]);
-    order.erase(order.begin() + i);
-    found = true;
-  }
-  if (!found) return index_pending_kernels();
-  if (order.empty()) g_launch_gate.fetch_and(~kGateUnindexed, std::memory_order_release);
+  auto owner = s.stub_owner.find(key);
+  if (owner == s.stub_owner.end()) return index_pending_kernels();
+  const void* handle = owner->second;
+  index_kernels_of(handle);
+  std::erase(s.unindexed_order, handle);
+  if (s.unindexed_order.empty()) g_launch_gate.fetch_and(~kGateUnindexed, std::memory_order_release);
 }
 
 void Guard::on_unregister_fatbin(const void* handle) try {
@@ -309,13 +273,7 @@ void Guard::on_unregister_fatbin(const void* handle) try {
   if (it == s.fatbins.end()) return;
   // The report lists kernels with findings: index them while their names are valid.
   if (!s.config.report_path.empty()) index_kernels_of(handle);
-  // Host addresses may be reused by a library loaded later: forget them
-  // (those a later fat binary registered again are that one's now).
-  for (const void* f : it->second.host_functions)
-    if (const KernelState* k = s.find(f); !k || k->fatbin == handle) s.retire(f);
-  if (s.unprobed.erase(handle) && s.unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_release);
-  // Its handle may be reused by a fat binary registered later, which must not take this one's place in the order.
-  std::erase(s.unindexed_order, handle);
+  s.forget_kernels_of(handle, it->second);
   if (it->second.depth != Depth::Full && --s.fatbins_not_checked_in_full == 0)
     g_launch_gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
   if (!s.config.report_path.empty()) s.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "hipguard/report.h"
+#include "llvm/ADT/DenseMap.h"
 #include "runtime/guard.h"
 #include "runtime/kernel_table.h"
 #include "runtime/report_file.h"
@@ -142,14 +143,6 @@ struct FatbinState {
   };
   std::vector<Unindexed> unindexed;
   std::string unindexed_names;  // NUL-terminated names
-  // Lowest and highest unindexed host function: a launch's key outside them is not this fat binary's.
-  uintptr_t unindexed_lo = UINTPTR_MAX, unindexed_hi = 0;
-  bool holds_unindexed(const void* host_function) const {
-    const uintptr_t at = reinterpret_cast<uintptr_t>(host_function);
-    return at >= unindexed_lo && at <= unindexed_hi &&
-           std::any_of(unindexed.begin(), unindexed.end(),
-                       [host_function](const Unindexed& u) { return u.host_function == host_function; });
-  }
   std::vector<std::pair<uintptr_t, uintptr_t>> readonly;  // readonly_segments_of(its wrapper)
 };
 
@@ -246,6 +239,22 @@ struct Guard::State {
     k->set_clean(false);
     quarantine.push_back(const_cast<KernelState*>(k));
   }
+  // The fat binary's kernels leave the kernel table and its stubs their owner:
+  // the runtime forgets them when it is unregistered (StatCO::RemoveFatBinary),
+  // and host addresses may be reused by a library loaded later.
+  void forget_kernels_of(const void* handle, FatbinState& fb) {
+    for (const void* f : fb.host_functions) {
+      retire(f);
+      stub_owner.erase(f);
+    }
+    for (const auto& u : fb.unindexed) stub_owner.erase(u.host_function);
+    fb.host_functions.clear();
+    fb.unindexed.clear();
+    fb.unindexed_names.clear();
+    if (unprobed.erase(handle) && unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_release);
+    // Its handle may be reused by a fat binary registered later, which must not take this one's place in the order.
+    std::erase(unindexed_order, handle);
+  }
   // Keeps `img` for the report unless one like it is kept already.
   void keep_gone_image(ImageReport&& img, uint64_t image_seq) {
     std::string key = img.origin;
@@ -269,6 +278,11 @@ struct Guard::State {
   pid_t report_written_by = 0;  // the report is written once per process (a forked child writes its own)
   size_t fatbins_not_checked_in_full = 0;  // registered fat binaries checked to selection only
   std::vector<const void*> unindexed_order;  // fat binaries with unindexed kernels, in registration order
+  // Host stub -> the fat binary (handle) whose registration of it counts: the
+  // first. The runtime keeps a stub's first registration and drops any later
+  // one until that fat binary is unregistered, when the stub is gone (CLR
+  // hip_code_object.cpp, StatCO::RegisterFunction and RemoveFatBinary).
+  llvm::DenseMap<const void*, const void*> stub_owner;
   // The findings this process reported (for HIPGUARD_FAIL_ON / strict exit status):
   // the most severe, how many at or above config.fail_on, the first of them.
   pid_t findings_pid = 0;  // a forked child starts counting afresh

@@ -415,71 +415,75 @@ TEST_F(StrictRegistration, NoStopTheFullCheckDoesNotConfirm) {
   g.on_unregister_fatbin(&handle2);
 }
 
-// A stub registered again in a second fat binary (one whose code object lacks
-// it) is decided on that registration, also after the first fat binary is
-// unregistered: unregistering forgets the first one's kernels only.
-TEST_F(StrictRegistration, UnregisteringForgetsOnlyItsOwnRegistrationOfAStub) {
+// A stub registered first by a fat binary whose code object lacks its kernel
+// (HG409) and again by one that holds it stays the first's: the runtime drops
+// the second registration (CLR StatCO::RegisterFunction), so launches are
+// refused. Unregistering the first forgets the stub: the runtime has no
+// kernel for it then, and hipguard nothing to refuse.
+TEST_F(StrictRegistration, AStubRegisteredAgainKeepsItsFirstRegistration) {
+  Guard& g = Guard::get();
+  std::vector<uint8_t> b = bundle_of(two_kernels());
+  static int handle1, handle2, host;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(register_fatbin(g, b, &handle1), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle1, &host, "gamma").action, Action::Exit) << "HG409";
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse);
+  EXPECT_EQ(register_fatbin(g, b, &handle2), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle2, &host, "alpha").action, Action::Forward);
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "decided on its first registration";
+  g.on_unregister_fatbin(&handle1);
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward) << "not registered any more";
+  g.on_unregister_fatbin(&handle2);
+  testing::internal::GetCapturedStderr();  // HG409 said once per process: an earlier test may have said it
+  refused_launch_error(true);
+}
+
+// The other way round: a second registration of a good kernel's stub, in a
+// fat binary that lacks it, is dropped: no stop at registration (strict mode
+// stops for HG409 there), and launches are forwarded.
+TEST_F(StrictRegistration, ADroppedRegistrationDoesNotStopTheProgram) {
   Guard& g = Guard::get();
   std::vector<uint8_t> b = bundle_of(two_kernels());
   static int handle1, handle2, host;
   testing::internal::CaptureStderr();
   EXPECT_EQ(register_fatbin(g, b, &handle1), Action::Forward);
   EXPECT_EQ(g.on_register_function(&handle1, &host, "alpha").action, Action::Forward);
+  EXPECT_EQ(register_fatbin(g, b, &handle2), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle2, &host, "gamma").action, Action::Forward) << "the runtime drops it";
   EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward);
-  EXPECT_EQ(register_fatbin(g, b, &handle2), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle2, &host, "gamma").action, Action::Exit) << "HG409";
-  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "decided on its new registration";
-  g.on_unregister_fatbin(&handle1);
-  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "still registered in the second";
   g.on_unregister_fatbin(&handle2);
-  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward) << "not registered at all";
-  testing::internal::GetCapturedStderr();  // HG409 said once per process: an earlier test may have said it
-  refused_launch_error(true);
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward) << "the first's, still registered";
+  g.on_unregister_fatbin(&handle1);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("gamma"), std::string::npos) << err;
 }
 
-// The first fat binary, indexed only after a second one registered its stub
-// again (a launch of its other kernel), does not take the stub back: the
-// stub's launch is decided on the second registration.
-TEST_F(StrictRegistration, AnOlderFatBinaryIndexedLaterLeavesAStubToItsNewRegistration) {
+// Whichever fat binary is indexed first (a launch of its other kernel, or of
+// a key nobody registered, which indexes all), the stub stays its first
+// registration's.
+TEST_F(StrictRegistration, IndexingOrderLeavesAStubToItsFirstRegistration) {
   Guard& g = Guard::get();
   std::vector<uint8_t> b = bundle_of(two_kernels());
-  static int handle1, handle2, host, host_beta;
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(register_fatbin(g, b, &handle1), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle1, &host, "alpha").action, Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle1, &host_beta, "beta").action, Action::Forward);
-  EXPECT_EQ(register_fatbin(g, b, &handle2), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle2, &host, "gamma").action, Action::Exit) << "HG409";
-  EXPECT_EQ(g.on_launch(&host_beta, 0, "hipLaunchKernel").action, Action::Forward) << "indexes the first only";
-  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "decided on its new registration";
-  g.on_unregister_fatbin(&handle1);
-  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "still registered in the second";
-  g.on_unregister_fatbin(&handle2);
-  testing::internal::GetCapturedStderr();
-  refused_launch_error(true);
-}
-
-// The first use of the first fat binary (its check in full), after a second
-// one registered one of its stubs again, renews only the kernels it still owns.
-TEST_F(StrictRegistration, TheCheckInFullOfAnOlderFatBinaryLeavesAStubToItsNewRegistration) {
-  Guard& g = Guard::get();
-  std::vector<uint8_t> b = bundle_of(two_kernels());
-  static int handle1, handle2, host, host_beta;
-  int unknown = 0;
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(register_fatbin(g, b, &handle1), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle1, &host, "alpha").action, Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle1, &host_beta, "beta").action, Action::Forward);
-  // A launch of a key nobody registered indexes the first fat binary, not yet checked in full.
-  EXPECT_EQ(g.on_launch(&unknown, 0, "hipLaunchKernel").action, Action::Forward);
-  EXPECT_EQ(register_fatbin(g, b, &handle2), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle2, &host, "gamma").action, Action::Exit) << "HG409";
-  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse);
-  EXPECT_EQ(g.on_launch(&host_beta, 0, "hipLaunchKernel").action, Action::Forward) << "checks the first in full";
-  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "still the second's";
-  g.on_unregister_fatbin(&handle1);
-  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "not forgotten with the first";
-  g.on_unregister_fatbin(&handle2);
-  testing::internal::GetCapturedStderr();
+  for (bool index_all : {false, true}) {
+    static int handle1, handle2, host, host_beta1, host_beta2;
+    int unknown = 0;
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(register_fatbin(g, b, &handle1), Action::Forward);
+    EXPECT_EQ(g.on_register_function(&handle1, &host, "gamma").action, Action::Exit) << "HG409";
+    EXPECT_EQ(g.on_register_function(&handle1, &host_beta1, "beta").action, Action::Forward);
+    EXPECT_EQ(register_fatbin(g, b, &handle2), Action::Forward);
+    EXPECT_EQ(g.on_register_function(&handle2, &host, "alpha").action, Action::Forward);
+    EXPECT_EQ(g.on_register_function(&handle2, &host_beta2, "beta").action, Action::Forward);
+    if (index_all) EXPECT_EQ(g.on_launch(&unknown, 0, "hipLaunchKernel").action, Action::Forward);
+    // The second is indexed (and checked in full) first.
+    EXPECT_EQ(g.on_launch(&host_beta2, 0, "hipLaunchKernel").action, Action::Forward) << index_all;
+    EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << index_all;
+    EXPECT_EQ(g.on_launch(&host_beta1, 0, "hipLaunchKernel").action, Action::Forward) << index_all;
+    EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << index_all;
+    g.on_unregister_fatbin(&handle2);
+    EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "still the first's";
+    g.on_unregister_fatbin(&handle1);
+    testing::internal::GetCapturedStderr();
+  }
   refused_launch_error(true);
 }

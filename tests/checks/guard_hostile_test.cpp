@@ -250,10 +250,10 @@ TEST(GuardLaunchPath, ALaunchIndexesOnlyItsOwnFatBinary) {
   for (int* handle : {&clean, &other, &third}) g.on_unregister_fatbin(handle);
 }
 
-// A stub registered again, in a fat binary whose selected code object lacks
-// its kernel, is decided on the new registration: the launch cache no longer
-// lets it skip the guard on the old one's facts.
-TEST(GuardLaunchPath, AKernelRegisteredAgainIsDecidedOnItsNewRegistration) {
+// A stub registered again, by a fat binary whose selected code object lacks
+// its kernel, keeps its first registration: the runtime drops the second
+// (CLR StatCO::RegisterFunction), so its launches stay decided on the first.
+TEST(GuardLaunchPath, AKernelRegisteredAgainIsDecidedOnItsFirstRegistration) {
   std::string path = kApps + "/vector_add_gfx90a.hipfb";
   if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
   std::vector<uint8_t> bundle = checks::read_bytes(path);
@@ -267,14 +267,18 @@ TEST(GuardLaunchPath, AKernelRegisteredAgainIsDecidedOnItsNewRegistration) {
   ASSERT_TRUE(launch_known_clean(&host, 0));
   g.on_register_fatbin(&w);
   g.on_registered_fatbin(&second);
-  g.on_register_function(&second, &host, "_Z9absent_v2v");
-  EXPECT_FALSE(launch_known_clean(&host, 0)) << "the old registration's facts";
   testing::internal::CaptureStderr();
-  g.on_launch(&host, 0, "hipLaunchKernel");
+  g.on_register_function(&second, &host, "_Z9absent_v2v");
+  EXPECT_TRUE(launch_known_clean(&host, 0)) << "still the first registration's facts";
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward);
   std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("HG409"), std::string::npos) << err;
+  EXPECT_EQ(err.find("_Z9absent_v2v"), std::string::npos) << "a registration the runtime drops: " << err;
+  // The first unregistered, the runtime forgets the stub: nothing to decide it on.
+  g.on_unregister_fatbin(&first);
   EXPECT_FALSE(launch_known_clean(&host, 0));
-  for (int* handle : {&first, &second}) g.on_unregister_fatbin(handle);
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward);
+  EXPECT_FALSE(launch_known_clean(&host, 0)) << "the second's registration was dropped";
+  g.on_unregister_fatbin(&second);
 }
 
 // Two kernels whose keys share a slot of the launch cache: each launch on the

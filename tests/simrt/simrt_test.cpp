@@ -945,6 +945,22 @@ TEST_F(Direct, StaticRegistrationIsLazyAndFirstMatchWins) {
   EXPECT_EQ(hipLaunchKernel(r->key(0), dim3(1), dim3(64), nullptr, 0, nullptr), hipErrorInvalidDeviceFunction);
 }
 
+// CLR StatCO::RegisterFunction keeps a stub's first registration; the stub
+// leaves with that fat binary (RemoveFatBinary), the dropped one does not return.
+TEST_F(Direct, AStubRegisteredAgainKeepsItsFirstRegistration) {
+  auto fits = craft_elf(0x4c | kAnyAny, {{"_Z1kv", 512}});
+  auto too_big = craft_elf(0x4c | kAnyAny, {{"_Z1kv", 70000}});
+  auto first = register_fatbin(craft_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", fits}}), {"_Z1kv"});
+  auto second = register_fatbin(craft_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", too_big}}), {});
+  const void* k = first->key(0);
+  __hipRegisterFunction(second->handle, k, const_cast<char*>("_Z1kv"), "_Z1kv", -1, nullptr, nullptr, nullptr,
+                        nullptr, nullptr);
+  EXPECT_EQ(hipLaunchKernel(k, dim3(1), dim3(64), nullptr, 0, nullptr), hipSuccess);
+  __hipUnregisterFatBinary(first->handle);
+  EXPECT_EQ(hipLaunchKernel(k, dim3(1), dim3(64), nullptr, 0, nullptr), hipErrorInvalidDeviceFunction);
+  __hipUnregisterFatBinary(second->handle);
+}
+
 TEST_F(Direct, StaticLaunchRules) {
   auto e942 = craft_elf(0x4c | kAnyAny, {{"_Z5smallv", 512}, {"_Z3bigv", 70000}});
   auto e90a = craft_elf(0x3f | 0x300 | 0x400, {{"_Z5smallv", 512}, {"_Z3bigv", 512}});

@@ -628,7 +628,9 @@ SIMRT_EXPORT void __hipRegisterFunction(void** modules, const void* hostFunction
   for (auto& p : s.fatbins) known = known || p.get() == fb;
   sk.fatbin = known ? fb : nullptr;
   sk.device_name = name ? name : "";
-  s.kernels[hostFunction] = sk;
+  // The first registration of a stub stays; a later one is dropped, and the
+  // stub is gone with its first fat binary (CLR StatCO::RegisterFunction).
+  s.kernels.try_emplace(hostFunction, sk);
 }
 
 SIMRT_EXPORT void __hipRegisterVar(void**, void*, char*, char*, int, size_t, int, int) {}
