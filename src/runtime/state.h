@@ -282,7 +282,10 @@ struct Guard::State {
   // first. The runtime keeps a stub's first registration and drops any later
   // one until that fat binary is unregistered, when the stub is gone (CLR
   // hip_code_object.cpp, StatCO::RegisterFunction and RemoveFatBinary).
-  llvm::DenseMap<const void*, const void*> stub_owner;
+  struct StubHash : llvm::DenseMapInfo<const void*> {
+    static unsigned getHashValue(const void* p) { return static_cast<unsigned>(hash_pointer(p)); }
+  };
+  llvm::DenseMap<const void*, const void*, StubHash> stub_owner;
   // The findings this process reported (for HIPGUARD_FAIL_ON / strict exit status):
   // the most severe, how many at or above config.fail_on, the first of them.
   pid_t findings_pid = 0;  // a forked child starts counting afresh
