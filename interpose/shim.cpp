@@ -410,12 +410,12 @@ struct GetFunction : Hook {
   void after(hipError_t r) const { guard().on_module_get_function(module, name, out ? *out : nullptr, r, api); }
 };
 
+// hipGetFuncBySymbol: its hipFunction_t gets the kernel's facts (module launches take it); a failure is explained.
 struct FuncBySymbol : Hook {
+  hipFunction_t* out;
   const void* symbol;
-  explicit FuncBySymbol(const void* s) : symbol(s) {}
-  void after(hipError_t r) const {
-    if (r != kHipSuccess) guard().on_get_func_by_symbol(symbol, r);
-  }
+  FuncBySymbol(hipFunction_t* o, const void* s) : out(o), symbol(s) {}
+  void after(hipError_t r) const { guard().on_get_func_by_symbol(symbol, r, r == kHipSuccess && out ? *out : nullptr); }
 };
 
 struct ProcAddress : Hook {

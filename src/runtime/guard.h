@@ -152,8 +152,10 @@ class Guard {
   Decision before_module_get_function(const void* module, const char* name, const char* api = "hipModuleGetFunction");
   void on_module_get_function(const void* module, const char* name, const void* function, int result,
                               const char* api = "hipModuleGetFunction");
-  // hipGetFuncBySymbol returned `result` for `host_function`.
-  void on_get_func_by_symbol(const void* host_function, int result);
+  // hipGetFuncBySymbol returned `result` and `function` (its hipFunction_t,
+  // or null) for `host_function`: module launches of `function` are checked
+  // as launches of the registered kernel; a failure is explained.
+  void on_get_func_by_symbol(const void* host_function, int result, const void* function = nullptr);
 
   // A launch of `key` (host function for hipLaunchKernel*, hipFunction_t for
   // module launches) with `dynamic_lds` bytes of dynamic LDS. Called only when
@@ -201,6 +203,7 @@ class Guard {
   void index_kernel(const void* key);  // the fat binary whose registration of `key` counts
   void index_pending_kernels();                   // state mutex held
   void index_kernels_of(const void* fatbin_handle);  // state mutex held
+  void index_function_of(const void* host_function, const void* function);  // state mutex held
 };
 
 // hipError_t values used when refusing (hip_runtime_api.h).

@@ -35,10 +35,12 @@ void Guard::check_in_full(const void* handle) {
       k.name = old->name;
       k.file = old->file;
       k.fatbin = handle;
+      k.stub = old->stub;
       fill_kernel(k, *fb.index);
       k.launches = old->launches.load();
       k.blocked = old->blocked.load();
       k.warned = old->warned.load();
+      k.lds_warned = old->lds_warned.load();
       k.probed = old->probed.load();
       k.seq = old->seq;
       refresh_clean(k, s.probe_off);
@@ -51,6 +53,18 @@ void Guard::check_in_full(const void* handle) {
   }
   for (const auto& d : said) report_once(d);
 }
+
+namespace {
+
+// Whether a kernel's "said" flag is set for the first time: a hipFunction_t's
+// state sets its stub's (`also`) too, so that a launch finding is said once per kernel.
+bool first_said(std::atomic<bool>& flag, std::atomic<bool>* also) {
+  bool said = flag.exchange(true);
+  if (also) said = also->exchange(true) || said;
+  return !said;
+}
+
+}  // namespace
 
 Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api) {
   return on_launch(key, dynamic_lds, api, -1);
@@ -77,8 +91,9 @@ Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api
   // Counted for the report only: an atomic add on a shared line costs every launching thread.
   if (!s.config.report_path.empty()) k->launches.fetch_add(1, std::memory_order_relaxed);
   bool strict = s.config.mode == Mode::Strict;
+  const KernelState* stub = k->stub ? s.find(k->stub) : nullptr;
   if (!k->findings().empty()) {
-    if (!k->warned.exchange(true)) {
+    if (first_said(k->warned, stub ? &stub->warned : nullptr)) {
       Diagnostic d;
       d.code = std::string(code::kLaunchWithFindings);
       d.severity = k->blocking ? Severity::Error : Severity::Warning;
@@ -110,7 +125,7 @@ Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api
     }
   }
   if (dynamic_lds > max_dynamic) {
-    if (!k->lds_warned.exchange(true)) {
+    if (first_said(k->lds_warned, stub ? &stub->lds_warned : nullptr)) {
       Diagnostic d;
       d.code = std::string(code::kLaunchLds);
       d.file = k->file_name();

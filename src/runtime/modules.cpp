@@ -186,11 +186,41 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
 } catch (...) {
 }
 
-void Guard::on_get_func_by_symbol(const void* host_function, int result) try {
-  if (result == 0 || no_device_error(result)) return;
+// The hipFunction_t that hipGetFuncBySymbol returned for a registered kernel
+// is launched through the module entry points (AITER does): it gets the
+// kernel's facts under its own key, in its fat binary's kernels, so that it is
+// checked in full, renewed and forgotten with them. State mutex held.
+void Guard::index_function_of(const void* host_function, const void* function) {
+  State& s = state();
+  const KernelState* k = s.find(host_function);
+  if (!k || !k->fatbin || s.find(function)) return;  // not registered, or looked up before
+  auto it = s.fatbins.find(k->fatbin);
+  if (it == s.fatbins.end() || !it->second.index) return;
+  FatbinState& fb = it->second;
+  KernelState& f = s.new_kernel();
+  f.name = k->name;
+  f.file = k->file;
+  f.fatbin = k->fatbin;
+  f.stub = host_function;
+  f.depth = k->depth;
+  fill_kernel(f, *fb.index);
+  f.probed = true;  // the runtime found the kernel for this device: what a probe asks
+  refresh_clean(f, s.probe_off);
+  fb.host_functions.push_back(function);
+  s.table.insert(function, &f);
+  if (!f.findings().empty()) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
+}
+
+void Guard::on_get_func_by_symbol(const void* host_function, int result, const void* function) try {
+  if (result == 0 && !function) return;
+  if (no_device_error(result)) return;
   State& s = state();
   if (s.config.mode == Mode::Off) return;
   index_kernel(host_function);
+  if (result == 0) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    return index_function_of(host_function, function);
+  }
   const KernelState* k = s.find(host_function);
   if (k && k->depth != Depth::Full) {
     check_in_full(k->fatbin);

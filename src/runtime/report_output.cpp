@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "hipguard/report.h"
@@ -121,11 +122,20 @@ void Guard::write_report() try {
     for (const auto& [id, gone] : s.gone_kernels)
       if (gone.seq > s.fork_seq) run.kernels.push_back(gone.record);
     run.not_listed = s.not_listed;
+    // One record per kernel: launches by its host stub and by the hipFunction_t
+    // hipGetFuncBySymbol returned for it (the same name, file and findings) are summed.
+    std::map<std::tuple<std::string, std::string, std::vector<std::string>>, size_t> listed;
     for (const auto& k : s.kernels) {
       if (k.superseded || k.retired || k.seq <= s.fork_seq || (k.findings().empty() && k.launches == 0)) continue;
       KernelRecord rec{k.name, k.file_name(), k.launches.load(), k.blocked.load(), {}};
       for (const auto& d : k.findings()) rec.codes.push_back(d.code);
-      run.kernels.push_back(std::move(rec));
+      auto [at, fresh] = listed.try_emplace({rec.name, rec.file, rec.codes}, run.kernels.size());
+      if (fresh) {
+        run.kernels.push_back(std::move(rec));
+      } else {
+        run.kernels[at->second].launches += rec.launches;
+        run.kernels[at->second].blocked += rec.blocked;
+      }
     }
   }
   bool xml = is_junit_path(s.config.report_path);

@@ -50,6 +50,9 @@ struct KernelState : LaunchFacts {
   };
   std::vector<TargetLds> lds_by_target;
   const void* fatbin = nullptr;  // registration handle (null for module functions)
+  // A hipFunction_t that hipGetFuncBySymbol returned: its kernel's host stub,
+  // whose state shares what was said (once per kernel, whichever key launched).
+  const void* stub = nullptr;
   Depth depth = Depth::Full;     // how far its fat binary is checked (below Full: in full at first use)
   // Replaced by a fresh state after the full check (readers may still hold this
   // one, so it is kept, but the report lists only the current state).
@@ -85,6 +88,7 @@ struct KernelState : LaunchFacts {
     lds_limit = 0;
     lds_by_target.clear();
     fatbin = nullptr;
+    stub = nullptr;
     depth = Depth::Full;
     superseded = retired = false;
     seq = 0;

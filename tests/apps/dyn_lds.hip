@@ -1,7 +1,8 @@
 // A kernel with 48 KiB of static LDS plus dynamic LDS given on the command line:
 // 48 KiB + 20000 bytes exceeds a 64 KiB GPU, which the ROCm runtime never checks
 // (it compares only the dynamic part with the limit). Also asks the runtime for
-// the kernel with hipGetFuncBySymbol when the runtime has it (ROCm >= 6.2).
+// the kernel with hipGetFuncBySymbol when the runtime has it (ROCm >= 6.2),
+// and launches it by the hipFunction_t it returns.
 // Ignores every error and exits with argv[2] (default 0), like a program that
 // does not check what its launches return.
 #include <dlfcn.h>
@@ -27,6 +28,12 @@ int main(int argc, char** argv) {
     hipFunction_t f = nullptr;
     hipError_t e = get(&f, reinterpret_cast<const void*>(lds_static_and_dynamic));
     printf("hipGetFuncBySymbol: %d (%s)\n", static_cast<int>(e), hipGetErrorName(e));
+    if (e == hipSuccess) {  // launched by its hipFunction_t, as AITER does
+      void* no_args[] = {nullptr};
+      e = hipModuleLaunchKernel(f, 1, 1, 1, 64, 1, 1, static_cast<unsigned>(dynamic), nullptr, no_args, nullptr);
+      printf("hipModuleLaunchKernel(hipGetFuncBySymbol, dynamic LDS %zu): %d (%s)\n", dynamic, static_cast<int>(e),
+             hipGetErrorName(e));
+    }
   }
   float* d = nullptr;
   hipError_t e = hipMalloc(&d, 12 * 1024 * sizeof(float));

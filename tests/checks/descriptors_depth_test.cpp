@@ -487,3 +487,30 @@ TEST_F(StrictRegistration, IndexingOrderLeavesAStubToItsFirstRegistration) {
   }
   refused_launch_error(true);
 }
+// The hipFunction_t hipGetFuncBySymbol returns (AITER launches by it, with
+// hipModuleLaunchKernel) is decided as its kernel: refused for HG409 or for
+// too much dynamic LDS, checked in full with its fat binary at first use, and
+// forgotten when the fat binary is unregistered.
+TEST_F(StrictRegistration, AFunctionFromGetFuncBySymbolIsDecidedAsItsKernel) {
+  Guard& g = Guard::get();
+  std::vector<uint8_t> b = bundle_of(two_kernels());
+  static int handle, host_gamma, host_alpha, fn_gamma, fn_alpha;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(register_fatbin(g, b, &handle), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle, &host_gamma, "gamma").action, Action::Exit) << "HG409";
+  EXPECT_EQ(g.on_register_function(&handle, &host_alpha, "alpha").action, Action::Forward);
+  g.on_get_func_by_symbol(&host_gamma, 0, &fn_gamma);
+  g.on_get_func_by_symbol(&host_alpha, 0, &fn_alpha);
+  EXPECT_EQ(g.on_launch(&fn_gamma, 0, "hipModuleLaunchKernel").action, Action::Refuse);
+  EXPECT_EQ(g.on_launch(&fn_alpha, 0, "hipModuleLaunchKernel").action, Action::Forward);
+  EXPECT_EQ(g.on_launch(&fn_alpha, 1u << 20, "hipModuleLaunchKernel").action, Action::Refuse) << "dynamic LDS";
+  EXPECT_EQ(g.on_launch(&host_alpha, 1u << 20, "hipLaunchKernel").action, Action::Refuse);
+  std::string err = testing::internal::GetCapturedStderr();
+  size_t said = 0;
+  for (size_t at = err.find("HG306"); at != std::string::npos; at = err.find("HG306", at + 1)) ++said;
+  EXPECT_EQ(said, 1u) << "said once per kernel, whichever key launched it: " << err;
+  g.on_unregister_fatbin(&handle);
+  EXPECT_EQ(g.on_launch(&fn_gamma, 0, "hipModuleLaunchKernel").action, Action::Forward) << "forgotten";
+  EXPECT_FALSE(launch_known_clean(&fn_alpha, 0));
+  refused_launch_error(true);
+}

@@ -109,6 +109,10 @@ TEST_F(Runtime, StaticPlusDynamicLdsTheRuntimeDoesNotCheck) {
               std::string::npos)
         << api << strict.out;
   }
+  // And by the hipFunction_t hipGetFuncBySymbol returned (a module launch, as AITER launches).
+  const std::string by_function = "hipModuleLaunchKernel(hipGetFuncBySymbol, dynamic LDS 20000): ";
+  ASSERT_NE(plain.out.find(by_function), std::string::npos) << plain.out;
+  EXPECT_NE(strict.out.find(by_function + "9 (hipErrorInvalidConfiguration)"), std::string::npos) << strict.out;
   EXPECT_EQ(lines_with(strict.err, "error HG306").size(), 1u);
   // Within the limit nothing is said and nothing changes.
   ProcessResult fits = run_process({app("dyn_lds_gfx90a"), "16384"},
