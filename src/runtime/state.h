@@ -262,7 +262,7 @@ struct Guard::State {
   // Keeps `img` for the report unless one like it is kept already.
   void keep_gone_image(ImageReport&& img, uint64_t image_seq) {
     std::string key = img.origin;
-    for (const auto& d : img.diagnostics) key += "\n" + format_line(d);
+    for (const auto& d : img.diagnostics) key.append("\n").append(format_line(d));
     if (unregistered_keys.count(key)) return;
     if (unregistered.size() >= kMaxGoneImages) {
       ++not_listed;
