@@ -53,8 +53,11 @@ struct ImageReport {
   bool ok() const;
 };
 
-// How far check_image goes for offload bundles (raw code objects are always
-// checked in full: they are one code object).
+// How far check_image goes for offload bundles. A raw code object is checked
+// in full, unless every target has another processor: then, like a bundle
+// entry that is not selected, its metadata is not read (its kernel
+// descriptors are, for HG202's LDS companion HG301), and it is not listed in
+// ImageReport::code_objects.
 enum class Depth {
   Full,       // select, then parse the selected code objects and check every kernel
   Selection,  // bundle table and selection only: no code object is parsed (the

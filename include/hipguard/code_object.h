@@ -111,8 +111,11 @@ struct CodeObject {
 // and descriptor set, every other field 0), device functions are not listed,
 // only the checks that need no metadata run, and issues below error severity
 // are left out. Every error it finds the full parse finds too, for kernels the
-// metadata describes.
-Result<CodeObject> parse_code_object(Bytes data, bool descriptors_only = false);
+// metadata describes. only_lds_over (bytes, with descriptors_only): only the
+// kernels whose descriptor declares more static LDS, or lies outside its
+// section, are listed (a code object built for another processor, where only
+// whether its kernels fit at all is said: HG301).
+Result<CodeObject> parse_code_object(Bytes data, bool descriptors_only = false, uint64_t only_lds_over = 0);
 
 // Reads the descriptor of an NT_AMDGPU_METADATA note (MessagePack; AMDGPUUsage
 // "Code Object V3+ Metadata") into co.kernels and co.metadata_target. A document

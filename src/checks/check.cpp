@@ -5,6 +5,7 @@
 #include <map>
 
 #include "checks/kernel_checks.h"
+#include "format/read_code_object.h"
 
 namespace hipguard {
 namespace {
@@ -78,12 +79,14 @@ class Checker {
     return d;
   }
 
-  // Parses a code object once; records its structural findings.
-  const CodeObject* code_object(Bytes bytes, const std::string& entry) {
+  // Parses a code object once; records its structural findings. Unlisted: not
+  // among the report's code objects (read only to its kernel descriptors).
+  const CodeObject* code_object(Bytes bytes, const std::string& entry, bool descriptors_only, bool listed = true,
+                                uint64_t only_lds_over = 0) {
     auto it = parsed_.find(entry);
     if (it != parsed_.end()) return it->second;
     const CodeObject* result = nullptr;
-    Result<CodeObject> co = parse_code_object(bytes, descriptors_only());
+    Result<CodeObject> co = parse_code_object(bytes, descriptors_only, only_lds_over);
     if (!co) {
       structural(co.error().code, entry, "", co.error().message,
                  co.error().code == code::kUnknownProcessor
@@ -95,8 +98,12 @@ class Checker {
         d.value = issue.value;
         d.limit = issue.limit;
       }
-      report_.code_objects.push_back({entry, std::move(*co)});
-      result = &report_.code_objects.back().co;
+      if (listed) {
+        report_.code_objects.push_back({entry, std::move(*co)});
+        result = &report_.code_objects.back().co;
+      } else {
+        result = &unlisted_.emplace(std::move(*co));
+      }
     }
     parsed_[entry] = result;
     return result;
@@ -196,11 +203,14 @@ class Checker {
       parsed_[e.id] = nullptr;
       return nullptr;
     }
-    return code_object(bytes, e.id);
+    return code_object(bytes, e.id, descriptors_only());
   }
 
   void check_raw() {
-    const CodeObject* co = code_object(data_, "");
+    bool elsewhere = built_for_other_processors();
+    // Built for other processors: only the kernels that fit no target's LDS matter (HG301).
+    const CodeObject* co = code_object(data_, "", /*descriptors_only=*/elsewhere, /*listed=*/!elsewhere,
+                                       elsewhere ? smallest_lds_limit() : 0);
     if (!co) return;
     for (auto& v : report_.verdicts) {
       const TargetId& t = v.target;
@@ -230,6 +240,31 @@ class Checker {
           break;
       }
     }
+  }
+
+  // A raw code object whose processor none of the targets has is loaded on
+  // none of them, like a bundle entry the runtime does not select: it is read
+  // only to its kernel descriptors (HG202 and whether the kernels would fit
+  // at all, HG301); its metadata findings belong to a check against its own
+  // processor. A directory of code objects for many GPUs is then checked at
+  // the cost of the ones for the GPUs asked about (docs/performance.md, P1).
+  bool built_for_other_processors() const {
+    if (targets_.empty()) return false;
+    Result<CodeObject> head = read_code_object_header(data_);
+    if (!head) return false;  // the full read says why
+    return std::all_of(targets_.begin(), targets_.end(), [&](const TargetId& t) {
+      return match_target(head->target, head->generic_version, t).kind == Match::ProcessorMismatch;
+    });
+  }
+
+  // The least static LDS any target provides (bytes); 0 when a target's processor is unknown.
+  uint64_t smallest_lds_limit() const {
+    uint64_t least = UINT64_MAX;
+    for (const auto& t : targets_) {
+      const ProcessorInfo* p = find_processor(t.processor);
+      least = std::min(least, p ? lds_limit(t, *p) : 0);
+    }
+    return least == UINT64_MAX ? 0 : least;
   }
 
   static bool conflicts(Feature code, Feature device) {
@@ -378,7 +413,8 @@ class Checker {
     check_kernels(*co, chosen.entry->id, t, /*lds_only=*/descriptors_only());
   }
 
-  // Depth::Descriptors applies to bundle entries; a raw code object is checked in full.
+  // Depth::Descriptors applies to bundle entries; a raw code object is checked in full
+  // unless it is built for other processors (check_raw).
   bool descriptors_only() const { return depth_ == Depth::Descriptors && report_.kind != PayloadKind::CodeObject; }
 
   // Does candidate `c` fit target `t` in selection pass `pass` (native or generic)?
@@ -458,6 +494,7 @@ class Checker {
   Depth depth_;
   ImageReport report_;
   std::map<std::string, const CodeObject*> parsed_;
+  std::optional<CodeObject> unlisted_;  // a raw code object built for other processors (check_raw)
   std::map<std::pair<uint64_t, uint64_t>, std::string> by_range_;  // (offset, size) -> the entry parsed for it
   std::map<std::string, std::string> aliases_;  // entry -> the entry with the same bytes, whose findings it shares
   uint64_t parsed_bytes_ = 0;                    // bytes of this bundle's entries parsed so far

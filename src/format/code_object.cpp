@@ -143,7 +143,8 @@ bool is_descriptor(std::string_view name, const Sym& sym) {
 
 // Defined symbols of .symtab when present, else .dynsym: kernel descriptors
 // ("<kernel>.kd", STT_OBJECT), kernel entry points and device functions
-// (STT_FUNC); with descriptors_only, the kernel descriptors only.
+// (STT_FUNC); with descriptors_only, the kernel descriptors only. In file
+// order; by_name sorts them.
 std::optional<ParseError> read_symbols(const ElfFile& file, Sections sections, bool descriptors_only, SymbolTable& syms) {
   const ElfFile::Elf_Shdr* symtab = nullptr;
   for (const auto& sec : sections)
@@ -155,6 +156,7 @@ std::optional<ParseError> read_symbols(const ElfFile& file, Sections sections, b
     if (!strtab) return elf_error("symbol string table: " + llvm::toString(strtab.takeError()));
     for (const auto& sym : *list) {
       if (sym.st_shndx == ELF::SHN_UNDEF) continue;
+      if (descriptors_only && sym.getType() != ELF::STT_OBJECT) continue;  // no name looked up (strlen) for it
       auto name = sym.getName(*strtab);
       if (!name) {
         llvm::consumeError(name.takeError());
@@ -164,16 +166,19 @@ std::optional<ParseError> read_symbols(const ElfFile& file, Sections sections, b
       if (!descriptors_only || is_descriptor(std::string_view(name->data(), name->size()), s)) syms.push_back({*name, s});
     }
   }
-  // The last of equal names kept (what a std::map assigned in order held, without a string each).
-  auto by_name = [](const auto& a, const auto& b) { return a.first < b.first; };
-  std::stable_sort(syms.begin(), syms.end(), by_name);
+  return std::nullopt;
+}
+
+// Sorted by name, the last of equal names kept (what a std::map assigned in
+// order held, without a string each).
+void by_name(SymbolTable& syms) {
+  std::stable_sort(syms.begin(), syms.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   size_t out = 0;
   for (size_t i = 0; i < syms.size(); ++i) {
     if (i + 1 < syms.size() && syms[i + 1].first == syms[i].first) continue;  // a later one of the same name wins
     syms[out++] = syms[i];
   }
   syms.resize(out);
-  return std::nullopt;
 }
 
 const Sym* find_symbol(const SymbolTable& syms, llvm::StringRef name) {
@@ -234,14 +239,27 @@ void read_descriptors(const ElfFile& file, Bytes data, const SymbolTable& syms, 
 
 // Without the metadata (Depth::Descriptors): the kernels are the descriptor
 // objects ("<name>.kd", as ROCr's loader finds them), with no metadata fields.
-void kernels_from_descriptors(const ElfFile& file, Bytes data, const SymbolTable& syms, CodeObject& co) {
+// `syms` holds descriptors only, in file order. With only_lds_over, only
+// those whose descriptor declares more static LDS (or lies outside its
+// section) are kept; when none is, the table is neither sorted nor any name copied.
+void kernels_from_descriptors(const ElfFile& file, Bytes data, SymbolTable& syms, uint64_t only_lds_over,
+                              CodeObject& co) {
+  auto kept = [&](const std::optional<KernelDescriptor>& d) {
+    return !only_lds_over || !d || d->group_segment_fixed_size > only_lds_over;
+  };
+  if (only_lds_over &&
+      std::none_of(syms.begin(), syms.end(), [&](const auto& s) { return kept(descriptor_at(file, data, s.second)); }))
+    return;
+  by_name(syms);
+  if (!only_lds_over) co.kernels.reserve(syms.size());  // no KernelInfo moved on growth
   for (const auto& [ref, sym] : syms) {
+    std::optional<KernelDescriptor> d = descriptor_at(file, data, sym);
+    if (!kept(d)) continue;
     std::string_view name(ref.data(), ref.size());
-    if (!is_descriptor(name, sym)) continue;
     KernelInfo& k = co.kernels.emplace_back();
     k.symbol = name;
     k.name = name.substr(0, name.size() - 3);
-    k.descriptor = descriptor_at(file, data, sym);
+    k.descriptor = d;
     if (!k.descriptor) descriptor_outside(co, k);
   }
 }
@@ -270,14 +288,21 @@ void list_other_symbols(const SymbolTable& syms, CodeObject& co) {
   }
 }
 
-}  // namespace
-
-Result<CodeObject> read_code_object(Bytes data, bool descriptors_only) {
+// The ELF file of `data`, once it is identified as a 64-bit LSB AMDGPU HSA ELF.
+Result<ElfFile> open_elf(Bytes data) {
   llvm::StringRef raw(reinterpret_cast<const char*>(data.data()), data.size());
   if (auto e = check_identification(raw, data)) return std::move(*e);
   auto file = ElfFile::create(raw);
   if (!file) return elf_error(llvm::toString(file.takeError()));
   if (auto e = check_machine(file->getHeader())) return std::move(*e);
+  return std::move(*file);
+}
+
+}  // namespace
+
+Result<CodeObject> read_code_object(Bytes data, bool descriptors_only, uint64_t only_lds_over) {
+  Result<ElfFile> file = open_elf(data);
+  if (!file) return file.error();
   // The section header table must lie inside the image before anything else is trusted.
   auto sections = file->sections();
   if (!sections) return elf_error(llvm::toString(sections.takeError()));
@@ -288,11 +313,20 @@ Result<CodeObject> read_code_object(Bytes data, bool descriptors_only) {
   SymbolTable syms;
   if (auto e = read_symbols(*file, *sections, descriptors_only, syms)) return std::move(*e);
   if (descriptors_only) {
-    kernels_from_descriptors(*file, data, syms, co);
+    kernels_from_descriptors(*file, data, syms, only_lds_over, co);
     return co;
   }
+  by_name(syms);
   read_descriptors(*file, data, syms, co);
   list_other_symbols(syms, co);  // kernels without metadata (a warning) and device functions
+  return co;
+}
+
+Result<CodeObject> read_code_object_header(Bytes data) {
+  Result<ElfFile> file = open_elf(data);
+  if (!file) return file.error();
+  CodeObject co;
+  if (auto e = read_header(file->getHeader(), data, co)) return std::move(*e);
   return co;
 }
 

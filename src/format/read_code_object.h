@@ -10,8 +10,15 @@ namespace hipguard {
 // are in co.issues, uncapped by the HG112 summary (parse_code_object adds it).
 // descriptors_only (Depth::Descriptors): the metadata note is looked for but
 // not read; the kernels are the "<name>.kd" objects of the symbol table, with
-// their descriptors (HG406 for one outside its section).
-Result<CodeObject> read_code_object(Bytes data, bool descriptors_only = false);
+// their descriptors (HG406 for one outside its section); with only_lds_over,
+// only those whose descriptor declares more static LDS than that (bytes).
+Result<CodeObject> read_code_object(Bytes data, bool descriptors_only = false, uint64_t only_lds_over = 0);
+
+// The ELF header's facts only (version, processor, xnack/sramecc, generic
+// version: what selection compares), for deciding how far to read. Fails as
+// read_code_object fails on the identification or the processor; the
+// sections are not looked at, so a later read may still fail.
+Result<CodeObject> read_code_object_header(Bytes data);
 
 // The severity of an issue: its own, else its code's.
 Severity issue_severity(const CodeObjectIssue& i);
