@@ -203,13 +203,10 @@ KernelDescriptor decode_descriptor(Bytes b) {
 
 // The descriptor at symbol `sym`: its address mapped to file bytes through its
 // section, every step bounds-checked; nullopt when it lies outside either.
-std::optional<KernelDescriptor> descriptor_at(const ElfFile& file, Bytes data, const Sym& sym) {
-  auto sec = file.getSection(sym.shndx);
-  if (!sec) {
-    llvm::consumeError(sec.takeError());
-    return std::nullopt;
-  }
-  const auto& h = **sec;
+// `sections` is the section header table read once (ElfFile::getSection reads and checks it again each call).
+std::optional<KernelDescriptor> descriptor_at(Sections sections, Bytes data, const Sym& sym) {
+  if (sym.shndx >= sections.size()) return std::nullopt;
+  const auto& h = sections[sym.shndx];
   uint64_t rel = sym.value - h.sh_addr;
   if (sym.value < h.sh_addr || h.sh_type == ELF::SHT_NOBITS || rel > h.sh_size || h.sh_size - rel < kDescriptorSize ||
       !fits(data, h.sh_offset, h.sh_size))
@@ -223,7 +220,7 @@ void descriptor_outside(CodeObject& co, const KernelInfo& k) {
 }
 
 // Each metadata kernel's descriptor ("<kernel>.kd").
-void read_descriptors(const ElfFile& file, Bytes data, const SymbolTable& syms, CodeObject& co) {
+void read_descriptors(Sections sections, Bytes data, const SymbolTable& syms, CodeObject& co) {
   for (auto& k : co.kernels) {
     const Sym* found = find_symbol(syms, k.symbol);
     if (!found || found->type != ELF::STT_OBJECT) {
@@ -232,7 +229,7 @@ void read_descriptors(const ElfFile& file, Bytes data, const SymbolTable& syms, 
                            "the runtime cannot launch this kernel"});
       continue;
     }
-    k.descriptor = descriptor_at(file, data, *found);
+    k.descriptor = descriptor_at(sections, data, *found);
     if (!k.descriptor) descriptor_outside(co, k);
   }
 }
@@ -242,18 +239,18 @@ void read_descriptors(const ElfFile& file, Bytes data, const SymbolTable& syms, 
 // `syms` holds descriptors only, in file order. With only_lds_over, only
 // those whose descriptor declares more static LDS (or lies outside its
 // section) are kept; when none is, the table is neither sorted nor any name copied.
-void kernels_from_descriptors(const ElfFile& file, Bytes data, SymbolTable& syms, uint64_t only_lds_over,
+void kernels_from_descriptors(Sections sections, Bytes data, SymbolTable& syms, uint64_t only_lds_over,
                               CodeObject& co) {
   auto kept = [&](const std::optional<KernelDescriptor>& d) {
     return !only_lds_over || !d || d->group_segment_fixed_size > only_lds_over;
   };
   if (only_lds_over &&
-      std::none_of(syms.begin(), syms.end(), [&](const auto& s) { return kept(descriptor_at(file, data, s.second)); }))
+      std::none_of(syms.begin(), syms.end(), [&](const auto& s) { return kept(descriptor_at(sections, data, s.second)); }))
     return;
   by_name(syms);
   if (!only_lds_over) co.kernels.reserve(syms.size());  // no KernelInfo moved on growth
   for (const auto& [ref, sym] : syms) {
-    std::optional<KernelDescriptor> d = descriptor_at(file, data, sym);
+    std::optional<KernelDescriptor> d = descriptor_at(sections, data, sym);
     if (!kept(d)) continue;
     std::string_view name(ref.data(), ref.size());
     KernelInfo& k = co.kernels.emplace_back();
@@ -313,11 +310,11 @@ Result<CodeObject> read_code_object(Bytes data, bool descriptors_only, uint64_t 
   SymbolTable syms;
   if (auto e = read_symbols(*file, *sections, descriptors_only, syms)) return std::move(*e);
   if (descriptors_only) {
-    kernels_from_descriptors(*file, data, syms, only_lds_over, co);
+    kernels_from_descriptors(*sections, data, syms, only_lds_over, co);
     return co;
   }
   by_name(syms);
-  read_descriptors(*file, data, syms, co);
+  read_descriptors(*sections, data, syms, co);
   list_other_symbols(syms, co);  // kernels without metadata (a warning) and device functions
   return co;
 }
