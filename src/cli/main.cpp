@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <unordered_map>
 #include <set>
 #include <filesystem>
 #include <string>
@@ -186,27 +187,45 @@ std::string image_name(const ImageReport& img) {
 // --verbose: every finding as it is; --quiet: errors and warnings only.
 void print_findings(const std::vector<FileReport>& reports) {
   size_t count = 0;
-  auto print = [&](const Diagnostic& d) {
-    if (QuietOpt && d.severity == Severity::Note) return;
-    printf("%s\n", paint_line(format_line(d)).c_str());
+  auto print_line = [&](Severity severity, const std::string& line) {
+    if (QuietOpt && severity == Severity::Note) return;
+    printf("%s\n", paint_line(line).c_str());
     ++count;
   };
   for (const auto& r : reports) {
-    for (const auto& d : r.diagnostics) print(d);
-    std::vector<std::pair<Diagnostic, size_t>> groups;  // first occurrence order
-    std::map<std::string, size_t> index;
+    for (const auto& d : r.diagnostics) print_line(d.severity, format_line(d));
+    // Equal findings of several images are said once: grouped by their line
+    // without the "[bundle n/m @0x...]" location, in first occurrence order.
+    struct Group {
+      const Diagnostic* d;
+      size_t n;
+      const std::string* line;  // the line as printed once (the key itself), unless it has a location
+    };
+    std::vector<Group> groups;
+    std::unordered_map<std::string, size_t> index;  // node-based: the keys stay where Group::line points
     for (const auto& i : r.images)
       for (const auto& d : i.diagnostics) {
-        Diagnostic key = d;
-        if (!VerboseOpt) key.file = r.path;  // without the "[bundle n/m @0x...]" location
-        std::string k = format_line(key);
-        auto [it, fresh] = index.emplace(k, groups.size());
-        if (fresh) groups.push_back({d, 0});
-        ++groups[it->second].second;
+        bool as_is = VerboseOpt || d.file == r.path;
+        std::string key;
+        if (as_is) {
+          key = format_line(d);
+        } else {
+          Diagnostic located = d;
+          located.file = r.path;
+          key = format_line(located);
+        }
+        auto [it, fresh] = index.try_emplace(std::move(key), groups.size());
+        if (fresh) groups.push_back({&d, 0, as_is ? &it->first : nullptr});
+        ++groups[it->second].n;
       }
-    for (auto& [d, n] : groups) {
-      if (n > 1) d.file = r.path + " [" + std::to_string(n) + " of " + std::to_string(r.images.size()) + " fat binaries]";
-      print(d);
+    for (const auto& g : groups) {
+      if (g.n == 1 && g.line) {
+        print_line(g.d->severity, *g.line);
+        continue;
+      }
+      Diagnostic d = *g.d;
+      if (g.n > 1) d.file = r.path + " [" + std::to_string(g.n) + " of " + std::to_string(r.images.size()) + " fat binaries]";
+      print_line(d.severity, format_line(d));
     }
   }
   if (count == 0 && !QuietOpt) printf("no problems found\n");
