@@ -222,7 +222,8 @@ class MetadataReader {
   // amdhsa.kernels[index]: its keys, then the judgement of what they say.
   Validity read_kernel(llvm::msgpack::Reader& r, size_t index, Out& out) {
     constexpr int depth = 2;  // root map -> kernels array -> this map
-    std::string label = "#" + std::to_string(index);
+    std::string label = std::to_string(index);
+    label.insert(label.begin(), '#');  // not "#" + ...: a GCC 12 -Wrestrict false positive in Release
     Obj m;
     if (!next(r, m)) return Validity::Invalid;
     if (m.Kind != Type::Map) {
