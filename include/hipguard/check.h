@@ -53,13 +53,15 @@ struct ImageReport {
   bool ok() const;
 };
 
-// How far check_image goes for offload bundles. A raw code object is checked
-// in full, unless every target has another processor: then, like a bundle
-// entry that is not selected, its metadata is not read (its kernel
-// descriptors are, for HG202's LDS companion HG301), and it is not listed in
-// ImageReport::code_objects.
+// How far check_image goes for offload bundles (a raw code object is checked
+// in full, but at ForTargets).
 enum class Depth {
   Full,       // select, then parse the selected code objects and check every kernel
+  ForTargets,  // as Full, and a raw code object built for a processor that none of the targets has is
+               // read as a bundle entry the runtime does not select would be: not its metadata, only
+               // its kernel descriptors, for HG202 and HG301 (the kernels that fit no target), and it is
+               // not listed in ImageReport::code_objects (`hipguard check`: a directory of code objects
+               // for many GPUs costs what the ones for the GPUs asked about cost)
   Selection,  // bundle table and selection only: no code object is parsed (the
               // shim's registration path; kernels are checked at first use)
   Descriptors,  // select, then the selected code objects' ELF headers, symbol tables and

@@ -112,9 +112,9 @@ struct CodeObject {
 // only the checks that need no metadata run, and issues below error severity
 // are left out. Every error it finds the full parse finds too, for kernels the
 // metadata describes. only_lds_over (bytes, with descriptors_only): only the
-// kernels whose descriptor declares more static LDS, or lies outside its
-// section, are listed (a code object built for another processor, where only
-// whether its kernels fit at all is said: HG301).
+// kernels whose descriptor declares more static LDS are listed (a code object
+// built for another processor, where only whether its kernels fit at all is
+// said: HG301).
 Result<CodeObject> parse_code_object(Bytes data, bool descriptors_only = false, uint64_t only_lds_over = 0);
 
 // Reads the descriptor of an NT_AMDGPU_METADATA note (MessagePack; AMDGPUUsage

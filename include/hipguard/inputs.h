@@ -76,6 +76,7 @@ struct CheckFileOptions {
   uint64_t map_above = FileData::kCopyLimit;       // see FileData::open
   FileData::ReadBuffer* reuse = nullptr;
   bool seen_regular = false;                       // see FileData::open
+  Depth depth = Depth::Full;                       // of raw code objects (bundles: Full); see check.h
 };
 FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options);
 
@@ -134,6 +135,7 @@ struct CheckPathsOptions {
   std::vector<TargetId> targets;
   unsigned jobs = 0;                      // worker threads; 0: one per hardware thread
   bool empty_directory_is_error = true;   // HG110 for a directory without GPU code (check; not inspect)
+  Depth depth = Depth::Full;              // CheckFileOptions::depth
 };
 struct CheckPathsResult {
   bool ok = true;           // every file and image ok (FileReport::ok)

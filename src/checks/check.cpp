@@ -242,14 +242,15 @@ class Checker {
     }
   }
 
-  // A raw code object whose processor none of the targets has is loaded on
-  // none of them, like a bundle entry the runtime does not select: it is read
-  // only to its kernel descriptors (HG202 and whether the kernels would fit
-  // at all, HG301); its metadata findings belong to a check against its own
-  // processor. A directory of code objects for many GPUs is then checked at
-  // the cost of the ones for the GPUs asked about (docs/performance.md, P1).
+  // Depth::ForTargets: a raw code object whose processor none of the targets
+  // has is loaded on none of them, like a bundle entry the runtime does not
+  // select: it is read only to its kernel descriptors (HG202 and whether the
+  // kernels would fit at all, HG301); its metadata findings belong to a check
+  // against its own processor (docs/performance.md, P1). The shim reads such
+  // an object in full: it may run on the GPU present when HIPGUARD_TARGET
+  // names another, and its kernel and device-function names serve lookups.
   bool built_for_other_processors() const {
-    if (targets_.empty()) return false;
+    if (depth_ != Depth::ForTargets || targets_.empty()) return false;
     Result<CodeObject> head = read_code_object_header(data_);
     if (!head) return false;  // the full read says why
     return std::all_of(targets_.begin(), targets_.end(), [&](const TargetId& t) {
@@ -414,7 +415,7 @@ class Checker {
   }
 
   // Depth::Descriptors applies to bundle entries; a raw code object is checked in full
-  // unless it is built for other processors (check_raw).
+  // unless Depth::ForTargets finds it built for other processors (check_raw).
   bool descriptors_only() const { return depth_ == Depth::Descriptors && report_.kind != PayloadKind::CodeObject; }
 
   // Does candidate `c` fit target `t` in selection pass `pass` (native or generic)?

@@ -188,7 +188,7 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   PayloadKind kind = classify(data);
   if (kind == PayloadKind::CodeObject) {
     r.hip = true;
-    ImageReport img = check_image(data, path, targets);
+    ImageReport img = check_image(data, path, targets, "", options.depth);
     if (sink) (*sink)(std::move(img));
     else r.images.push_back(std::move(img));
     return r;
@@ -426,6 +426,7 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
       o.map_above = kCliMapAbove;
       o.reuse = &buffer;
       o.seen_regular = regular[&f - files.data()];
+      o.depth = options.depth;
       if (out.finish(check_file(f, options.targets, o))) count_hip(f);
     }
   } else {
@@ -498,6 +499,7 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
         o.map_above = kCliMapAbove;
         o.reuse = &buffer;
         o.seen_regular = regular[i];
+        o.depth = options.depth;
         FileReport r;
         std::exception_ptr error;
         try {

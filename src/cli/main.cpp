@@ -327,7 +327,8 @@ int cmd_check() {
   bool json = JsonOpt, junit = JunitOpt, sarif = SarifOpt;
   if (json + junit + sarif > 1) return usage_error("--json, --junit and --sarif exclude each other");
   if (paths.empty()) return usage_error("check needs at least one PATH");
-  CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true};
+  // Code objects for other processors are read to their descriptors (check.h, Depth::ForTargets).
+  CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true, Depth::ForTargets};
   if (json || junit || sarif) {  // streamed as the files are checked
     auto os = stdio_ostream(stdout);
     auto writer = make_report_writer(json ? ReportFormat::Json : junit ? ReportFormat::JUnit : ReportFormat::Sarif, *os, targets);

@@ -237,12 +237,13 @@ void read_descriptors(Sections sections, Bytes data, const SymbolTable& syms, Co
 // Without the metadata (Depth::Descriptors): the kernels are the descriptor
 // objects ("<name>.kd", as ROCr's loader finds them), with no metadata fields.
 // `syms` holds descriptors only, in file order. With only_lds_over, only
-// those whose descriptor declares more static LDS (or lies outside its
-// section) are kept; when none is, the table is neither sorted nor any name copied.
+// those whose descriptor declares more static LDS are kept (one outside its
+// section is not: the full parse says so only for kernels the metadata
+// names); when none is, the table is neither sorted nor any name copied.
 void kernels_from_descriptors(Sections sections, Bytes data, SymbolTable& syms, uint64_t only_lds_over,
                               CodeObject& co) {
   auto kept = [&](const std::optional<KernelDescriptor>& d) {
-    return !only_lds_over || !d || d->group_segment_fixed_size > only_lds_over;
+    return !only_lds_over || (d && d->group_segment_fixed_size > only_lds_over);
   };
   if (only_lds_over &&
       std::none_of(syms.begin(), syms.end(), [&](const auto& s) { return kept(descriptor_at(sections, data, s.second)); }))

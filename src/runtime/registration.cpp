@@ -95,8 +95,7 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
   // main; what the metadata decides (broken metadata, register counts) waits
   // for the check in full at first use, where strict mode refuses the launch.
   // Reading every kernel's metadata here made strict start-up 8x slower than
-  // the runtime's on rocSPARSE. Raw code objects: in full (one built for
-  // another processor than every target: to its descriptors, check.h).
+  // the runtime's on rocSPARSE. Raw code objects: in full.
   auto pending = std::make_unique<PendingFatbin>();
   PayloadKind kind = classify(data);
   if ((kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) && !c.targets.empty())

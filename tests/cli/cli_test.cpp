@@ -116,6 +116,40 @@ TEST(Cli, CorpusAgainstGfx942AndMi355xJson) {
   EXPECT_EQ(hg301_gfx942, 12u + 4u) << "12 gfx950 objects over 64 KiB, and the 4 gfx1250 ones (320 KiB)";
 }
 
+// `check` reads a code object built for none of the targets only to its kernel
+// descriptors and does not list it; `inspect`, which describes the files, lists all.
+TEST(Cli, CheckListsOnlyTheCodeObjectsTheTargetsCanLoad) {
+  HG_REQUIRE_CORPUS();
+  auto listed = [](const std::string& json, std::map<std::string, size_t>* hg301) {
+    std::set<std::string> out;
+    auto doc = llvm::json::parse(json);
+    EXPECT_TRUE(bool(doc)) << (doc ? "" : llvm::toString(doc.takeError()));
+    if (!doc) return out;
+    for (const auto& fv : *doc->getAsObject()->getArray("files")) {
+      const auto* f = fv.getAsObject();
+      std::string name = fs::path(f->getString("path").value_or("").str()).filename().string();
+      for (const auto& iv : *f->getArray("images")) {
+        const auto* img = iv.getAsObject();
+        if (!img->getArray("code_objects")->empty()) out.insert(name);
+        for (const auto& dv : *img->getArray("diagnostics"))
+          if (hg301 && dv.getAsObject()->getString("code") == "HG301")
+            (*hg301)[name] = static_cast<size_t>(dv.getAsObject()->getInteger("value").value_or(0));
+      }
+    }
+    return out;
+  };
+  std::map<std::string, size_t> hg301;
+  std::set<std::string> checked =
+      listed(run_cli({"check", "--json", "--target", "gfx942", corpus_dir().string()}).out, &hg301);
+  std::set<std::string> gfx942;
+  for (const auto& f : corpus_files("gfx942_")) gfx942.insert(f.filename().string());
+  EXPECT_EQ(checked, gfx942);
+  EXPECT_EQ(hg301.size(), 16u);
+  for (const auto& [name, value] : hg301) EXPECT_EQ(value, kCorpusLds.at(name)) << name;
+  std::set<std::string> inspected = listed(run_cli({"inspect", "--json", "--target", "gfx942", corpus_dir().string()}).out, nullptr);
+  EXPECT_EQ(inspected.size(), 42u);
+}
+
 TEST(Cli, CorpusTable) {
   HG_REQUIRE_CORPUS();
   CliRun r = run_cli({"check", "--target", "gfx942", "--target", "mi355x", corpus_dir().string()});

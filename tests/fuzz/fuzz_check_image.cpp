@@ -1,6 +1,7 @@
 // The whole pipeline: check_image on arbitrary bytes against gfx942 and
 // gfx950:xnack+, and with no target (structural checks over every entry);
-// Depth::Descriptors (strict registration) must find the errors it can decide.
+// Depth::Descriptors (strict registration) must find the errors it can decide,
+// Depth::ForTargets (hipguard check) must reach the same verdicts.
 #include <string>
 #include <vector>
 
@@ -44,6 +45,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         found = found || (x.code == d.code && x.target == d.target && x.entry == d.entry && x.severity == d.severity);
       HG_FUZZ_CHECK(found);
     }
+    // `hipguard check`'s depth (a raw code object for other processors read to
+    // its descriptors) reaches the same verdicts as the full check.
+    hipguard::ImageReport t = hipguard::check_image(bytes, "fuzz", *ts, "", hipguard::Depth::ForTargets);
+    HG_FUZZ_CHECK(t.verdicts.size() == r.verdicts.size());
+    for (size_t i = 0; i < t.verdicts.size(); ++i)
+      HG_FUZZ_CHECK(t.verdicts[i].can_run == r.verdicts[i].can_run && t.verdicts[i].selected == r.verdicts[i].selected);
   }
   return 0;
 }

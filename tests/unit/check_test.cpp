@@ -28,10 +28,12 @@ uint64_t kernel_lds(const fs::path& f, std::string* name) {
   return it == kCorpusLds.end() ? 0 : it->second;
 }
 
-FileReport check(const fs::path& f, std::initializer_list<const char*> targets) {
+FileReport check(const fs::path& f, std::initializer_list<const char*> targets, Depth depth = Depth::Full) {
   std::vector<TargetId> ts;
   for (const char* t : targets) ts.push_back(target(t));
-  return check_file(f.string(), ts);
+  CheckFileOptions o;
+  o.depth = depth;
+  return check_file(f.string(), ts, o);
 }
 
 }  // namespace
@@ -202,10 +204,11 @@ TEST(CorpusCheck, NoTargetsMeansStructuralOnly) {
   }
 }
 
-// A code object built for none of the targets is read only to its kernel
-// descriptors: what each target is told must not change from what a check that
-// reads its metadata says (here forced by adding its own processor as a second
-// target, which the runtime could load it on).
+// At Depth::ForTargets (hipguard check) a code object built for none of the
+// targets is read only to its kernel descriptors: what each target is told
+// must not change from what a check that reads its metadata says (Depth::Full,
+// and ForTargets with its own processor as a second target, which the runtime
+// could load it on).
 TEST(CorpusCheck, ObjectsForOtherProcessorsGetTheFullChecksVerdicts) {
   HG_REQUIRE_CORPUS();
   auto key = [](const Diagnostic& d) {
@@ -219,23 +222,25 @@ TEST(CorpusCheck, ObjectsForOtherProcessorsGetTheFullChecksVerdicts) {
     for (const char* other : {"gfx942", "gfx950", "gfx90a"}) {
       if (own->target.processor == other) continue;
       SCOPED_TRACE(f.filename().string() + " on " + other);
-      auto shortcut = check(f, {other});
-      auto full = check_file(f.string(), {target(other), target(own->target.processor.c_str())});
+      auto shortcut = check(f, {other}, Depth::ForTargets);
       ASSERT_EQ(shortcut.images.size(), 1u);
-      ASSERT_EQ(full.images.size(), 1u);
       const ImageReport& a = shortcut.images[0];
-      const ImageReport& b = full.images[0];
       EXPECT_TRUE(a.code_objects.empty()) << "not loadable on the target: not listed, like an unselected entry";
-      ASSERT_EQ(b.code_objects.size(), 1u);
-      EXPECT_EQ(a.verdicts[0].can_run, b.verdicts[0].can_run);
-      EXPECT_EQ(a.verdicts[0].selection, b.verdicts[0].selection);
-      std::vector<std::string> ka, kb;
+      EXPECT_TRUE(has_code(a.diagnostics, code::kProcessorMismatch));
+      std::vector<std::string> ka;
       for (const auto& d : a.diagnostics)
         if (d.target == a.verdicts[0].target.str()) ka.push_back(key(d));
-      for (const auto& d : b.diagnostics)
-        if (d.target == b.verdicts[0].target.str()) kb.push_back(key(d));
-      EXPECT_EQ(ka, kb) << dump(a.diagnostics) << "\n---\n" << dump(b.diagnostics);
-      EXPECT_TRUE(has_code(a.diagnostics, code::kProcessorMismatch));
+      for (auto full : {check(f, {other}), check(f, {other, own->target.processor.c_str()}, Depth::ForTargets)}) {
+        ASSERT_EQ(full.images.size(), 1u);
+        const ImageReport& b = full.images[0];
+        ASSERT_EQ(b.code_objects.size(), 1u);
+        EXPECT_EQ(a.verdicts[0].can_run, b.verdicts[0].can_run);
+        EXPECT_EQ(a.structurally_ok, b.structurally_ok) << dump(b.diagnostics);
+        std::vector<std::string> kb;
+        for (const auto& d : b.diagnostics)
+          if (d.target == b.verdicts[0].target.str()) kb.push_back(key(d));
+        EXPECT_EQ(ka, kb) << dump(a.diagnostics) << "\n---\n" << dump(b.diagnostics);
+      }
       ++compared;
     }
   }
@@ -246,49 +251,65 @@ TEST(Selection, RawObjectForAnotherProcessorIsNotReadPastItsDescriptors) {
   CodeObjectSpec s;  // gfx942
   s.raw_metadata = std::string("\xc1\xc1\xc1 not msgpack", 15);  // HG402 when read
   ByteVec co = make_code_object(s);
-  auto other = check_image(span(co), "other", {target("gfx950")});
+  auto other = check_image(span(co), "other", {target("gfx950")}, "", Depth::ForTargets);
   EXPECT_TRUE(has_code(other.diagnostics, code::kProcessorMismatch)) << dump(other.diagnostics);
   EXPECT_FALSE(has_code(other.diagnostics, code::kBadMetadata)) << dump(other.diagnostics);
   EXPECT_TRUE(other.code_objects.empty());
   EXPECT_FALSE(other.verdicts[0].can_run);
-  // Asked about its own processor (alone, beside another, or with no target) it is read in full.
+  // Asked about its own processor (alone, beside another, or with no target) it is read in full;
+  // and always at Depth::Full (the shim: the GPU present may be its processor, HIPGUARD_TARGET another).
   for (auto targets : {std::vector<TargetId>{target("gfx942")}, std::vector<TargetId>{target("gfx950"), target("gfx942")},
                        std::vector<TargetId>{}}) {
-    auto r = check_image(span(co), "own", targets);
+    auto r = check_image(span(co), "own", targets, "", Depth::ForTargets);
     EXPECT_TRUE(has_code(r.diagnostics, code::kBadMetadata)) << dump(r.diagnostics);
     EXPECT_EQ(r.code_objects.size(), 1u);
   }
+  auto shim = check_image(span(co), "shim", {target("gfx950")});
+  EXPECT_TRUE(has_code(shim.diagnostics, code::kBadMetadata)) << dump(shim.diagnostics);
+  EXPECT_EQ(shim.code_objects.size(), 1u);
   // A feature mismatch is the same processor: read in full (HSA_XNACK may make it load).
   s.features = kXnackOn | kSrameccAny;
-  auto xnack = check_image(span(make_code_object(s)), "xnack", {target("gfx942:xnack-")});
+  auto xnack = check_image(span(make_code_object(s)), "xnack", {target("gfx942:xnack-")}, "", Depth::ForTargets);
   EXPECT_TRUE(has_code(xnack.diagnostics, code::kFeatureMismatch)) << dump(xnack.diagnostics);
   EXPECT_TRUE(has_code(xnack.diagnostics, code::kBadMetadata)) << dump(xnack.diagnostics);
   // An error that needs no metadata to see is still said: no metadata note at all.
   CodeObjectSpec bare;
   bare.note = false;
-  auto none = check_image(span(make_code_object(bare)), "no note", {target("gfx950")});
+  auto none = check_image(span(make_code_object(bare)), "no note", {target("gfx950")}, "", Depth::ForTargets);
   EXPECT_TRUE(has_code(none.diagnostics, code::kProcessorMismatch)) << dump(none.diagnostics);
   EXPECT_TRUE(has_code(none.diagnostics, code::kNoMetadata)) << dump(none.diagnostics);
   EXPECT_FALSE(none.structurally_ok);
+  EXPECT_TRUE(none.code_objects.empty());
 }
 
 TEST(Selection, RawObjectForAnotherProcessorNamesEveryKernelOverTheLds) {
   // Of several kernels only those over the smallest limit among the targets are
-  // kept, in name order, each said for every target it does not fit.
+  // kept, in name order (no metadata order to follow), each said for every target it does not fit.
   CodeObjectSpec s;  // gfx942
   s.kernels.clear();
   for (auto [name, lds] : std::initializer_list<std::pair<const char*, uint64_t>>{
            {"zeta", 70000}, {"alpha", 1000}, {"edge", 65536}, {"mid", 100000}, {"big", 163841}})
     s.kernels.push_back(KernelSpec{.name = name, .lds = lds});
   ByteVec co = make_code_object(s);
-  auto r = check_image(span(co), "several", {target("gfx950"), target("gfx90a")});  // 160 KiB, 64 KiB
+  auto r = check_image(span(co), "several", {target("gfx950"), target("gfx90a")}, "", Depth::ForTargets);  // 160, 64 KiB
   ASSERT_TRUE(r.code_objects.empty());
-  std::vector<std::string> said;
-  for (const auto* d : find_diags(r.diagnostics, code::kLdsOverLimit))
-    said.push_back(d->target.substr(0, d->target.find(':')) + " " + d->kernel + " " + std::to_string(*d->value));
-  EXPECT_EQ(said, (std::vector<std::string>{"gfx950 big 163841", "gfx90a big 163841", "gfx90a mid 100000",
-                                            "gfx90a zeta 70000"}))
+  auto said = [](const ImageReport& img) {
+    std::vector<std::string> out;
+    for (const auto* d : find_diags(img.diagnostics, code::kLdsOverLimit))
+      out.push_back(d->target.substr(0, d->target.find(':')) + " " + d->kernel + " " + std::to_string(*d->value));
+    return out;
+  };
+  EXPECT_EQ(said(r), (std::vector<std::string>{"gfx950 big 163841", "gfx90a big 163841", "gfx90a mid 100000",
+                                               "gfx90a zeta 70000"}))
       << dump(r.diagnostics);
+  // The same findings as the check that reads every kernel's metadata (which says them in metadata order).
+  auto full = check_image(span(co), "several", {target("gfx950"), target("gfx90a")});
+  EXPECT_EQ(full.code_objects.size(), 1u);
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(sorted(said(r)), sorted(said(full))) << dump(full.diagnostics);
 }
 
 // ---- hipcc-built programs -------------------------------------------------------------
