@@ -416,18 +416,23 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
 
   unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(files.size(), 1)));
+  // How files[i] is checked, whichever thread checks it.
+  auto file_options = [&](size_t i, const ImageSink* sink, FileData::ReadBuffer* buffer) {
+    CheckFileOptions o;
+    o.explicit_arg = explicit_files.count(files[i]) != 0;
+    o.sink = sink;
+    o.map_above = kCliMapAbove;
+    o.reuse = buffer;
+    o.seen_regular = regular[i];
+    o.depth = options.depth;
+    return o;
+  };
   if (jobs <= 1) {
     FileData::ReadBuffer buffer;
-    for (const auto& f : files) {
+    for (size_t i = 0; i < files.size(); ++i) {
+      const std::string& f = files[i];
       ImageSink to_sink = [&](ImageReport&& img) { out.image(f, std::move(img)); };
-      CheckFileOptions o;
-      o.explicit_arg = explicit_files.count(f) != 0;
-      o.sink = &to_sink;
-      o.map_above = kCliMapAbove;
-      o.reuse = &buffer;
-      o.seen_regular = regular[&f - files.data()];
-      o.depth = options.depth;
-      if (out.finish(check_file(f, options.targets, o))) count_hip(f);
+      if (out.finish(check_file(f, options.targets, file_options(i, &to_sink, &buffer)))) count_hip(f);
     }
   } else {
     // `jobs` threads (this one among them) take files in order, at most
@@ -493,17 +498,10 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
             slot->queue.push_back(std::move(img));
           }
         };
-        CheckFileOptions o;
-        o.explicit_arg = explicit_files.count(files[i]) != 0;
-        o.sink = &to_sink;
-        o.map_above = kCliMapAbove;
-        o.reuse = &buffer;
-        o.seen_regular = regular[i];
-        o.depth = options.depth;
         FileReport r;
         std::exception_ptr error;
         try {
-          r = check_file(files[i], options.targets, o);
+          r = check_file(files[i], options.targets, file_options(i, &to_sink, &buffer));
         } catch (...) {
           error = std::current_exception();
         }

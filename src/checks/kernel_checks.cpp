@@ -174,7 +174,7 @@ void add_structural_kernel_issues(CodeObject& co) {
 }
 
 Result<CodeObject> parse_code_object(Bytes data, bool descriptors_only, uint64_t only_lds_over) {
-  Result<CodeObject> co = read_code_object(data, descriptors_only, descriptors_only ? only_lds_over : 0);
+  Result<CodeObject> co = read_code_object(data, descriptors_only, only_lds_over);  // ignored without descriptors_only
   if (!co) return co;
   if (descriptors_only) {  // the kernel checks judge metadata; warnings and notes wait for the check in full
     check_generic_version(*co);
