@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs a command inside the ROCm root (scripts/rocm-root.sh), with this machine's directories DIR...
+# bound at the same paths, so paths mean the same inside and out:
+#   scripts/in-rocm-root.sh [--bind DIR]... [--env NAME=VALUE]... -- COMMAND [ARG...]
+# The binds live in a private mount namespace and vanish with the command (a root left with /dev
+# bound into it would turn a later `rm -rf` of the root into the deletion of the machine's devices).
+# The environment inside is a clean one (PATH, HOME, LANG) plus each --env. Exit status: the
+# command's; 3 when the root is missing (build it with scripts/rocm-root.sh).
+set -euo pipefail
+root=$("$(dirname "$0")/rocm-root.sh" --path)
+binds=()
+envs=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
+while (($#)); do
+  case $1 in
+    --bind) binds+=("$(realpath "$2")"); shift 2 ;;
+    --env) envs+=("$2"); shift 2 ;;
+    --) shift; break ;;
+    *) break ;;
+  esac
+done
+[[ -f $root/.hipguard-root ]] || { echo "in-rocm-root: no ROCm root at $root (scripts/rocm-root.sh builds it)" >&2; exit 3; }
+exec unshare --mount --propagation private -- bash -c '
+  set -e
+  r=$1; nb=$2; shift 2
+  for d in proc dev sys; do mount --rbind "/$d" "$r/$d"; done
+  for ((i = 0; i < nb; i++)); do
+    mkdir -p "$r$1"; mount --rbind "$1" "$r$1"; shift
+  done
+  exec chroot "$r" /usr/bin/env -i "$@"' _ "$root" "${#binds[@]}" "${binds[@]}" "${envs[@]}" "$@"
