@@ -255,7 +255,8 @@ int main(int argc, char** argv) {
         show("hipHccModuleLaunchKernel", hcc(f, 64, 1, 1, 64, 1, 1, dyn, nullptr, kparams, nullptr, nullptr, nullptr));
       // the C symbol, as HIP >= 6's hip_ext.h declares it (extern "C")
       if (auto hcc = sym<HccLaunch>("hipHccModuleLaunchKernel"); hcc && want("hipHccModuleLaunchKernel(C)"))
-        show("hipHccModuleLaunchKernel(C)", hcc(f, 64, 1, 1, 64, 1, 1, dyn, nullptr, kparams, nullptr, nullptr, nullptr));
+        show("hipHccModuleLaunchKernel(C)",
+             hcc(f, 64, 1, 1, 64, 1, 1, dyn, nullptr, kparams, nullptr, nullptr, nullptr));
       if (auto gpa = sym<GetProcAddress>("hipGetProcAddress"); gpa && want("hipGetProcAddress(module)")) {
         void* p = nullptr;
         if (gpa("hipModuleLaunchKernel", &p, 702, 0, nullptr) == hipSuccess && p)

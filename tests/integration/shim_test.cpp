@@ -410,7 +410,8 @@ TEST(ShimExports, ApiTableCoversTheRuntimesLoadAndLaunchSymbols) {
 // that library's export list as it is.
 TEST(ShimExports, Hip64RuntimeSymbolsArePlaced) {
   const std::string root = HIPGUARD_ROCM_ROOT;
-  if (root.empty() || !exists(root + "/.hipguard-root")) GTEST_SKIP() << "no ROCm root at '" << root << "' (scripts/rocm-root.sh)";
+  if (root.empty() || !exists(root + "/.hipguard-root"))
+    GTEST_SKIP() << "no ROCm root at '" << root << "' (scripts/rocm-root.sh)";
   const std::string real = root + "/usr/lib/x86_64-linux-gnu/libamdhip64.so.6";
   std::map<std::string, std::string> table;
   std::ifstream in_table(HIPGUARD_API_TABLE);
