@@ -26,6 +26,7 @@ struct TargetVerdict {
   std::string selected;  // bundle entry ID, or the raw code object's target ID
   bool can_run = false;  // no error-severity diagnostic for this target
   size_t kernels = 0;    // kernels in the selected code object
+  bool kernel_free = false;  // nothing selected, but no entry has a kernel: the fat binary runs (HG211)
 };
 
 // A summary of one code object that was parsed (selected, or every one when
