@@ -64,7 +64,9 @@ enum class Depth {
                // not listed in ImageReport::code_objects (`hipguard check`: a directory of code objects
                // for many GPUs costs what the ones for the GPUs asked about cost)
   Selection,  // bundle table and selection only: no code object is parsed (the
-              // shim's registration path; kernels are checked at first use)
+              // shim's registration path; kernels are checked at first use), except
+              // that when nothing fits a target the entries' descriptors are read
+              // until one has a kernel (HG201 or HG211)
   Descriptors,  // select, then the selected code objects' ELF headers, symbol tables and
                 // kernel descriptors, without reading their metadata (strict registration):
                 // the errors decided there (e_flags, static LDS, a kernel descriptor out of
