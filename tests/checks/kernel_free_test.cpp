@@ -61,12 +61,13 @@ TEST(KernelFree, NothingForTheGpuButNoKernelsRuns) {
   EXPECT_EQ(count_code(k, "HG211"), 0u);
 }
 
-// rocFFT as Debian ships it (the ROCm root, scripts/rocm-root.sh; its path in
+// rocFFT as Debian ships it (the ROCm root, scripts/rocm-root.sh; CMake's
 // HIPGUARD_ROCM_ROOT): its fat binary has no gfx942 entry and no kernels.
 TEST(KernelFree, RealRocfft) {
-  const char* root = std::getenv("HIPGUARD_ROCM_ROOT");
-  std::string lib = root ? std::string(root) + "/usr/lib/x86_64-linux-gnu/librocfft.so.0" : "";
-  if (lib.empty() || !exists(lib)) GTEST_SKIP() << "no librocfft.so.0 (set HIPGUARD_ROCM_ROOT to the ROCm root)";
+  const std::string root = HIPGUARD_ROCM_ROOT;
+  if (!exists(root + "/.hipguard-root")) GTEST_SKIP() << "no ROCm root at '" << root << "' (scripts/rocm-root.sh builds it)";
+  std::string lib = root + "/usr/lib/x86_64-linux-gnu/librocfft.so.0";
+  ASSERT_TRUE(exists(lib)) << lib << " is missing from the ROCm root";
   auto gfx942 = *parse_target("gfx942", nullptr);
   FileReport f = check_file(lib, {gfx942});
   ASSERT_FALSE(f.images.empty());
