@@ -316,7 +316,7 @@ void print_table(const std::vector<FileReport>& reports, const std::vector<Targe
 // --runtime and --one-process; false after a usage error.
 bool machine_options(Machine* machine, std::string* error) {
   machine->one_process = OneProcessOpt;
-  if (RuntimeOpt.empty()) return true;
+  if (RuntimeOpt.getNumOccurrences() == 0) return true;  // "--runtime=" is an error, not the default
   machine->runtime = parse_runtime(RuntimeOpt);
   if (!machine->runtime) {
     std::string known;
