@@ -8,6 +8,11 @@
 namespace hipguard {
 namespace {
 
+// Read in the ROCm/clr tags rocm-5.6.0..rocm-6.2.2 (comgr lookup, unordered_map) and in CLR's current
+// hip_fatbin.cpp (TargetToGeneric, std::set). Not confirmed from source: ROCm 5.0-5.5 (taken from
+// the 5.2 parser), HIP 6.3 (counted with 5.6: no generic), and 6.4.0, which asks for no generic entry
+// in a compressed bundle (6.4.1, CLR "Support generic target in compressed fatbin", does; the 6.4 row
+// is 6.4.1's behaviour).
 // clang-format off
 constexpr std::array kRuntimes = {
   // name, since, generic, generic_keeps_features, batch_lookup, own_parser_with_generic, sorted_queries, spirv, source
