@@ -32,6 +32,30 @@ constexpr hipError_t kHipSuccess = 0;
 constexpr hipError_t kHipErrorNotInitialized = 3;
 constexpr hipError_t kHipErrorNotSupported = 801;
 
+// The HIP runtime version selection follows: the real file name behind the
+// loaded libamdhip64 (libamdhip64.so.6 -> libamdhip64.so.6.4.43484). Unknown
+// (not loaded yet, or a name without major.minor): the newest, the strictest.
+void runtime_version(hipguard::GuardConfig& config) {
+  std::string loaded;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        if (!info->dlpi_name || !strstr(info->dlpi_name, "libamdhip64.so")) return 0;
+        *static_cast<std::string*>(data) = info->dlpi_name;
+        return 1;
+      },
+      &loaded);
+  if (loaded.empty()) return;
+  std::string real = loaded;
+  if (char* resolved = realpath(loaded.c_str(), nullptr)) {
+    real = resolved;
+    free(resolved);
+  }
+  if (const hipguard::RuntimeInfo* r = hipguard::runtime_for_library(real)) {
+    config.machine.runtime = r;
+    config.runtime_source = real;
+  }
+}
+
 // The guard, configured from this process's environment at the shim's first
 // call into it, whichever wrapper that is (hipcc's registration constructors
 // may run before or after the shim's own constructor).
@@ -41,8 +65,10 @@ Guard& guard() {
     for (char** e = environ; e && *e; ++e)
       if (strncasecmp(*e, "HIPGUARD_", 9) == 0)
         if (const char* eq = strchr(*e, '=')) names.emplace_back(*e, static_cast<size_t>(eq - *e));
-    return Guard::init(hipguard::config_from([](const char* name) -> const char* { return getenv(name); },
-                                             getauxval(AT_SECURE) != 0, names));
+    hipguard::GuardConfig config = hipguard::config_from(
+        [](const char* name) -> const char* { return getenv(name); }, getauxval(AT_SECURE) != 0, names);
+    runtime_version(config);
+    return Guard::init(std::move(config));
   }();
   return g;
 }

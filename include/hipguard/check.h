@@ -11,6 +11,7 @@
 #include "hipguard/bundle.h"
 #include "hipguard/code_object.h"
 #include "hipguard/diagnostic.h"
+#include "hipguard/runtime_version.h"
 #include "hipguard/target.h"
 
 namespace hipguard {
@@ -74,10 +75,21 @@ enum class Depth {
                 // below error severity, and everything the metadata decides, wait for Full.
 };
 
+// Where the targets run: which HIP runtime selects the code objects, and
+// whether the targets are the GPUs of one process (the shim's GPUs, or
+// `hipguard check --one-process`) rather than separate machines (several
+// --target). In one process HIP 5.6 and later look up every GPU's code object
+// in one comgr call, in which a bundle entry serves one GPU only (HG212).
+struct Machine {
+  const RuntimeInfo* runtime = nullptr;  // null: default_runtime(), the newest (strictest)
+  bool one_process = false;
+};
+
 // Checks one payload (offload bundle, compressed bundle or raw code object)
 // against `targets`. With no targets only structural checks run, over every
 // AMDGPU entry (Full depth only). `data` must be readable in full.
 ImageReport check_image(Bytes data, const std::string& origin, const std::vector<TargetId>& targets,
-                        const std::string& location = "", Depth depth = Depth::Full);
+                        const std::string& location = "", Depth depth = Depth::Full,
+                        const Machine& machine = {});
 
 }  // namespace hipguard

@@ -45,6 +45,8 @@ inline constexpr std::string_view kAmbiguousSelection = "HG208";  // CCOB: sever
 inline constexpr std::string_view kKpackNotChecked = "HG209";     // HIPK (kpack) fat binary: code objects not read
 inline constexpr std::string_view kHotSwapForwarding = "HG210";   // HSA_TOOLS_LIB's HotSwap tool gets a gfx1250 entry instead of the native one
 inline constexpr std::string_view kNoCodeObjectNoKernels = "HG211";  // nothing for the target, but no kernels either: only its variables fail
+inline constexpr std::string_view kBatchLookupStarved = "HG212";       // one process: comgr gives an entry to one GPU only
+inline constexpr std::string_view kGenericFeaturesRejected = "HG213";  // HIP 7.x asks for <generic>:<device features>, comgr rejects it
 // Kernel resources.
 inline constexpr std::string_view kLdsOverLimit = "HG301";        // group segment > device LDS
 inline constexpr std::string_view kWavefrontSize = "HG302";       // wave size the processor lacks

@@ -77,6 +77,7 @@ struct CheckFileOptions {
   FileData::ReadBuffer* reuse = nullptr;
   bool seen_regular = false;                       // see FileData::open
   Depth depth = Depth::Full;                       // of raw code objects (bundles: Full); see check.h
+  Machine machine;                                 // the runtime and whether the targets share a process
 };
 FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options);
 
@@ -136,6 +137,7 @@ struct CheckPathsOptions {
   unsigned jobs = 0;                      // worker threads; 0: one per hardware thread
   bool empty_directory_is_error = true;   // HG110 for a directory without GPU code (check; not inspect)
   Depth depth = Depth::Full;              // CheckFileOptions::depth
+  Machine machine;                        // CheckFileOptions::machine
 };
 struct CheckPathsResult {
   bool ok = true;           // every file and image ok (FileReport::ok)

@@ -20,8 +20,9 @@ class Checker {
 
  public:
   Checker(Bytes data, const std::string& origin, const std::vector<TargetId>& targets, const std::string& location,
-          Depth depth)
-      : data_(data), targets_(targets), depth_(depth) {
+          Depth depth, const Machine& machine)
+      : data_(data), targets_(targets), depth_(depth),
+        runtime_(machine.runtime ? *machine.runtime : default_runtime()), one_process_(machine.one_process) {
     report_.origin = origin;
     report_.location = location;
   }
@@ -287,6 +288,13 @@ class Checker {
     return fix;
   }
 
+  // The bundle's entries as the runtime sees them: the amdgcn code objects it
+  // may select (candidates) and the first SPIR-V entry.
+  struct Entries {
+    std::vector<Candidate> candidates;
+    const BundleEntry* spirv = nullptr;  // first hip SPIR-V entry (amdgcnspirv), if any
+    bool compressed = false;
+  };
   // An offload bundle: its entries, then for each target the entry the
   // runtime selects and that entry's code object.
   void check_bundle() {
@@ -309,21 +317,121 @@ class Checker {
         for (const auto& c : entries.candidates) entry_code_object(b, *c.entry);
       return;
     }
+    std::vector<const Candidate*> chosen;
     for (auto& v : report_.verdicts) {
-      const Candidate* chosen = select(v, entries, b);
-      if (!chosen) continue;
-      v.selected = chosen->entry->id;
-      if (depth_ != Depth::Selection) check_selected(v, *chosen, b);
+      chosen.push_back(select(v, entries, b));
+      if (chosen.back()) v.selected = chosen.back()->entry->id;
+    }
+    if (batch_applies(entries)) batch_lookup(entries, chosen);
+    for (size_t i = 0; i < chosen.size(); ++i)
+      if (chosen[i] && depth_ != Depth::Selection) check_selected(report_.verdicts[i], *chosen[i], b);
+  }
+
+  // The name a runtime that keeps the device's features asks for as the
+  // generic code object (CLR hip_fatbin.cpp TargetToGeneric: "<generic>:<device
+  // sramecc>:<device xnack>"); nullopt when comgr rejects that name because the
+  // generic processor lacks one of the features (comgr parseTargetIdentifier).
+  static std::optional<TargetId> generic_query(const TargetId& t, const RuntimeInfo& rt) {
+    const ProcessorInfo* dev = find_processor(t.processor);
+    if (!dev || dev->generic.empty()) return std::nullopt;
+    TargetId bare = t;
+    bare.processor = std::string(dev->generic);
+    bare.alias.clear();
+    if (!rt.generic_keeps_features) {
+      bare.sramecc = bare.xnack = Feature::Any;
+      return bare;
+    }
+    return parse_target_id(bare.str(), nullptr);
+  }
+
+  // One comgr lookup for all the targets (the GPUs of one process): CLR 5.6+
+  // hip_fatbin.cpp ExtractFatBinaryUsingCOMGR queries every device ISA name at once.
+  bool batch_applies(const Entries& entries) const {
+    if (!one_process_ || !runtime_.batch_lookup || targets_.size() < 2) return false;
+    // CLR 6.4 hip_fatbin.cpp: an uncompressed bundle with a generic entry goes to hip_code_object.cpp's own parser.
+    if (runtime_.own_parser_with_generic && !entries.compressed)
+      for (const auto& c : entries.candidates)
+        if (const ProcessorInfo* p = find_processor(c.tid.processor); p && p->is_generic) return false;
+    return true;
+  }
+
+  // comgr-metadata.cpp lookUpCodeObject: entries in file order, each filling the
+  // first still-empty compatible query, then `break`: an entry serves one query.
+  // A target whose own query stays empty gets no code object even when an entry
+  // fits it (HG212); one whose query got another entry than the first fitting
+  // one in file order loads that entry.
+  void batch_lookup(const Entries& entries, std::vector<const Candidate*>& chosen) {
+    std::map<std::string, TargetId> queries;  // key -> query; std::set order in CLR 7.x (unspecified before)
+    for (const auto& t : targets_) {
+      TargetId q = t;
+      q.alias.clear();
+      queries.emplace(q.str(), q);
+      if (runtime_.generic_keeps_features)  // CLR 7.x adds the generic names to the same lookup
+        if (auto g = generic_query(t, runtime_)) queries.emplace(g->str(), *g);
+    }
+    std::map<std::string, const Candidate*> filled;
+    for (const auto& c : entries.candidates)
+      for (const auto& [key, q] : queries)
+        if (!filled.count(key) && match_kind(c.tid, 1, q) == Match::Native) {
+          filled[key] = &c;
+          break;
+        }
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      TargetVerdict& v = report_.verdicts[i];
+      if (!chosen[i] || (v.selection != Selection::Native && v.selection != Selection::Generic)) continue;
+      const TargetId& t = targets_[i];
+      TargetId own = t;
+      own.alias.clear();
+      const Candidate* got = nullptr;
+      if (auto it = filled.find(own.str()); it != filled.end()) {
+        got = it->second;
+        v.selection = Selection::Native;
+      } else if (v.selection == Selection::Generic && !runtime_.generic_keeps_features) {
+        got = chosen[i];  // CLR 6.4 asks for the generic names separately: as chosen alone
+      } else if (auto g = generic_query(t, runtime_); g && filled.count(g->str())) {
+        got = filled[g->str()];
+        v.selection = Selection::Generic;
+      }
+      if (got) {
+        chosen[i] = got;
+        v.selected = got->entry->id;
+        continue;
+      }
+      starved(v, *chosen[i], filled);
+      chosen[i] = nullptr;
     }
   }
 
-  // The bundle's entries as the runtime sees them: the amdgcn code objects it
-  // may select (candidates) and the first SPIR-V entry.
-  struct Entries {
-    std::vector<Candidate> candidates;
-    const BundleEntry* spirv = nullptr;  // first hip SPIR-V entry (amdgcnspirv), if any
-    bool compressed = false;
-  };
+  // HG212: the entry target v would load alone went to another GPU's query.
+  void starved(TargetVerdict& v, const Candidate& wanted, const std::map<std::string, const Candidate*>& filled) {
+    std::string taker;
+    for (const auto& [key, c] : filled)
+      if (c == &wanted)
+        for (const auto& o : targets_) {
+          TargetId plain = o;
+          plain.alias.clear();
+          auto g = generic_query(o, runtime_);
+          if (plain.str() == key || (g && g->str() == key)) taker += (taker.empty() ? "" : ", ") + plain.str();
+        }
+    std::string who = runtime_.sorted_queries ? runtime_label(runtime_) + " gives it to " + taker +
+                                                    " (first in its sorted query list)"
+                                              : runtime_label(runtime_) + " gives it to one of them (" + taker +
+                                                    " here; which one is unspecified: an unordered_map)";
+    const TargetId& t = v.target;
+    bool xnack = t.xnack == Feature::On || t.xnack == Feature::Off;
+    std::string variants = xnack ? "--offload-arch=" + t.processor + ":xnack+ --offload-arch=" + t.processor + ":xnack-"
+                                 : "--offload-arch=" + t.str() + " besides the others";
+    add(code::kBatchLookupStarved, wanted.entry->id, "", &t,
+        "bundle entry '" + wanted.entry->id + "' fits both " + taker + " and " + t.str() +
+            ", but in one process the runtime looks up all GPUs at once and comgr gives each entry to one GPU only: " +
+            who + "; " + t.str() + " gets no code object (\"No compatible code objects found\") and HIP assigns "
+            "none to the GPUs after it",
+        "ship one code object per setting the GPUs run with (" + variants + ")" +
+            (xnack ? ", or run all GPUs with the same xnack setting (HSA_XNACK=0 or 1)" : ""));
+    v.selection = Selection::None;
+    v.selected.clear();
+  }
+
   Entries collect_candidates(bool compressed) {
     Entries out;
     out.compressed = compressed;
@@ -363,14 +471,26 @@ class Checker {
   const Candidate* select(TargetVerdict& v, const Entries& entries, Bundle& b) {
     const TargetId& t = v.target;
     bool compressed = b.compressed;
+    const Candidate* refused = nullptr;  // a generic entry this runtime does not take (HG213, HG201)
     for (Selection pass : {Selection::Native, Selection::Generic})
       for (const auto& c : entries.candidates)
         if (fits(c, t, pass)) {
+          // CLR 7.x hip_fatbin.cpp TargetToGeneric: the generic name keeps the device's features.
+          if (pass == Selection::Generic && (!runtime_.generic || !generic_query(t, runtime_))) {
+            if (!refused) refused = &c;
+            continue;
+          }
           v.selection = pass;
           if (compressed) ambiguous_in_ccob(entries.candidates, c, t, pass);
           return &c;
         }
-    if (entries.spirv) {
+    if (!runtime_.aborts_without_code_object && !has_kernels(b, entries)) {
+      v.kernel_free = true;
+      no_kernels(t, held(entries));
+      return nullptr;
+    }
+    if (refused && runtime_.generic) generic_refused(*refused, t, entries.spirv && runtime_.spirv);
+    if (entries.spirv && runtime_.spirv) {
       // CLR with SPIR-V support (2025+) compiles the amdgcnspirv entry for the device
       // when nothing native or generic matches (CLR hip_fatbin.cpp priority: native > generic > SPIR-V).
       v.selection = Selection::Spirv;
@@ -382,13 +502,33 @@ class Checker {
           "add --offload-arch=" + t.processor + " to ship native code");
       return nullptr;
     }
-    if (!has_kernels(b, entries)) {
-      v.kernel_free = true;
-      no_kernels(t, held(entries));
-      return nullptr;
-    }
-    no_match(entries.candidates, t, held(entries));
+    if (refused && runtime_.generic) return nullptr;  // said by HG213
+    no_match(entries.candidates, t, held(entries),
+             refused ? " (" + refused->entry->id + " is generic: " + runtime_label(runtime_) +
+                           " selects no generic code object; HIP 6.4 and later do)"
+                     : std::string());
     return nullptr;
+  }
+
+  // HG213: a gfx906 (sramecc+/-) under HIP 7.x asks for "gfx9-generic:sramecc+:xnack-", a name comgr rejects.
+  void generic_refused(const Candidate& c, const TargetId& t, bool spirv_follows) {
+    const ProcessorInfo* gen = find_processor(c.tid.processor);
+    TargetId asked = t;
+    asked.processor = c.tid.processor;
+    asked.alias.clear();
+    bool no_sramecc = gen && !gen->sramecc && (t.sramecc == Feature::On || t.sramecc == Feature::Off);
+    std::string lacks = no_sramecc ? "sramecc" : "xnack";
+    std::string older;
+    for (const auto& r : all_runtimes())
+      if (r.generic && !r.generic_keeps_features) older = std::string(r.name);
+    Diagnostic& d = add(code::kGenericFeaturesRejected, c.entry->id, "", &t,
+        "generic entry '" + c.entry->id + "' fits " + t.label() + ", but " + runtime_label(runtime_) +
+            " asks for it as " + asked.str() + " (the device's features kept), which comgr rejects: " +
+            asked.processor + " has no " + lacks + " setting; HIP " + older + " selects it (hipguard check --runtime " + older + ")" +
+            (spirv_follows ? "; the SPIR-V entry is compiled instead" : ""),
+        "add --offload-arch=" + t.processor + " to the existing --offload-arch list (native code runs under every HIP "
+        "version)");
+    if (spirv_follows) d.severity = Severity::Warning;
   }
 
   // Does any amdgcn entry define a kernel ("<name>.kd" symbols, no metadata
@@ -422,7 +562,7 @@ class Checker {
         "no code object for " + t.label() + "; the bundle holds: " + held +
             ", but no kernel in any of them: the runtime loads nothing from it for this GPU and goes on (ROCm 5.3 "
             "and later); a use of its __device__ variables on this GPU (hipMemcpyToSymbol, hipGetSymbolAddress) "
-            "fails. ROCm 5.2 (Debian 12's libamdhip64.so.5) aborts at HIP initialisation instead",
+            "fails. ROCm 5.2 (Debian 12's libamdhip64.so.5) aborts at HIP initialisation instead (--runtime 5.2)",
         "nothing to do unless the program uses these variables on this GPU; then rebuild with --offload-arch=" +
             t.processor + " added (with ROCm 5.2, also to start at all)");
   }
@@ -504,7 +644,8 @@ class Checker {
            std::to_string(p->minor) + "." + std::to_string(p->stepping) + " makes the runtime treat the GPU as " + code;
   }
 
-  void no_match(const std::vector<Candidate>& candidates, const TargetId& t, const std::string& held) {
+  void no_match(const std::vector<Candidate>& candidates, const TargetId& t, const std::string& held,
+                const std::string& why = "") {
     // Same processor with a conflicting xnack/sramecc setting is the more precise finding.
     for (const auto& c : candidates) {
       if (match_kind(c.tid, 1, t) != Match::FeatureMismatch) continue;
@@ -531,13 +672,15 @@ class Checker {
       }
     add(code::kNoCodeObject, "", "", &t,
         "no code object for " + t.label() + "; the bundle holds: " + held +
-            (nearest.empty() ? "" : " (nearest: " + nearest + ")"),
+            (nearest.empty() ? "" : " (nearest: " + nearest + ")") + why,
         fix);
   }
 
   Bytes data_;
   const std::vector<TargetId>& targets_;
   Depth depth_;
+  const RuntimeInfo& runtime_;
+  bool one_process_;
   ImageReport report_;
   std::map<std::string, const CodeObject*> parsed_;
   std::optional<CodeObject> unlisted_;  // a raw code object built for other processors (check_raw)
@@ -568,8 +711,8 @@ bool ImageReport::ok() const {
 }
 
 ImageReport check_image(Bytes data, const std::string& origin, const std::vector<TargetId>& targets,
-                        const std::string& location, Depth depth) {
-  return Checker(data, origin, targets, location, depth).run();
+                        const std::string& location, Depth depth, const Machine& machine) {
+  return Checker(data, origin, targets, location, depth, machine).run();
 }
 
 }  // namespace hipguard

@@ -149,13 +149,13 @@ bool find_fatbin_section(Bytes data, Bytes* section, std::string* error) {
 // or handed to `sink`. The pages
 // of a mapped file are dropped bundle by bundle behind the check.
 void check_bundles(Bytes data, uint64_t base, const std::string& path, const std::vector<TargetId>& targets,
-                   FileReport& r, const ImageSink* sink, const FileData& file) {
+                   FileReport& r, const ImageSink* sink, const FileData& file, const Machine& machine) {
   auto bundles = split_fatbin_section(data);
   size_t n = 0;
   for (auto& sb : bundles) {
     std::string where = ".hip_fatbin bundle " + std::to_string(++n) + "/" + std::to_string(bundles.size()) + " @" +
                         hex(sb.offset);
-    ImageReport img = check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : "");
+    ImageReport img = check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : "", Depth::Full, machine);
     img.file_offset = base + sb.offset;
     if (sink) (*sink)(std::move(img));
     else r.images.push_back(std::move(img));
@@ -188,7 +188,7 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   PayloadKind kind = classify(data);
   if (kind == PayloadKind::CodeObject) {
     r.hip = true;
-    ImageReport img = check_image(data, path, targets, "", options.depth);
+    ImageReport img = check_image(data, path, targets, "", options.depth, options.machine);
     if (sink) (*sink)(std::move(img));
     else r.images.push_back(std::move(img));
     return r;
@@ -196,7 +196,7 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   if (kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) {
     // A bundle file, or a dumped .hip_fatbin section: several bundles back to back.
     r.hip = true;
-    check_bundles(data, 0, path, targets, r, sink, *file);
+    check_bundles(data, 0, path, targets, r, sink, *file, options.machine);
     return r;
   }
   bool elf = data.size() >= 64 && std::equal(data.begin(), data.begin() + 4, "\x7f" "ELF");
@@ -215,7 +215,7 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
       ImageSink counting;
       if (sink) counting = [&](ImageReport&& img) { ++images, (*sink)(std::move(img)); };
       check_bundles(section, static_cast<uint64_t>(section.data() - data.data()), path, targets, r,
-                    sink ? &counting : nullptr, *file);
+                    sink ? &counting : nullptr, *file, options.machine);
       if (r.images.empty() && images == 0)
         r.diagnostics.push_back(make_diagnostic(code::kMalformedBundle, path, ".hip_fatbin holds no offload bundle",
                                           "rebuild the program; its GPU code is missing"));
@@ -425,6 +425,7 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     o.reuse = buffer;
     o.seen_regular = regular[i];
     o.depth = options.depth;
+    o.machine = options.machine;
     return o;
   };
   if (jobs <= 1) {

@@ -67,6 +67,13 @@ cl::opt<bool> JsonOpt("json", cl::desc("Print the JSON report (docs/report.md)")
 cl::list<std::string> PathArgs(cl::Positional, cl::desc("PATH..."), cl::sub(CheckCmd), cl::sub(InspectCmd),
                                cl::cat(Options));
 
+cl::opt<std::string> RuntimeOpt("runtime", cl::desc("HIP runtime that selects the code objects: 5.0, 5.6, 6.4, 7.0 "
+                                                  "(any version: 6.4.3, 7.1; default: the newest, the strictest)"),
+                                cl::value_desc("VERSION"), cl::sub(CheckCmd), cl::sub(InspectCmd), cl::cat(Options));
+cl::opt<bool> OneProcessOpt("one-process", cl::desc("The --target GPUs are the GPUs of one process (one machine), not "
+                                                    "separate machines: the runtime looks up their code objects at once"),
+                            cl::sub(CheckCmd), cl::sub(InspectCmd), cl::cat(Options));
+
 // check
 cl::opt<bool> JunitOpt("junit", cl::desc("Print a JUnit XML report"), cl::sub(CheckCmd), cl::cat(Options));
 cl::opt<bool> SarifOpt("sarif", cl::desc("Print a SARIF 2.1.0 log (code scanning)"), cl::sub(CheckCmd), cl::cat(Options));
@@ -104,6 +111,10 @@ const char* const kOverview[] = {
     "(.hip_fatbin), offload bundles (also compressed), .co/.hsaco code objects and directories of\n"
     "them, and says for each target whether every kernel can run there. Without --target: the\n"
     "structural checks only.\n\n"
+    "The code object each target gets is the one the HIP runtime --runtime VERSION selects (by\n"
+    "default the newest, which is the strictest: HIP 7.x loads no gfx9-generic code on a gfx906).\n"
+    "Several --target are separate machines; with --one-process they are one process's GPUs, whose\n"
+    "code objects the runtime looks up at once (a bundle entry then serves one GPU only, HG212).\n\n"
     "Exit status: 0 everything can run on every target; 1 something cannot, or nothing was\n"
     "checked; 2 usage error.\n",
     // [2] inspect
@@ -302,6 +313,20 @@ void print_table(const std::vector<FileReport>& reports, const std::vector<Targe
 // --target values: each resolved to the configurations it stands for (a
 // product as shipped, a processor in each shipped configuration); the same
 // target ID named twice is checked once. False after a usage error.
+// --runtime and --one-process; false after a usage error.
+bool machine_options(Machine* machine, std::string* error) {
+  machine->one_process = OneProcessOpt;
+  if (RuntimeOpt.getNumOccurrences() == 0) return true;  // "--runtime=" is an error, not the default
+  machine->runtime = parse_runtime(RuntimeOpt);
+  if (!machine->runtime) {
+    std::string known;
+    for (const auto& r : all_runtimes()) known += (known.empty() ? "" : ", ") + std::string(r.name);
+    *error = "bad --runtime '" + RuntimeOpt + "': give a HIP version such as " + known + " or 6.4.3";
+    return false;
+  }
+  return true;
+}
+
 bool add_targets(std::string_view text, std::vector<TargetId>* targets, std::string* error) {
   std::vector<TargetId> resolved = resolve_target(text, error);
   if (resolved.empty()) {
@@ -328,7 +353,8 @@ int cmd_check() {
   if (json + junit + sarif > 1) return usage_error("--json, --junit and --sarif exclude each other");
   if (paths.empty()) return usage_error("check needs at least one PATH");
   // Code objects for other processors are read to their descriptors (check.h, Depth::ForTargets).
-  CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true, Depth::ForTargets};
+  CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true, Depth::ForTargets, {}};
+  if (std::string err; !machine_options(&options.machine, &err)) return usage_error(err);
   if (json || junit || sarif) {  // streamed as the files are checked
     auto os = stdio_ostream(stdout);
     auto writer = make_report_writer(json ? ReportFormat::Json : junit ? ReportFormat::JUnit : ReportFormat::Sarif, *os, targets);
@@ -490,7 +516,8 @@ int cmd_inspect() {
   bool json = JsonOpt;
   const std::vector<std::string>& paths = PathArgs;
   if (paths.empty()) return usage_error("inspect needs at least one PATH");
-  CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false};
+  CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false, Depth::Full, {}};
+  if (std::string err; !machine_options(&options.machine, &err)) return usage_error(err);
   CheckPathsResult result;
   if (json) {  // streamed as the files are read; with --target, what would be selected
     auto os = stdio_ostream(stdout);
@@ -508,7 +535,7 @@ int cmd_inspect() {
   } else {
     // Every code object (no targets), and beside it what each target selects.
     CollectSink all(/*keep_parsed=*/true), checked(/*keep_parsed=*/false);
-    result = check_paths(paths, {{}, 0, false}, all);
+    result = check_paths(paths, {{}, 0, false, Depth::Full, {}}, all);
     check_paths(paths, options, checked);
     print_inspect(all.reports, checked.reports, targets);
   }
@@ -554,6 +581,14 @@ int cmd_targets() {
            p.legacy ? " (legacy)" : p.is_generic ? " (generic)" : "");
   }
   if (QuietOpt) return kExitOk;
+  printf("\nHIP runtimes (check --runtime; default %s, the newest)\n", std::string(default_runtime().name).c_str());
+  printf("  %-8s %-8s %-8s %-15s %-13s %s\n", "VERSION", "GENERIC", "SPIR-V", "GENERIC NAME", "ONE PROCESS", "SOURCE");
+  for (const auto& r : all_runtimes())
+    printf("  %-8s %-8s %-8s %-15s %-13s %s\n", std::string(r.name).c_str(), r.generic ? "yes" : "no",
+           r.spirv ? "yes" : "no", !r.generic ? "-" : r.generic_keeps_features ? "with features" : "bare",
+           !r.batch_lookup ? "per GPU" : r.own_parser_with_generic ? "batch*" : "batch", std::string(r.source).c_str());
+  printf("  (batch: one comgr lookup for all GPUs, an entry serves one GPU; *: per GPU when an uncompressed bundle "
+         "has a generic entry)\n");
   printf("\nSources\n");
   for (const auto& f : fact_sources()) printf("  %s: %s\n", std::string(f.fact).c_str(), std::string(f.source).c_str());
   return kExitOk;

@@ -144,6 +144,7 @@ GuardConfig config_from(const EnvLookup& env, bool secure, const std::vector<std
   std::string targets = get("HIPGUARD_TARGET");
   if (!targets.empty()) {
     size_t pos = 0;
+    c.machine.one_process = true;
     while (pos <= targets.size()) {
       size_t comma = targets.find(',', pos);
       std::string item = targets.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
@@ -153,6 +154,7 @@ GuardConfig config_from(const EnvLookup& env, bool secure, const std::vector<std
       else if (item.find_first_of(" \t;") != std::string::npos) err = "separate targets with ',' and no spaces";
       if (err.empty())
         if (auto ts = resolve_target(item, &err); !ts.empty()) {
+          if (ts.size() > 1) c.machine.one_process = false;  // alternatives, not GPUs side by side
           c.targets.insert(c.targets.end(), ts.begin(), ts.end());
           continue;
         }
@@ -170,6 +172,7 @@ GuardConfig config_from(const EnvLookup& env, bool secure, const std::vector<std
     // A setuid/setgid process reads the real sysfs only, not files its environment names.
     std::string sysfs = secure ? "/sys" : get("HIPGUARD_SYSFS_ROOT");
     if (sysfs.empty()) sysfs = "/sys";
+    c.machine.one_process = true;
     for (const Device& d : discover_devices(sysfs, env)) {
       if (!find_processor(d.target.processor)) continue;
       TargetId t = d.target;

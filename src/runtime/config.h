@@ -53,6 +53,13 @@ struct GuardConfig {
   LogLevel log_level = LogLevel::Info;
   std::vector<TargetId> targets;  // empty: structural checks only
   std::string target_source;      // "HIPGUARD_TARGET", "GPU 0 (KFD node 1)", ...
+  // The HIP runtime (the shim sets it from the loaded libamdhip64's file name;
+  // null: the newest, default_runtime()) and whether `targets` are this
+  // process's GPUs: true for the KFD's GPUs and for HIPGUARD_TARGET entries that
+  // each name one configuration (gfx90a:xnack+,gfx90a:xnack-); false when an
+  // entry stands for several alternatives (gfx906: MI50 sramecc+ or Radeon VII sramecc-).
+  Machine machine;
+  std::string runtime_source;     // where machine.runtime comes from (the library's file name), for the log
   // HIP device index -> index into `targets`, or -1: known when the targets are
   // the machine's GPUs (KFD discovery), empty with HIPGUARD_TARGET.
   std::vector<int> device_targets;

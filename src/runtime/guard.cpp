@@ -77,6 +77,11 @@ const GuardConfig& Guard::config() {
       log("debug", std::string("hipguard ") + HIPGUARD_VERSION_STRING + ": checking against " + list + " (from " +
                        s.config.target_source + ")");
     }
+    const RuntimeInfo& rt = s.config.machine.runtime ? *s.config.machine.runtime : default_runtime();
+    log("debug", "selecting code objects as " + runtime_label(rt) + " does (" +
+                     (s.config.runtime_source.empty() ? std::string("runtime version not known: the newest")
+                                                      : s.config.runtime_source) +
+                     ")" + (s.config.machine.one_process && s.config.targets.size() > 1 ? ", the targets as one process's GPUs" : ""));
   });
   return s.config;
 }

@@ -18,7 +18,7 @@ void Guard::check_in_full(const void* handle) {
     auto it = s.fatbins.find(handle);
     if (it == s.fatbins.end() || it->second.depth == Depth::Full) return;
     FatbinState& fb = it->second;
-    fb.report = check_image(fb.data, fb.report.origin, s.config.targets);
+    fb.report = check_image(fb.data, fb.report.origin, s.config.targets, "", Depth::Full, s.config.machine);
     add_hotswap(fb.report, s.config);
     fb.depth = Depth::Full;
     fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));

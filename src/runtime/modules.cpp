@@ -28,7 +28,10 @@ Decision Guard::on_module_load_file(const char* path) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off || !path) return {};
   if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
-  FileReport fr = check_file(path, c.targets, /*explicit_arg=*/true, FileData::Access::CopyAlways);
+  CheckFileOptions options;
+  options.map_above = UINT64_MAX;  // FileData::Access::CopyAlways: a host process has no SIGBUS handler of ours
+  options.machine = c.machine;
+  FileReport fr = check_file(path, c.targets, options);
   for (const auto& d : fr.diagnostics)
     if (d.code == code::kUnreadable) return {};  // let the runtime report hipErrorFileNotFound itself
   auto info = std::make_unique<ModuleInfo>();
@@ -71,7 +74,7 @@ Decision Guard::on_module_load_data(const void* image, const char* api) try {
     if (classify(data) == PayloadKind::CodeObject) {
       if (auto size = elf_image_size(data); size && *size <= extent) data = data.first(*size);
     }
-    report = check_image(data, origin, c.targets);
+    report = check_image(data, origin, c.targets, "", Depth::Full, c.machine);
     add_hotswap(report, c);
   }
   auto info = std::make_unique<ModuleInfo>();

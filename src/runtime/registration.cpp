@@ -102,13 +102,13 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
     pending->depth = c.mode == Mode::Strict ? Depth::Descriptors : Depth::Selection;
   pending->data = data;
   pending->readonly = readonly_segments_of(wrapper);
-  pending->report = check_image(data, origin, c.targets, "", pending->depth);
+  pending->report = check_image(data, origin, c.targets, "", pending->depth, c.machine);
   // A verdict "cannot run" found without the metadata is confirmed by the check in full
   // before it is said: the metadata may describe the kernel otherwise, and the
   // stop then names every error of the fat binary.
   if (pending->depth == Depth::Descriptors && !pending->report.ok()) {
     pending->depth = Depth::Full;
-    pending->report = check_image(data, origin, c.targets, "", Depth::Full);
+    pending->report = check_image(data, origin, c.targets, "", Depth::Full, c.machine);
   }
   if (pending->depth != Depth::Selection) release_checked_pages(*pending);
   add_hotswap(pending->report, c);

@@ -12,6 +12,7 @@
 #include "check_util.h"
 #include "hipguard/check.h"
 #include "hipguard/inputs.h"
+#include "hipguard/runtime_version.h"
 
 using namespace hipguard;
 using namespace checks;
@@ -53,6 +54,17 @@ TEST(KernelFree, NothingForTheGpuButNoKernelsRuns) {
     EXPECT_TRUE(sel.ok());
     EXPECT_EQ(count_code(sel, "HG211"), 1u);
   }
+  // ROCm 5.2 and older abort at HIP init for it (CLR rocm-5.2 hip_fatbin.cpp ExtractFatBinary guarantee): HG201.
+  for (const char* old : {"5.2", "5.2.21153"}) {
+    Machine rocm52{parse_runtime(old)};
+    ASSERT_TRUE(rocm52.runtime);
+    ImageReport r = check_image(Bytes(vars.data(), vars.size()), "vars", {gfx942}, "", Depth::Full, rocm52);
+    EXPECT_FALSE(r.ok()) << old;
+    EXPECT_EQ(count_code(r, "HG201"), 1u) << old;
+    EXPECT_EQ(count_code(r, "HG211"), 0u) << old;
+  }
+  Machine rocm53{parse_runtime("5.3")};
+  EXPECT_TRUE(check_image(Bytes(vars.data(), vars.size()), "vars", {gfx942}, "", Depth::Full, rocm53).ok());
   // The same program with a kernel still cannot run on gfx942.
   auto kern = read_bytes(kApps + "/vector_add_multi.hipfb");
   ImageReport k = check_image(Bytes(kern.data(), kern.size()), "kern", {gfx942});

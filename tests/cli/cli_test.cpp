@@ -633,3 +633,39 @@ TEST(CliFormats, WriteErrorFailsEveryFormat) {
   int st = system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(st), 2) << "inspect --json";
 }
+
+// --runtime selects as that HIP version does; --one-process makes the targets one process's GPUs.
+TEST(Cli, RuntimeVersionAndOneProcess) {
+  fs::path dir = fs::temp_directory_path() / ("hipguard-runtime-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const ByteVec& data) {
+    std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(data.data()), data.size());
+    return (dir / name).string();
+  };
+  CodeObjectSpec generic;
+  generic.mach = 0x051;  // gfx9-generic
+  generic.target = "amdgcn-amd-amdhsa--gfx9-generic";
+  generic.version = 6, generic.generic_version = 1;
+  std::string gen = write("gfx9_generic.hipfb", make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx9-generic", make_code_object(generic)}}));
+  CliRun hip7 = run_cli({"check", "--target", "mi50", gen});
+  EXPECT_EQ(hip7.status, 1) << hip7.out;
+  EXPECT_NE(hip7.out.find("HG213"), std::string::npos) << hip7.out;
+  CliRun hip64 = run_cli({"check", "--runtime", "6.4", "--target", "mi50", gen});
+  EXPECT_EQ(hip64.status, 0) << hip64.out;
+  EXPECT_EQ(run_cli({"check", "--runtime", "6.4.3", "--target", "mi50", gen}).status, 0);
+  EXPECT_EQ(run_cli({"check", "--runtime", "7.0", "--target", "mi50", gen}).status, 1);
+  for (const char* bad : {"8.x", "", "latest", "6.4.3.1"})
+    EXPECT_EQ(run_cli({"check", "--runtime", bad, "--target", "mi50", gen}).status, 2) << bad;
+
+  CodeObjectSpec gfx90a;
+  gfx90a.mach = 0x03f;
+  gfx90a.target = "amdgcn-amd-amdhsa--gfx90a";
+  std::string bare = write("gfx90a.hipfb", make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx90a", make_code_object(gfx90a)}}));
+  std::vector<std::string> gpus = {"check", "--target", "gfx90a:xnack+", "--target", "gfx90a:xnack-", bare};
+  EXPECT_EQ(run_cli(gpus).status, 0) << "separate machines";
+  gpus.insert(gpus.begin() + 1, "--one-process");
+  CliRun one = run_cli(gpus);
+  EXPECT_EQ(one.status, 1) << one.out;
+  EXPECT_NE(one.out.find("error HG212 [gfx90a:sramecc+:xnack-]"), std::string::npos) << one.out;
+  fs::remove_all(dir);
+}

@@ -297,6 +297,43 @@ def case_ShimOnHip64():
     print(f"shim with libamdhip64.so.6: warn, strict stop (exit {strict.returncode}), strict run checked")
 
 
+# ---- selection as each HIP version does it (HG213, HG212) ----------------------------------------
+
+def verdicts_and_codes(doc):
+    return [v for img in images(doc) for v in img["verdicts"]], {d["code"] for d in diagnostics(doc)}
+
+
+def case_RuntimeVersions():
+    gen = app("saxpy_gfx9_generic")  # hipcc 7.0.2, --offload-arch=gfx9-generic only
+    for runtime, want_rc in (("6.4", 0), ("7.0", 1), (None, 1)):
+        rc, doc = cli_json("check", *(["--runtime", runtime] if runtime else []), "--target", "mi50", gen)
+        vs, codes = verdicts_and_codes(doc)
+        expect(rc == want_rc, f"saxpy_gfx9_generic on mi50 under {runtime or 'the default'}: exit {rc}, want {want_rc}")
+        expect(("HG213" in codes) == (want_rc == 1), f"saxpy_gfx9_generic under {runtime}: codes {codes}")
+        if runtime == "6.4":
+            expect([selected_processor(v) for v in vs] == ["gfx9-generic"], f"under 6.4: selected {vs}")
+    rc, _ = cli_json("check", "--runtime", "7.0", "--target", "gfx900:xnack-", gen)
+    expect(rc == 0, f"saxpy_gfx9_generic on gfx900 under 7.0: exit {rc}")
+    # One bare gfx90a entry, two gfx90a GPUs with different xnack in one process.
+    mfma = app("mfma")
+    gpus = ["--target", "gfx90a:xnack+", "--target", "gfx90a:xnack-"]
+    rc, doc = cli_json("check", *gpus, mfma)
+    expect(rc == 0, f"mfma on two machines: exit {rc}")
+    rc, doc = cli_json("check", "--one-process", *gpus, mfma)
+    _, codes = verdicts_and_codes(doc)
+    expect(rc == 1 and "HG212" in codes, f"mfma in one process: exit {rc}, codes {codes}")
+    # The shim under the root's HIP 6.4 (libamdhip64.so.6.4.x) selects as 6.4: the gfx9-generic program is not stopped.
+    base = in_root(gen)
+    strict = in_root(gen, env=[f"LD_PRELOAD={A.shim}", "HIPGUARD_TARGET=mi50", "HIPGUARD_MODE=strict",
+                               "HIPGUARD_LOG_LEVEL=debug"])
+    expect(strict.returncode == base.returncode and strict.stdout == base.stdout,
+           f"shim on HIP 6.4, mi50: exit {strict.returncode} (without {base.returncode}): {strict.stderr[-400:]}")
+    expect("as HIP 6.4 does" in strict.stderr, f"shim: runtime version not taken from libamdhip64: {strict.stderr[-400:]}")
+    mixed = in_root(mfma, env=[f"LD_PRELOAD={A.shim}", "HIPGUARD_TARGET=gfx90a:xnack+,gfx90a:xnack-"])
+    expect("HG212" in mixed.stderr, f"shim, two gfx90a GPUs xnack+/-: no HG212: {mixed.stderr[-400:]}")
+    print("runtime versions: gfx9-generic on mi50 under 6.4 / 7.x, one process with xnack+/-, the shim on HIP 6.4")
+
+
 def case_LlamaCli():
     cmd = ["llama-cli", "--list-devices"]
     base = in_root(*cmd)

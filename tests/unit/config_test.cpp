@@ -172,6 +172,20 @@ TEST(Config, KfdTopologyWhenTargetUnset) {
   EXPECT_NE(skipped[0]->message.find("HIPGUARD_TARGET not set"), std::string::npos);
 }
 
+TEST(Config, TargetsAreOneProcessUnlessAnEntryStandsForAlternatives) {
+  // The KFD's GPUs, and HIPGUARD_TARGET entries that each name one configuration, share the runtime's batch lookup.
+  EXPECT_TRUE(config({{"HIPGUARD_SYSFS_ROOT", std::string(HIPGUARD_SOURCE_DIR) + "/tests/fixtures/sysfs/mi300x"}})
+                  .machine.one_process);
+  GuardConfig two = config({{"HIPGUARD_TARGET", "gfx90a:xnack+,gfx90a:xnack-"}});
+  EXPECT_EQ(two.targets.size(), 2u);
+  EXPECT_TRUE(two.machine.one_process);
+  // gfx906 is MI50 (sramecc+) or Radeon VII (sramecc-): alternatives, not two GPUs.
+  GuardConfig alt = config({{"HIPGUARD_TARGET", "mi300x,gfx906"}});
+  EXPECT_EQ(alt.targets.size(), 3u);
+  EXPECT_FALSE(alt.machine.one_process);
+  EXPECT_EQ(alt.machine.runtime, nullptr) << "the shim sets the runtime; the core reads no environment for it";
+}
+
 TEST(Config, HotSwapToolFromHsaToolsLib) {
   EXPECT_EQ(config({{"HSA_TOOLS_LIB", "libhsa-hotswap.so"}}).hotswap_tool, "libhsa-hotswap.so");
   EXPECT_EQ(config({{"HSA_TOOLS_LIB", "librocprofiler64.so /opt/rocm/lib/libamd_comgr_hotswap_tool.so"}}).hotswap_tool,
