@@ -246,6 +246,7 @@ def compare_kernels(where, ours, theirs, oracle, stats, problems):
         k = mine.pop(sym, None)
         if k is None:
             problems.append(f"{where}: kernel {sym}: {oracle} has it, hipguard does not")
+            stats["kernels_missing"] = stats.get("kernels_missing", 0) + 1
             continue
         stats["kernels_compared"] += 1
         for key in FIELDS:
@@ -258,6 +259,12 @@ def compare_kernels(where, ours, theirs, oracle, stats, problems):
                 problems.append(f"{where}: kernel {sym}: {key}: hipguard {got!r}, {oracle} {want!r}")
     for sym in mine:
         problems.append(f"{where}: kernel {sym}: hipguard has it, {oracle} does not")
+    missing = [p for p in problems if p.startswith(where + ": kernel ") and p.endswith(", hipguard does not")]
+    if len(missing) > 1:  # one line per code object: its count and the first kernel
+        for p in missing:
+            problems.remove(p)
+        problems.append(f"{where}: {len(missing)} of {len(theirs)} kernels: {oracle} has them, hipguard does not "
+                        f"(first: {missing[0].split(': kernel ', 1)[1].split(': ')[0]})")
 
 
 def report(title, stats, problems, t0):
@@ -313,7 +320,7 @@ def mode_metadata(args):
     for label, path, off, size, ours in units:
         ans = comgr.ask("meta", path, off, size)
         if "error" in ans:
-            problems.append(f"{label}: comgr: {ans['error']}")
+            problems.append(f"{label}: comgr: {ans['error']} (hipguard: {len(ours or [])} kernels)")
             continue
         if ours is None:
             problems.append(f"{label}: hipguard reports no code object")
@@ -347,13 +354,18 @@ def mode_readelf(args):
 def device_targets(hipguard, isas):
     """Every target ID a device of hipguard's processor table can report (all its features +/-), for the
     processors comgr knows. A device reports every feature it supports as + or -."""
-    r = subprocess.run([hipguard, "targets", "--json"], capture_output=True, text=True)
-    doc = json.loads(r.stdout)
+    r = subprocess.run([hipguard, "targets"], capture_output=True, text=True)
+    table = r.stdout.split("\nProcessors", 1)[1].splitlines()[2:]  # `hipguard targets`: its processor table
     comgr_procs = {i[len(ISA_PREFIX):].split(":")[0] for i in isas}
     out = []
-    for p in doc["processors"]:
-        if p.get("generic") is True or p["name"] not in comgr_procs:
+    for row in table:
+        cols = row.split()
+        if not cols or not cols[0].startswith("gfx"):
+            break
+        name, xnack, sramecc = cols[0], cols[4] == "yes", cols[5] == "yes"  # NAME LDS KiB WAVE XNACK SRAMECC
+        if "generic" in name or name not in comgr_procs:
             continue
+        p = {"name": name, "xnack": xnack, "sramecc": sramecc}
         combos = [""]
         for feat in ("sramecc", "xnack"):
             if p.get(feat):
