@@ -17,7 +17,7 @@ SKIP = 77
 LIB = "usr/lib/x86_64-linux-gnu"
 FAT_BINARIES = [f"{LIB}/librocsparse.so.1", f"{LIB}/librocsolver.so.0", f"{LIB}/ggml/backends0/libggml-hip.so"]
 TENSILE_DIRS = [f"{LIB}/rocblas/4.4.1/library", f"{LIB}/hipblaslt/library"]
-BUNDLES_PER_FATBIN = 6  # bundles sampled per fat binary, spread over the section (all their entries)
+BUNDLES_PER_FATBIN = 4  # bundles sampled per fat binary, spread over the section (all their entries)
 SHOW = 10  # mismatches printed in full
 
 # Metadata keys compared: comgr's key -> hipguard's inspect --json kernel key.
@@ -200,7 +200,7 @@ def readelf_kernels(readelf, path, tmpdir, offset=0, size=None):
                 doc = []
             continue
         if line.strip() == "...":
-            meta = yaml.safe_load("\n".join(doc)) or {}
+            meta = yaml.load("\n".join(doc), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
             kernels += meta.get("amdhsa.kernels", [])
             notes += 1
             doc = None
