@@ -1,5 +1,5 @@
 # Linker version scripts generated from the API tables (interpose/hip_api.def,
-# tests/simrt/simrt_extra.def): one line per symbol, HG_API(symbol, node, kind)
+# tests/simrt/simrt_extra.def, tests/simrt/hip_6.4_exports.def): one line per symbol, HG_API(symbol, node, kind)
 # or SIM_API(symbol, node). Run at configure time; editing a table re-runs it.
 
 # libamdhip64's version node chain (ROCm CLR hip_hcc.map.in): each node's parent
@@ -26,6 +26,14 @@ function(hipguard_version_script)
       if(NOT node IN_LIST HIPGUARD_HIP_NODES)
         message(FATAL_ERROR "${table}: ${sym}: unknown version node ${node}")
       endif()
+      # A symbol in several tables is written once; under two nodes it is an error.
+      if(DEFINED node_of_${sym})
+        if(NOT node_of_${sym} STREQUAL node)
+          message(FATAL_ERROR "${table}: ${sym}: ${node}, but ${node_of_${sym}} in another table")
+        endif()
+        continue()
+      endif()
+      set(node_of_${sym} ${node})
       string(APPEND syms_${node} "    ${sym};\n")
     endforeach()
   endforeach()

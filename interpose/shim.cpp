@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "hip_abi.h"
@@ -138,12 +139,19 @@ static_assert(sizeof kApis / sizeof kApis[0] == kApiCount);
 std::atomic<void*> g_slots[kApiCount];
 
 // The runtime symbol a line falls back to when its own is missing: the other
-// spelling of hipExtModuleLaunchKernel (C, or C++ as ROCm 5.x exports it only).
+// spelling of hipExtModuleLaunchKernel / hipHccModuleLaunchKernel (C, or C++ as
+// ROCm 5.x exports them only).
+constexpr std::pair<Api, Api> kSpellings[] = {
+    {api_hipExtModuleLaunchKernel,
+     api__Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j},
+    {api_hipHccModuleLaunchKernel,
+     api__Z24hipHccModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_},
+};
 Api other_spelling(Api api) {
-  if (api == api_hipExtModuleLaunchKernel)
-    return api__Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j;
-  if (api == api__Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j)
-    return api_hipExtModuleLaunchKernel;
+  for (auto [c, cxx] : kSpellings) {
+    if (api == c) return cxx;
+    if (api == cxx) return c;
+  }
   return kApiCount;
 }
 
@@ -410,6 +418,29 @@ struct GetFunction : Hook {
   void after(hipError_t r) const { guard().on_module_get_function(module, name, out ? *out : nullptr, r, api); }
 };
 
+// hipLibraryEnumerateKernels: each handle it fills in is a lookup of that
+// kernel, as hipLibraryGetKernel's (launches through it are gated). The names
+// come from the runtime's hipKernelGetName (hip_7.2, as the enumeration); a
+// handle it cannot name stays unknown to the guard, as without the hook.
+struct EnumerateKernels : Hook {
+  hipKernel_t* kernels;
+  unsigned int n;
+  const void* library;
+  EnumerateKernels(hipKernel_t* k, unsigned int count, const void* lib) : kernels(k), n(count), library(lib) {}
+  void after(hipError_t r) const {
+    if (r != kHipSuccess || !kernels) return;
+    using GetName = hipError_t (*)(const char**, hipKernel_t);
+    // resolved once: the runtime that just enumerated is loaded and stays so
+    static const auto get_name = reinterpret_cast<GetName>(resolve("hipKernelGetName", "hip_7.2", /*optional=*/true));
+    if (!get_name) return;
+    for (unsigned int i = 0; i < n; ++i) {
+      const char* name = nullptr;
+      if (kernels[i] && get_name(&name, kernels[i]) == kHipSuccess && name)
+        guard().on_module_get_function(library, name, kernels[i], r, api);
+    }
+  }
+};
+
 // hipGetFuncBySymbol: its hipFunction_t gets the kernel's facts (module launches take it); a failure is explained.
 struct FuncBySymbol : Hook {
   hipFunction_t* out;
@@ -429,11 +460,17 @@ struct ProcAddress : Hook {
 };
 
 // A launch strict mode refused never reached the runtime: reported here, once
-// (hipGetLastError clears it, hipPeekAtLastError does not).
+// (hipGetLastError clears it, hipPeekAtLastError does not). hipExtGetLastError
+// reads CLR's other slot (the last call's result), which has its own copy.
 struct LastError : Hook {
   bool clear;
-  explicit LastError(bool c) : clear(c) {}
+  bool command;
+  explicit LastError(bool c, bool cmd = false) : clear(c), command(cmd) {}
   void after(hipError_t& r) const {  // the runtime's call also clears its own state
+    if (command) {
+      if (int refused = hipguard::refused_launch_command_error(clear)) r = refused;
+      return;
+    }
     int restored = hipguard::restored_last_error(clear);
     if (int refused = hipguard::refused_launch_error(clear)) r = refused;
     else if (r == kHipSuccess) r = restored;

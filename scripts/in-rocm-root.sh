@@ -4,7 +4,8 @@
 #   scripts/in-rocm-root.sh [--bind DIR]... [--env NAME=VALUE]... -- COMMAND [ARG...]
 # The binds live in a private mount namespace and vanish with the command (a root left with /dev
 # bound into it would turn a later `rm -rf` of the root into the deletion of the machine's devices).
-# The environment inside is a clean one (PATH, HOME, LANG) plus each --env. Exit status: the
+# The environment inside is a clean one (PATH, HOME, LANG) plus each --env; the working directory
+# is the current one when it is bound, else /. Exit status: the
 # command's; 3 when the root is missing (build it with scripts/rocm-root.sh).
 set -euo pipefail
 root=$("$(dirname "$0")/rocm-root.sh" --path)
@@ -26,4 +27,7 @@ exec unshare --mount --propagation private -- bash -c '
   for ((i = 0; i < nb; i++)); do
     mkdir -p "$r$1"; mount --rbind "$1" "$r$1"; shift
   done
-  exec chroot "$r" /usr/bin/env -i "$@"' _ "$root" "${#binds[@]}" "${binds[@]}" "${envs[@]}" "$@"
+  cwd=$1; shift
+  # The working directory carries over when it is bound (else /).
+  exec chroot "$r" /bin/sh -c '"'"'cd "$0" 2>/dev/null || cd /; exec /usr/bin/env -i "$@"'"'"' "$cwd" "$@"' \
+  _ "$root" "${#binds[@]}" "${binds[@]}" "$PWD" "${envs[@]}" "$@"

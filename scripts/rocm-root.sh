@@ -20,6 +20,7 @@ packages=(
   hipcc libamdhip64-dev libamd-comgr-dev rocminfo         # hipcc 7, HIP 6.4 runtime, comgr 3, ROCR
   librocblas4 libhipblaslt1                               # Tensile libraries (.co/.hsaco/.dat)
   librocsparse1 librocsolver0 librocfft0 libhipblas2      # fat binaries; rocFFT's has no kernels; hipBLAS none
+  libmagma2-rocm                                          # MAGMA 2.9 (436 fat binaries)
   libggml0-backend-hip llama.cpp-tools                    # a real application (llama-cli) and its HIP backend
 )
 want=$(printf '%s\n' "${packages[@]}" | sort -u)
@@ -65,7 +66,7 @@ start=$SECONDS
 tmp=$root.partial
 rm -rf --one-file-system "$tmp"
 mkdir -p "$(dirname "$root")"
-echo "rocm-root: building $root from Debian sid (about 3 minutes, 8 GB; log: $tmp.log)"
+echo "rocm-root: building $root from Debian sid (5 to 10 minutes, 10 GB; log: $tmp.log)"
 # shellcheck disable=SC2086
 if ! mmdebstrap --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
      --include="$(IFS=,; echo "${packages[*]}")" sid "$tmp" $mirror >"$tmp.log" 2>&1; then

@@ -8,7 +8,9 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hipguard/bundle.h"
@@ -117,12 +119,20 @@ struct CodeObject {
 // said: HG301).
 Result<CodeObject> parse_code_object(Bytes data, bool descriptors_only = false, uint64_t only_lds_over = 0);
 
-// Reads the descriptor of an NT_AMDGPU_METADATA note (MessagePack; AMDGPUUsage
-// "Code Object V3+ Metadata") into co.kernels and co.metadata_target. A document
-// that is not valid MessagePack, or whose amdhsa map is malformed, adds HG402;
-// a malformed kernel entry adds HG403 (co.issues). Never fails otherwise.
-// parse_code_object calls it for the first such note. Over kMaxKernelsPerCodeObject
-// kernels or kMaxArgsPerKernel arguments: HG111, the rest is skipped.
+// Reads the descriptors of a code object's NT_AMDGPU_METADATA notes (MessagePack;
+// AMDGPUUsage "Code Object V3+ Metadata"), in file order, into co.kernels and
+// co.metadata_target, merged as comgr merges them for the runtime
+// (comgr-metadata.cpp mergeNoteRecords): the first note whose root is a map is
+// the document, each later note's amdhsa.kernels are appended when both notes
+// have the same amdhsa.version and an amdhsa.kernels array and not both an
+// amdhsa.printf; a note that cannot be merged adds HG402 (warning) when it has
+// kernels. Tensile code objects (rocBLAS, hipBLASLt) hold one note per kernel.
+// A note that is not valid MessagePack, or whose amdhsa map is malformed, adds
+// HG402; a malformed kernel entry adds HG403 (co.issues). Never fails
+// otherwise. Over kMaxKernelsPerCodeObject kernels (all notes together) or
+// kMaxArgsPerKernel arguments: HG111, the rest is skipped.
+void read_metadata_notes(std::span<const std::string_view> descs, CodeObject& co);
+// One note: read_metadata_notes of {desc}.
 void read_metadata_note(std::string_view desc, CodeObject& co);
 
 // Appends `issue` to co.issues, or counts it in co.issues_dropped once

@@ -65,6 +65,42 @@ void check_generic_version(CodeObject& co) {
             "; generic code objects require v6 (AMDGPUUsage, Generic Processors)");
 }
 
+// VGPRs addressable per work-item (AMDGPUBaseInfo getAddressableNumVGPRs): the
+// unified VGPR/AGPR file of gfx90a-class processors, 1024 on gfx125x, else 256.
+uint64_t addressable_vgprs(const ProcessorInfo& p) {
+  if (unified_vgprs(p.name)) return 512;
+  return (p.major == 12 && p.minor == 5) ? 1024 : 256;
+}
+
+// VGPR allocation: the hardware gives each work-item (compute_pgm_rsrc1
+// GRANULATED_WORKITEM_VGPR_COUNT + 1) x granule VGPRs (AMDGPUUsage,
+// compute_pgm_rsrc1). LLVM allocates at least what the kernel uses and often
+// more: when LDS already limits the waves per SIMD, it raises the allocation to
+// what that occupancy leaves free (AMDGPUAsmPrinter, NumVGPRsForWavesPerEU).
+// So only an allocation below the use, or beyond the file, is a finding. The
+// use is .vgpr_count (on gfx90a-class processors already VGPRs and AGPRs
+// together; Tensile's assembler writes no .agpr_count there and its allocation
+// covers both), on gfx908 the larger of .vgpr_count and .agpr_count (separate
+// files of equal size).
+void check_vgpr_allocation(CodeObject& co, const KernelInfo& k, const KernelDescriptor& d) {
+  if (!co.processor) return;
+  const ProcessorInfo& p = *co.processor;
+  uint64_t g = vgpr_granule(p, d.wavefront_size32());
+  uint64_t field = AMDHSA_BITS_GET(d.compute_pgm_rsrc1, llvm::amdhsa::COMPUTE_PGM_RSRC1_GRANULATED_WORKITEM_VGPR_COUNT);
+  uint64_t allocated = (field + 1) * g;
+  uint64_t used = unified_vgprs(p.name) ? k.vgpr_count : std::max(k.vgpr_count, k.agpr_count.value_or(0));
+  std::string how = " (compute_pgm_rsrc1 GRANULATED_WORKITEM_VGPR_COUNT " + std::to_string(field) + ", granule " +
+                    std::to_string(g) + ")";
+  if (allocated < used)
+    add(co, code::kDescriptorMismatch, k.name,
+        "VGPRs: metadata says the kernel uses " + std::to_string(used) + ", kernel descriptor allocates only " +
+            std::to_string(allocated) + how);
+  else if (allocated > addressable_vgprs(p))
+    add(co, code::kDescriptorMismatch, k.name,
+        "VGPRs: kernel descriptor allocates " + std::to_string(allocated) + how + "; " + std::string(p.name) +
+            " addresses at most " + std::to_string(addressable_vgprs(p)));
+}
+
 // Kernel descriptor vs metadata: the runtime reads the metadata, the hardware the descriptor.
 void check_descriptor_matches_metadata(CodeObject& co, const KernelInfo& k, const KernelDescriptor* d) {
   auto differ = [&](const char* what, uint64_t md, uint64_t kd) {
@@ -81,20 +117,7 @@ void check_descriptor_matches_metadata(CodeObject& co, const KernelInfo& k, cons
   if (k.wavefront_size && k.wavefront_size != kd_wave) differ("wavefront size", k.wavefront_size, kd_wave);
   if (co.version >= 5 && d->uses_dynamic_stack() != k.uses_dynamic_stack)
     differ("uses_dynamic_stack", k.uses_dynamic_stack, d->uses_dynamic_stack());
-  // VGPRs: the hardware allocates (GRANULATED_WORKITEM_VGPR_COUNT + 1) × granule
-  // (compute_pgm_rsrc1 bits 5:0); LLVM encodes max(0, ceil(.vgpr_count / granule) - 1).
-  // Checked against every kernel of rocSPARSE (88 k descriptors) and the corpus.
-  if (co.processor) {
-    uint64_t g = vgpr_granule(*co.processor, d->wavefront_size32());
-    uint64_t field = AMDHSA_BITS_GET(d->compute_pgm_rsrc1, llvm::amdhsa::COMPUTE_PGM_RSRC1_GRANULATED_WORKITEM_VGPR_COUNT);
-    uint64_t want = k.vgpr_count ? (k.vgpr_count + g - 1) / g - 1 : 0;
-    if (field != want)
-      add(co, code::kDescriptorMismatch, k.name,
-          "VGPRs: metadata says .vgpr_count " + std::to_string(k.vgpr_count) +
-              ", kernel descriptor allocates " + std::to_string((field + 1) * g) +
-              " (compute_pgm_rsrc1 GRANULATED_WORKITEM_VGPR_COUNT " + std::to_string(field) + ", granule " +
-              std::to_string(g) + ")");
-  }
+  check_vgpr_allocation(co, k, *d);
 }
 
 // Workgroup size limits (AMDGPUUsage: max_flat_workgroup_size >= 1; hardware max 1024).
@@ -221,13 +244,13 @@ std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const Processo
     uint64_t agpr = k.agpr_count.value_or(0);
     if (unified_vgprs(p)) {
       // Here .vgpr_count is already the total: align4(arch VGPRs) + AGPRs (AMDGPUAsmPrinter).
-      if (k.vgpr_count > 512 || agpr > 256)
+      if (k.vgpr_count > addressable_vgprs(proc) || agpr > 256)
         out.push_back({code::kRegisterLimit, k.name,
                        "uses " + std::to_string(k.vgpr_count) + " VGPRs in total, " + std::to_string(agpr) + " of them AGPRs; " +
                            p + " has a unified file of 512 with at most 256 AGPRs",
                        "rebuild for " + p + " so the compiler can fit the register budget", k.vgpr_count, 512});
     } else {
-      uint64_t vlimit = (proc.major == 12 && proc.minor == 5) ? 1024 : 256;
+      uint64_t vlimit = addressable_vgprs(proc);
       if (k.vgpr_count > vlimit || agpr > 256)
         out.push_back({code::kRegisterLimit, k.name,
                        "uses " + std::to_string(k.vgpr_count) + " VGPRs" + (agpr ? " and " + std::to_string(agpr) + " AGPRs" : "") +

@@ -103,10 +103,11 @@ std::optional<ParseError> read_header(const ElfFile::Elf_Ehdr& hdr, Bytes data, 
   return std::nullopt;
 }
 
-// The first NT_AMDGPU_METADATA note of any SHT_NOTE section, read into
-// co.kernels (or, with read false, only looked for).
+// Every NT_AMDGPU_METADATA note of the SHT_NOTE sections, merged into
+// co.kernels as comgr merges them (or, with read false, only looked for).
 std::optional<ParseError> read_metadata_notes(const ElfFile& file, Sections sections, Bytes data, bool read,
                                               CodeObject& co) {
+  std::vector<std::string_view> descs;  // views into `data`
   bool found_metadata = false;
   for (const auto& sec : sections) {
     if (sec.sh_type != ELF::SHT_NOTE) continue;
@@ -117,13 +118,15 @@ std::optional<ParseError> read_metadata_notes(const ElfFile& file, Sections sect
                        "-byte image");
     llvm::Error err = llvm::Error::success();
     for (auto note : file.notes(sec, err)) {
-      if (note.getName() == "AMDGPU" && note.getType() == ELF::NT_AMDGPU_METADATA && !found_metadata) {
-        found_metadata = true;
-        if (read) read_metadata_note(note.getDescAsStringRef(), co);
-      }
+      if (note.getName() != "AMDGPU" || note.getType() != ELF::NT_AMDGPU_METADATA) continue;
+      found_metadata = true;
+      if (!read) continue;
+      llvm::StringRef desc = note.getDescAsStringRef();
+      descs.emplace_back(desc.data(), desc.size());
     }
     if (err) return elf_error("note section: " + llvm::toString(std::move(err)));
   }
+  if (read && !descs.empty()) ::hipguard::read_metadata_notes(descs, co);
   if (!found_metadata && co.version >= 3)
     co.issues.push_back({std::string(code::kNoMetadata), "", "no NT_AMDGPU_METADATA note: the runtime cannot find any kernel"});
   return std::nullopt;

@@ -3,6 +3,7 @@
 #include <llvm/Support/Error.h>
 
 #include <algorithm>
+#include <span>
 #include <string_view>
 
 #include "format/read_code_object.h"
@@ -11,6 +12,22 @@
 
 namespace hipguard {
 namespace {
+
+// One NT_AMDGPU_METADATA note as read on its own: its kernels and findings, and
+// what comgr's note merge compares (comgr-metadata.cpp mergeNoteRecords).
+struct NoteDoc {
+  bool valid = false;  // a whole, well-formed MessagePack document
+  std::optional<std::string> target;
+  std::vector<KernelInfo> kernels;
+  std::vector<CodeObjectIssue> issues;  // at most kMaxIssuesPerCodeObject
+  uint64_t dropped = 0;
+  Severity dropped_severity = Severity::Note;
+  bool root_is_map = false;
+  std::optional<std::vector<uint64_t>> version;  // amdhsa.version, when an array of integers
+  bool has_version_array = false;
+  bool has_kernels_array = false;
+  bool has_printf = false;  // amdhsa.printf
+};
 
 // Reads NT_AMDGPU_METADATA in one pass with LLVM's streaming msgpack reader,
 // keeping only the fields the checks use (AMDGPUUsage, Code Object V3+
@@ -22,40 +39,22 @@ namespace {
 // maps; Document rejected every repeated key).
 class MetadataReader {
  public:
-  explicit MetadataReader(CodeObject& co) : co_(co) {}
-
-  void read(llvm::StringRef blob) {
-    blob_size_ = blob.size();
+  // kernel_budget: how many more kernels the code object may keep (kMaxKernelsPerCodeObject in all).
+  static NoteDoc read(llvm::StringRef blob, uint64_t kernel_budget) {
+    MetadataReader reader(blob.size(), kernel_budget);
     llvm::msgpack::Reader r(llvm::MemoryBufferRef(blob, "NT_AMDGPU_METADATA"));
-    Out out;
-    if (read_root(r, out) == Validity::Invalid) {
-      issue(code::kBadMetadata, "", "NT_AMDGPU_METADATA is not a valid MessagePack document");
-      return;
-    }
-    if (out.target) co_.metadata_target = std::move(out.target);
-    for (auto& k : out.kernels) co_.kernels.push_back(std::move(k));
-    for (auto& i : out.issues) add_issue(co_, std::move(i));
-    co_.issues_dropped += out.dropped;
-    co_.dropped_severity = std::max(co_.dropped_severity, out.dropped_severity);
+    NoteDoc out;
+    out.valid = reader.read_root(r, out) == Validity::Valid;
+    return out;
   }
 
  private:
+  MetadataReader(uint64_t blob_size, uint64_t kernel_budget) : blob_size_(blob_size), kernel_budget_(kernel_budget) {}
   enum class Validity { Valid, Invalid };  // of the whole document: an invalid one is rejected
   using Obj = llvm::msgpack::Object;
   using Type = llvm::msgpack::Type;
+  using Out = NoteDoc;
   static constexpr int kMaxDepth = 64;
-
-  struct Out {
-    std::optional<std::string> target;
-    std::vector<KernelInfo> kernels;
-    std::vector<CodeObjectIssue> issues;  // at most kMaxIssuesPerCodeObject
-    uint64_t dropped = 0;
-    Severity dropped_severity = Severity::Note;
-  };
-
-  void issue(std::string_view c, std::string kernel, std::string msg) {
-    add_issue(co_, {std::string(c), std::move(kernel), std::move(msg)});
-  }
 
   // Keeps a finding while there is room; counts the rest (the log of a
   // document with a million broken kernels stays a hundred lines long).
@@ -131,6 +130,23 @@ class MetadataReader {
     return std::nullopt;
   }
 
+  // amdhsa.version's elements (integers; anything else makes it no version comgr can compare).
+  bool read_version(llvm::msgpack::Reader& r, const Obj& v, Out& out) {
+    if (claims_too_many(v)) return false;
+    out.has_version_array = true;
+    std::vector<uint64_t> version;
+    bool ints = true;
+    for (size_t j = 0; j < v.Length; ++j) {
+      Obj e;
+      if (!next(r, e) || !skip(r, e, 2)) return false;
+      auto n = as_uint(e);
+      if (n && version.size() < 8) version.push_back(*n);
+      else ints = false;
+    }
+    if (ints) out.version = std::move(version);
+    return true;
+  }
+
   Validity read_root(llvm::msgpack::Reader& r, Out& out) {
     Obj root;
     if (!next(r, root)) return Validity::Invalid;
@@ -139,6 +155,7 @@ class MetadataReader {
       note(out, {std::string(code::kBadMetadata), "", "metadata root is not a map"});
       return Validity::Valid;
     }
+    out.root_is_map = true;
     bool seen_target = false, seen_kernels = false, kernels_ok = false;
     for (size_t i = 0; i < root.Length; ++i) {
       std::string_view k;
@@ -149,6 +166,12 @@ class MetadataReader {
         seen_target = true;
         if (v.Kind == Type::String) out.target = v.Raw.str();
         if (!skip(r, v, 1)) return Validity::Invalid;
+      } else if (k == "amdhsa.version" && v.Kind == Type::Array) {
+        if (out.has_version_array) return Validity::Invalid;
+        if (!read_version(r, v, out)) return Validity::Invalid;
+      } else if (k == "amdhsa.printf") {
+        out.has_printf = true;
+        if (!skip(r, v, 1)) return Validity::Invalid;
       } else if (k == "amdhsa.kernels") {
         if (seen_kernels) return Validity::Invalid;
         seen_kernels = true;
@@ -158,13 +181,14 @@ class MetadataReader {
         }
         if (claims_too_many(v)) return Validity::Invalid;
         kernels_ok = true;
-        uint64_t keep = std::min<uint64_t>(v.Length, kMaxKernelsPerCodeObject);
+        out.has_kernels_array = true;
+        uint64_t keep = std::min<uint64_t>(v.Length, kernel_budget_);
         if (v.Length > keep)
           note(out, {std::string(code::kBudgetExceeded), "",
                      "amdhsa.kernels has " + std::to_string(v.Length) + " entries, over hipguard's limit of " +
-                         std::to_string(kMaxKernelsPerCodeObject) + " per code object; the first " +
-                         std::to_string(keep) + " are checked, the rest only read",
-                     std::nullopt, v.Length, kMaxKernelsPerCodeObject});
+                         std::to_string(kMaxKernelsPerCodeObject) + " per code object; " + std::to_string(keep) +
+                         " of them are checked, the rest only read",
+                     std::nullopt, v.Length + (kMaxKernelsPerCodeObject - kernel_budget_), kMaxKernelsPerCodeObject});
         for (size_t j = 0; j < v.Length; ++j) {
           if (j < keep) {
             if (read_kernel(r, j, out) == Validity::Invalid) return Validity::Invalid;
@@ -402,14 +426,68 @@ class MetadataReader {
     return Validity::Valid;
   }
 
-  CodeObject& co_;
   uint64_t blob_size_ = 0;
+  uint64_t kernel_budget_ = 0;
 };
 
 }  // namespace
 
-void read_metadata_note(std::string_view desc, CodeObject& co) {
-  MetadataReader(co).read(llvm::StringRef(desc.data(), desc.size()));
+namespace {
+
+// The findings of a note that joins the document, under the code object's cap.
+void take_issues(NoteDoc& doc, CodeObject& co) {
+  for (auto& i : doc.issues) add_issue(co, std::move(i));
+  co.issues_dropped += doc.dropped;
+  co.dropped_severity = std::max(co.dropped_severity, doc.dropped_severity);
 }
+
+// Why comgr does not merge `from` into the document `to`, or nullopt when it
+// does; `to` takes `from`'s printf record first, as comgr's merge does.
+std::optional<std::string> merge_refusal(const NoteDoc& from, NoteDoc& to) {
+  if (from.has_printf && to.has_printf) return "both notes have amdhsa.printf";
+  to.has_printf = to.has_printf || from.has_printf;
+  if (!from.has_version_array || !to.has_version_array) return "a note has no amdhsa.version array";
+  if (!from.version || !to.version || *from.version != *to.version) return "its amdhsa.version differs";
+  if (!from.has_kernels_array || !to.has_kernels_array) return "a note has no amdhsa.kernels array";
+  return std::nullopt;
+}
+
+}  // namespace
+
+// comgr's metadata (what CLR reads, comgr-metadata.cpp getElfMetadataRoot): the
+// first note whose root is a map is the document; each later one is merged into
+// it (its amdhsa.kernels appended) when mergeNoteRecords allows, else dropped.
+void read_metadata_notes(std::span<const std::string_view> descs, CodeObject& co) {
+  std::optional<NoteDoc> merged;
+  for (size_t i = 0; i < descs.size(); ++i) {
+    NoteDoc doc = MetadataReader::read(llvm::StringRef(descs[i].data(), descs[i].size()),
+                                       kMaxKernelsPerCodeObject - std::min<uint64_t>(co.kernels.size(), kMaxKernelsPerCodeObject));
+    std::string which = descs.size() == 1 ? "NT_AMDGPU_METADATA"
+                                          : "NT_AMDGPU_METADATA note " + std::to_string(i + 1) + " of " + std::to_string(descs.size());
+    if (!doc.valid) {
+      add_issue(co, {std::string(code::kBadMetadata), "", which + " is not a valid MessagePack document"});
+      continue;
+    }
+    if (!doc.root_is_map || !merged) {
+      if (doc.root_is_map) co.metadata_target = doc.target;
+      for (auto& k : doc.kernels) co.kernels.push_back(std::move(k));
+      take_issues(doc, co);
+      if (doc.root_is_map) merged = std::move(doc);
+      continue;
+    }
+    if (auto why = merge_refusal(doc, *merged)) {
+      if (!doc.kernels.empty())
+        add_issue(co, {std::string(code::kBadMetadata), "",
+                       which + " cannot be merged into the metadata (" + *why + "): comgr drops its " +
+                           std::to_string(doc.kernels.size()) + " kernels, the runtime cannot launch them",
+                       Severity::Warning});
+      continue;
+    }
+    for (auto& k : doc.kernels) co.kernels.push_back(std::move(k));
+    take_issues(doc, co);
+  }
+}
+
+void read_metadata_note(std::string_view desc, CodeObject& co) { read_metadata_notes({&desc, 1}, co); }
 
 }  // namespace hipguard

@@ -79,6 +79,9 @@ inline bool launch_may_skip_guard(const void* key, uint64_t dynamic_lds_bytes) n
 // sees it; hipGetLastError / hipPeekAtLastError report it instead (per thread,
 // like HIP's own last error). 0 when there is none.
 int refused_launch_error(bool clear);
+// The same for hipExtGetLastError, which reads CLR's other per-thread slot
+// (tls.last_command_error_) and clears only that one.
+int refused_launch_command_error(bool clear);
 void note_refused_launch(int hip_error);
 // The registration probe's failed lookups would stay in a runtime's sticky
 // last-error state (HIP 6.x), where the program would read them as its own: the

@@ -9,6 +9,7 @@ namespace hipguard {
 
 namespace {
 thread_local int t_refused_error = 0;
+thread_local int t_refused_command_error = 0;  // hipExtGetLastError's copy
 thread_local int t_restored_error = 0;
 }  // namespace
 int restored_last_error(bool clear) {
@@ -21,7 +22,12 @@ int refused_launch_error(bool clear) {
   if (clear) t_refused_error = 0;
   return e;
 }
-void note_refused_launch(int hip_error) { t_refused_error = hip_error; }
+int refused_launch_command_error(bool clear) {
+  int e = t_refused_command_error;
+  if (clear) t_refused_command_error = 0;
+  return e;
+}
+void note_refused_launch(int hip_error) { t_refused_error = t_refused_command_error = hip_error; }
 
 void Guard::set_probe_functions(const ProbeFunctions& f) {
   State& s = state();

@@ -11,7 +11,8 @@
 //
 // MODULE.hipfb holds the same kernel (dyn_lds.hip built with --genco); it is
 // loaded with hipModuleLoadFatBinary, hipLibraryLoadData and
-// hipLibraryLoadFromFile. Each call prints "API: <hipError_t>"; entry points
+// hipLibraryLoadFromFile (each library's kernel found by hipLibraryEnumerateKernels,
+// then by hipLibraryGetKernel). Each call prints "API: <hipError_t>"; entry points
 // handed out by hipGetProcAddress / hipGetDriverEntryPoint(_spt) also print the
 // library they live in. With --only, only the named API's line is printed
 // (setup calls still run). ROCm 5.2's headers declare none of the HIP 6/7 calls:
@@ -95,6 +96,8 @@ using LibraryLoadFromFile = hipError_t (*)(Library*, const char*, hipJitOption*,
                                            unsigned);
 using LibraryGetKernel = hipError_t (*)(hipFunction_t*, Library, const char*);
 using LibraryUnload = hipError_t (*)(Library);
+using LibraryEnumerateKernels = hipError_t (*)(hipFunction_t*, unsigned, Library);
+using GetLastErrorFn = hipError_t (*)();
 using ExtLaunch = hipError_t (*)(const void*, dim3, dim3, void**, size_t, hipStream_t, hipEvent_t, hipEvent_t, int);
 using MultiDevice = hipError_t (*)(hipLaunchParams*, int, unsigned);
 using ModuleMultiDevice = hipError_t (*)(FunctionLaunchParams*, unsigned, unsigned);
@@ -146,8 +149,12 @@ int main(int argc, char** argv) {
   (void)hipSetDevice(0);
 
   // ---- launches by host function
-  if (auto f = sym<ExtLaunch>("hipExtLaunchKernel"); f && want("hipExtLaunchKernel"))
+  if (auto f = sym<ExtLaunch>("hipExtLaunchKernel"); f && want("hipExtLaunchKernel")) {
     show("hipExtLaunchKernel", f(kernel, dim3(1), dim3(64), args, dyn, nullptr, nullptr, nullptr, 0));
+    // HIP 6.0's other last-error slot, then the classic one (each cleared by its own reader)
+    if (auto ext = sym<GetLastErrorFn>("hipExtGetLastError")) show("hipExtLaunchKernel->hipExtGetLastError", ext());
+    show("hipExtLaunchKernel->hipGetLastError", hipGetLastError());
+  }
   if (want("hipLaunchByPtr")) {
     (void)hipConfigureCall(dim3(1), dim3(64), dyn, nullptr);
     (void)hipSetupArgument(&d, sizeof d, 0);
@@ -246,6 +253,10 @@ int main(int argc, char** argv) {
               "_Z24hipHccModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_");
           hcc && want("hipHccModuleLaunchKernel"))
         show("hipHccModuleLaunchKernel", hcc(f, 64, 1, 1, 64, 1, 1, dyn, nullptr, kparams, nullptr, nullptr, nullptr));
+      // the C symbol, as HIP >= 6's hip_ext.h declares it (extern "C")
+      if (auto hcc = sym<HccLaunch>("hipHccModuleLaunchKernel"); hcc && want("hipHccModuleLaunchKernel(C)"))
+        show("hipHccModuleLaunchKernel(C)",
+             hcc(f, 64, 1, 1, 64, 1, 1, dyn, nullptr, kparams, nullptr, nullptr, nullptr));
       if (auto gpa = sym<GetProcAddress>("hipGetProcAddress"); gpa && want("hipGetProcAddress(module)")) {
         void* p = nullptr;
         if (gpa("hipModuleLaunchKernel", &p, 702, 0, nullptr) == hipSuccess && p)
@@ -257,10 +268,18 @@ int main(int argc, char** argv) {
   }
   auto get_kernel = sym<LibraryGetKernel>("hipLibraryGetKernel");
   auto unload = sym<LibraryUnload>("hipLibraryUnload");
+  auto enumerate = sym<LibraryEnumerateKernels>("hipLibraryEnumerateKernels");
   auto use_library = [&](const char* load_api, hipError_t e, Library lib) {
     show(load_api, e);
     if (e != hipSuccess || !get_kernel) return;
     hipFunction_t k = nullptr;
+    if (enumerate) {  // before hipLibraryGetKernel: the handle's first appearance
+      e = enumerate(&k, 1, lib);
+      show(std::string(load_api) + "->hipLibraryEnumerateKernels", e);
+      if (e == hipSuccess && want(load_api))
+        show(std::string(load_api) + "->hipLibraryEnumerateKernels->hipModuleLaunchKernel",
+             hipModuleLaunchKernel(k, 1, 1, 1, 64, 1, 1, dyn, nullptr, kparams, nullptr));
+    }
     e = get_kernel(&k, lib, kname);
     show(std::string(load_api) + "->hipLibraryGetKernel", e);
     if (e == hipSuccess && want(load_api))  // a hipKernel_t is a hipFunction_t (CLR)

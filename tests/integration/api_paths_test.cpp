@@ -69,9 +69,12 @@ const std::vector<std::pair<std::string, std::string>> kLaunches = {
     {"hipDrvLaunchKernelEx", "hipDrvLaunchKernelEx"},
     {"hipModuleLaunchCooperativeKernelMultiDevice", "hipModuleLaunchCooperativeKernelMultiDevice"},
     {"hipHccModuleLaunchKernel", "hipHccModuleLaunchKernel"},
+    {"hipHccModuleLaunchKernel(C)", "hipHccModuleLaunchKernel"},
     {"hipGetProcAddress(module)->hipModuleLaunchKernel", "hipModuleLaunchKernel"},
     {"hipLibraryLoadData->hipModuleLaunchKernel", "hipModuleLaunchKernel"},
     {"hipLibraryLoadFromFile->hipModuleLaunchKernel", "hipModuleLaunchKernel"},
+    {"hipLibraryLoadData->hipLibraryEnumerateKernels->hipModuleLaunchKernel", "hipModuleLaunchKernel"},
+    {"hipLibraryLoadFromFile->hipLibraryEnumerateKernels->hipModuleLaunchKernel", "hipModuleLaunchKernel"},
 };
 
 class ApiPaths : public ::testing::Test {
@@ -99,8 +102,16 @@ TEST_F(ApiPaths, StrictRefusesEveryLaunchPathOverTheLdsLimit) {
     EXPECT_EQ(p[label], "0") << label << ": the simulated runtime accepts it, as ROCm does";
     EXPECT_EQ(s[label], "9") << label << ": strict mode refuses with hipErrorInvalidConfiguration\n" << strict.out;
   }
+  // A refused launch is each last-error slot's (CLR: tls.last_command_error_
+  // for hipExtGetLastError, tls.last_error_ for hipGetLastError), read once each.
+  EXPECT_EQ(p["hipExtLaunchKernel->hipExtGetLastError"], "0");
+  EXPECT_EQ(p["hipExtLaunchKernel->hipGetLastError"], "0");
+  EXPECT_EQ(s["hipExtLaunchKernel->hipExtGetLastError"], "9") << strict.out;
+  EXPECT_EQ(s["hipExtLaunchKernel->hipGetLastError"], "9") << strict.out;
   // Loads, lookups and unloads of a good module go through.
   for (const char* label : {"hipModuleLoadFatBinary", "hipLibraryLoadData", "hipLibraryLoadData->hipLibraryGetKernel",
+                            "hipLibraryLoadData->hipLibraryEnumerateKernels",
+                            "hipLibraryLoadFromFile->hipLibraryEnumerateKernels",
                             "hipLibraryLoadData->hipLibraryUnload", "hipLibraryLoadFromFile",
                             "hipLibraryLoadFromFile->hipLibraryGetKernel", "hipLibraryLoadFromFile->hipLibraryUnload"})
     EXPECT_EQ(s[label], "0") << label;

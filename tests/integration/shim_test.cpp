@@ -402,6 +402,65 @@ TEST(ShimExports, ApiTableCoversTheRuntimesLoadAndLaunchSymbols) {
   EXPECT_GT(checked, 30u);
 }
 
+// The same against the real HIP 6.4 runtime of the ROCm root (scripts/rocm-root.sh):
+// every libamdhip64.so.6 export that loads code, launches, looks up or enumerates
+// kernels, makes or sets graph kernel nodes, configures a launch, hands out
+// entry points or reads the last error is an HG_API or HG_SKIP line under the
+// runtime's node; and tests/simrt/hip_6.4_exports.def (scripts/hip-exports.sh) is
+// that library's export list as it is.
+TEST(ShimExports, Hip64RuntimeSymbolsArePlaced) {
+  const std::string root = HIPGUARD_ROCM_ROOT;
+  if (root.empty() || !exists(root + "/.hipguard-root"))
+    GTEST_SKIP() << "no ROCm root at '" << root << "' (scripts/rocm-root.sh)";
+  const std::string real = root + "/usr/lib/x86_64-linux-gnu/libamdhip64.so.6";
+  std::map<std::string, std::string> table;
+  std::ifstream in_table(HIPGUARD_API_TABLE);
+  std::regex line_re(R"(^HG_(API|SKIP)\(([A-Za-z0-9_]+), *(hip_[0-9.]+)[,)])");
+  for (std::string line; std::getline(in_table, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, line_re)) table[m[2]] = m[3];
+  }
+  ProcessResult rs = run_process({kReadelf, "--dyn-syms", "-W", real});
+  ASSERT_EQ(rs.status, 0) << rs.err;
+  std::map<std::string, std::string> exports;  // name -> node
+  std::istringstream in(rs.out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string num, value, size, type, bind, vis, ndx, sym;
+    if (!(f >> num >> value >> size >> type >> bind >> vis >> ndx >> sym) || ndx == "UND" || type != "FUNC") continue;
+    auto at = sym.find('@');
+    if (at != std::string::npos) exports[sym.substr(0, at)] = sym.substr(sym.find_first_not_of('@', at));
+  }
+  ASSERT_GT(exports.size(), 400u) << real;
+  std::regex path_re("Launch|ModuleLoad|Library|KernelNode|GraphAddNode|NodeSetParams|ProcAddress|EntryPoint|"
+                     "ConfigureCall|CallConfiguration|SetupArgument|BeginCapture|GraphInstantiate|ChildGraph|"
+                     "GraphClone|ExecUpdate|GraphUpload|GetFunc|GetKernel|EnumerateKernels|KernelGet|LastError");
+  std::regex other_node_kinds(
+      "Memcpy|Memset|HostNode|EventRecord|EventWait|ExternalSemaphore|MemAlloc|MemFree|BatchMemOp");
+  std::string unplaced;
+  size_t checked = 0;
+  for (const auto& [name, node] : exports) {
+    if (!std::regex_search(name, path_re) || std::regex_search(name, other_node_kinds)) continue;
+    ++checked;
+    auto t = table.find(name);
+    if (t == table.end()) unplaced += "\n  " + name + "@" + node + ": not in hip_api.def";
+    else if (t->second != node) unplaced += "\n  " + name + "@" + node + ": the table says " + t->second;
+  }
+  EXPECT_EQ(unplaced, "") << real << " has load/launch/lookup exports hip_api.def does not place:" << unplaced;
+  EXPECT_GT(checked, 50u);
+  // The simulated runtime's export list is this library's.
+  std::map<std::string, std::string> listed;
+  std::ifstream in_list(HIPGUARD_SIMRT_EXPORTS);
+  ASSERT_TRUE(in_list) << HIPGUARD_SIMRT_EXPORTS;
+  std::regex sim_re(R"(^SIM_API\(([A-Za-z0-9_]+), *(hip_[0-9.]+)\))");
+  for (std::string line; std::getline(in_list, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, sim_re)) listed[m[1]] = m[2];
+  }
+  EXPECT_TRUE(listed == exports) << HIPGUARD_SIMRT_EXPORTS << " is not " << real
+                                 << "'s export list: rerun scripts/hip-exports.sh";
+}
+
 TEST(CliRun, RunsTheProgramUnderTheShim) {
   REQUIRE_APP("vector_add_multi");
   ProcessResult r = run_process({kCli, "run", "--target", "gfx942", "--strict", "--", app("vector_add_multi")});

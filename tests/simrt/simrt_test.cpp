@@ -378,7 +378,8 @@ TEST(Exports, VersionNodesMatchRealLibrary) {
   ASSERT_GT(real.size(), 100u);
   // Functions newer than ROCm 5.2: the nodes of the API tables (CLR hip_hcc.map.in).
   auto newer = table_nodes(HIPGUARD_API_TABLE);
-  for (const auto& [name, node] : table_nodes(SIMRT_EXTRA_TABLE)) newer[name] = node;
+  for (const char* t : {SIMRT_EXTRA_TABLE, SIMRT_EXPORTS_TABLE})
+    for (const auto& [name, node] : table_nodes(t)) newer[name] = node;
   ASSERT_GT(newer.size(), 60u);
   for (const auto& [name, node] : mine) {
     auto r = real.find(name);
@@ -438,7 +439,7 @@ TEST(Exports, EverythingTheAppsImportIsProvided) {
   auto mine = defined_versions(SIMRT_LIB);
   int checked = 0;
   for (const char* a : {"vector_add_gfx90a", "vector_add_gfx940", "vector_add_multi", "vector_add_xnack_on",
-                        "big_lds_gfx90a", "libkernels_lib.so", "module_loader", "api_paths"}) {
+                        "big_lds_gfx90a", "libkernels_lib.so", "module_loader", "api_paths", "graph_host"}) {
     if (!fs::exists(app(a))) continue;
     for (const auto& [name, node] : undefined_versions(app(a))) {
       if (node.rfind("hip_", 0) != 0) continue;
@@ -449,6 +450,34 @@ TEST(Exports, EverythingTheAppsImportIsProvided) {
     }
   }
   EXPECT_GT(checked, 0);
+}
+
+// Every function HIP 6.4's libamdhip64.so.6 exports (hip_6.4_exports.def,
+// generated from it) is exported by the simulator under the same node, so a
+// program built against the real runtime never fails with a symbol lookup error.
+TEST(Exports, EveryHip64ExportIsExported) {
+  auto mine = defined_versions(SIMRT_LIB);
+  auto real = table_nodes(SIMRT_EXPORTS_TABLE);
+  ASSERT_GT(real.size(), 400u) << SIMRT_EXPORTS_TABLE;
+  for (const auto& [name, node] : real) {
+    auto it = mine.find(name);
+    EXPECT_NE(it, mine.end()) << name << "@" << node << " is not exported by " << SIMRT_LIB;
+    if (it != mine.end()) EXPECT_EQ(it->second, node) << name;
+  }
+}
+
+// A plain program that builds and launches a graph (graph_host, linked against
+// libamdhip64): what the simulator simulates succeeds, the rest says hipErrorNotSupported.
+TEST(Apps, GraphProgramRunsOnTheSimulator) {
+  REQUIRE_APP("graph_host");
+  ProcResult r = run({app("graph_host")}, sim_env("gfx90a:sramecc-:xnack-"));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("graph_host: done"), std::string::npos) << r.out;
+  for (const char* api : {"hipStreamCreate", "hipGraphCreate", "hipGraphInstantiate", "hipGraphLaunch",
+                          "hipStreamSynchronize", "hipGraphExecDestroy", "hipGraphDestroy", "hipStreamDestroy"})
+    EXPECT_EQ(reported(r.out, api), hipSuccess) << api << "\n" << r.out;
+  for (const char* api : {"hipGraphAddEmptyNode", "hipGraphGetNodes"})
+    EXPECT_EQ(reported(r.out, api), hipErrorNotSupported) << api << "\n" << r.out;
 }
 
 // ======================================================================================

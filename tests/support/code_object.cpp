@@ -88,13 +88,17 @@ ByteVec make_code_object(const CodeObjectSpec& spec) {
     Section s{".note", 7 /*SHT_NOTE*/, 2 /*SHF_ALLOC*/};
     s.offset = s.addr = out.size();
     s.align = 4;
-    append<uint32_t>(out, 7);
-    append<uint32_t>(out, static_cast<uint32_t>(desc.size()));
-    append<uint32_t>(out, 32);  // NT_AMDGPU_METADATA
-    append_str(out, std::string("AMDGPU\0", 7));
-    pad_to(out, 4);
-    append_str(out, desc);
-    pad_to(out, 4);
+    auto note = [&out](const std::string& d) {
+      append<uint32_t>(out, 7);
+      append<uint32_t>(out, static_cast<uint32_t>(d.size()));
+      append<uint32_t>(out, 32);  // NT_AMDGPU_METADATA
+      append_str(out, std::string("AMDGPU\0", 7));
+      pad_to(out, 4);
+      append_str(out, d);
+      pad_to(out, 4);
+    };
+    note(desc);
+    for (const auto& d : spec.extra_notes) note(d);
     s.size = out.size() - s.offset;
     note_index = static_cast<uint16_t>(secs.size());
     secs.push_back(s);

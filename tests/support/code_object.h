@@ -57,6 +57,7 @@ struct CodeObjectSpec {
   std::vector<std::string> device_functions;       // extra STT_FUNC symbols
   bool note = true;                                // emit the NT_AMDGPU_METADATA note
   std::optional<std::string> raw_metadata;         // note payload instead of the generated msgpack
+  std::vector<std::string> extra_notes;            // more NT_AMDGPU_METADATA payloads after it, same section
 };
 
 // Encodes the amdhsa metadata map as MessagePack (defined in test_util.cpp with llvm::msgpack).

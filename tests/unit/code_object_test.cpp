@@ -312,6 +312,64 @@ TEST(CraftedCodeObject, MetadataWithoutKernelListIsHG402) {
   EXPECT_TRUE(has_issue(*co, code::kBadMetadata));
 }
 
+// One NT_AMDGPU_METADATA note per kernel, as Tensile writes rocBLAS's and
+// hipBLASLt's code objects: comgr merges them (comgr-metadata.cpp mergeNoteRecords).
+namespace {
+// The metadata of `spec` with only kernel `i` in amdhsa.kernels.
+std::string note_of_kernel(CodeObjectSpec spec, size_t i) {
+  for (size_t j = 0; j < spec.kernels.size(); ++j) spec.kernels[j].metadata = j == i;
+  return metadata_blob(spec);
+}
+CodeObjectSpec three_kernels() {
+  CodeObjectSpec s;
+  s.kernels = {KernelSpec{.name = "k0"}, KernelSpec{.name = "k1", .lds = 4096}, KernelSpec{.name = "k2", .sgpr = 40}};
+  return s;
+}
+}  // namespace
+
+TEST(CraftedCodeObject, EveryMetadataNoteIsMerged) {
+  CodeObjectSpec s = three_kernels();
+  s.raw_metadata = note_of_kernel(s, 0);
+  s.extra_notes = {note_of_kernel(s, 1), note_of_kernel(s, 2)};
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co) << co.error().message;
+  ASSERT_EQ(co->kernels.size(), 3u);
+  EXPECT_EQ(co->kernels[0].name, "k0");
+  EXPECT_EQ(co->kernels[1].name, "k1");
+  EXPECT_EQ(co->kernels[1].group_segment_fixed_size, 4096u);
+  EXPECT_EQ(co->kernels[2].sgpr_count, 40u);
+  EXPECT_TRUE(co->kernels_without_metadata.empty());
+  EXPECT_TRUE(co->issues.empty()) << co->issues[0].code << " " << co->issues[0].message;
+}
+
+TEST(CraftedCodeObject, NoteWithAnotherVersionIsNotMerged) {
+  CodeObjectSpec s = three_kernels();
+  CodeObjectSpec v4 = s;
+  v4.version = 4;  // amdhsa.version [1, 1] beside the others' [1, 2]
+  s.raw_metadata = note_of_kernel(s, 0);
+  s.extra_notes = {note_of_kernel(v4, 1), note_of_kernel(s, 2)};
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co) << co.error().message;
+  ASSERT_EQ(co->kernels.size(), 2u);
+  EXPECT_EQ(co->kernels[1].name, "k2");
+  ASSERT_EQ(co->kernels_without_metadata, std::vector<std::string>{"k1"});
+  bool said = false;
+  for (const auto& i : co->issues)
+    said |= i.code == code::kBadMetadata && i.message.find("note 2 of 3") != std::string::npos &&
+            i.message.find("amdhsa.version differs") != std::string::npos && i.severity == Severity::Warning;
+  EXPECT_TRUE(said);
+}
+
+TEST(CraftedCodeObject, BrokenLaterNoteIsHG402AndTheOthersStay) {
+  CodeObjectSpec s = three_kernels();
+  s.raw_metadata = note_of_kernel(s, 0);
+  s.extra_notes = {std::string("\xc1\xc1", 2), note_of_kernel(s, 2)};
+  auto co = parse(make_code_object(s));
+  ASSERT_TRUE(co) << co.error().message;
+  ASSERT_EQ(co->kernels.size(), 2u);
+  EXPECT_TRUE(has_issue(*co, code::kBadMetadata));
+}
+
 TEST(CraftedCodeObject, MissingRequiredKernelKeyIsHG403) {
   CodeObjectSpec s;
   s.kernels[0].name = "needs_lds";

@@ -12,8 +12,9 @@ __attribute__((visibility("default"))) hipError_t hipExtModuleLaunchKernel(
                                   localWorkSizeY, localWorkSizeZ, sharedMemBytes, kernelParams, extra);
 }
 
-// hipHccModuleLaunchKernel: C++ linkage in every CLR (hip_hcc.map.in extern
-// "C++" hipHccModuleLaunchKernel*, hip_4.2); hipExtModuleLaunchKernel without flags.
+// hipHccModuleLaunchKernel: C++ linkage as ROCm 5.x exports it (hip_hcc.map.in
+// extern "C++" hipHccModuleLaunchKernel*, hip_4.2; the C symbol is in
+// sim_runtime.cpp); hipExtModuleLaunchKernel without flags.
 __attribute__((visibility("default"))) hipError_t hipHccModuleLaunchKernel(
     hipFunction_t f, uint32_t globalWorkSizeX, uint32_t globalWorkSizeY, uint32_t globalWorkSizeZ,
     uint32_t localWorkSizeX, uint32_t localWorkSizeY, uint32_t localWorkSizeZ, size_t sharedMemBytes, hipStream_t,

@@ -140,6 +140,7 @@ struct State {
 };
 
 thread_local hipError_t t_last_error = hipSuccess;
+thread_local hipError_t t_last_command_error = hipSuccess;  // hipExtGetLastError's slot
 thread_local int t_device = 0;
 thread_local std::vector<LaunchConfig> t_configs;
 
@@ -218,7 +219,7 @@ State& api() {
 }
 
 hipError_t ret(hipError_t e) {
-  if (e != hipSuccess) t_last_error = e;  // sticky, like HIP 6.x HIP_RETURN
+  if (e != hipSuccess) t_last_error = t_last_command_error = e;  // sticky, like HIP 6.x HIP_RETURN
   return e;
 }
 
@@ -732,6 +733,16 @@ SIMRT_EXPORT hipError_t hipExtModuleLaunchKernel(hipFunction_t f, uint32_t globa
                            localWorkSizeZ, sharedMemBytes, kernelParams, extra);
 }
 
+// hipHccModuleLaunchKernel with C linkage, as HIP 6.4's libamdhip64.so.6 exports it.
+SIMRT_EXPORT hipError_t hipHccModuleLaunchKernel(hipFunction_t f, uint32_t globalWorkSizeX,
+                                                 uint32_t globalWorkSizeY, uint32_t globalWorkSizeZ,
+                                                 uint32_t localWorkSizeX, uint32_t localWorkSizeY,
+                                                 uint32_t localWorkSizeZ, size_t sharedMemBytes, hipStream_t,
+                                                 void** kernelParams, void** extra, hipEvent_t, hipEvent_t) {
+  return ext_module_launch(f, globalWorkSizeX, globalWorkSizeY, globalWorkSizeZ, localWorkSizeX, localWorkSizeY,
+                           localWorkSizeZ, sharedMemBytes, kernelParams, extra);
+}
+
 // ---- function lookup -----------------------------------------------------------------
 
 SIMRT_EXPORT hipError_t hipGetFuncBySymbol(hipFunction_t* functionPtr, const void* symbolPtr) {
@@ -975,6 +986,14 @@ SIMRT_EXPORT hipError_t hipGetLastError() {
 
 SIMRT_EXPORT hipError_t hipPeekAtLastError() { return t_last_error; }
 
+// CLR keeps the last call's result apart (tls.last_command_error_); the
+// simulator records only failures there.
+SIMRT_EXPORT hipError_t hipExtGetLastError() {
+  hipError_t e = t_last_command_error;
+  t_last_command_error = hipSuccess;
+  return e;
+}
+
 SIMRT_EXPORT const char* hipGetErrorName(hipError_t hip_error) { return error_name(hip_error); }
 
 SIMRT_EXPORT const char* hipGetErrorString(hipError_t hipError) { return error_name(hipError); }
@@ -1037,6 +1056,29 @@ SIMRT_EXPORT hipError_t hipLibraryUnload(hipLibrary_sim library) {
   return hipSuccess;
 }
 
+namespace {
+// CLR LibraryContainer::BuildIt: the code object is built at the first kernel
+// lookup or enumeration; a failure is not cached (the next call retries).
+hipError_t library_build(State& s, Library& l) {
+  if (!l.built) {
+    hipModule_t m = nullptr;
+    hipError_t e = l.file.empty() && !l.image
+                       ? hipErrorInvalidValue
+                       : module_load(&m, l.image ? l.image : l.file.data(), l.image ? SIZE_MAX : l.file.size(),
+                                     l.origin);
+    if (e != hipSuccess) {
+      logf(s, "library %s: build failed: %s", l.origin.c_str(), error_name(e));
+      return ret(e);
+    }
+    auto mit = s.modules.find(m);
+    l.module = std::move(mit->second);
+    s.modules.erase(mit);
+    l.built = true;
+  }
+  return hipSuccess;
+}
+}  // namespace
+
 // The kernel handle is a hipFunction_t (CLR: getDynFunc), launched with
 // hipModuleLaunchKernel and friends.
 SIMRT_EXPORT hipError_t hipLibraryGetKernel(hipKernel_sim* pKernel, hipLibrary_sim library, const char* name) {
@@ -1047,21 +1089,7 @@ SIMRT_EXPORT hipError_t hipLibraryGetKernel(hipKernel_sim* pKernel, hipLibrary_s
   if (it == s.libraries.end()) return ret(hipErrorInvalidValue);
   if (hipError_t e = need_device(s)) return ret(e);
   Library& l = *it->second;
-  if (!l.built) {
-    hipModule_t m = nullptr;
-    hipError_t e = l.file.empty() && !l.image
-                       ? hipErrorInvalidValue
-                       : module_load(&m, l.image ? l.image : l.file.data(), l.image ? SIZE_MAX : l.file.size(),
-                                     l.origin);
-    if (e != hipSuccess) {
-      logf(s, "library %s: build failed: %s", l.origin.c_str(), error_name(e));
-      return ret(e);  // not cached: CLR's BuildIt retries
-    }
-    auto mit = s.modules.find(m);
-    l.module = std::move(mit->second);
-    s.modules.erase(mit);
-    l.built = true;
-  }
+  if (hipError_t e = library_build(s, l)) return e;
   Module& m = *l.module;
   const KernelInfo* k = find_kernel(m.kernels, name);
   if (!k) {
@@ -1070,6 +1098,63 @@ SIMRT_EXPORT hipError_t hipLibraryGetKernel(hipKernel_sim* pKernel, hipLibrary_s
   }
   *pKernel = reinterpret_cast<hipKernel_sim>(make_function(s, m.functions[name], m.device, *k, m.origin));
   return hipSuccess;
+}
+
+// hipLibraryEnumerateKernels (hip_7.2): the first numKernels kernels of the
+// library, as the same handles hipLibraryGetKernel gives (CLR: one per name).
+SIMRT_EXPORT hipError_t hipLibraryEnumerateKernels(hipKernel_sim* kernels, unsigned int numKernels,
+                                                   hipLibrary_sim library) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!library || (numKernels && !kernels)) return ret(hipErrorInvalidValue);
+  auto it = s.libraries.find(library);
+  if (it == s.libraries.end()) return ret(hipErrorInvalidValue);
+  if (hipError_t e = need_device(s)) return ret(e);
+  Library& l = *it->second;
+  if (hipError_t e = library_build(s, l)) return e;
+  Module& m = *l.module;
+  if (numKernels > m.kernels.size()) return ret(hipErrorInvalidValue);
+  for (unsigned int i = 0; i < numKernels; ++i) {
+    const KernelInfo& k = m.kernels[i];
+    kernels[i] = reinterpret_cast<hipKernel_sim>(make_function(s, m.functions[k.name], m.device, k, m.origin));
+  }
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipLibraryGetKernelCount(unsigned int* count, hipLibrary_sim library) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!count || !library) return ret(hipErrorInvalidValue);
+  auto it = s.libraries.find(library);
+  if (it == s.libraries.end()) return ret(hipErrorInvalidValue);
+  if (hipError_t e = need_device(s)) return ret(e);
+  if (hipError_t e = library_build(s, *it->second)) return e;
+  *count = static_cast<unsigned int>(it->second->module->kernels.size());
+  return hipSuccess;
+}
+
+// hipKernelGetName / hipKernelGetLibrary (hip_7.2): a kernel handle's name and owner.
+SIMRT_EXPORT hipError_t hipKernelGetName(const char** name, hipKernel_sim kernel) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto* f = reinterpret_cast<Function*>(kernel);
+  if (!name || !kernel || !s.functions.count(f)) return ret(hipErrorInvalidValue);
+  *name = f->kernel.name.c_str();
+  return hipSuccess;
+}
+
+SIMRT_EXPORT hipError_t hipKernelGetLibrary(hipLibrary_sim* library, hipKernel_sim kernel) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!library || !kernel) return ret(hipErrorInvalidValue);
+  for (auto& [handle, l] : s.libraries)
+    if (l->module)
+      for (auto& [name, f] : l->module->functions)
+        if (f.get() == reinterpret_cast<Function*>(kernel)) {
+          *library = reinterpret_cast<hipLibrary_sim>(const_cast<void*>(handle));
+          return hipSuccess;
+        }
+  return ret(hipErrorInvalidResourceHandle);
 }
 
 SIMRT_EXPORT hipError_t hipExtLaunchKernel(const void* function_address, dim3 numBlocks, dim3 dimBlocks, void**,
@@ -1285,6 +1370,20 @@ SIMRT_EXPORT hipError_t hipGraphExecDestroy(hipGraphExec_t graphExec) {
   std::lock_guard<std::mutex> lock(s.mu);
   return s.graph_execs.erase(graphExec) ? hipSuccess : ret(hipErrorInvalidValue);
 }
+
+// hipGraphLaunch (+_spt): its kernel nodes were validated when made or set; nothing runs.
+SIMRT_EXPORT hipError_t hipGraphLaunch(hipGraphExec_t graphExec, hipStream_t) {
+  State& s = api();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.graph_execs.count(graphExec) ? hipSuccess : ret(hipErrorInvalidValue);
+}
+SIMRT_EXPORT hipError_t hipGraphLaunch_spt(hipGraphExec_t graphExec, hipStream_t stream) {
+  return hipGraphLaunch(graphExec, stream);
+}
+
+// Nothing is ever queued: a stream is always idle.
+SIMRT_EXPORT hipError_t hipStreamSynchronize(hipStream_t) { return hipSuccess; }
+SIMRT_EXPORT hipError_t hipStreamSynchronize_spt(hipStream_t) { return hipSuccess; }
 
 SIMRT_EXPORT hipError_t hipGraphAddKernelNode(hipGraphNode_t* pGraphNode, hipGraph_t graph, const hipGraphNode_t*,
                                               size_t, const hipKernelNodeParams* pNodeParams) {

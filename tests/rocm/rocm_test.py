@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""hipguard on real ROCm 6.4/7.x: hipcc 7 programs, the root's libraries, the real HIP 6.4 runtime.
+
+rocm_test.py CASE --root R --apps DIR --cli hipguard --shim libhipguard.so --source SRC --build BUILD
+Exit 0 passed, 1 failed, 77 skipped (one line says why: no ROCm root, apps not built).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+A = None  # the parsed arguments
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg)
+
+
+def expect(cond, msg):
+    if not cond:
+        fail(msg)
+    return cond
+
+
+def skip(why):
+    print("SKIPPED: " + why)
+    sys.exit(77)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, errors="replace", **kw)
+
+
+def cli_json(*args):
+    """hipguard ARGS --json: (exit status, document)."""
+    p = run([A.cli, *args, "--json"])
+    try:
+        return p.returncode, json.loads(p.stdout)
+    except json.JSONDecodeError:
+        fail(f"hipguard {' '.join(args)} --json wrote no JSON (exit {p.returncode}): {p.stderr[-400:]}")
+        return p.returncode, {"files": []}
+
+
+def images(doc):
+    return [img for f in doc["files"] for img in f["images"]]
+
+
+def diagnostics(doc):
+    out = [d for f in doc["files"] for d in f["diagnostics"]]
+    return out + [d for img in images(doc) for d in img["diagnostics"]]
+
+
+def in_root(*cmd, env=(), binds=()):
+    """COMMAND inside the ROCm root, the source and build trees bound at their own paths."""
+    b = []
+    for d in (A.source, A.build, *binds):
+        b += ["--bind", d]
+    e = []
+    for kv in env:
+        e += ["--env", kv]
+    return run([os.path.join(A.source, "scripts/in-rocm-root.sh"), *b, *e, "--", *cmd])
+
+
+def app(name):
+    path = os.path.join(A.apps, name)
+    if not os.path.exists(path):
+        skip(f"{path} was not built (the ROCm root appeared after cmake ran: re-run scripts/build.sh)")
+    return path
+
+
+# ---- hipcc 7 programs ----------------------------------------------------------------------------
+
+# What each program was built for (tests/rocm/CMakeLists.txt) and, per target, the bundle entry the
+# runtime must select: the processor's own entry (xnack as the target asks), else its generic one.
+SPECIFIC = {
+    "gfx942": "gfx942", "mi300x": "gfx942", "gfx950": "gfx950", "mi355x": "gfx950",
+    "gfx1200": "gfx1200", "gfx1201": "gfx1201",
+    "gfx90a:xnack-": "gfx90a:xnack-", "gfx90a:xnack+": "gfx90a:xnack+", "mi250x": "gfx90a:xnack-",
+    "gfx908": None, "gfx1100": None,
+}
+GENERIC = {
+    "gfx942": "gfx942", "gfx950": "gfx9-4-generic", "gfx1030": "gfx10-3-generic",
+    "gfx1100": "gfx11-generic", "gfx1151": "gfx11-generic", "gfx1201": "gfx12-generic", "gfx908": None,
+}
+
+
+def selected_processor(verdict):
+    """'hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-' -> 'gfx90a:xnack-'."""
+    sel = verdict.get("selected") or ""
+    return sel.split("--", 1)[1] if "--" in sel else None
+
+
+def check_selection(name, table, kind):
+    path = app(name)
+    for target, want in table.items():
+        rc, doc = cli_json("check", "--target", target, path)
+        fatbins = images(doc)
+        if not expect(len(fatbins) == 1, f"{name}: {len(fatbins)} fat binaries, want 1"):
+            continue
+        img = fatbins[0]
+        expect(img["kind"] == kind, f"{name}: kind {img['kind']}, want {kind}")
+        for v in img["verdicts"]:
+            got = selected_processor(v) if v["can_run"] else None
+            expect(got == want, f"{name} on {v['target']}: selected {got}, want {want}")
+        expect(rc == (0 if want else 1), f"{name} on {target}: exit {rc}")
+        noisy = [d for d in diagnostics(doc) if want and d["severity"] != "note"]
+        expect(not noisy, f"{name} on {target}: findings on unmodified hipcc 7 output: {noisy[:3]}")
+    print(f"{name}: {len(table)} targets checked")
+
+
+def case_Hipcc7Programs():
+    check_selection("saxpy_specific", SPECIFIC, "offload bundle")
+    check_selection("saxpy_compressed", SPECIFIC, "compressed offload bundle")
+    check_selection("saxpy_generic", GENERIC, "offload bundle")
+    check_selection("saxpy_rdc", {"gfx942": "gfx942", "gfx90a:xnack-": "gfx90a", "gfx950": None}, "offload bundle")
+    check_selection("saxpy_v6", {"gfx942": "gfx942", "gfx950": "gfx950", "gfx90a": None}, "offload bundle")
+    _, doc = cli_json("inspect", app("saxpy_v6"))
+    versions = {co["code_object_version"] for img in images(doc) for co in img["code_objects"]}
+    expect(versions == {6}, f"saxpy_v6: code object versions {versions}, want {{6}}")
+    _, doc = cli_json("inspect", app("saxpy_compressed"))
+    img = images(doc)[0]
+    expect(img.get("compression") == "zstd", f"saxpy_compressed: compression {img.get('compression')}")
+
+
+# ---- register allocation (HG404) -----------------------------------------------------------------
+
+def vgpr_granule(processor, wave32):
+    if processor in ("gfx90a", "gfx940", "gfx941", "gfx942", "gfx950", "gfx9-4-generic"):
+        return 8
+    if processor.startswith("gfx125"):
+        return 16 if wave32 else 8
+    if int(re.match(r"gfx(\d+)", processor).group(1)) >= 1000 and wave32:
+        return 8
+    return 4
+
+
+def case_RegisterAllocation():
+    raised = 0
+    for name in ("lds_heavy", "mfma"):
+        path = app(name)
+        _, doc = cli_json("inspect", path)
+        for co in (co for img in images(doc) for co in img["code_objects"]):
+            proc = co["target"].split(":")[0].split(" ")[0]
+            for k in co["kernels"]:
+                d = k["descriptor"]
+                wave32 = bool(d["kernel_code_properties"] & (1 << 10))
+                allocated = ((d["compute_pgm_rsrc1"] & 0x3F) + 1) * vgpr_granule(proc, wave32)
+                print(f"{name} {proc}: .vgpr_count {k['vgpr_count']}, .agpr_count {k.get('agpr_count')}, "
+                      f"allocated {allocated}, wave{32 if wave32 else 64}, LDS {k['group_segment_fixed_size']}")
+                # Beyond rounding .vgpr_count up to a granule: what LDS-limited occupancy makes LLVM allocate.
+                g = vgpr_granule(proc, wave32)
+                raised += allocated > -(-max(k["vgpr_count"], 1) // g) * g
+        for target in ("gfx942", "gfx90a", "gfx1100"):
+            rc, doc = cli_json("check", "--target", target, path)
+            found = [d for d in diagnostics(doc) if d["code"] in ("HG303", "HG404")]
+            expect(not found, f"{name} on {target}: register findings on hipcc 7 output: {found[:3]}")
+            expect(rc == 0, f"{name} on {target}: exit {rc}")
+    # The case the rule exists for must be in the inputs, or this test proves nothing.
+    expect(raised > 0, "no kernel whose descriptor allocates more VGPRs than .vgpr_count rounded to a granule")
+    print(f"kernels allocating more VGPRs than they use, beyond rounding: {raised}")
+
+
+# ---- Tensile code objects: one metadata note per kernel -------------------------------------------
+
+def tensile_sample():
+    lib = os.path.join(A.root, "usr/lib/x86_64-linux-gnu")
+    out = []
+    for d, exts, n in ((f"{lib}/rocblas/4.4.1/library", (".co", ".hsaco"), 3), (f"{lib}/hipblaslt/library", (".co",), 2)):
+        if not os.path.isdir(d):
+            fail(f"{d} is missing from the ROCm root")
+            continue
+        for ext in exts:
+            files = sorted(f for f in os.listdir(d) if f.endswith(ext))
+            step = max(1, len(files) // n)
+            out += [os.path.join(d, f) for f in files[::step][:n]]
+    return out
+
+
+def readelf_symbols(path):
+    """Kernel descriptor symbols named by the metadata notes, per the root's llvm-readelf --notes (LLVM 21
+    knows gfx1200/gfx1201, which LLVM 16 does not print notes for)."""
+    if path.startswith(A.root + "/"):
+        p = in_root("/usr/lib/llvm-21/bin/llvm-readelf", "--notes", "/" + os.path.relpath(path, A.root))
+    else:
+        p = in_root("/usr/lib/llvm-21/bin/llvm-readelf", "--notes", path, binds=[os.path.dirname(path)])
+    return re.findall(r"^\s+\.symbol:\s+'?([^'\n]+)'?$", p.stdout, re.M), p.stdout.count("NT_AMDGPU_METADATA")
+
+
+def unbundled(path, entry, tmp):
+    """The code object of bundle entry ENTRY of PATH (hipBLASLt's gfx12 files are compressed
+    bundles), unbundled by the root's clang-offload-bundler into TMP."""
+    out = os.path.join(tmp, os.path.basename(path) + ".elf")
+    p = in_root("/usr/lib/llvm-21/bin/clang-offload-bundler", "--unbundle", "--type=o",
+                "--input=/" + os.path.relpath(path, A.root), f"--targets={entry}", f"--output={out}", binds=[tmp])
+    expect(p.returncode == 0, f"clang-offload-bundler on {path}: {p.stderr[-300:]}")
+    return out
+
+
+def case_TensileNotes():
+    total_notes = total_kernels = bundles = 0
+    with tempfile.TemporaryDirectory(dir=A.build) as tmp:
+        for path in tensile_sample():
+            n_notes, n_kernels, bundled = tensile_file(path, tmp)
+            total_notes, total_kernels, bundles = total_notes + n_notes, total_kernels + n_kernels, bundles + bundled
+    expect(total_notes > 100, f"only {total_notes} metadata notes in the sample: not Tensile's layout")
+    print(f"Tensile sample: {total_kernels} kernels in {total_notes} notes ({bundles} files compressed bundles)")
+
+
+def tensile_file(path, tmp):
+    """One Tensile file: hipguard's kernels against llvm-readelf's notes. (notes, kernels, bundled)."""
+    name = os.path.basename(path)
+    _, doc = cli_json("inspect", path)
+    cos = [co for img in images(doc) for co in img["code_objects"]]
+    if not expect(len(cos) == 1, f"{name}: {len(cos)} code objects"):
+        return 0, 0, 0
+    co = cos[0]
+    elf = unbundled(path, co["entry"], tmp) if co["entry"] else path
+    symbols, notes = readelf_symbols(elf)
+    got = sorted(k["symbol"] for k in co["kernels"])
+    expect(got == sorted(symbols), f"{name}: hipguard lists {len(got)} kernels, llvm-readelf's notes {len(symbols)}")
+    expect(not co["kernels_without_metadata"], f"{name}: {len(co['kernels_without_metadata'])} kernels without metadata")
+    proc = co["target"].split(" ")[0]
+    rc, doc = cli_json("check", "--target", proc, path)
+    noisy = [d for d in diagnostics(doc) if d["severity"] != "note"]
+    expect(rc == 0 and not noisy, f"{name} on {proc}: exit {rc}, {noisy[:3]}")
+    return notes, len(got), int(bool(co["entry"]))
+
+
+# ---- whole real libraries --------------------------------------------------------------------------
+
+LIBRARIES = ["librocsparse.so.1", "librocsolver.so.0", "librocblas.so.4", "libmagma.so.2",
+             "ggml/backends0/libggml-hip.so"]
+# The processors checked where a library has them: the Instinct ones first (unified VGPR/AGPR
+# file, MFMA), then one of each RDNA generation (wave32).
+PREFERRED = ("gfx90a", "gfx908", "gfx942", "gfx906", "gfx1100", "gfx1030", "gfx1201")
+
+
+def case_RealLibraries():
+    lib = os.path.join(A.root, "usr/lib/x86_64-linux-gnu")
+    for name in LIBRARIES:
+        path = os.path.join(lib, name)
+        if not expect(os.path.exists(path), f"{path} is missing from the ROCm root"):
+            continue
+        _, doc = cli_json("inspect", path)
+        procs = sorted({co["target"].split(" ")[0] for img in images(doc) for co in img["code_objects"]})
+        targets = [p for want in PREFERRED for p in procs if p.split(":")[0] == want][:5]
+        args = [a for t in targets for a in ("--target", t)]
+        rc, doc = cli_json("check", *args, path)
+        by_code = {}
+        for d in diagnostics(doc):
+            if d["severity"] != "note":
+                by_code[d["code"]] = by_code.get(d["code"], 0) + 1
+        s = doc.get("summary", {})
+        print(f"{name}: {len(images(doc))} fat binaries, {s.get('kernels')} kernels, targets {targets}, "
+              f"findings {by_code or 'none'}")
+        expect(not by_code, f"{name} runs on {targets}, yet hipguard finds {by_code}")
+        expect(rc == 0, f"{name}: exit {rc}")
+
+
+# ---- the shim with the real HIP 6.4 runtime ---------------------------------------------------------
+
+def case_ShimOnHip64():
+    exe = app("saxpy_specific")
+    base = in_root(exe)
+    expect(base.returncode == 0 and "saxpy: launch" in base.stdout,
+           f"without the shim: exit {base.returncode}, {base.stdout!r} {base.stderr[-300:]!r}")
+    with tempfile.TemporaryDirectory(dir=A.build) as tmp:
+        # Warn mode: the program's output and exit status are its own.
+        warn = in_root(exe, env=[f"LD_PRELOAD={A.shim}", "HIPGUARD_TARGET=mi300x"], binds=[tmp])
+        expect(warn.returncode == base.returncode, f"warn: exit {warn.returncode}, without {base.returncode}")
+        expect(warn.stdout == base.stdout, f"warn: stdout {warn.stdout!r}, without {base.stdout!r}")
+        # Strict mode, a GPU the program has no code for: stopped with the exit code and one line.
+        report = os.path.join(tmp, "strict.json")
+        strict = in_root(exe, env=[f"LD_PRELOAD={A.shim}", "HIPGUARD_TARGET=gfx908", "HIPGUARD_MODE=strict",
+                                   f"HIPGUARD_REPORT={report}"], binds=[tmp])
+        errors = [l for l in strict.stderr.splitlines() if re.search(r"\berror HG\d+", l)]
+        expect(strict.returncode == 86, f"strict: exit {strict.returncode}, want 86: {strict.stderr[-400:]}")
+        expect(len(errors) == 1 and "HG201" in errors[0], f"strict: error lines {errors}")
+        expect("saxpy: launch" not in strict.stdout, "strict: main ran")
+        try:
+            with open(report) as f:
+                doc = json.load(f)
+            found = [d["code"] for d in diagnostics(doc)]
+            expect(doc.get("run", {}).get("mode") == "strict" and "HG201" in found,
+                   f"strict report: mode {doc.get('run', {}).get('mode')}, findings {found}")
+        except (OSError, json.JSONDecodeError) as e:
+            fail(f"strict report {report}: {e}")
+        # Strict mode, a GPU it has code for: the program runs as without the shim.
+        ok = in_root(exe, env=[f"LD_PRELOAD={A.shim}", "HIPGUARD_TARGET=mi300x", "HIPGUARD_MODE=strict"])
+        expect(ok.returncode == base.returncode and ok.stdout == base.stdout,
+               f"strict on mi300x: exit {ok.returncode}, stdout {ok.stdout!r}")
+    print(f"shim with libamdhip64.so.6: warn, strict stop (exit {strict.returncode}), strict run checked")
+
+
+def case_LlamaCli():
+    cmd = ["llama-cli", "--list-devices"]
+    base = in_root(*cmd)
+    expect(base.returncode == 0, f"llama-cli without the shim: exit {base.returncode} {base.stderr[-300:]}")
+    warn = in_root(*cmd, env=[f"LD_PRELOAD={A.shim}", "HIPGUARD_TARGET=gfx90a"])
+    expect(warn.returncode == base.returncode, f"llama-cli warn: exit {warn.returncode}, without {base.returncode}")
+    expect(warn.stdout == base.stdout, f"llama-cli warn: stdout differs: {warn.stdout[-300:]!r}")
+    print(f"llama-cli --list-devices: exit {base.returncode} with and without the shim")
+
+
+def main():
+    global A
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    for a in ("root", "apps", "cli", "shim", "source", "build"):
+        ap.add_argument("--" + a, required=True)
+    A = ap.parse_args()
+    if not os.path.exists(os.path.join(A.root, ".hipguard-root")):
+        skip(f"no ROCm root at {A.root} (scripts/rocm-root.sh builds it; needs root and Debian's archive)")
+    globals()["case_" + A.case]()
+    print(f"Rocm.{A.case}: {'FAILED, ' + str(len(failures)) + ' failures' if failures else 'passed'}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
