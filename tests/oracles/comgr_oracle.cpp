@@ -9,6 +9,8 @@
 //                                            amd_comgr_lookup_code_object call per ISA (uncompressed bundle)
 //   unbundle PATH OFFSET SIZE ID...       -> {"items": [{"name", "size", "hash"}...]}  one
 //                                            AMD_COMGR_ACTION_UNBUNDLE with these bundle entry IDs
+//   meta_entry PATH OFFSET SIZE ID        -> as meta, for the bytes AMD_COMGR_ACTION_UNBUNDLE gives for ID
+//                                            (a compressed or uncompressed bundle)
 //   hash PATH OFFSET SIZE                 -> {"hash"}  (same hash as unbundle's, for plain bytes)
 // Errors: {"error": "..."}; the line still answers its request.
 #include <amd_comgr/amd_comgr.h>
@@ -19,6 +21,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -143,8 +146,9 @@ std::string do_lookup(const std::string& bytes, const std::vector<std::string>& 
 }
 
 // As CLR unbundles a compressed bundle: OBJ_BUNDLE data in a set, AMD_COMGR_ACTION_UNBUNDLE with the
-// bundle entry IDs, the EXECUTABLE items of the result.
-std::string do_unbundle(const std::string& bytes, const std::vector<std::string>& ids) {
+// bundle entry IDs, the EXECUTABLE items of the result as (name, bytes).
+std::vector<std::pair<std::string, std::string>> unbundle(const std::string& bytes,
+                                                          const std::vector<std::string>& ids) {
   amd_comgr_data_set_t in, out_set;
   amd_comgr_data_t bundle;
   amd_comgr_action_info_t action;
@@ -152,7 +156,7 @@ std::string do_unbundle(const std::string& bytes, const std::vector<std::string>
   check(amd_comgr_create_data_set(&out_set), "amd_comgr_create_data_set");
   check(amd_comgr_create_action_info(&action), "amd_comgr_create_action_info");
   check(amd_comgr_create_data(AMD_COMGR_DATA_KIND_OBJ_BUNDLE, &bundle), "amd_comgr_create_data");
-  std::string out = "{\"items\": [";
+  std::vector<std::pair<std::string, std::string>> items;
   try {
     check(amd_comgr_set_data(bundle, bytes.size(), bytes.data()), "amd_comgr_set_data");
     check(amd_comgr_set_data_name(bundle, "hipfatbin"), "amd_comgr_set_data_name");
@@ -164,7 +168,6 @@ std::string do_unbundle(const std::string& bytes, const std::vector<std::string>
     check(amd_comgr_do_action(AMD_COMGR_ACTION_UNBUNDLE, action, in, out_set), "AMD_COMGR_ACTION_UNBUNDLE");
     size_t n = 0;
     check(amd_comgr_action_data_count(out_set, AMD_COMGR_DATA_KIND_EXECUTABLE, &n), "amd_comgr_action_data_count");
-    bool first = true;
     for (size_t i = 0; i < n; ++i) {
       amd_comgr_data_t item;
       check(amd_comgr_action_data_get_data(out_set, AMD_COMGR_DATA_KIND_EXECUTABLE, i, &item),
@@ -178,9 +181,7 @@ std::string do_unbundle(const std::string& bytes, const std::vector<std::string>
       std::string body(size, '\0');
       if (size) check(amd_comgr_get_data(item, &size, body.data()), "amd_comgr_get_data");
       amd_comgr_release_data(item);
-      out += (first ? "" : ", ") + std::string("{\"name\": ") + json_str(name) +
-             ", \"size\": " + std::to_string(size) + ", \"hash\": \"" + fnv(body.data(), body.size()) + "\"}";
-      first = false;
+      items.emplace_back(std::move(name), std::move(body));
     }
   } catch (...) {
     amd_comgr_release_data(bundle);
@@ -193,7 +194,25 @@ std::string do_unbundle(const std::string& bytes, const std::vector<std::string>
   amd_comgr_destroy_data_set(in);
   amd_comgr_destroy_data_set(out_set);
   amd_comgr_destroy_action_info(action);
+  return items;
+}
+
+std::string do_unbundle(const std::string& bytes, const std::vector<std::string>& ids) {
+  std::string out = "{\"items\": [";
+  bool first = true;
+  for (const auto& [name, body] : unbundle(bytes, ids)) {
+    out += (first ? "" : ", ") + std::string("{\"name\": ") + json_str(name) +
+           ", \"size\": " + std::to_string(body.size()) + ", \"hash\": \"" + fnv(body.data(), body.size()) + "\"}";
+    first = false;
+  }
   return out + "]}";
+}
+
+// The metadata of one entry of a bundle (compressed or not) as comgr unbundles it.
+std::string do_meta_entry(const std::string& bytes, const std::string& id) {
+  for (const auto& item : unbundle(bytes, {id}))
+    if (!item.second.empty()) return do_meta(item.second);
+  throw Fail{"AMD_COMGR_ACTION_UNBUNDLE gave no bytes for " + id};
 }
 
 }  // namespace
@@ -224,6 +243,7 @@ int main() {
         if (f[0] == "meta") answer = do_meta(bytes);
         else if (f[0] == "lookup") answer = do_lookup(bytes, rest);
         else if (f[0] == "unbundle") answer = do_unbundle(bytes, rest);
+        else if (f[0] == "meta_entry" && rest.size() == 1) answer = do_meta_entry(bytes, rest[0]);
         else if (f[0] == "hash") answer = "{\"hash\": \"" + fnv(bytes.data(), bytes.size()) + "\"}";
         else throw Fail{"unknown request " + f[0]};
       } else {
