@@ -22,6 +22,10 @@ APPS = ["saxpy_compressed", "saxpy_generic"]  # tests/rocm/apps, built by hipcc 
 TENSILE_DIRS = [f"{LIB}/rocblas/4.4.1/library", f"{LIB}/hipblaslt/library"]
 BUNDLES_PER_FATBIN = 4  # bundles sampled per fat binary, spread over the section (all their entries)
 SHOW = 10  # mismatches printed in full
+# hipBLASLt's Kernels.so-000-gfx*.hsaco are 10-12 MB each (~1,300 kernels, 20 s of YAML on a loaded
+# machine): per Tensile directory only the smallest BIG_FILES_PER_DIR files over BIG_FILE are kept
+# (every processor still has its smaller .co files in the sample).
+BIG_FILE, BIG_FILES_PER_DIR = 4 << 20, 2
 
 # Metadata keys compared: comgr's key -> hipguard's inspect --json kernel key.
 FIELDS = [".symbol", ".name", ".group_segment_fixed_size", ".private_segment_fixed_size", ".kernarg_segment_size",
@@ -155,7 +159,7 @@ def spread(items, k):
 
 def tensile_sample(root):
     """Per Tensile library directory, per processor tag, extension (.co, .hsaco) and container (ELF code
-    object, offload bundle, compressed bundle): the smallest file."""
+    object, offload bundle, compressed bundle): the smallest file (few of the big ones: BIG_FILE)."""
     out = []
     for d in TENSILE_DIRS:
         full = os.path.join(root, d)
@@ -172,8 +176,9 @@ def tensile_sample(root):
                 tag += ":" + stem[-6:]
             path = os.path.join(full, name)
             groups.setdefault((tag, ext, file_kind(path)), []).append(path)
-        for key in sorted(groups):
-            out.append(min(groups[key], key=lambda x: (os.path.getsize(x), x)))
+        picked = [min(groups[key], key=lambda x: (os.path.getsize(x), x)) for key in sorted(groups)]
+        big = sorted((p for p in picked if os.path.getsize(p) > BIG_FILE), key=lambda x: (os.path.getsize(x), x))
+        out += [p for p in picked if p not in big[BIG_FILES_PER_DIR:]]
     return out
 
 
@@ -306,6 +311,10 @@ class Hipguard:
         os.makedirs(self.dir, exist_ok=True)
         self.targets = hipguard_targets(self.exe)
         self.runs = self.cached = 0
+        built = os.stat(self.exe).st_mtime
+        for name in os.listdir(self.dir):  # reports written before this hipguard was built are stale
+            if os.path.getmtime(os.path.join(self.dir, name)) < built:
+                os.remove(os.path.join(self.dir, name))
 
     def _key(self, paths):
         st = os.stat(self.exe)
@@ -315,9 +324,10 @@ class Hipguard:
             parts.append([os.path.realpath(p), ps.st_size, ps.st_mtime_ns])
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
 
-    def files(self, paths):
-        """{path: hipguard's JSON file report} for these paths, from one hipguard run (or its cache)."""
-        cache = os.path.join(self.dir, self._key(paths) + ".json")
+    def files(self, paths, keep=None):
+        """{path: hipguard's JSON file report} for these paths, from one hipguard run (or its cache), cut
+        to what the tests read (trim); keep: {path: image indices} to keep (the others become None)."""
+        cache = os.path.join(self.dir, self._key(paths) + (f"-{hashlib.sha256(json.dumps(sorted((p, sorted(i)) for p, i in keep.items())).encode()).hexdigest()[:12]}" if keep else "") + ".json")
         if os.path.exists(cache):
             with open(cache) as f:
                 doc = json.load(f)
@@ -329,6 +339,7 @@ class Hipguard:
                 doc = json.loads(r.stdout)
             except json.JSONDecodeError:
                 raise SystemExit(f"hipguard inspect {paths[0]}...: no JSON (exit {r.returncode}): {r.stderr[:400]!r}")
+            doc = trim(doc, paths, keep or {})
             tmp = f"{cache}.{os.getpid()}"
             with open(tmp, "w") as f:
                 json.dump(doc, f)
@@ -340,6 +351,26 @@ class Hipguard:
 
     def note(self):
         return f"hipguard runs {self.runs}, cached reports {self.cached}"
+
+
+def trim(doc, paths, keep):
+    """hipguard's report with only what the tests compare (the full one is 50-160 MB per fat binary)."""
+    fields = [k[1:] for k in FIELDS]
+    files = []
+    for path, f in zip(paths, doc["files"]):
+        images = []
+        for i, img in enumerate(f["images"]):
+            if path in keep and i not in keep[path]:
+                images.append(None)
+                continue
+            images.append({"kind": img["kind"], "entries": img["entries"],
+                           "code_objects": [{"entry": co.get("entry"),
+                                             "kernels": [{k: kn.get(k) for k in fields} for kn in co["kernels"]]}
+                                            for co in img["code_objects"]],
+                           "verdicts": [{k: v.get(k) for k in ("target", "selected", "selection")}
+                                        for v in img["verdicts"]]})
+        files.append({"path": f.get("path"), "images": images})
+    return {"files": files}
 
 
 def norm(key, v):
@@ -439,7 +470,7 @@ def code_object_units(args, hg):
         else:
             raise SystemExit(f"{f}: neither ELF nor offload bundle")
     for path, bs, picked in fatbin_sample(args.root, apps_sample(args.apps)):
-        images = hg.files([path])[path]["images"]
+        images = hg.files([path], {path: picked})[path]["images"]
         if len(images) != len(bs):
             raise SystemExit(f"{path}: hipguard lists {len(images)} bundles, the section holds {len(bs)}")
         for i in picked:
@@ -573,7 +604,7 @@ def mode_selection(args):
     hipblaslt = os.path.join(args.root, TENSILE_DIRS[1])
     ccob_files = sorted(f for f in tensile_sample(args.root) if f.startswith(hipblaslt) and file_kind(f) == "ccob")
     ccob_reports = hg.files(tensile_sample(args.root) + corpus_sample(args.corpus))  # the metadata tests' run
-    work = [(path, bs, picked, hg.files([path])[path]["images"]) for path, bs, picked in
+    work = [(path, bs, picked, hg.files([path], {path: picked})[path]["images"]) for path, bs, picked in
             fatbin_sample(args.root, apps_sample(args.apps))]
     work += [(f, [{"offset": 0, "size": os.path.getsize(f), "compressed": True, "entries": None}], [0],
               ccob_reports[f]["images"]) for f in ccob_files]
