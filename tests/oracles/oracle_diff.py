@@ -507,6 +507,23 @@ def bundle_units(label, path, b, by_entry):
     return out
 
 
+def coverage(units, root):
+    """One line per library: code objects and processors of the sample (what the counts cover)."""
+    libs = {}
+    for u in units:
+        rel = label_of(u["path"], root)
+        lib = next((d for d in ("rocblas", "hipblaslt") if f"/{d}/" in f"/{rel}"), None) or \
+            ("aiter corpus" if "/aiter/" in u["path"] else os.path.basename(u["path"]))
+        tags = [t for t in os.path.basename(rel).replace("_", "-").replace(".", "-").split("-") if t.startswith("gfx")]
+        # the processor: the entry ID's, else the file name's (Tensile: last tag; aiter: first, gfx942_...)
+        proc = u["entry"].split("--")[-1] if u["entry"] else \
+            (tags[0] if lib == "aiter corpus" else tags[-1]) if tags else "?"
+        n, procs = libs.get(lib, (0, set()))
+        libs[lib] = (n + 1, procs | {proc.split(":")[0]})
+    for lib, (n, procs) in sorted(libs.items()):
+        log(f"  {lib}: {n} code objects, {len(procs)} processors ({' '.join(sorted(procs))})")
+
+
 def mode_metadata(args):
     t0 = time.time()
     hg = Hipguard(args)
@@ -533,7 +550,9 @@ def mode_metadata(args):
             continue
         compare_kernels(u["label"], ours, ans["kernels"], "comgr", stats, problems)
     comgr.close()
-    return report(f"comgr metadata vs hipguard inspect ({hg.note()})", stats, problems, t0, known)
+    rc = report(f"comgr metadata vs hipguard inspect ({hg.note()})", stats, problems, t0, known)
+    coverage(units, args.root)
+    return rc
 
 
 def mode_readelf(args):
@@ -571,8 +590,10 @@ def mode_readelf(args):
                 problems.append(f"{u['label']}: hipguard reports no code object, llvm-readelf {len(ks)} kernels")
                 continue
             compare_kernels(u["label"], u["kernels"], ks, "llvm-readelf", stats, problems)
-    return report(f"{os.path.basename(args.readelf)} --notes vs hipguard inspect ({hg.note()})", stats, problems,
-                  t0, known)
+    rc = report(f"{os.path.basename(args.readelf)} --notes vs hipguard inspect ({hg.note()})", stats, problems, t0,
+                known)
+    coverage(units, args.root)
+    return rc
 
 
 # ---- selection ----
