@@ -26,6 +26,7 @@ struct TargetVerdict {
   std::string selected;  // bundle entry ID, or the raw code object's target ID
   bool can_run = false;  // no error-severity diagnostic for this target
   size_t kernels = 0;    // kernels in the selected code object
+  bool kernel_free = false;  // nothing selected, but no entry has a kernel: the fat binary runs (HG211)
 };
 
 // A summary of one code object that was parsed (selected, or every one when
@@ -63,7 +64,9 @@ enum class Depth {
                // not listed in ImageReport::code_objects (`hipguard check`: a directory of code objects
                // for many GPUs costs what the ones for the GPUs asked about cost)
   Selection,  // bundle table and selection only: no code object is parsed (the
-              // shim's registration path; kernels are checked at first use)
+              // shim's registration path; kernels are checked at first use), except
+              // that when nothing fits a target the entries' descriptors are read
+              // until one has a kernel (HG201 or HG211)
   Descriptors,  // select, then the selected code objects' ELF headers, symbol tables and
                 // kernel descriptors, without reading their metadata (strict registration):
                 // the errors decided there (e_flags, static LDS, a kernel descriptor out of

@@ -44,6 +44,7 @@ inline constexpr std::string_view kSpirvFallback = "HG207";       // only a SPIR
 inline constexpr std::string_view kAmbiguousSelection = "HG208";  // CCOB: several entries fit; runtime order is hash order
 inline constexpr std::string_view kKpackNotChecked = "HG209";     // HIPK (kpack) fat binary: code objects not read
 inline constexpr std::string_view kHotSwapForwarding = "HG210";   // HSA_TOOLS_LIB's HotSwap tool gets a gfx1250 entry instead of the native one
+inline constexpr std::string_view kNoCodeObjectNoKernels = "HG211";  // nothing for the target, but no kernels either: only its variables fail
 // Kernel resources.
 inline constexpr std::string_view kLdsOverLimit = "HG301";        // group segment > device LDS
 inline constexpr std::string_view kWavefrontSize = "HG302";       // wave size the processor lacks

@@ -29,6 +29,7 @@ constexpr std::array kCodes = {
     CodeInfo{code::kAmbiguousSelection, "ambiguous-compressed-selection", S::Warning},
     CodeInfo{code::kKpackNotChecked, "kpack-not-checked", S::Note},
     CodeInfo{code::kHotSwapForwarding, "hotswap-forwarding", S::Warning},
+    CodeInfo{code::kNoCodeObjectNoKernels, "no-code-object-no-kernels", S::Warning},
     CodeInfo{code::kLdsOverLimit, "lds-over-limit", S::Error},
     CodeInfo{code::kWavefrontSize, "wavefront-size-unsupported", S::Error},
     CodeInfo{code::kRegisterLimit, "register-limit", S::Error},

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "checks/kernel_checks.h"
 #include "format/read_code_object.h"
@@ -45,7 +47,8 @@ class Checker {
     // A target fails on its own errors and on structural errors of the whole
     // image (entry "") or of the entry it selected.
     for (auto& v : report_.verdicts) {
-      v.can_run = v.selection != Selection::None;  // a SPIR-V fallback runs, with HG207 saying where
+      // A SPIR-V fallback runs, with HG207 saying where; a fat binary without kernels runs, with HG211.
+      v.can_run = v.selection != Selection::None || v.kernel_free;
       for (const auto& d : report_.diagnostics) {
         if (d.severity != Severity::Error) continue;
         // An entry that shares its bytes with an earlier one shares that entry's structural findings.
@@ -307,7 +310,7 @@ class Checker {
       return;
     }
     for (auto& v : report_.verdicts) {
-      const Candidate* chosen = select(v, entries, b.compressed);
+      const Candidate* chosen = select(v, entries, b);
       if (!chosen) continue;
       v.selected = chosen->entry->id;
       if (depth_ != Depth::Selection) check_selected(v, *chosen, b);
@@ -357,8 +360,9 @@ class Checker {
 
   // The runtime's choice for v.target: native, then generic, then SPIR-V
   // (which is said here, with nothing to check); null when it has none.
-  const Candidate* select(TargetVerdict& v, const Entries& entries, bool compressed) {
+  const Candidate* select(TargetVerdict& v, const Entries& entries, Bundle& b) {
     const TargetId& t = v.target;
+    bool compressed = b.compressed;
     for (Selection pass : {Selection::Native, Selection::Generic})
       for (const auto& c : entries.candidates)
         if (fits(c, t, pass)) {
@@ -378,8 +382,49 @@ class Checker {
           "add --offload-arch=" + t.processor + " to ship native code");
       return nullptr;
     }
+    if (!has_kernels(b, entries)) {
+      v.kernel_free = true;
+      no_kernels(t, held(entries));
+      return nullptr;
+    }
     no_match(entries.candidates, t, held(entries));
     return nullptr;
+  }
+
+  // Does any amdgcn entry define a kernel ("<name>.kd" symbols, no metadata
+  // read)? Asked only when nothing fits a target; an entry that cannot be read
+  // counts as having kernels, so a damaged bundle keeps HG201. The entries are
+  // not the report's code objects and their findings are not reported.
+  bool has_kernels(Bundle& b, const Entries& entries) {
+    if (has_kernels_) return *has_kernels_;
+    has_kernels_ = entries.candidates.empty();  // nothing for any GPU: keep HG201
+    std::set<std::pair<uint64_t, uint64_t>> seen;
+    for (const auto& c : entries.candidates) {
+      if (*has_kernels_) break;
+      if (!seen.insert({c.entry->offset, c.entry->size}).second) continue;
+      Bytes bytes = entry_bytes(b, data_, *c.entry);
+      Result<CodeObject> co = parse_code_object(bytes, /*descriptors_only=*/true, 0);
+      has_kernels_ = bytes.empty() || !co || !co->kernels.empty();
+    }
+    return *has_kernels_;
+  }
+
+  // Nothing for the target, and no kernels in any entry (a library whose
+  // kernels are compiled at run time, like rocFFT, ships only __device__
+  // variables). Since ROCm 5.3 the runtime logs hipErrorNoBinaryForGpu at HIP
+  // init and goes on (clr hip_platform.cpp PlatformState::init); a variable's
+  // first use builds the program for the device and fails (hip_global.cpp
+  // Var::getStatDeviceVar -> hip_fatbin.cpp FatBinaryInfo::BuildProgram).
+  // ROCm 5.2 aborted at HIP init (hip_fatbin.cpp ExtractFatBinary, guarantee;
+  // removed by clr 9f37acc55, SWDEV-341326).
+  void no_kernels(const TargetId& t, const std::string& held) {
+    add(code::kNoCodeObjectNoKernels, "", "", &t,
+        "no code object for " + t.label() + "; the bundle holds: " + held +
+            ", but no kernel in any of them: the runtime loads nothing from it for this GPU and goes on (ROCm 5.3 "
+            "and later); a use of its __device__ variables on this GPU (hipMemcpyToSymbol, hipGetSymbolAddress) "
+            "fails. ROCm 5.2 (Debian 12's libamdhip64.so.5) aborts at HIP initialisation instead",
+        "nothing to do unless the program uses these variables on this GPU; then rebuild with --offload-arch=" +
+            t.processor + " added (with ROCm 5.2, also to start at all)");
   }
 
   // The selected entry's code object on v.target: the loader's own e_flags
@@ -500,6 +545,7 @@ class Checker {
   std::map<std::string, std::string> aliases_;  // entry -> the entry with the same bytes, whose findings it shares
   uint64_t parsed_bytes_ = 0;                    // bytes of this bundle's entries parsed so far
   bool over_budget_ = false;                     // an entry was refused: the bundle's entries overlap too much
+  std::optional<bool> has_kernels_;              // does any amdgcn entry define a kernel (has_kernels)
 };
 
 }  // namespace

@@ -3,9 +3,12 @@
 
 #include <zlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include "format/bytes.h"
 #include "hipguard/diagnostic.h"
@@ -68,6 +71,33 @@ Result<Bundle> parse_table(Bytes data, uint64_t total, bool* need_more) {
 
 Result<Bundle> parse_plain(Bytes data) { return parse_table(data, data.size(), nullptr); }
 
+// The window log streaming may use: the claimed uncompressed size rounded up
+// to a power of two (a compressor that knows its input size never uses more).
+int zstd_window_log(uint64_t claimed) {
+  int window_log = 10;
+  while (window_log < 31 && (uint64_t{1} << window_log) < claimed) ++window_log;
+  return window_log;
+}
+
+// Decodes the whole payload in one call into a buffer of the declared size, as
+// LLVM's CompressedOffloadBundle::decompress does (llvm::compression::zstd::
+// decompress: ZSTD_decompress into UncompressedSize bytes). One-shot decoding
+// keeps its history in that buffer, so the frame's window costs nothing; the
+// buffer is the claim, which parse_compressed bounded (kMaxDecompressedBytes,
+// kMaxCompressionRatio), and is left uninitialised so pages the frame does not
+// write are never touched. Fails when the frame is broken or its output is not
+// the declared size (all of it is decoded here, so that is known at once).
+bool decompress_declared(Bytes input, uint64_t claimed, std::vector<uint8_t>& out, std::string* error) {
+  std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[std::max<uint64_t>(claimed, 1)]);
+  if (!buf) return *error = "out of memory", false;
+  size_t n = ZSTD_decompress(buf.get(), claimed, input.data(), input.size());
+  if (ZSTD_isError(n)) return *error = std::string("zstd: ") + ZSTD_getErrorName(n), false;
+  if (n != claimed)
+    return *error = "zstd frame yields " + std::to_string(n) + " bytes, the header says " + std::to_string(claimed), false;
+  out.assign(buf.get(), buf.get() + n);
+  return true;
+}
+
 // Streams the first `want` bytes out of a zlib stream or zstd frame, so the
 // bundle table can be read without inflating every code object. With `to_end`
 // (want is the whole uncompressed size) the stream must also end there, with
@@ -89,13 +119,12 @@ bool decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t cla
     if (!dctx) return *error = "out of memory", false;
     // Bundles use long-distance matching (windows up to 2^31), but a compressor
     // never uses a window larger than its input (zstd shrinks windowLog to the
-    // source size): a frame asking for more than the claimed uncompressed size is
-    // refused instead of allocating the window (a few bytes could ask for 2 GiB).
-    int window_log = 10;
-    while (window_log < 31 && (uint64_t{1} << window_log) < claimed) ++window_log;
-    ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, window_log);
+    // source size). A frame asking for more than the claimed uncompressed size
+    // fails at its header and is decoded by decompress_declared instead of
+    // allocating its window (a few bytes could ask for 2 GiB).
+    ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, zstd_window_log(claimed));
     ZSTD_inBuffer in{input.data(), input.size(), 0};
-    bool ok = true;
+    bool ok = true, window_too_large = false;
     size_t r = 1;
     while (produced < want || (to_end && r != 0)) {
       uint64_t space = room();
@@ -103,6 +132,7 @@ bool decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t cla
       r = ZSTD_decompressStream(dctx, &o, &in);
       produced += o.pos;
       if (ZSTD_isError(r)) {
+        window_too_large = ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge;
         *error = std::string("zstd: ") + ZSTD_getErrorName(r);
         ok = false;
         break;
@@ -111,6 +141,9 @@ bool decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t cla
       if (r == 0 && produced < want) break;          // frame ended early
     }
     ZSTD_freeDCtx(dctx);
+    // Streaming writers (the zstd tool reading a pipe, --long, --ultra) leave the
+    // content size out and keep their level's window however small the input.
+    if (!ok && window_too_large) return decompress_declared(input, claimed, out, error);
     if (!ok) return false;
     if (to_end && r != 0) return *error = "zstd frame does not end where the uncompressed size says", false;
   } else {

@@ -105,8 +105,7 @@ std::optional<ParseError> read_header(const ElfFile::Elf_Ehdr& hdr, Bytes data, 
 
 // Every NT_AMDGPU_METADATA note of the SHT_NOTE sections, merged into
 // co.kernels as comgr merges them (or, with read false, only looked for).
-std::optional<ParseError> read_metadata_notes(const ElfFile& file, Sections sections, Bytes data, bool read,
-                                              CodeObject& co) {
+std::optional<ParseError> read_notes(const ElfFile& file, Sections sections, Bytes data, bool read, CodeObject& co) {
   std::vector<std::string_view> descs;  // views into `data`
   bool found_metadata = false;
   for (const auto& sec : sections) {
@@ -126,7 +125,7 @@ std::optional<ParseError> read_metadata_notes(const ElfFile& file, Sections sect
     }
     if (err) return elf_error("note section: " + llvm::toString(std::move(err)));
   }
-  if (read && !descs.empty()) ::hipguard::read_metadata_notes(descs, co);
+  if (read && !descs.empty()) read_metadata_notes(descs, co);
   if (!found_metadata && co.version >= 3)
     co.issues.push_back({std::string(code::kNoMetadata), "", "no NT_AMDGPU_METADATA note: the runtime cannot find any kernel"});
   return std::nullopt;
@@ -310,7 +309,7 @@ Result<CodeObject> read_code_object(Bytes data, bool descriptors_only, uint64_t 
 
   CodeObject co;
   if (auto e = read_header(file->getHeader(), data, co)) return std::move(*e);
-  if (auto e = read_metadata_notes(*file, *sections, data, /*read=*/!descriptors_only, co)) return std::move(*e);
+  if (auto e = read_notes(*file, *sections, data, /*read=*/!descriptors_only, co)) return std::move(*e);
   SymbolTable syms;
   if (auto e = read_symbols(*file, *sections, descriptors_only, syms)) return std::move(*e);
   if (descriptors_only) {

@@ -150,11 +150,7 @@ class MetadataReader {
   Validity read_root(llvm::msgpack::Reader& r, Out& out) {
     Obj root;
     if (!next(r, root)) return Validity::Invalid;
-    if (root.Kind != Type::Map) {
-      if (!skip(r, root, 0)) return Validity::Invalid;
-      note(out, {std::string(code::kBadMetadata), "", "metadata root is not a map"});
-      return Validity::Valid;
-    }
+    if (root.Kind != Type::Map) return skip(r, root, 0) ? Validity::Valid : Validity::Invalid;  // said by the merge
     out.root_is_map = true;
     bool seen_target = false, seen_kernels = false, kernels_ok = false;
     for (size_t i = 0; i < root.Length; ++i) {
@@ -459,20 +455,21 @@ std::optional<std::string> merge_refusal(const NoteDoc& from, NoteDoc& to) {
 // it (its amdhsa.kernels appended) when mergeNoteRecords allows, else dropped.
 void read_metadata_notes(std::span<const std::string_view> descs, CodeObject& co) {
   std::optional<NoteDoc> merged;
+  std::vector<std::string> unreadable;  // notes comgr cannot read: dropped, fatal only when none is read
   for (size_t i = 0; i < descs.size(); ++i) {
     NoteDoc doc = MetadataReader::read(llvm::StringRef(descs[i].data(), descs[i].size()),
                                        kMaxKernelsPerCodeObject - std::min<uint64_t>(co.kernels.size(), kMaxKernelsPerCodeObject));
     std::string which = descs.size() == 1 ? "NT_AMDGPU_METADATA"
                                           : "NT_AMDGPU_METADATA note " + std::to_string(i + 1) + " of " + std::to_string(descs.size());
-    if (!doc.valid) {
-      add_issue(co, {std::string(code::kBadMetadata), "", which + " is not a valid MessagePack document"});
+    if (!doc.valid || !doc.root_is_map) {  // comgr: readFromBlob fails, or mergeNoteRecords refuses a non-map
+      unreadable.push_back(which + (doc.valid ? "'s root is not a map" : " is not a valid MessagePack document"));
       continue;
     }
-    if (!doc.root_is_map || !merged) {
-      if (doc.root_is_map) co.metadata_target = doc.target;
+    if (!merged) {
+      co.metadata_target = doc.target;
       for (auto& k : doc.kernels) co.kernels.push_back(std::move(k));
       take_issues(doc, co);
-      if (doc.root_is_map) merged = std::move(doc);
+      merged = std::move(doc);
       continue;
     }
     if (auto why = merge_refusal(doc, *merged)) {
@@ -486,6 +483,11 @@ void read_metadata_notes(std::span<const std::string_view> descs, CodeObject& co
     for (auto& k : doc.kernels) co.kernels.push_back(std::move(k));
     take_issues(doc, co);
   }
+  // comgr reads the notes it can (processNote fails for one that is not MessagePack, and the
+  // others still merge): the metadata is lost only when no note is read at all.
+  for (auto& why : unreadable)
+    add_issue(co, merged ? CodeObjectIssue{std::string(code::kBadMetadata), "", why + "; comgr drops it", Severity::Warning}
+                         : CodeObjectIssue{std::string(code::kBadMetadata), "", std::move(why)});
 }
 
 void read_metadata_note(std::string_view desc, CodeObject& co) { read_metadata_notes({&desc, 1}, co); }

@@ -85,10 +85,10 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
   // Warn mode, bundles: checked to selection now (a library may carry hundreds
   // of fat binaries whose kernels are never launched); each fat binary is
   // checked in full at the first launch or lookup of one of its kernels.
-  // Selection itself cannot wait for first use: a ROCm 5.x runtime extracts
+  // Selection itself cannot wait for first use: a ROCm 5.2 runtime extracts
   // every registered fat binary's code objects when HIP initialises and aborts
-  // if one has none for the device (hipamd hip_code_object.cpp,
-  // extractCodeObjectFromFatBinary, guarantee), before any launch.
+  // if one has none for the device (hipamd hip_fatbin.cpp ExtractFatBinary,
+  // guarantee; later ones log it and fail at first use), before any launch.
   // Strict mode also reads the selected code objects' headers, symbol tables
   // and kernel descriptors (Depth::Descriptors: what the loader decides, e.g.
   // static LDS over the limit), so that such a kernel stops the program before

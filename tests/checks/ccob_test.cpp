@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <zstd.h>
+
 #include "hipguard/check.h"
 #include "ccob.h"
 #include "check_util.h"
@@ -178,4 +180,77 @@ TEST_F(Ccob, OpenmpEntriesAreCandidatesOnlyWhenCompressed) {
   ImageReport c = check_image(Bytes(packed.data(), packed.size()), "ccob", {gfx90a});
   EXPECT_EQ(c.verdicts[0].selection, Selection::Native);
   EXPECT_EQ(c.verdicts[0].selected, "openmp-amdgcn-amd-amdhsa--gfx90a");
+}
+
+// What a streaming writer produces (the zstd tool reading a pipe, --long=27,
+// --ultra -22): no content size, and the level's window, far larger than this
+// ~60 KB bundle. LLVM's OffloadBundler (CompressedOffloadBundle::decompress)
+// and comgr decode it in one call into the header's uncompressed size; the same
+// bundle compressed by OffloadBundler must give the same entries and verdict.
+TEST_F(Ccob, StreamedZstdWithoutContentSizeReadsLikeTheBundlersOwn) {
+  auto gfx90a = *parse_target("gfx90a", nullptr);
+  auto gfx942 = *parse_target("gfx942", nullptr);
+  auto ref_ccob = bundler_ccob(plain_, 3, 1);
+  ImageReport ref = check_image(Bytes(ref_ccob.data(), ref_ccob.size()), "ccob", {gfx90a, gfx942});
+  ASSERT_TRUE(ref.verdicts[0].can_run);
+  struct Writer {
+    const char* what;
+    int level, window_log;
+  } writers[] = {{"zstd -3 from a pipe", 3, 0}, {"zstd --long=27 -19", 19, 27}, {"zstd --ultra -22", 22, 0}};
+  for (const auto& w : writers) {
+    SCOPED_TRACE(w.what);
+    auto packed = hgtest::zstd_stream_compress(plain_, w.level, w.window_log);
+    ASSERT_EQ(ZSTD_getFrameContentSize(packed.data(), packed.size()), ZSTD_CONTENTSIZE_UNKNOWN);
+    auto ccob = hgtest::ccob_around(packed, 1, plain_.size());
+    auto b = parse_bundle(Bytes(ccob.data(), ccob.size()));
+    ASSERT_TRUE(b) << b.error().message;
+    ASSERT_EQ(b->entries.size(), ref.entries.size());
+    Bytes last = entry_bytes(*b, Bytes(ccob.data(), ccob.size()), b->entries.back());
+    Bytes want(plain_.data() + b->entries.back().offset, b->entries.back().size);
+    ASSERT_EQ(last.size(), want.size());
+    EXPECT_TRUE(std::equal(last.begin(), last.end(), want.begin()));
+    ImageReport r = check_image(Bytes(ccob.data(), ccob.size()), "ccob", {gfx90a, gfx942});
+    for (const auto& d : r.diagnostics) EXPECT_NE(d.code, "HG105") << d.message;
+    ASSERT_EQ(r.verdicts.size(), ref.verdicts.size());
+    for (size_t i = 0; i < r.verdicts.size(); ++i) {
+      EXPECT_EQ(r.verdicts[i].can_run, ref.verdicts[i].can_run);
+      EXPECT_EQ(r.verdicts[i].selected, ref.verdicts[i].selected);
+      EXPECT_EQ(r.verdicts[i].kernels, ref.verdicts[i].kernels);
+    }
+  }
+}
+
+// Decoding into the declared size still fails on a broken frame, and on one
+// that yields more or less than the header says.
+TEST_F(Ccob, StreamedZstdThatIsBrokenOrMisSizedIsHG105) {
+  auto packed = hgtest::zstd_stream_compress(plain_, 3);
+  auto hg105 = [&](const std::vector<uint8_t>& payload, uint64_t claim, const char* what) {
+    auto ccob = hgtest::ccob_around(payload, 1, claim);
+    auto b = parse_bundle(Bytes(ccob.data(), ccob.size()));
+    if (b) {  // the table may be readable: then the last entry must not be
+      EXPECT_TRUE(entry_bytes(*b, Bytes(ccob.data(), ccob.size()), b->entries.back()).empty()) << what;
+      auto t = *parse_target("gfx90a", nullptr);
+      ImageReport r = check_image(Bytes(ccob.data(), ccob.size()), "ccob", {t});
+      EXPECT_FALSE(r.ok()) << what;
+      return;
+    }
+    EXPECT_EQ(b.error().code, "HG105") << what << ": " << b.error().message;
+  };
+  hg105(std::vector<uint8_t>(packed.begin(), packed.begin() + packed.size() / 2), plain_.size(), "truncated frame");
+  auto corrupt = packed;
+  for (size_t i = 16; i < corrupt.size(); i += 7) corrupt[i] ^= 0x5a;
+  hg105(corrupt, plain_.size(), "corrupt frame");
+  hg105(packed, plain_.size() - 100, "claim smaller than the frame's output");
+  hg105(packed, plain_.size() + 100, "claim larger than the frame's output");
+}
+
+// zlib's window is at most 32 KiB, so any zlib writer's stream (here a 512-byte
+// window, sync-flushed every 4 KiB) streams within the claim.
+TEST_F(Ccob, ZlibFromAnotherWriterReadsLikeTheBundlersOwn) {
+  auto gfx90a = *parse_target("gfx90a", nullptr);
+  auto ccob = hgtest::ccob_around(hgtest::zlib_stream_compress(plain_), 0, plain_.size());
+  ImageReport r = check_image(Bytes(ccob.data(), ccob.size()), "ccob", {gfx90a});
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.verdicts[0].selected, "hipv4-amdgcn-amd-amdhsa--gfx90a");
+  EXPECT_EQ(r.verdicts[0].kernels, 1u);
 }

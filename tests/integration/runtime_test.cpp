@@ -73,6 +73,22 @@ TEST_F(Runtime, ProbeExplainsAKernelTheRuntimeRejected) {
   run_process({"/bin/rm", "-rf", dir});
 }
 
+// A fat binary with nothing for the GPU and no kernel (only __device__
+// variables): the runtime registers it and goes on (CLR since ROCm 5.3), so
+// strict mode lets the program run and warns once (HG211).
+TEST_F(Runtime, StrictModeRunsAProgramWhoseFatBinaryHasNoKernels) {
+  if (!exists(app("device_vars_only"))) GTEST_SKIP() << "hipcc test app device_vars_only not built";
+  ProcessResult plain = run_process({app("device_vars_only")}, sim(kMi300x, false));
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  ProcessResult r = run_process({app("device_vars_only")},
+                                sim(kMi300x, true, {{"HIPGUARD_TARGET", kMi300x}, {"HIPGUARD_MODE", "strict"}}));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("main reached"), std::string::npos) << r.out;
+  EXPECT_EQ(lines_with(r.err, "warning HG211 [" + kMi300x + "]").size(), 1u) << r.err;
+  EXPECT_EQ(lines_with(r.err, "HG201").size(), 0u) << r.err;
+  EXPECT_EQ(r.err.find("strict mode: stopping"), std::string::npos) << r.err;
+}
+
 TEST_F(Runtime, ProbeIsSilentWhenTheRuntimeAcceptsEverything) {
   ProcessResult r = run_process({app("vector_add_multi")},
                                 sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_LOG_LEVEL", "debug"}}));

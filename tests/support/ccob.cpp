@@ -5,7 +5,10 @@
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Support/Compression.h>
 #include <llvm/Support/MD5.h>
+#include <zlib.h>
 #include <zstd.h>
+
+#include <algorithm>
 
 #include <cstdlib>
 
@@ -44,6 +47,54 @@ ByteVec ccob_compress(const ByteVec& data, uint16_t method, bool zstd_ldm) {
   llvm::compression::compress(method == kCcobZstd ? llvm::compression::Format::Zstd : llvm::compression::Format::Zlib,
                               llvm::ArrayRef<uint8_t>(data), packed);
   return ByteVec(packed.begin(), packed.end());
+}
+
+ByteVec zstd_stream_compress(const ByteVec& data, int level, int window_log) {
+  ZSTD_CCtx* c = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
+  ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0);
+  if (window_log > 0) {
+    ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, window_log);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_enableLongDistanceMatching, 1);
+  }
+  ByteVec out(ZSTD_compressBound(data.size()) + 1024);
+  ZSTD_outBuffer o{out.data(), out.size(), 0};
+  // All input with ZSTD_e_continue first: a first call with ZSTD_e_end would tell zstd the size.
+  ZSTD_inBuffer in{data.data(), data.size(), 0};
+  while (in.pos < in.size)
+    if (ZSTD_isError(ZSTD_compressStream2(c, &o, &in, ZSTD_e_continue))) std::abort();
+  ZSTD_inBuffer none{nullptr, 0, 0};
+  size_t left;
+  do {
+    left = ZSTD_compressStream2(c, &o, &none, ZSTD_e_end);
+    if (ZSTD_isError(left)) std::abort();
+  } while (left != 0);
+  ZSTD_freeCCtx(c);
+  out.resize(o.pos);
+  return out;
+}
+
+ByteVec zlib_stream_compress(const ByteVec& data) {
+  z_stream z{};
+  if (deflateInit2(&z, 6, Z_DEFLATED, 9, 1, Z_DEFAULT_STRATEGY) != Z_OK) std::abort();
+  ByteVec out(deflateBound(&z, data.size()) + data.size() / 64 + 1024);
+  z.next_out = out.data();
+  z.avail_out = static_cast<uInt>(out.size());
+  for (size_t pos = 0; pos < data.size(); pos += 4096) {
+    z.next_in = const_cast<Bytef*>(data.data() + pos);
+    z.avail_in = static_cast<uInt>(std::min<size_t>(4096, data.size() - pos));
+    if (deflate(&z, Z_SYNC_FLUSH) != Z_OK) std::abort();
+  }
+  if (deflate(&z, Z_FINISH) != Z_STREAM_END) std::abort();
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+ByteVec ccob_around(const ByteVec& packed, uint16_t method, uint64_t uncompressed) {
+  ByteVec v = ccob_header(3, method, ccob_header_size(3) + packed.size(), uncompressed, 0);
+  v.insert(v.end(), packed.begin(), packed.end());
+  return v;
 }
 
 uint64_t ccob_hash(const ByteVec& bundle) {

@@ -27,6 +27,19 @@ ByteVec ccob_header(uint16_t version, uint16_t method, uint64_t total, uint64_t 
 // libzstd directly, as OffloadBundler does.
 ByteVec ccob_compress(const ByteVec& data, uint16_t method, bool zstd_ldm = false);
 
+// `data` as a streaming writer compresses it (the zstd tool reading a pipe):
+// fed in pieces with the size unknown, so the frame has no content size and
+// keeps the level's window; window_log > 0 sets it (--long=N), with
+// long-distance matching.
+ByteVec zstd_stream_compress(const ByteVec& data, int level, int window_log = 0);
+
+// `data` as a zlib writer other than LLVM's may write it: raw deflate with a
+// 512-byte window (windowBits 9), flushed every 4 KiB, in a zlib wrapper.
+ByteVec zlib_stream_compress(const ByteVec& data);
+
+// A v3 CCOB around an already compressed payload, with truthful sizes.
+ByteVec ccob_around(const ByteVec& packed, uint16_t method, uint64_t uncompressed);
+
 // The hash OffloadBundler writes: the low 64 bits of the MD5 of the bundle
 // (comgr's cache key; the runtime does not verify it).
 uint64_t ccob_hash(const ByteVec& bundle);

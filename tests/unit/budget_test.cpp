@@ -160,9 +160,11 @@ TEST(Budget, CcobRatioLimitIsGenerousForRealBundles) {
 }
 
 // A zstd frame without a content size may ask for a window of up to 2 GiB,
-// which the decoder allocates up front (untouched, so not in the RSS): the
-// window is bounded by the claimed uncompressed size. mallinfo2 counts the
-// mapping; only without a sanitizer (its allocator does not report there).
+// which a streaming decoder allocates up front (untouched, so not in the RSS).
+// The frame is valid (LLVM's OffloadBundler decodes it in one call into the
+// claimed size), so it is read, and without the window: what is allocated is
+// bounded by the claimed uncompressed size. mallinfo2 counts the mapping; only
+// without a sanitizer (its allocator does not report there).
 TEST(Budget, ZstdWindowIsBoundedByTheClaim) {
   ByteVec head;
   append_str(head, kBundleMagic);
@@ -174,9 +176,9 @@ TEST(Budget, ZstdWindowIsBoundedByTheClaim) {
   ByteVec v = ccob_header(3, kCcobZstd, 32 + z.size(), head.size(), /*hash=*/0);
   v.insert(v.end(), z.begin(), z.end());
   auto b = parse_bundle(span(v));
-  ASSERT_FALSE(b) << "a 32-byte bundle behind a 2 GiB window";
-  EXPECT_EQ(b.error().code, code::kMalformedCompressed);
-  EXPECT_NE(b.error().message.find("zstd"), std::string::npos) << b.error().message;
+  ASSERT_TRUE(b) << "a 32-byte bundle behind a 2 GiB window: " << b.error().message;
+  EXPECT_TRUE(b->entries.empty());
+  EXPECT_EQ(b->storage.size(), head.size());
 #ifdef HG_BUDGET_LIMIT_AS
   long mapped_mib = child_peak_growth_mib([&] {
     size_t before = mallinfo2().hblkhd;

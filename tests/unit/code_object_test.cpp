@@ -367,7 +367,25 @@ TEST(CraftedCodeObject, BrokenLaterNoteIsHG402AndTheOthersStay) {
   auto co = parse(make_code_object(s));
   ASSERT_TRUE(co) << co.error().message;
   ASSERT_EQ(co->kernels.size(), 2u);
-  EXPECT_TRUE(has_issue(*co, code::kBadMetadata));
+  ASSERT_EQ(co->issues.size(), 2u) << "HG402 for the note, HG407 for k1";
+  EXPECT_EQ(co->issues[0].code, code::kBadMetadata);
+  EXPECT_EQ(co->issues[0].severity, Severity::Warning) << "comgr still reads the other notes";
+  EXPECT_EQ(co->issues[1].code, code::kKernelWithoutMetadata);
+  // The first note unreadable: the second becomes the document, as in comgr.
+  s.raw_metadata = std::string("\xc1\xc1", 2);
+  s.extra_notes = {note_of_kernel(s, 1), note_of_kernel(s, 2)};
+  co = parse(make_code_object(s));
+  ASSERT_TRUE(co) << co.error().message;
+  ASSERT_EQ(co->kernels.size(), 2u);
+  EXPECT_EQ(co->kernels[0].name, "k1");
+  ASSERT_EQ(co->issues.size(), 2u) << "HG402 warning, HG407 for k0";
+  // Every note unreadable: the runtime has no metadata (an error).
+  s.extra_notes = {std::string("\xc1", 1)};
+  co = parse(make_code_object(s));
+  ASSERT_TRUE(co);
+  EXPECT_TRUE(co->kernels.empty());
+  for (const auto& i : co->issues)
+    if (i.code == code::kBadMetadata) EXPECT_FALSE(i.severity) << "the code's own severity (error)";
 }
 
 TEST(CraftedCodeObject, MissingRequiredKernelKeyIsHG403) {
