@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Whole-process figures P1-P7 and the micro-benchmarks (docs/performance.md).
+# Whole-process figures P1-P7, R1-R3 (real ROCm 6.4 libraries) and the micro-benchmarks (docs/performance.md).
 # Figures, not tests: the script always exits 0 unless something fails to run.
 #   scripts/bench.sh            (Release build in build-bench, inputs in a temp dir)
 #   BENCH_BASELINE=old/bin/hipguard scripts/bench.sh   (before/after rows of P1, P5, P6 in one run)
-#   BENCH_BASELINE_SHIM=old/lib/libhipguard.so          (and of P2, P2s and P3b)
+#   BENCH_BASELINE_SHIM=old/lib/libhipguard.so          (and of P2, P2s, P3b and R2; R1 takes BENCH_BASELINE)
 #   BENCH_ROWS="P3 P7" scripts/bench.sh                  (only these rows)
+#   BENCH_ROWS="R1 R2 R3" BENCH_BUILD_DIR=build BENCH_NO_BUILD=1 scripts/bench.sh   (real ROCm 6.4 rows, an existing build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 B=${BENCH_BUILD_DIR:-build-bench}
-BUILD_DIR=$B scripts/build.sh -DCMAKE_BUILD_TYPE=Release -DHIPGUARD_BUILD_BENCH=ON -DHIPGUARD_BUILD_TESTS=ON >/dev/null
+# BENCH_NO_BUILD=1: use $B as it is (built with -DHIPGUARD_BUILD_BENCH=ON), e.g. BENCH_BUILD_DIR=build
+[[ -n ${BENCH_NO_BUILD:-} ]] || BUILD_DIR=$B scripts/build.sh -DCMAKE_BUILD_TYPE=Release -DHIPGUARD_BUILD_BENCH=ON -DHIPGUARD_BUILD_TESTS=ON >/dev/null
 HG=$ROOT/$B/bin/hipguard
 SHIM=$ROOT/$B/lib/libhipguard.so
 SIMRT=$ROOT/$B/simrt
@@ -240,6 +242,75 @@ added=$(awk -v a="$t1" -v b="$t0e" 'BEGIN {printf "%.3f", a - b}')
 out=$(LD_PRELOAD="$SHIM" /bin/true 2>&1)
 met=$(awk -v a="$added" 'BEGIN {print (a <= 1.0) ? "met" : "NOT met"}')
 row P4 "LD_PRELOAD=libhipguard.so /bin/true: ${t1} ms vs ${t0e} ms" "+${added} ms" "target <=1 ms: $met; output: '${out}'"
+fi
+
+# ---- R1-R3: real ROCm 6.4 libraries, in the ROCm root (scripts/rocm-root.sh; rows skipped without it)
+RROOT=$(scripts/rocm-root.sh --path)
+RLIB=usr/lib/x86_64-linux-gnu
+if { want R1 || want R2 || want R3; } && [[ ! -f $RROOT/.hipguard-root ]]; then
+  echo "R1-R3 skipped: no ROCm root at $RROOT (scripts/rocm-root.sh builds it)"
+elif want R1 || want R2 || want R3; then
+  # R1: check of rocBLAS 6.4's Tensile directory (970 code objects, 2.9 GB) vs cat of the
+  # same files, page cache warm (median of 3 of each)
+  TL=$RROOT/$RLIB/rocblas/4.4.1/library
+  if want R1 && [[ -d $TL ]]; then
+    tfiles=("$TL"/*)
+    ncos=$(ls "$TL" | grep -cE '\.(co|hsaco)$')
+    cat "${tfiles[@]}" >/dev/null  # warm
+    tc=$(median_ms 3 cat "${tfiles[@]}")
+    for tgt in "" "--target gfx90a"; do for hg in $BASELINE "$HG"; do
+      tag=$([[ $hg == "$HG" ]] && echo "" || echo "-")
+      t=$(median_ms 3 "$hg" check $tgt "$TL")
+      c=$(median_cpu_ms 3 "$hg" check $tgt "$TL")
+      m=$(peak_kib "$hg" check $tgt "$TL")
+      r=$(awk -v a="$t" -v b="$tc" 'BEGIN {printf "%.2f", a / b}')
+      met=$(awk -v r="$r" -v m="$m" 'BEGIN {print (r <= 1.5 && m <= 65536) ? "met" : "NOT met"}')
+      row "R1$tag" "check ${tgt:-(no target)} rocBLAS library/ (${#tfiles[@]} files, $ncos code objects): ${t} ms vs cat ${tc} ms" "${r}x, ${m} KiB" \
+        "CPU ${c} ms; target <=1.5x, <=64 MiB: $met"
+    done; done
+  fi
+  # R2: dlopen of each library with the real HIP 6.4 runtime, without the shim, warn, strict:
+  # wall of the host process (median of 3, timed inside the root), and the host's VmHWM,
+  # RssFile, RssAnon after the dlopen (bench/dlopen_rss.c; memory is not load-sensitive)
+  binds=(--bind "$ROOT/$B")
+  [[ -n ${BENCH_BASELINE_SHIM:-} ]] && binds+=(--bind "$(dirname "$(realpath "$BENCH_BASELINE_SHIM")")")
+  inroot() { scripts/in-rocm-root.sh "${binds[@]}" "$@"; }
+  r2_run() {  # r2_run LIB [--env K=V]...: "wall_us dlopen_ms VmHWM RssAnon RssFile" (KiB)
+    local lib=$1; shift
+    inroot "$@" -- /bin/bash -c '
+      t=(); for i in 1 2 3; do s=$(date +%s%N); "$0" "$1" >/dev/null; t+=($(( ($(date +%s%N) - s) / 1000 ))); done
+      out=$("$0" "$1")
+      printf "%s\n" "${t[@]}" | sort -n | sed -n 2p | tr "\n" " "
+      echo "$out" | head -1 | sed "s/[a-zA-Z_]*=//g"' "$ROOT/$B/bin/dlopen_rss" "/$RLIB/$lib"
+  }
+  if want R2 && [[ -x $B/bin/dlopen_rss ]]; then
+    for lib in librocblas.so.4 librocsparse.so.1 librocsolver.so.0 ggml/backends0/libggml-hip.so; do
+      [[ -e $RROOT/$RLIB/$lib ]] || continue
+      cat "$RROOT/$RLIB/$lib" >/dev/null  # in the page cache
+      read -r w0 d0 h0 a0 f0 < <(r2_run "$lib")
+      for mode in warn strict; do for shim in ${BENCH_BASELINE_SHIM:-} "$SHIM"; do
+        tag=$([[ $shim == "$SHIM" ]] && echo "" || echo "-")
+        read -r w d h a f < <(r2_run "$lib" --env LD_PRELOAD="$shim" --env HIPGUARD_TARGET=gfx90a --env HIPGUARD_MODE=$mode)
+        r=$(awk -v a="$w" -v b="$w0" 'BEGIN {printf "%.2f", a / b}')
+        dh=$(awk -v a="$h" -v b="$h0" 'BEGIN {printf "%.1f", (a - b) / 1024}')
+        df=$(awk -v a="$f" -v b="$f0" 'BEGIN {printf "%.1f", (a - b) / 1024}')
+        da=$(awk -v a="$a" -v b="$a0" 'BEGIN {printf "%.1f", (a - b) / 1024}')
+        met=$(awk -v r="$r" -v d="$dh" 'BEGIN {print (r <= 1.25 && d <= 16) ? "met" : "NOT met"}')
+        row "R2$tag" "dlopen $(basename "$lib"), $mode: $((w / 1000)) ms vs $((w0 / 1000)) ms (dlopen ${d} vs ${d0} ms)" \
+          "${r}x, +${dh} MiB" "dVmHWM +${dh}, dRssFile +${df}, dRssAnon +${da} MiB (VmHWM none ${h0} KiB); target <=1.25x, <=+16 MiB: $met"
+      done; done
+    done
+  fi
+  # R3: llama-cli --list-devices (no GPU here: the runtime finds none) with and without the shim
+  if want R3 && [[ -x $RROOT/usr/bin/llama-cli ]]; then
+    r3() { inroot "$@" -- /bin/bash -c 't=(); for i in 1 2 3; do s=$(date +%s%N); llama-cli --list-devices >/dev/null 2>&1; t+=($(( ($(date +%s%N) - s) / 1000 ))); done; printf "%s\n" "${t[@]}" | sort -n | sed -n 2p'; }
+    l0=$(r3)
+    for mode in warn strict; do
+      l=$(r3 --env LD_PRELOAD="$SHIM" --env HIPGUARD_TARGET=gfx90a --env HIPGUARD_MODE=$mode)
+      row R3 "llama-cli --list-devices, $mode: $((l / 1000)) ms vs $((l0 / 1000)) ms (median of 3)" \
+        "$(awk -v a="$l" -v b="$l0" 'BEGIN {printf "%.2f", a / b}')x" "start-up with vs without the shim"
+    done
+  fi
 fi
 
 echo

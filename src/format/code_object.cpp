@@ -143,10 +143,11 @@ bool is_descriptor(std::string_view name, const Sym& sym) {
   return sym.type == ELF::STT_OBJECT && name.size() > 3 && name.ends_with(".kd");
 }
 
-// Defined symbols of .symtab when present, else .dynsym: kernel descriptors
-// ("<kernel>.kd", STT_OBJECT), kernel entry points and device functions
-// (STT_FUNC); with descriptors_only, the kernel descriptors only. In file
-// order; by_name sorts them.
+// Defined STT_OBJECT and STT_FUNC symbols of .symtab when present, else
+// .dynsym: kernel descriptors ("<kernel>.kd", STT_OBJECT), kernel entry points
+// and device functions (STT_FUNC); with descriptors_only, the kernel
+// descriptors only. In file order; by_name sorts them. A symbol of another
+// type is not kept, so it does not hide one of the same name.
 std::optional<ParseError> read_symbols(const ElfFile& file, Sections sections, bool descriptors_only, SymbolTable& syms) {
   const ElfFile::Elf_Shdr* symtab = nullptr;
   for (const auto& sec : sections)
@@ -158,13 +159,18 @@ std::optional<ParseError> read_symbols(const ElfFile& file, Sections sections, b
     if (!strtab) return elf_error("symbol string table: " + llvm::toString(strtab.takeError()));
     for (const auto& sym : *list) {
       if (sym.st_shndx == ELF::SHN_UNDEF) continue;
-      if (descriptors_only && sym.getType() != ELF::STT_OBJECT) continue;  // no name looked up (strlen) for it
+      // Only descriptors (STT_OBJECT) and functions (STT_FUNC) are used: the
+      // rest (a Tensile object's 430k local labels, STT_NOTYPE) are skipped
+      // before their name is looked up (a strlen in the string table, whose
+      // pages then stay resident) and kept nowhere.
+      uint8_t type = sym.getType();
+      if (type != ELF::STT_OBJECT && (descriptors_only || type != ELF::STT_FUNC)) continue;
       auto name = sym.getName(*strtab);
       if (!name) {
         llvm::consumeError(name.takeError());
         continue;
       }
-      Sym s{sym.getType(), sym.st_shndx, sym.st_value, sym.st_size};
+      Sym s{type, sym.st_shndx, sym.st_value, sym.st_size};
       if (!descriptors_only || is_descriptor(std::string_view(name->data(), name->size()), s)) syms.push_back({*name, s});
     }
   }

@@ -18,21 +18,48 @@ thread_local std::unique_ptr<PendingFatbin> t_pending_fatbin;
 
 namespace {
 
+// A read fault on a file mapping maps every page of the page cache in the
+// 64 KiB-aligned window around it (the kernel's fault_around_bytes, 64 KiB by
+// default), not only the page read: what a check touched is released by
+// whole windows.
+constexpr uintptr_t kFaultAround = 64 * 1024;
+
+// The bytes of an uncompressed bundle's header and entry table
+// (__CLANG_OFFLOAD_BUNDLE__, count; per entry offset, size, ID length, ID).
+uint64_t bundle_table_bytes(const ImageReport& r) {
+  uint64_t n = 24 + 8;
+  for (const auto& e : r.entries) n += 24 + e.id.size();
+  return n;
+}
+
 // Headers, symbol tables and descriptors lie megabytes apart in a library's
-// code objects: the pages a registration check faulted in would stay in the
-// program's RSS. Released: the selected entries of an uncompressed bundle, or
-// a raw code object (a compressed bundle was decompressed into the heap).
+// code objects, and a library holds hundreds of fat binaries: the pages a
+// registration check faulted in would stay in the program's RSS (in warn mode
+// each bundle table's window, ~64 KiB per fat binary: +17 MiB for rocSOLVER's
+// 235). Released: the bundle table of an uncompressed bundle and, when they
+// were read, its selected entries, or a raw code object (a compressed bundle
+// was decompressed into the heap). Only clean file-backed pages of read-only
+// segments are dropped (release_read_pages): the runtime re-faults them from
+// the page cache when it reads them.
 void release_checked_pages(const PendingFatbin& p) {
   const ImageReport& r = p.report;
+  auto release = [&](uint64_t offset, uint64_t size) {
+    if (offset >= p.data.size()) return;
+    size = std::min<uint64_t>(size, p.data.size() - offset);
+    uintptr_t lo = reinterpret_cast<uintptr_t>(p.data.data() + offset) & ~(kFaultAround - 1);
+    uintptr_t hi = (reinterpret_cast<uintptr_t>(p.data.data() + offset + size) + kFaultAround - 1) & ~(kFaultAround - 1);
+    release_read_pages(reinterpret_cast<const void*>(lo), hi - lo, p.readonly);
+  };
   if (r.kind == PayloadKind::CodeObject) {
-    release_read_pages(p.data.data(), p.data.size(), p.readonly);
+    release(0, p.data.size());
     return;
   }
   if (r.kind != PayloadKind::OffloadBundle) return;
+  release(0, bundle_table_bytes(r));
+  if (p.depth == Depth::Selection) return;
   for (const auto& v : r.verdicts)
     for (const auto& e : r.entries)
-      if (e.id == v.selected && e.offset < p.data.size())
-        release_read_pages(p.data.data() + e.offset, std::min<uint64_t>(e.size, p.data.size() - e.offset), p.readonly);
+      if (e.id == v.selected) release(e.offset, e.size);
 }
 
 }  // namespace
@@ -110,7 +137,7 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
     pending->depth = Depth::Full;
     pending->report = check_image(data, origin, c.targets, "", Depth::Full, c.machine);
   }
-  if (pending->depth != Depth::Selection) release_checked_pages(*pending);
+  release_checked_pages(*pending);
   add_hotswap(pending->report, c);
   // Nothing selected for any target: there is nothing to check in full.
   bool selected = false;
