@@ -316,9 +316,12 @@ class Hipguard:
             if os.path.getmtime(os.path.join(self.dir, name)) < built:
                 os.remove(os.path.join(self.dir, name))
 
+    # The runtime the comgr queries model (hip64_queries): hipguard selects as the newest HIP by default.
+    RUNTIME = "6.4"
+
     def _key(self, paths):
         st = os.stat(self.exe)
-        parts = [os.path.realpath(self.exe), st.st_size, st.st_mtime_ns, self.targets]
+        parts = [os.path.realpath(self.exe), st.st_size, st.st_mtime_ns, self.targets, self.RUNTIME]
         for p in paths:
             ps = os.stat(p)
             parts.append([os.path.realpath(p), ps.st_size, ps.st_mtime_ns])
@@ -333,7 +336,7 @@ class Hipguard:
                 doc = json.load(f)
             self.cached += 1
         else:
-            argv = [self.exe, "inspect", "--json"] + [f"--target={t}" for t in self.targets] + list(paths)
+            argv = [self.exe, "inspect", "--json", f"--runtime={self.RUNTIME}"] + [f"--target={t}" for t in self.targets] + list(paths)
             r = subprocess.run(argv, capture_output=True)
             try:
                 doc = json.loads(r.stdout)
