@@ -21,6 +21,7 @@ packages=(
   librocblas4 libhipblaslt1                               # Tensile libraries (.co/.hsaco/.dat)
   librocsparse1 librocsolver0 librocfft0 libhipblas2      # fat binaries; rocFFT's has no kernels; hipBLAS none
   libmagma2-rocm                                          # MAGMA 2.9 (436 fat binaries)
+  libhipfft0-tests                                        # hipfft-test: ships gfx942 code, loads rocFFT's kernel-free fat binary
   libggml0-backend-hip llama.cpp-tools                    # a real application (llama-cli) and its HIP backend
 )
 want=$(printf '%s\n' "${packages[@]}" | sort -u)

@@ -334,6 +334,22 @@ def case_RuntimeVersions():
     print("runtime versions: gfx9-generic on mi50 under 6.4 / 7.x, one process with xnack+/-, the shim on HIP 6.4")
 
 
+def case_HipfftTest():
+    """hipfft-test ships gfx942 code and loads rocFFT, whose fat binary holds only __device__ variables
+    (no gfx942 entry): strict mode on an MI300X must not stop it (HG211, a warning; issue 27)."""
+    exe = "/usr/libexec/rocm/libhipfft0-tests/hipfft-test"
+    cmd = [exe, "--gtest_filter=NoSuchTest"]
+    base = in_root(*cmd)
+    expect(base.returncode == 0, f"hipfft-test without the shim: exit {base.returncode} {base.stderr[-300:]}")
+    strict = in_root(*cmd, env=[f"LD_PRELOAD={A.shim}", "HIPGUARD_TARGET=mi300x", "HIPGUARD_MODE=strict"])
+    expect(strict.returncode == base.returncode, f"hipfft-test strict on mi300x: exit {strict.returncode}: "
+                                                 f"{strict.stderr[-400:]}")
+    warned = [l for l in strict.stderr.splitlines() if "warning HG211" in l and "librocfft.so.0" in l]
+    expect(len(warned) == 1, f"hipfft-test strict: HG211 lines {warned}")
+    expect(not re.search(r"\berror HG\d+", strict.stderr), f"hipfft-test strict: errors {strict.stderr[-400:]}")
+    print(f"hipfft-test: exit {strict.returncode} in strict mode on mi300x, rocFFT's fat binary HG211")
+
+
 def case_LlamaCli():
     cmd = ["llama-cli", "--list-devices"]
     base = in_root(*cmd)
