@@ -5,8 +5,8 @@
 
 namespace hipguard {
 
-// Reads an AMDGPU code object into a CodeObject: ELF header, the first
-// NT_AMDGPU_METADATA note, symbols and kernel descriptors; reading problems
+// Reads an AMDGPU code object into a CodeObject: ELF header, its
+// NT_AMDGPU_METADATA notes (merged as comgr merges them), symbols and kernel descriptors; reading problems
 // are in co.issues, uncapped by the HG112 summary (parse_code_object adds it).
 // descriptors_only (Depth::Descriptors): the metadata note is looked for but
 // not read; the kernels are the "<name>.kd" objects of the symbol table, with
