@@ -1077,6 +1077,22 @@ hipError_t library_build(State& s, Library& l) {
   }
   return hipSuccess;
 }
+
+// The module of `library`, built for the current device (hipLibraryGetKernel,
+// hipLibraryEnumerateKernels, hipLibraryGetKernelCount); null with *err set.
+Module* library_module(State& s, hipLibrary_sim library, hipError_t* err) {
+  auto it = s.libraries.find(library);
+  if (it == s.libraries.end()) {
+    *err = ret(hipErrorInvalidValue);
+    return nullptr;
+  }
+  if (hipError_t e = need_device(s)) {
+    *err = ret(e);
+    return nullptr;
+  }
+  if ((*err = library_build(s, *it->second)) != hipSuccess) return nullptr;
+  return it->second->module.get();
+}
 }  // namespace
 
 // The kernel handle is a hipFunction_t (CLR: getDynFunc), launched with
@@ -1085,12 +1101,10 @@ SIMRT_EXPORT hipError_t hipLibraryGetKernel(hipKernel_sim* pKernel, hipLibrary_s
   State& s = api();
   std::lock_guard<std::mutex> lock(s.mu);
   if (!library || !name || !pKernel) return ret(hipErrorInvalidValue);
-  auto it = s.libraries.find(library);
-  if (it == s.libraries.end()) return ret(hipErrorInvalidValue);
-  if (hipError_t e = need_device(s)) return ret(e);
-  Library& l = *it->second;
-  if (hipError_t e = library_build(s, l)) return e;
-  Module& m = *l.module;
+  hipError_t e = hipSuccess;
+  Module* built = library_module(s, library, &e);
+  if (!built) return e;
+  Module& m = *built;
   const KernelInfo* k = find_kernel(m.kernels, name);
   if (!k) {
     logf(s, "hipLibraryGetKernel %s: not in %s", name, m.origin.c_str());
@@ -1107,12 +1121,10 @@ SIMRT_EXPORT hipError_t hipLibraryEnumerateKernels(hipKernel_sim* kernels, unsig
   State& s = api();
   std::lock_guard<std::mutex> lock(s.mu);
   if (!library || (numKernels && !kernels)) return ret(hipErrorInvalidValue);
-  auto it = s.libraries.find(library);
-  if (it == s.libraries.end()) return ret(hipErrorInvalidValue);
-  if (hipError_t e = need_device(s)) return ret(e);
-  Library& l = *it->second;
-  if (hipError_t e = library_build(s, l)) return e;
-  Module& m = *l.module;
+  hipError_t e = hipSuccess;
+  Module* built = library_module(s, library, &e);
+  if (!built) return e;
+  Module& m = *built;
   if (numKernels > m.kernels.size()) return ret(hipErrorInvalidValue);
   for (unsigned int i = 0; i < numKernels; ++i) {
     const KernelInfo& k = m.kernels[i];
@@ -1125,11 +1137,10 @@ SIMRT_EXPORT hipError_t hipLibraryGetKernelCount(unsigned int* count, hipLibrary
   State& s = api();
   std::lock_guard<std::mutex> lock(s.mu);
   if (!count || !library) return ret(hipErrorInvalidValue);
-  auto it = s.libraries.find(library);
-  if (it == s.libraries.end()) return ret(hipErrorInvalidValue);
-  if (hipError_t e = need_device(s)) return ret(e);
-  if (hipError_t e = library_build(s, *it->second)) return e;
-  *count = static_cast<unsigned int>(it->second->module->kernels.size());
+  hipError_t e = hipSuccess;
+  Module* m = library_module(s, library, &e);
+  if (!m) return e;
+  *count = static_cast<unsigned int>(m->kernels.size());
   return hipSuccess;
 }
 
