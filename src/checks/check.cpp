@@ -363,9 +363,7 @@ class Checker {
   void batch_lookup(const Entries& entries, std::vector<const Candidate*>& chosen) {
     std::map<std::string, TargetId> queries;  // key -> query; std::set order in CLR 7.x (unspecified before)
     for (const auto& t : targets_) {
-      TargetId q = t;
-      q.alias.clear();
-      queries.emplace(q.str(), q);
+      queries.emplace(t.str(), t);  // str() leaves out the alias, as the ISA name the runtime asks with
       if (runtime_.generic_keeps_features)  // CLR 7.x adds the generic names to the same lookup
         if (auto g = generic_query(t, runtime_)) queries.emplace(g->str(), *g);
     }
@@ -380,10 +378,8 @@ class Checker {
       TargetVerdict& v = report_.verdicts[i];
       if (!chosen[i] || (v.selection != Selection::Native && v.selection != Selection::Generic)) continue;
       const TargetId& t = targets_[i];
-      TargetId own = t;
-      own.alias.clear();
       const Candidate* got = nullptr;
-      if (auto it = filled.find(own.str()); it != filled.end()) {
+      if (auto it = filled.find(t.str()); it != filled.end()) {
         got = it->second;
         v.selection = Selection::Native;
       } else if (v.selection == Selection::Generic && !runtime_.generic_keeps_features) {
@@ -408,10 +404,8 @@ class Checker {
     for (const auto& [key, c] : filled)
       if (c == &wanted)
         for (const auto& o : targets_) {
-          TargetId plain = o;
-          plain.alias.clear();
           auto g = generic_query(o, runtime_);
-          if (plain.str() == key || (g && g->str() == key)) taker += (taker.empty() ? "" : ", ") + plain.str();
+          if (o.str() == key || (g && g->str() == key)) taker += (taker.empty() ? "" : ", ") + o.str();
         }
     std::string who = runtime_.sorted_queries ? runtime_label(runtime_) + " gives it to " + taker +
                                                     " (first in its sorted query list)"
