@@ -76,8 +76,9 @@ enum class Depth {
               // that when nothing fits a target the entries' descriptors are read
               // until one has a kernel (HG201 or HG211)
   Library,     // as ForTargets, for a kernel library's file (inputs.h, LibrarySummary): a raw code object
-               // built for a processor that none of the targets has is read only to its ELF header (the
-               // library's loader loads it on none of them: it is counted, not checked)
+               // built for a processor that none of the targets has is read only to its ELF header, and a
+               // bundle with nothing for a target is not searched for kernels (HG201, not HG211): the
+               // library's loader loads neither there, so it is counted, not checked
   Descriptors,  // select, then the selected code objects' ELF headers, symbol tables and
                 // kernel descriptors, without reading their metadata (strict registration):
                 // the errors decided there (e_flags, static LDS, a kernel descriptor out of

@@ -493,7 +493,10 @@ class Checker {
           if (compressed) ambiguous_in_ccob(entries.candidates, c, t, pass);
           return &c;
         }
-    if (!runtime_.aborts_without_code_object && !has_kernels(b, entries)) {
+    // A library's file for other processors is not loaded there at all (Depth::Library):
+    // whether it has kernels does not matter, and reading an entry of a compressed one
+    // (hipBLASLt: 25 MiB each) would decompress it.
+    if (!runtime_.aborts_without_code_object && depth_ != Depth::Library && !has_kernels(b, entries)) {
       v.kernel_free = true;
       no_kernels(t, held(entries));
       return nullptr;

@@ -148,15 +148,17 @@ bool find_fatbin_section(Bytes data, Bytes* section, std::string* error) {
 // Every bundle of `data` (a .hip_fatbin section or a file holding one or more
 // bundles back to back; `base`: its offset in the file), each an image of `r`
 // or handed to `sink`. The pages
-// of a mapped file are dropped bundle by bundle behind the check.
+// of a mapped file are dropped bundle by bundle behind the check. `depth`:
+// Full, or Library for a kernel library's bundle file.
 void check_bundles(Bytes data, uint64_t base, const std::string& path, const std::vector<TargetId>& targets,
-                   FileReport& r, const ImageSink* sink, const FileData& file, const Machine& machine) {
+                   FileReport& r, const ImageSink* sink, const FileData& file, const Machine& machine,
+                   Depth depth = Depth::Full) {
   auto bundles = split_fatbin_section(data);
   size_t n = 0;
   for (auto& sb : bundles) {
     std::string where = ".hip_fatbin bundle " + std::to_string(++n) + "/" + std::to_string(bundles.size()) + " @" +
                         hex(sb.offset);
-    ImageReport img = check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : "", Depth::Full, machine);
+    ImageReport img = check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : "", depth, machine);
     img.file_offset = base + sb.offset;
     if (sink) (*sink)(std::move(img));
     else r.images.push_back(std::move(img));
@@ -199,7 +201,8 @@ FileReport check_one_file(const std::string& path, const std::vector<TargetId>& 
   if (kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) {
     // A bundle file, or a dumped .hip_fatbin section: several bundles back to back.
     r.hip = true;
-    check_bundles(data, 0, path, targets, r, sink, *file, options.machine);
+    check_bundles(data, 0, path, targets, r, sink, *file, options.machine,
+                  options.depth == Depth::Library ? Depth::Library : Depth::Full);
     return r;
   }
   bool elf = data.size() >= 64 && std::equal(data.begin(), data.begin() + 4, "\x7f" "ELF");
