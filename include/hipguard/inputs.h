@@ -57,6 +57,8 @@ struct FileReport {
   std::vector<ImageReport> images;     // one per bundle / code object found
   std::vector<Diagnostic> diagnostics; // file-level: unreadable, no .hip_fatbin
   bool hip = false;                    // the file carries GPU code at all
+  std::string needed_by;               // a dependency (CheckPathsOptions::dependencies): the program or
+                                       // library that loads or opens it; "" for the files given
 
   bool ok() const;
 };
@@ -138,6 +140,12 @@ struct CheckPathsOptions {
   bool empty_directory_is_error = true;   // HG110 for a directory without GPU code (check; not inspect)
   Depth depth = Depth::Full;              // CheckFileOptions::depth
   Machine machine;                        // CheckFileOptions::machine
+  // Each file named on the command line is followed by what it loads (dependencies.h: its DT_NEEDED
+  // libraries found as the dynamic loader finds them, and the kernel files they open), resolved
+  // inside `sysroot` ("" = /). A named file without GPU code of its own is then no HG107 when its
+  // dependencies have some; a dependency without GPU code is skipped silently.
+  bool dependencies = false;
+  std::string sysroot;
 };
 struct CheckPathsResult {
   bool ok = true;           // every file and image ok (FileReport::ok)

@@ -2,6 +2,7 @@
 #include "hipguard/inputs.h"
 
 #include "base/regular_file.h"
+#include "hipguard/dependencies.h"
 
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/Object/ELF.h>
@@ -326,12 +327,21 @@ void CollectSink::image(ImageReport&& img) {
 void CollectSink::end_file(FileReport&& file) {
   current_.diagnostics = std::move(file.diagnostics);
   current_.hip = file.hip;
+  current_.needed_by = std::move(file.needed_by);
   if (on_file_) on_file_(current_);
   if (keep_) reports.push_back(std::move(current_));
   current_ = FileReport();
 }
 
 namespace {
+
+// The dependency search of check_paths: the sysroot, and the targets' processors for Tensile files.
+DependencyOptions dependency_options(const CheckPathsOptions& options) {
+  DependencyOptions o;
+  o.sysroot = options.sysroot;
+  for (const auto& t : options.targets) o.processors.push_back(t.str());
+  return o;
+}
 
 // Delivers files to the sink in input order and keeps the verdict.
 class Delivery {
@@ -414,12 +424,22 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
       if (f.size() > dir.size() && f.compare(0, dir.size(), dir) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
   };
 
+  // What the named files load, each after the file that needs it (dependencies.h).
+  std::vector<DependencyFile> deps;
+  if (options.dependencies) add_dependencies(&files, &regular, explicit_files, dependency_options(options), &deps);
+  auto with_deps = [&](size_t i, FileReport&& r) {
+    if (i >= deps.size()) return std::move(r);
+    r.needed_by = deps[i].needed_by;
+    for (auto& d : deps[i].diagnostics) r.diagnostics.push_back(std::move(d));
+    return std::move(r);
+  };
+
   unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(files.size(), 1)));
   // How files[i] is checked, whichever thread checks it.
   auto file_options = [&](size_t i, const ImageSink* sink, FileData::ReadBuffer* buffer) {
     CheckFileOptions o;
-    o.explicit_arg = explicit_files.count(files[i]) != 0;
+    o.explicit_arg = explicit_files.count(files[i]) != 0 && !(i < deps.size() && deps[i].dependencies_have_gpu_code);
     o.sink = sink;
     o.map_above = kCliMapAbove;
     o.reuse = buffer;
@@ -433,7 +453,7 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     for (size_t i = 0; i < files.size(); ++i) {
       const std::string& f = files[i];
       ImageSink to_sink = [&](ImageReport&& img) { out.image(f, std::move(img)); };
-      if (out.finish(check_file(f, options.targets, file_options(i, &to_sink, &buffer)))) count_hip(f);
+      if (out.finish(with_deps(i, check_file(f, options.targets, file_options(i, &to_sink, &buffer))))) count_hip(f);
     }
   } else {
     // `jobs` threads (this one among them) take files in order, at most
@@ -502,7 +522,7 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
         FileReport r;
         std::exception_ptr error;
         try {
-          r = check_file(files[i], options.targets, file_options(i, &to_sink, &buffer));
+          r = with_deps(i, check_file(files[i], options.targets, file_options(i, &to_sink, &buffer)));
         } catch (...) {
           error = std::current_exception();
         }
