@@ -62,7 +62,9 @@ struct Dependencies {
 //      /usr/lib/x86_64-linux-gnu, /lib, /usr/lib (also skipped for DF_1_NODEFLIB).
 // $ORIGIN is the directory of the needing object as found (the program's with symlinks resolved,
 // as /proc/self/exe), $LIB "lib/x86_64-linux-gnu", $PLATFORM "x86_64"; relative entries (the
-// process's working directory) are skipped. A name with '/' is used as is. A candidate that is not
+// process's working directory) are skipped, and $ORIGIN entries of a named file outside the sysroot.
+// A name with '/' is used as is when absolute (relative: the working directory, unknown offline:
+// HG120). A candidate that is not
 // a 64-bit little-endian ELF for the program's machine is passed over, as open_verify does. A name
 // already loaded (by the name asked for or its DT_SONAME) or a file already loaded (same device
 // and inode) is not loaded again: a DT_NEEDED cycle ends there.

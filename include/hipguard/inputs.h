@@ -146,6 +146,7 @@ struct CheckPathsOptions {
   // dependencies have some; a dependency without GPU code is skipped silently.
   bool dependencies = false;
   std::string sysroot;
+  std::vector<TargetId> dependency_targets;  // whose Tensile files are listed (empty: `targets`)
 };
 struct CheckPathsResult {
   bool ok = true;           // every file and image ok (FileReport::ok)

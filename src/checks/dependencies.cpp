@@ -2,11 +2,7 @@
 // those libraries open, for `hipguard check`.
 #include "hipguard/dependencies.h"
 
-#include "hipguard/inputs.h"
-
-#include <llvm/BinaryFormat/ELF.h>
-#include <llvm/Object/ELF.h>
-#include <llvm/Support/Error.h>
+#include "checks/dynamic_elf.h"
 
 #include <dirent.h>
 #include <fnmatch.h>
@@ -25,26 +21,12 @@
 namespace hipguard {
 namespace {
 
-constexpr int kMaxSymlinks = 40;         // Linux's MAXSYMLINKS
 constexpr size_t kMaxConfDepth = 8;      // ld.so.conf include nesting
 constexpr size_t kMaxConfDirs = 1024;    // directories taken from ld.so.conf
-constexpr size_t kMaxNeeded = 4096;      // DT_NEEDED entries read per object
 // Debian x86-64 glibc's system directories, in order (`ld.so --help`: "system search path").
 const char* const kSystemDirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"};
 constexpr const char* kLib = "lib/x86_64-linux-gnu";  // Debian's $LIB (multiarch slibdir)
 constexpr const char* kPlatform = "x86_64";           // $PLATFORM without CPU-specific subplatforms
-
-std::vector<std::string> split_path(const std::string& p) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i <= p.size()) {
-    size_t j = p.find('/', i);
-    if (j == std::string::npos) j = p.size();
-    if (j > i) out.push_back(p.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
 
 std::string dirname_of(const std::string& p) {
   size_t s = p.rfind('/');
@@ -60,95 +42,6 @@ std::string basename_of(const std::string& p) {
 bool is_dir(const std::string& host) {
   struct stat st {};
   return !host.empty() && ::stat(host.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// What the dynamic loader reads of an object: its dynamic section and interpreter.
-struct ElfInfo {
-  bool elf = false;  // a 64-bit little-endian ELF
-  uint16_t machine = 0;
-  std::vector<std::string> needed;
-  std::string soname, rpath, runpath;
-  bool has_runpath = false, nodeflib = false, hip = false;
-  std::string error;  // the dynamic section could not be read (HG121)
-};
-
-// A string of the dynamic string table, or false for an offset out of it.
-bool dyn_string(const uint8_t* table, uint64_t size, uint64_t offset, std::string* out) {
-  if (!table || offset >= size) return false;
-  const uint8_t* end = static_cast<const uint8_t*>(memchr(table + offset, 0, size - offset));
-  if (!end) return false;
-  out->assign(reinterpret_cast<const char*>(table + offset), end - (table + offset));
-  return true;
-}
-
-void read_dynamic(const llvm::object::ELFFile<llvm::object::ELF64LE>& f, uint64_t size, ElfInfo* info) {
-  auto dyn = f.dynamicEntries();
-  if (!dyn) {
-    info->error = llvm::toString(dyn.takeError());
-    return;
-  }
-  uint64_t strtab = 0, strsz = 0;
-  for (const auto& d : *dyn) {
-    if (d.d_tag == llvm::ELF::DT_STRTAB) strtab = d.getVal();
-    if (d.d_tag == llvm::ELF::DT_STRSZ) strsz = d.getVal();
-    if (d.d_tag == llvm::ELF::DT_FLAGS_1 && (d.getVal() & llvm::ELF::DF_1_NODEFLIB)) info->nodeflib = true;
-  }
-  if (dyn->empty()) return;  // static: nothing to load
-  const uint8_t* table = nullptr;
-  if (strtab) {
-    auto mapped = f.toMappedAddr(strtab);
-    if (!mapped) {
-      info->error = "DT_STRTAB: " + llvm::toString(mapped.takeError());
-      return;
-    }
-    table = *mapped;
-    uint64_t at = static_cast<uint64_t>(table - f.base());
-    strsz = at < size ? std::min(strsz, size - at) : 0;
-  }
-  for (const auto& d : *dyn) {
-    uint64_t tag = d.d_tag;
-    if (tag != llvm::ELF::DT_NEEDED && tag != llvm::ELF::DT_SONAME && tag != llvm::ELF::DT_RPATH &&
-        tag != llvm::ELF::DT_RUNPATH)
-      continue;
-    std::string s;
-    if (!dyn_string(table, strsz, d.getVal(), &s)) {
-      info->error = "a string offset (" + std::to_string(d.getVal()) + ") lies outside the dynamic string table (" +
-                    std::to_string(strsz) + " bytes)";
-      return;
-    }
-    if (tag == llvm::ELF::DT_NEEDED && info->needed.size() < kMaxNeeded) info->needed.push_back(std::move(s));
-    else if (tag == llvm::ELF::DT_SONAME) info->soname = std::move(s);
-    else if (tag == llvm::ELF::DT_RPATH) info->rpath = std::move(s);
-    else if (tag == llvm::ELF::DT_RUNPATH) info->runpath = std::move(s), info->has_runpath = true;
-  }
-  if (info->has_runpath) info->rpath.clear();  // elf/get-dynamic-info.h: RUNPATH hides RPATH
-}
-
-ElfInfo read_elf(const std::string& host) {
-  ElfInfo info;
-  auto data = FileData::open(host, kCliMapAbove);
-  if (!data) return info;
-  Bytes b = data->bytes();
-  if (b.size() < 64 || memcmp(b.data(), "\x7f" "ELF", 4) != 0 || b[4] != 2 || b[5] != 1) return info;
-  auto f = llvm::object::ELFFile<llvm::object::ELF64LE>::create(
-      llvm::StringRef(reinterpret_cast<const char*>(b.data()), b.size()));
-  if (!f) {
-    info.error = llvm::toString(f.takeError());
-    return info;
-  }
-  info.elf = true;
-  info.machine = f->getHeader().e_machine;
-  if (auto sections = f->sections()) {
-    for (const auto& s : *sections) {
-      auto name = f->getSectionName(s);
-      if (name && *name == ".hip_fatbin" && s.sh_type != llvm::ELF::SHT_NOBITS && s.sh_size) info.hip = true;
-      if (!name) llvm::consumeError(name.takeError());
-    }
-  } else {
-    llvm::consumeError(sections.takeError());
-  }
-  read_dynamic(*f, b.size(), &info);
-  return info;
 }
 
 // One object of the resolution.
@@ -311,9 +204,10 @@ std::optional<size_t> Resolver::try_file(const std::string& at, const std::strin
 std::optional<size_t> Resolver::load(const std::string& name, size_t loader, Dependency::Kind kind,
                                      std::vector<std::string>* tried) {
   if (auto known = by_name_.find(name); known != by_name_.end()) return known->second;
-  if (name.find('/') != std::string::npos) {
+  if (name.find('/') != std::string::npos) {  // as is; a relative one is the process's working directory
+    if (name[0] != '/') return std::nullopt;
     tried->push_back(name);
-    return try_file(name[0] == '/' ? name : nodes_[loader].origin + "/" + name, name, loader, kind);
+    return try_file(name, name, loader, kind);
   }
   std::vector<std::string> dirs;
   const Node& l = nodes_[loader];
@@ -364,50 +258,6 @@ void Resolver::follow(size_t first) {
 }
 
 }  // namespace
-
-std::string resolve_in_root(const std::string& sysroot, const std::string& path) {
-  std::string root = sysroot;
-  while (root.size() > 1 && root.back() == '/') root.pop_back();
-  if (root.empty() || root == "/") {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 ? path : "";
-  }
-  std::deque<std::string> todo;
-  for (auto& c : split_path(path)) todo.push_back(std::move(c));
-  std::vector<std::string> done;  // resolved components below the root
-  int links = 0;
-  auto joined = [&] {
-    std::string s = root;
-    for (const auto& c : done) s += "/" + c;
-    return s;
-  };
-  while (!todo.empty()) {
-    std::string c = std::move(todo.front());
-    todo.pop_front();
-    if (c == ".") continue;
-    if (c == "..") {
-      if (!done.empty()) done.pop_back();  // never above the root, as in a chroot
-      continue;
-    }
-    std::string host = joined() + "/" + c;
-    struct stat st {};
-    if (::lstat(host.c_str(), &st) != 0) return "";
-    if (S_ISLNK(st.st_mode)) {
-      if (++links > kMaxSymlinks) return "";
-      std::string target(4096, '\0');
-      ssize_t n = ::readlink(host.c_str(), target.data(), target.size());
-      if (n <= 0 || static_cast<size_t>(n) >= target.size()) return "";
-      target.resize(static_cast<size_t>(n));
-      if (target[0] == '/') done.clear();  // absolute: from the root again
-      auto parts = split_path(target);
-      todo.insert(todo.begin(), parts.begin(), parts.end());
-      continue;
-    }
-    if (!todo.empty() && !S_ISDIR(st.st_mode)) return "";
-    done.push_back(std::move(c));
-  }
-  return joined();
-}
 
 }  // namespace hipguard
 

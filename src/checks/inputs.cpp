@@ -339,7 +339,8 @@ namespace {
 DependencyOptions dependency_options(const CheckPathsOptions& options) {
   DependencyOptions o;
   o.sysroot = options.sysroot;
-  for (const auto& t : options.targets) o.processors.push_back(t.str());
+  for (const auto& t : options.dependency_targets.empty() ? options.targets : options.dependency_targets)
+    o.processors.push_back(t.str());
   return o;
 }
 

@@ -403,7 +403,7 @@ int cmd_check() {
   if (json + junit + sarif > 1) return usage_error("--json, --junit and --sarif exclude each other");
   if (paths.empty()) return usage_error("check needs at least one PATH");
   // Code objects for other processors are read to their descriptors (check.h, Depth::ForTargets).
-  CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, false, {}};
+  CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, false, {}, {}};
   if (std::string err; !machine_options(&options.machine, &err)) return usage_error(err);
   if (std::string err; !dependency_options(&options, !NoDepsOpt, &err)) return usage_error(err);
   if (json || junit || sarif) {  // streamed as the files are checked
@@ -568,7 +568,7 @@ int cmd_inspect() {
   bool json = JsonOpt;
   const std::vector<std::string>& paths = PathArgs;
   if (paths.empty()) return usage_error("inspect needs at least one PATH");
-  CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false, Depth::Full, {}, false, {}};
+  CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false, Depth::Full, {}, false, {}, {}};
   if (std::string err; !machine_options(&options.machine, &err)) return usage_error(err);
   if (std::string err; !dependency_options(&options, DepsOpt, &err)) return usage_error(err);
   CheckPathsResult result;
@@ -590,6 +590,7 @@ int cmd_inspect() {
     CollectSink all(/*keep_parsed=*/true), checked(/*keep_parsed=*/false);
     CheckPathsOptions structural = options;
     structural.targets.clear();
+    structural.dependency_targets = targets;  // the same kernel files as `checked`
     result = check_paths(paths, structural, all);
     check_paths(paths, options, checked);
     print_inspect(all.reports, checked.reports, targets);
