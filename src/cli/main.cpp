@@ -367,7 +367,7 @@ void print_needed_by(const std::vector<FileReport>& reports) {
     while (i + n < reports.size() && reports[i + n].needed_by == r.needed_by &&
            std::filesystem::path(reports[i + n].path).parent_path() == dir)
       ++n;
-    if (!any) printf("loaded by the files named (--no-deps: not checked):\n");
+    if (!any) printf("loaded by the files named:\n");
     any = true;
     std::string what = n > 2 ? dir + "/ (" + std::to_string(n) + " files)" : r.path;
     printf("  %s, needed by %s\n", escape_text(what).c_str(), escape_text(r.needed_by).c_str());

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -244,6 +245,38 @@ TEST_F(Deps, CheckPathsHook) {
   ASSERT_EQ(alone.reports.size(), 1u);
   ASSERT_EQ(alone.reports[0].diagnostics.size(), 1u);
   EXPECT_EQ(alone.reports[0].diagnostics[0].code, code::kNoHipFatbin);
+}
+
+// The CLI: --sysroot, --no-deps, needed_by in the text and JSON outputs.
+std::string run_cli(const std::string& args, int* status) {
+  std::string out;
+  FILE* p = popen((std::string(HIPGUARD_CLI) + " " + args + " 2>&1").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  int rc = pclose(p);
+  *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return out;
+}
+
+TEST_F(Deps, CliOptions) {
+  build("usr/lib/libgpu.so", "libgpu.so", {}, "", "src/gpu.c");
+  build("bin/prog", "", {"usr/lib/libgpu.so"});
+  int rc = 0;
+  std::string text = run_cli("check --target gfx942 --sysroot " + root_ + " " + at("bin/prog"), &rc);
+  EXPECT_NE(text.find(at("usr/lib/libgpu.so") + ", needed by " + at("bin/prog")), std::string::npos) << text;
+  EXPECT_EQ(text.find("HG107"), std::string::npos) << text;
+  std::string json = run_cli("check --json --sysroot " + root_ + " " + at("bin/prog"), &rc);
+  EXPECT_NE(json.find("\"needed_by\": \"" + at("bin/prog") + "\""), std::string::npos) << json;
+  std::string alone = run_cli("check --target gfx942 --no-deps " + at("bin/prog"), &rc);
+  EXPECT_NE(alone.find("error HG107"), std::string::npos) << alone;
+  EXPECT_EQ(rc, 1);
+  run_cli("check --sysroot " + at("no/such/dir") + " " + at("bin/prog"), &rc);
+  EXPECT_EQ(rc, 2);
+  std::string inspect = run_cli("inspect --deps --sysroot " + root_ + " " + at("bin/prog"), &rc);
+  EXPECT_NE(inspect.find("needed by " + at("bin/prog")), std::string::npos) << inspect;
+  std::string plain = run_cli("inspect " + at("bin/prog"), &rc);
+  EXPECT_EQ(plain.find("needed by"), std::string::npos) << plain;
 }
 
 }  // namespace
