@@ -31,6 +31,21 @@ bool dyn_string(const uint8_t* table, uint64_t size, uint64_t offset, std::strin
 }
 
 void read_dynamic(const llvm::object::ELFFile<llvm::object::ELF64LE>& f, uint64_t size, ElfInfo* info) {
+  // LLVM 16's dynamicEntries() takes PT_DYNAMIC as it is: checked here first (in the file, aligned).
+  auto phdrs = f.program_headers();
+  if (!phdrs) {
+    info->error = llvm::toString(phdrs.takeError());
+    return;
+  }
+  for (const auto& ph : *phdrs) {
+    if (ph.p_type != llvm::ELF::PT_DYNAMIC) continue;
+    if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset || ph.p_offset % alignof(uint64_t) != 0) {
+      info->error = "PT_DYNAMIC (offset " + std::to_string(ph.p_offset) + ", " + std::to_string(ph.p_filesz) +
+                    " bytes) lies outside the file (" + std::to_string(size) + " bytes) or is misaligned";
+      return;
+    }
+    break;  // the first one is the one dynamicEntries() reads
+  }
   auto dyn = f.dynamicEntries();
   if (!dyn) {
     info->error = llvm::toString(dyn.takeError());

@@ -196,6 +196,16 @@ TEST_F(Deps, BadStringOffset) {
   EXPECT_EQ(names(r), std::vector<std::string>{"libbad.so"});
   ASSERT_EQ(codes(r), std::vector<std::string>{"HG121"});
   EXPECT_EQ(r.diagnostics[0].file, at("usr/lib/libbad.so"));
+
+  // Truncated before its dynamic section: PT_DYNAMIC points past the end (LLVM 16's
+  // dynamicEntries() would read it unchecked).
+  build("usr/lib/libcut.so", "libcut.so", {"usr/lib/liba.so"});
+  build("bin/cut", "", {"usr/lib/libcut.so"});
+  fs::resize_file(at("usr/lib/libcut.so"), 4096);
+  Dependencies cut = deps("bin/cut");
+  EXPECT_EQ(names(cut), std::vector<std::string>{"libcut.so"});
+  ASSERT_EQ(codes(cut), std::vector<std::string>{"HG121"});
+  EXPECT_NE(cut.diagnostics[0].message.find("PT_DYNAMIC"), std::string::npos) << cut.diagnostics[0].message;
 }
 
 // rocBLAS's Tensile directory (Debian's <libdir>/rocblas/<version>/library): the files of the
