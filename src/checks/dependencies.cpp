@@ -57,8 +57,10 @@ struct Node {
 
 class Resolver {
  public:
-  explicit Resolver(const DependencyOptions& o) : opt_(o), root_(o.sysroot) {
-    while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+  explicit Resolver(const DependencyOptions& o) : opt_(o) {
+    std::error_code ec;
+    if (!o.sysroot.empty()) root_ = std::filesystem::absolute(o.sysroot, ec).lexically_normal().string();
+    while (root_.size() > 1 && root_.back() == '/') root_.pop_back();  // so that named files compare with it
     if (root_ == "/") root_.clear();
   }
   Dependencies run(const std::string& path);
