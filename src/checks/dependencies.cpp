@@ -445,12 +445,12 @@ void add_dependencies(std::vector<std::string>* files, std::vector<bool>* regula
       auto diags = said.find(d.path);
       bool findings = diags != said.end();
       if (!d.gpu_code && !findings) return;
+      out_extra[self].dependencies_have_gpu_code |= d.gpu_code;  // also when checked already, for another file
       auto id = identity(d.path);
       if (!listed.insert(id).second && id != std::pair<dev_t, ino_t>{0, 0}) return;
       DependencyFile e;
       e.needed_by = d.needed_by;
       if (findings) e.diagnostics = std::move(diags->second), said.erase(diags);
-      out_extra[self].dependencies_have_gpu_code |= d.gpu_code;
       add(d.path, true, std::move(e));
     };
     // Kernel files right after the library that opens them.

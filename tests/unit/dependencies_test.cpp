@@ -249,6 +249,13 @@ TEST_F(Deps, CheckPathsHook) {
   EXPECT_EQ(sink.reports[0].needed_by, at("bin/prog"));
   EXPECT_TRUE(sink.reports[0].hip);
 
+  // Two programs with the same library: it is checked once, after the first; the second is no HG107.
+  build("bin/prog2", "", {"usr/lib/libgpu.so"});
+  CollectSink twice(false);
+  check_paths({at("bin/prog"), at("bin/prog2")}, o, twice);
+  ASSERT_EQ(twice.reports.size(), 1u);
+  EXPECT_EQ(twice.reports[0].path, at("usr/lib/libgpu.so"));
+
   o.dependencies = false;
   CollectSink alone(false);
   check_paths({at("bin/prog")}, o, alone);
