@@ -20,8 +20,9 @@ struct DependencyOptions {
   // Objects (the file, its libraries, the files their loaders open) resolved at most; the rest is
   // not followed (HG122). docs/limits.md.
   size_t max_objects = 2048;
-  // Kernel files of Tensile directories are listed only where their name holds one of these
-  // processors (rocBLAS's own glob, "*<processor>*co"); empty: every .co / .hsaco file.
+  // Target IDs checked: a Tensile directory's <processor> subdirectory (which rocBLAS reads instead
+  // of the directory when it exists) is listed for each. The directory's own .co / .hsaco files are
+  // always listed, for every processor: check_paths judges them as a kernel library (library.h).
   std::vector<std::string> processors;
 };
 
@@ -43,8 +44,8 @@ struct Dependencies {
   // Every object in the dynamic loader's order (breadth first, each once: the order `ldd` lists),
   // then the opened ones; the file itself is not listed.
   std::vector<Dependency> objects;
-  // HG120 (not found), HG121 (dynamic section unreadable), HG122 (over max_objects): each with
-  // `file` = the object that needs what is missing.
+  // HG120 (not found), HG121 (dynamic section unreadable), HG122 (over max_objects), HG123 (no
+  // Tensile directory): each with `file` = the object that needs what is missing.
   std::vector<Diagnostic> diagnostics;
 };
 
@@ -81,6 +82,7 @@ struct DependencyFile {
   std::string needed_by;               // "" for the files of the command line
   std::vector<Diagnostic> diagnostics; // HG120-HG122 about this file's own dependencies
   bool dependencies_have_gpu_code = false;  // a named file without GPU code is then no HG107
+  bool shared_library = false;  // a library the dynamic loader maps; false for kernel files
 };
 void add_dependencies(std::vector<std::string>* files, std::vector<bool>* regular,
                       const std::unordered_set<std::string>& named, const DependencyOptions& options,

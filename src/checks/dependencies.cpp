@@ -290,9 +290,8 @@ std::string so_major(const std::string& soname, std::string_view stem) {
 
 }  // namespace
 
-// The kernel files of a Tensile directory for each processor asked about: the files rocBLAS
-// (tensile_host.cpp: "<dir>[/<processor>]/*<processor>*co", skipping the other xnack mode) and
-// hipBLASLt load; without processors every .co / .hsaco file.
+// The kernel files of a Tensile directory (rocBLAS tensile_host.cpp, hipBLASLt's the same): the
+// directory is the first candidate that exists; none is HG123.
 void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, const char* what) {
   std::string dir;
   for (const auto& c : candidates)
@@ -309,27 +308,22 @@ void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, c
          "install the package with " + name + "'s Tensile library (Debian: the same binary package)");
     return;
   }
-  std::vector<std::string> procs = opt_.processors.empty() ? std::vector<std::string>{""} : opt_.processors;
-  std::set<std::string> added;
-  for (const auto& target : procs) {
-    std::string proc = target.substr(0, target.find(':'));
-    std::string skip = target.find("xnack+") != std::string::npos ? "xnack-"
-                       : target.find("xnack-") != std::string::npos ? "xnack+" : "";
-    std::string d = !proc.empty() && is_dir(host_of(dir + "/" + proc)) ? dir + "/" + proc : dir;
+  // Every code object file of the directory, and of the <processor> subdirectory rocBLAS takes
+  // instead when there is one: check_paths groups them as a kernel library (library.h), where the
+  // files for other processors and the other xnack mode are counted, not errors, and a target
+  // without any file is HG214.
+  std::vector<std::string> dirs{dir};
+  for (const auto& target : opt_.processors) {
+    std::string sub = dir + "/" + target.substr(0, target.find(':'));
+    if (is_dir(host_of(sub)) && std::find(dirs.begin(), dirs.end(), sub) == dirs.end()) dirs.push_back(sub);
+  }
+  for (const auto& d : dirs) {
     std::string host_dir = host_of(d);
-    auto files = list_dir(host_dir, [&](const std::string& f) {
-      bool co = f.size() > 2 && f.compare(f.size() - 2, 2, "co") == 0;
-      if (proc.empty()) return co && (f.find(".co") != std::string::npos || f.find(".hsaco") != std::string::npos);
-      return co && f.find(proc) != std::string::npos && (skip.empty() || f.find(skip) == std::string::npos);
+    auto files = list_dir(host_dir, [](const std::string& f) {
+      auto ends = [&](std::string_view e) { return f.size() > e.size() && f.compare(f.size() - e.size(), e.size(), e) == 0; };
+      return ends(".co") || ends(".hsaco");
     });
-    for (const auto& f : files) {
-      if (!added.insert(f).second) continue;
-      kernels_.push_back({Dependency::Kind::KernelFile, host_dir + "/" + f, f, nodes_[lib].host, true});
-    }
-    if (files.empty() && !proc.empty())
-      warn(code::kKernelDirectoryMissing, lib, std::string(what) + " directory " + root_ + d + " of " + name +
-           " holds no code object for " + proc + ": it fails at its first GEMM on that GPU",
-           "use a build of " + name + " for " + proc + " (its GPU_TARGETS), or a GPU it was built for");
+    for (const auto& f : files) kernels_.push_back({Dependency::Kind::KernelFile, host_dir + "/" + f, f, nodes_[lib].host, true});
   }
 }
 
@@ -450,6 +444,7 @@ void add_dependencies(std::vector<std::string>* files, std::vector<bool>* regula
       if (!listed.insert(id).second && id != std::pair<dev_t, ino_t>{0, 0}) return;
       DependencyFile e;
       e.needed_by = d.needed_by;
+      e.shared_library = d.kind != Dependency::Kind::KernelFile;
       if (findings) e.diagnostics = std::move(diags->second), said.erase(diags);
       add(d.path, true, std::move(e));
     };

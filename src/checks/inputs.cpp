@@ -2,6 +2,7 @@
 #include "hipguard/inputs.h"
 
 #include "base/regular_file.h"
+#include "checks/library.h"
 #include "hipguard/dependencies.h"
 
 #include <llvm/BinaryFormat/ELF.h>
@@ -175,7 +176,9 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   return check_file(path, targets, o);
 }
 
-FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options) {
+namespace {
+
+FileReport check_one_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options) {
   bool explicit_arg = options.explicit_arg;
   const ImageSink* sink = options.sink;
   FileReport r;
@@ -228,6 +231,26 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
                                       "no GPU code: not a code object, not an offload bundle, and no .hip_fatbin section",
                                       "if this program loads its kernels at run time (hipModuleLoad), check those files "
                                       "instead, or run it under 'hipguard run'"));
+  return r;
+}
+
+}  // namespace
+
+FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options) {
+  if (!options.library_file) return check_one_file(path, targets, options);
+  // A kernel library's file (library.h): files for other processors are counted, not checked.
+  auto mark = [](ImageReport& img) {
+    if (library::is_library_image(img)) library::mark_other_targets(img);
+  };
+  CheckFileOptions o = options;
+  if (o.depth == Depth::ForTargets) o.depth = Depth::Library;
+  ImageSink marked = [&](ImageReport&& img) {
+    mark(img);
+    (*options.sink)(std::move(img));
+  };
+  if (options.sink) o.sink = &marked;
+  FileReport r = check_one_file(path, targets, o);
+  for (auto& img : r.images) mark(img);
   return r;
 }
 
@@ -327,6 +350,7 @@ void CollectSink::image(ImageReport&& img) {
 void CollectSink::end_file(FileReport&& file) {
   current_.diagnostics = std::move(file.diagnostics);
   current_.hip = file.hip;
+  current_.library = std::move(file.library);
   current_.needed_by = std::move(file.needed_by);
   if (on_file_) on_file_(current_);
   if (keep_) reports.push_back(std::move(current_));
@@ -347,7 +371,8 @@ DependencyOptions dependency_options(const CheckPathsOptions& options) {
 // Delivers files to the sink in input order and keeps the verdict.
 class Delivery {
  public:
-  Delivery(FileSink& sink, CheckPathsResult& result) : sink_(sink), result_(result) {}
+  Delivery(FileSink& sink, CheckPathsResult& result, library::Tally& libraries)
+      : sink_(sink), result_(result), libraries_(libraries) {}
 
   // Files that need no check (HG101, HG110 reports): delivered whole.
   void whole(FileReport&& r) {
@@ -357,8 +382,10 @@ class Delivery {
     end(std::move(r));
   }
   // The images of the file being delivered: the file begins with its first image.
-  void image(const std::string& path, ImageReport&& img) {
+  // `library`: the kernel library of a file found in a directory walk, or "".
+  void image(const std::string& path, ImageReport&& img, const std::string& library) {
     if (!begun_) sink_.begin_file(path), begun_ = true;
+    if (!library.empty() && library::is_library_image(img)) libraries_.add(library, img), in_library_ = true;
     image_ok(img);
     sink_.image(std::move(img));
   }
@@ -366,6 +393,8 @@ class Delivery {
   // Returns whether it held GPU code.
   bool finish(FileReport&& r) {
     bool hip = r.hip;
+    if (in_library_) r.library = libraries_.last_name();
+    in_library_ = false;
     if (begun_ || r.hip || !r.diagnostics.empty()) {
       if (!begun_) sink_.begin_file(r.path);
       end(std::move(r));
@@ -388,7 +417,9 @@ class Delivery {
 
   FileSink& sink_;
   CheckPathsResult& result_;
+  library::Tally& libraries_;
   bool begun_ = false;
+  bool in_library_ = false;  // the file being delivered has a library image
 };
 
 // One file being checked, not yet delivered: its images wait here until it
@@ -405,7 +436,8 @@ struct Slot {
 
 CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckPathsOptions& options, FileSink& sink) {
   CheckPathsResult result;
-  Delivery out(sink, result);
+  library::Tally libraries(options.targets);
+  Delivery out(sink, result, libraries);
   std::vector<PathProblem> problems;
   std::vector<bool> regular;
   std::vector<std::string> files = expand(paths, &problems, &regular);
@@ -420,11 +452,6 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     if (std::filesystem::is_directory(p, ec)) found_below.emplace_back(p, 0);
     else explicit_files.insert(p);
   }
-  auto count_hip = [&](const std::string& f) {
-    for (auto& [dir, n] : found_below)
-      if (f.size() > dir.size() && f.compare(0, dir.size(), dir) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
-  };
-
   // What the named files load, each after the file that needs it (dependencies.h).
   std::vector<DependencyFile> deps;
   if (options.dependencies) add_dependencies(&files, &regular, explicit_files, dependency_options(options), &deps);
@@ -433,6 +460,16 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     r.needed_by = deps[i].needed_by;
     for (auto& d : deps[i].diagnostics) r.diagnostics.push_back(std::move(d));
     return std::move(r);
+  };
+
+  // Files found in a directory walk belong to the kernel library of their directory (library.h).
+  std::vector<std::string> library_of(files.size());
+  for (size_t i = 0; i < files.size(); ++i)
+    if (!explicit_files.count(files[i]) && !(i < deps.size() && deps[i].shared_library))
+      library_of[i] = library::library_name(files[i]);  // and the kernel files of a dependency
+  auto count_hip = [&](const std::string& f) {
+    for (auto& [dir, n] : found_below)
+      if (f.size() > dir.size() && f.compare(0, dir.size(), dir) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
   };
 
   unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
@@ -447,14 +484,16 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     o.seen_regular = regular[i];
     o.depth = options.depth;
     o.machine = options.machine;
+    o.library_file = !library_of[i].empty();
     return o;
   };
   if (jobs <= 1) {
     FileData::ReadBuffer buffer;
     for (size_t i = 0; i < files.size(); ++i) {
       const std::string& f = files[i];
-      ImageSink to_sink = [&](ImageReport&& img) { out.image(f, std::move(img)); };
+      ImageSink to_sink = [&](ImageReport&& img) { out.image(f, std::move(img), library_of[i]); };
       if (out.finish(with_deps(i, check_file(f, options.targets, file_options(i, &to_sink, &buffer))))) count_hip(f);
+      if (options.progress) options.progress(i + 1, files.size(), f);
     }
   } else {
     // `jobs` threads (this one among them) take files in order, at most
@@ -478,13 +517,14 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
       } else if (!stop && out.finish(std::move(s.report))) {
         count_hip(files[i]);
       }
+      if (!stop && options.progress) options.progress(i + 1, files.size(), files[i]);
       s = Slot();
     };
     auto drain = [&](size_t i, Slot& s) {  // under m: queued images of the head
       while (!s.queue.empty()) {
         ImageReport img = std::move(s.queue.front());
         s.queue.pop_front();
-        if (!stop) out.image(files[i], std::move(img));
+        if (!stop) out.image(files[i], std::move(img), library_of[i]);
       }
     };
     auto advance = [&] {  // under m: deliver the head while it is complete
@@ -515,7 +555,7 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
           if (stop) return;
           if (i == head) {
             drain(i, *slot);
-            out.image(files[i], std::move(img));
+            out.image(files[i], std::move(img), library_of[i]);
           } else {
             slot->queue.push_back(std::move(img));
           }
@@ -540,6 +580,8 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     for (auto& t : threads) t.join();
     if (failed) std::rethrow_exception(failed);
   }
+  for (auto& r : libraries.missing_targets()) out.whole(std::move(r));
+  for (auto& l : libraries.take()) sink.library(std::move(l));
   if (options.empty_directory_is_error)
     for (const auto& [dir, n] : found_below)
       if (n == 0) out.whole(empty_directory_report(dir));

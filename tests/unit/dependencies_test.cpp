@@ -208,15 +208,17 @@ TEST_F(Deps, BadStringOffset) {
   EXPECT_NE(cut.diagnostics[0].message.find("PT_DYNAMIC"), std::string::npos) << cut.diagnostics[0].message;
 }
 
-// rocBLAS's Tensile directory (Debian's <libdir>/rocblas/<version>/library): the files of the
-// target's processor, not the other xnack mode; none for a processor: HG123.
-TEST_F(Deps, RocblasTensileDirectory) {
+// rocBLAS's Tensile directory (Debian's <libdir>/rocblas/<version>/library, of the soname's major):
+// its code object files, whatever their processor (check_paths judges them as a library); a
+// hipBLASLt without its directory: HG123.
+TEST_F(Deps, TensileDirectories) {
   build("usr/lib/x86_64-linux-gnu/librocblas.so.4", "librocblas.so.4", {});
-  for (const char* f : {"Kernels.so-000-gfx90a-xnack+.hsaco", "Kernels.so-000-gfx90a-xnack-.hsaco", "T_gfx90a.co",
-                        "T_gfx90a.dat", "T_gfx1100.co"})
+  for (const char* f : {"Kernels.so-000-gfx90a-xnack+.hsaco", "T_gfx90a.co", "T_gfx90a.dat", "T_gfx1100.co"})
     write(std::string("usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library/") + f, "x");
+  write("usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library/gfx1200/T_gfx1200.co", "x");  // rocBLAS's per-processor directory
   write("usr/lib/x86_64-linux-gnu/rocblas/3.0.0/library/T_gfx90a.co", "an older major: not librocblas.so.4's");
-  build("bin/prog", "", {"usr/lib/x86_64-linux-gnu/librocblas.so.4"});
+  build("usr/lib/x86_64-linux-gnu/libhipblaslt.so.1", "libhipblaslt.so.1", {});
+  build("bin/prog", "", {"usr/lib/x86_64-linux-gnu/librocblas.so.4", "usr/lib/x86_64-linux-gnu/libhipblaslt.so.1"});
   DependencyOptions o;
   o.processors = {"gfx90a:sramecc+:xnack-", "gfx1200"};
   Dependencies r = deps("bin/prog", o);
@@ -225,11 +227,13 @@ TEST_F(Deps, RocblasTensileDirectory) {
     if (d.kind == Dependency::Kind::KernelFile) {
       kernels.push_back(d.name);
       EXPECT_EQ(d.needed_by, at("usr/lib/x86_64-linux-gnu/librocblas.so.4"));
-      EXPECT_EQ(d.path, at("usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library/" + d.name));
+      EXPECT_EQ(d.path.find(at("usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library/")), 0u) << d.path;
     }
-  EXPECT_EQ(kernels, (std::vector<std::string>{"Kernels.so-000-gfx90a-xnack-.hsaco", "T_gfx90a.co"}));
+  EXPECT_EQ(kernels, (std::vector<std::string>{"Kernels.so-000-gfx90a-xnack+.hsaco", "T_gfx1100.co", "T_gfx90a.co",
+                                               "T_gfx1200.co"}));
   ASSERT_EQ(codes(r), std::vector<std::string>{"HG123"});
-  EXPECT_NE(r.diagnostics[0].message.find("no code object for gfx1200"), std::string::npos);
+  EXPECT_EQ(r.diagnostics[0].file, at("usr/lib/x86_64-linux-gnu/libhipblaslt.so.1"));
+  EXPECT_NE(r.diagnostics[0].message.find("hipblaslt/library"), std::string::npos) << r.diagnostics[0].message;
 }
 
 // check_paths: the program has no GPU code of its own, its library has: no HG107, the library
