@@ -359,7 +359,7 @@ void CollectSink::end_file(FileReport&& file) {
 
 namespace {
 
-// The dependency search of check_paths: the sysroot, and the targets' processors for Tensile files.
+// The dependency search of check_paths: the sysroot, and the targets (rocBLAS's <processor>/ directories).
 DependencyOptions dependency_options(const CheckPathsOptions& options) {
   DependencyOptions o;
   o.sysroot = options.sysroot;
