@@ -58,6 +58,8 @@ struct FileReport {
   std::vector<ImageReport> images;     // one per bundle / code object found
   std::vector<Diagnostic> diagnostics; // file-level: unreadable, no .hip_fatbin
   bool hip = false;                    // the file carries GPU code at all
+  std::string needed_by;               // a dependency (CheckPathsOptions::dependencies): the program or
+                                       // library that loads or opens it; "" for the files given
 
   bool ok() const;
 };
@@ -173,6 +175,13 @@ struct CheckPathsOptions {
   // Called from the delivering thread after each file (`done` of `total`
   // files, the file's path): the CLI's progress line.
   std::function<void(size_t done, size_t total, const std::string& path)> progress;
+  // Each file named on the command line is followed by what it loads (dependencies.h: its DT_NEEDED
+  // libraries found as the dynamic loader finds them, and the kernel files they open), resolved
+  // inside `sysroot` ("" = /). A named file without GPU code of its own is then no HG107 when its
+  // dependencies have some; a dependency without GPU code is skipped silently.
+  bool dependencies = false;
+  std::string sysroot;
+  std::vector<TargetId> dependency_targets;  // whose Tensile files are listed (empty: `targets`)
 };
 struct CheckPathsResult {
   bool ok = true;           // every file and image ok (FileReport::ok)

@@ -3,6 +3,7 @@
 
 #include "base/regular_file.h"
 #include "checks/library.h"
+#include "hipguard/dependencies.h"
 
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/Object/ELF.h>
@@ -353,12 +354,22 @@ void CollectSink::end_file(FileReport&& file) {
   current_.diagnostics = std::move(file.diagnostics);
   current_.hip = file.hip;
   current_.library = std::move(file.library);
+  current_.needed_by = std::move(file.needed_by);
   if (on_file_) on_file_(current_);
   if (keep_) reports.push_back(std::move(current_));
   current_ = FileReport();
 }
 
 namespace {
+
+// The dependency search of check_paths: the sysroot, and the targets (rocBLAS's <processor>/ directories).
+DependencyOptions dependency_options(const CheckPathsOptions& options) {
+  DependencyOptions o;
+  o.sysroot = options.sysroot;
+  for (const auto& t : options.dependency_targets.empty() ? options.targets : options.dependency_targets)
+    o.processors.push_back(t.str());
+  return o;
+}
 
 // Delivers files to the sink in input order and keeps the verdict.
 class Delivery {
@@ -444,10 +455,21 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     if (std::filesystem::is_directory(p, ec)) found_below.emplace_back(p, 0);
     else explicit_files.insert(p);
   }
+  // What the named files load, each after the file that needs it (dependencies.h).
+  std::vector<DependencyFile> deps;
+  if (options.dependencies) add_dependencies(&files, &regular, explicit_files, dependency_options(options), &deps);
+  auto with_deps = [&](size_t i, FileReport&& r) {
+    if (i >= deps.size()) return std::move(r);
+    r.needed_by = deps[i].needed_by;
+    for (auto& d : deps[i].diagnostics) r.diagnostics.push_back(std::move(d));
+    return std::move(r);
+  };
+
   // Files found in a directory walk belong to the kernel library of their directory (library.h).
   std::vector<std::string> library_of(files.size());
   for (size_t i = 0; i < files.size(); ++i)
-    if (!explicit_files.count(files[i])) library_of[i] = library::library_name(files[i]);
+    if (!explicit_files.count(files[i]) && !(i < deps.size() && deps[i].shared_library))
+      library_of[i] = library::library_name(files[i]);  // and the kernel files of a dependency
   auto count_hip = [&](const std::string& f) {
     for (auto& [dir, n] : found_below)
       if (f.size() > dir.size() && f.compare(0, dir.size(), dir) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
@@ -458,7 +480,7 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
   // How files[i] is checked, whichever thread checks it.
   auto file_options = [&](size_t i, const ImageSink* sink, FileData::ReadBuffer* buffer) {
     CheckFileOptions o;
-    o.explicit_arg = explicit_files.count(files[i]) != 0;
+    o.explicit_arg = explicit_files.count(files[i]) != 0 && !(i < deps.size() && deps[i].dependencies_have_gpu_code);
     o.sink = sink;
     o.map_above = kCliMapAbove;
     o.reuse = buffer;
@@ -473,7 +495,7 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     for (size_t i = 0; i < files.size(); ++i) {
       const std::string& f = files[i];
       ImageSink to_sink = [&](ImageReport&& img) { out.image(f, std::move(img), library_of[i]); };
-      if (out.finish(check_file(f, options.targets, file_options(i, &to_sink, &buffer)))) count_hip(f);
+      if (out.finish(with_deps(i, check_file(f, options.targets, file_options(i, &to_sink, &buffer))))) count_hip(f);
       if (options.progress) options.progress(i + 1, files.size(), f);
     }
   } else {
@@ -544,7 +566,7 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
         FileReport r;
         std::exception_ptr error;
         try {
-          r = check_file(files[i], options.targets, file_options(i, &to_sink, &buffer));
+          r = with_deps(i, check_file(files[i], options.targets, file_options(i, &to_sink, &buffer)));
         } catch (...) {
           error = std::current_exception();
         }

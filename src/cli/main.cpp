@@ -86,6 +86,15 @@ cl::opt<unsigned> JobsOpt("jobs", cl::desc("Files checked in parallel (0: one pe
                           cl::init(0), cl::sub(CheckCmd), cl::cat(Options));
 cl::alias JobsShort("j", cl::desc("Same as --jobs"), cl::aliasopt(JobsOpt), cl::NotHidden);
 
+// What a program loads (dependencies.h): check follows it unless --no-deps, inspect with --deps.
+cl::opt<std::string> SysrootOpt("sysroot", cl::desc("Find the libraries a program loads inside DIR (an unpacked root or "
+                                                  "image) instead of /"),
+                                cl::value_desc("DIR"), cl::sub(CheckCmd), cl::sub(InspectCmd), cl::cat(Options));
+cl::opt<bool> NoDepsOpt("no-deps", cl::desc("Check the files named only, not the libraries and kernel files they load"),
+                        cl::sub(CheckCmd), cl::cat(Options));
+cl::opt<bool> DepsOpt("deps", cl::desc("Also inspect the libraries and kernel files the named files load"),
+                      cl::sub(InspectCmd), cl::cat(Options));
+
 // inspect
 cl::opt<bool> DemangleOpt("demangle", cl::desc("Show kernel and function names demangled"), cl::sub(InspectCmd),
                           cl::cat(Options));
@@ -301,6 +310,8 @@ struct Tally {
   }
 };
 
+void print_needed_by(const std::vector<FileReport>& reports);
+
 // One row of the table: a file, a kernel library, or (--verbose) a fat binary.
 struct Row {
   bool ok;
@@ -416,6 +427,7 @@ void print_table(const std::vector<FileReport>& reports, const std::vector<Libra
       printf("\n");
     }
   }
+  print_needed_by(reports);
   print_findings(reports);
   printf("%s\n", tally.line(targets).c_str());
 }
@@ -435,6 +447,44 @@ bool machine_options(Machine* machine, std::string* error) {
     return false;
   }
   return true;
+}
+
+// --sysroot, --no-deps / --deps; false after a usage error.
+bool dependency_options(CheckPathsOptions* options, bool follow, std::string* error) {
+  options->dependencies = follow;
+  if (SysrootOpt.getNumOccurrences() == 0) return true;
+  std::error_code ec;
+  if (SysrootOpt.empty() || !std::filesystem::is_directory(SysrootOpt.getValue(), ec)) {
+    *error = "--sysroot '" + SysrootOpt + "' is not a directory";
+    return false;
+  }
+  options->sysroot = SysrootOpt;
+  return true;
+}
+
+// The dependencies among the files, each with the program or library that loads it.
+// The kernel files of one directory that one library opens are one line.
+void print_needed_by(const std::vector<FileReport>& reports) {
+  bool any = false;
+  for (size_t i = 0; i < reports.size();) {
+    const FileReport& r = reports[i];
+    if (r.needed_by.empty()) {
+      ++i;
+      continue;
+    }
+    std::string dir = std::filesystem::path(r.path).parent_path().string();
+    size_t n = 1;
+    while (i + n < reports.size() && reports[i + n].needed_by == r.needed_by &&
+           std::filesystem::path(reports[i + n].path).parent_path() == dir)
+      ++n;
+    if (!any) printf("loaded by the files named:\n");
+    any = true;
+    std::string what = n > 2 ? dir + "/ (" + std::to_string(n) + " files)" : r.path;
+    printf("  %s, needed by %s\n", escape_text(what).c_str(), escape_text(r.needed_by).c_str());
+    if (n <= 2) n = 1;
+    i += n;
+  }
+  if (any) printf("\n");
 }
 
 bool add_targets(std::string_view text, std::vector<TargetId>* targets, std::string* error) {
@@ -463,8 +513,9 @@ int cmd_check() {
   if (json + junit + sarif > 1) return usage_error("--json, --junit and --sarif exclude each other");
   if (paths.empty()) return usage_error("check needs at least one PATH");
   // Code objects for other processors are read to their descriptors (check.h, Depth::ForTargets).
-  CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, {}};
+  CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, {}, false, {}, {}};
   if (std::string err; !machine_options(&options.machine, &err)) return usage_error(err);
+  if (std::string err; !dependency_options(&options, !NoDepsOpt, &err)) return usage_error(err);
   // Not over a report streamed to the same terminal.
   Progress progress(!QuietOpt && !((json || junit || sarif) && isatty(STDOUT_FILENO)), ProgressDelayOpt);
   options.progress = [&](size_t done, size_t total, const std::string& path) { progress.file_done(done, total, path); };
@@ -566,6 +617,7 @@ void print_inspect(const std::vector<FileReport>& reports, const std::vector<Fil
   for (size_t ri = 0; ri < reports.size(); ++ri) {
     const FileReport& r = reports[ri];
     printf("%s\n", paint("1", escape_text(r.path)).c_str());
+    if (!r.needed_by.empty()) printf("  needed by %s\n", escape_text(r.needed_by).c_str());
     for (const auto& d : r.diagnostics) printf("  %s\n", paint_line(format_line(d)).c_str());
     size_t bundles = 0;
     for (const auto& img : r.images)
@@ -630,8 +682,9 @@ int cmd_inspect() {
   bool json = JsonOpt;
   const std::vector<std::string>& paths = PathArgs;
   if (paths.empty()) return usage_error("inspect needs at least one PATH");
-  CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false, Depth::Full, {}, {}};
+  CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false, Depth::Full, {}, {}, false, {}, {}};
   if (std::string err; !machine_options(&options.machine, &err)) return usage_error(err);
+  if (std::string err; !dependency_options(&options, DepsOpt, &err)) return usage_error(err);
   CheckPathsResult result;
   if (json) {  // streamed as the files are read; with --target, what would be selected
     auto os = stdio_ostream(stdout);
@@ -651,7 +704,10 @@ int cmd_inspect() {
     CollectSink all(/*keep_parsed=*/true), checked(/*keep_parsed=*/false);
     Progress progress(!QuietOpt, ProgressDelayOpt);
     options.progress = [&](size_t done, size_t total, const std::string& path) { progress.file_done(done, total, path); };
-    result = check_paths(paths, {{}, 0, false, Depth::Full, {}, {}}, all);
+    CheckPathsOptions structural = options;
+    structural.targets.clear();
+    structural.dependency_targets = targets;  // the same kernel files as `checked`
+    result = check_paths(paths, structural, all);
     check_paths(paths, options, checked);
     progress.clear();
     print_inspect(all.reports, checked.reports, targets);

@@ -316,6 +316,7 @@ class JsonWriter final : public ReportWriter {
     j_.attributeEnd();
     if (!r.library.empty()) put_text(j_, "library", r.library);
     write_diags(j_, "diagnostics", r.diagnostics);
+    if (!r.needed_by.empty()) put_text(j_, "needed_by", r.needed_by);  // a dependency: who loads it
     for (const auto& d : r.diagnostics) file_ok_ = file_ok_ && d.severity != Severity::Error;
     j_.attribute("ok", file_ok_);
     j_.objectEnd();
@@ -467,6 +468,7 @@ std::string render(ReportFormat format, const std::vector<FileReport>& reports, 
     rest.path = r.path;
     rest.diagnostics = r.diagnostics;
     rest.hip = r.hip;
+    rest.needed_by = r.needed_by;
     w->end_file(std::move(rest));
   }
   w->finish(run);

@@ -407,12 +407,101 @@ def case_LlamaCli():
     print(f"llama-cli --list-devices: exit {base.returncode} with and without the shim")
 
 
+# ---- a program with what it loads (dependencies.h) -------------------------------------------------
+
+# Programs and libraries whose DT_NEEDED closure must be what the root's own dynamic loader maps.
+ORACLE_FILES = ["/usr/bin/llama-cli", "/usr/libexec/rocm/libhipfft0-tests/hipfft-test",
+                "/usr/lib/x86_64-linux-gnu/libhipblas.so.2", "/usr/lib/x86_64-linux-gnu/libmagma.so.2",
+                "/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-hip.so"]
+CANON = 'while read -r p; do case $p in NOTFOUND*) echo "$p";; *) readlink -f "$p";; esac; done'
+
+
+def ldd_in_root(path):
+    """The root's ldd (its ld.so --list): the objects it maps, canonical, in its order."""
+    script = (f'ldd "$1" | awk \'$2 == "=>" && $3 == "not" {{print "NOTFOUND " $1; next}} '
+              f'$2 == "=>" {{print $3; next}} $1 ~ /^\\// {{print $1}}\' | {CANON}')
+    p = in_root("sh", "-c", script, "_", path)
+    expect(p.returncode == 0, f"ldd {path} in the root: exit {p.returncode} {p.stderr[-300:]}")
+    return p.stdout.split("\n")[:-1]
+
+
+def resolved(lines, prefix=""):
+    return [l.split("\t")[2][len(prefix):] for l in lines if l.startswith("needed\t")]
+
+
+def case_LoaderOracle():
+    for path in ORACLE_FILES:
+        want = ldd_in_root(path)
+        # From outside, --sysroot: the paths come back resolved inside the root.
+        mine = run([A.deps_list, "--sysroot", A.root, A.root + path])
+        got = resolved(mine.stdout.splitlines(), A.root)
+        # Inside the root, no sysroot: the paths as found, canonicalised by the root's readlink.
+        inside = in_root("sh", "-c", f'"$0" "$1" | awk -F "\\t" \'$1 == "needed" {{print $3}}\' | {CANON}',
+                         A.deps_list, path)
+        got_inside = inside.stdout.split("\n")[:-1]
+        expect(want and got == want, f"{path}: hipguard --sysroot resolves {len(got)} libraries, ldd {len(want)}: "
+                                     f"{[(g, w) for g, w in zip(got, want) if g != w][:3] or (got[len(want):] + want[len(got):])[:3]}")
+        expect(got_inside == want, f"{path}: hipguard inside the root resolves {got_inside[:3]}..., ldd {want[:3]}...")
+        expect(not [l for l in mine.stdout.splitlines() if l.startswith("finding\tHG120")],
+               f"{path}: HG120 where ldd finds everything")
+        print(f"{path}: {len(want)} libraries, in ldd's order, from outside (--sysroot) and inside the root")
+
+
+def files_by_name(doc):
+    return {os.path.basename(f["path"]): f for f in doc["files"]}
+
+
+def case_ProgramWithLibraries():
+    exe = A.root + "/usr/bin/llama-cli"
+    rc, doc = cli_json("check", "--target", "gfx90a", "--sysroot", A.root, exe)
+    files = files_by_name(doc)
+    hip, rocblas = files.get("libggml-hip.so"), files.get("librocblas.so.4.4")
+    expect(rc == 0, f"llama-cli with its libraries on gfx90a: exit {rc}: {[d['code'] for d in diagnostics(doc)][:5]}")
+    expect(hip and hip.get("needed_by", "").endswith("/libggml.so.0.27.0"), f"libggml-hip.so: {hip and hip.get('needed_by')}")
+    expect(rocblas and rocblas.get("needed_by", "").endswith("/ggml/backends0/libggml-hip.so"),
+           f"librocblas: {rocblas and rocblas.get('needed_by')}")
+    tensile = [f for f in doc["files"] if "/rocblas/4.4.1/library/" in f["path"]]
+    tdir = A.root + "/usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library"
+    on_disk = [n for n in os.listdir(tdir) if n.endswith((".co", ".hsaco"))]
+    expect(len(tensile) == len(on_disk) and all(f.get("needed_by", "").endswith("/librocblas.so.4.4") and
+                                                f.get("library", "").endswith("/rocblas/4.4.1/library")
+                                                for f in tensile),
+           f"rocBLAS's Tensile files: {len(tensile)} checked as its library, {len(on_disk)} in {tdir}")
+    expect("llama-cli" not in files and "HG107" not in {d["code"] for d in diagnostics(doc)},
+           "llama-cli itself (no GPU code) reported")
+    # The same from inside the root, without --sysroot: the same files and who needs each.
+    p = in_root(A.cli, "check", "--json", "--target", "gfx90a", "/usr/bin/llama-cli")
+    inside = json.loads(p.stdout) if p.stdout.startswith("{") else {"files": []}
+    canon = lambda path: os.path.realpath(A.root + path)
+    want = [(f["path"], f.get("needed_by")) for f in doc["files"]]
+    got = [(canon(f["path"]), canon(f["needed_by"]) if f.get("needed_by") else None) for f in inside["files"]]
+    expect(got == want and p.returncode == rc, f"inside the root: exit {p.returncode}, {len(got)} files, --sysroot "
+                                               f"{len(want)}: {[(g, w) for g, w in zip(got, want) if g != w][:2]}")
+    # gfx942: Debian builds ggml's HIP backend and rocBLAS (its Tensile library too: HG214) without it.
+    rc, doc = cli_json("check", "--target", "gfx942", "--sysroot", A.root, exe)
+    said = {(os.path.basename(f["path"]), d["code"]) for f in doc["files"]
+            for d in f["diagnostics"] + [d for img in f["images"] for d in img["diagnostics"]]}
+    expect(rc == 1 and ("libggml-hip.so", "HG201") in said and ("library", "HG214") in said,
+           f"llama-cli on gfx942: exit {rc}, {sorted(said)[:6]}")
+    # hipBLAS has no kernels of its own: with rocBLAS no HG107; --no-deps is the file alone.
+    hipblas = A.root + "/usr/lib/x86_64-linux-gnu/libhipblas.so.2"
+    rc, doc = cli_json("check", "--target", "gfx90a", "--sysroot", A.root, hipblas)
+    files = files_by_name(doc)
+    expect(rc == 0 and "librocblas.so.4.4" in files and "HG107" not in {d["code"] for d in diagnostics(doc)},
+           f"libhipblas.so.2 with rocBLAS: exit {rc}, files {sorted(files)[:4]}")
+    rc, doc = cli_json("check", "--target", "gfx90a", "--no-deps", hipblas)
+    expect(rc == 1 and [d["code"] for d in diagnostics(doc)] == ["HG107"], f"libhipblas.so.2 --no-deps: exit {rc}")
+    print(f"llama-cli: {len(want)} files with GPU code loaded (libggml-hip.so, rocBLAS, {len(tensile)} Tensile files), "
+          f"the same inside the root; gfx942 fails in libggml-hip.so and rocBLAS")
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
     for a in ("root", "apps", "cli", "shim", "source", "build"):
         ap.add_argument("--" + a, required=True)
+    ap.add_argument("--deps-list")
     A = ap.parse_args()
     if not os.path.exists(os.path.join(A.root, ".hipguard-root")):
         skip(f"no ROCm root at {A.root} (scripts/rocm-root.sh builds it; needs root and Debian's archive)")

@@ -1,0 +1,464 @@
+// Dependencies: the libraries a program loads (glibc's search, inside a sysroot) and the kernel files
+// those libraries open, for `hipguard check`.
+#include "hipguard/dependencies.h"
+
+#include "checks/dynamic_elf.h"
+
+#include <dirent.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <deque>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace hipguard {
+namespace {
+
+constexpr size_t kMaxConfDepth = 8;      // ld.so.conf include nesting
+constexpr size_t kMaxConfDirs = 1024;    // directories taken from ld.so.conf
+// Debian x86-64 glibc's system directories, in order (`ld.so --help`: "system search path").
+const char* const kSystemDirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"};
+constexpr const char* kLib = "lib/x86_64-linux-gnu";  // Debian's $LIB (multiarch slibdir)
+constexpr const char* kPlatform = "x86_64";           // $PLATFORM without CPU-specific subplatforms
+
+std::string dirname_of(const std::string& p) {
+  size_t s = p.rfind('/');
+  if (s == std::string::npos) return ".";
+  return s == 0 ? "/" : p.substr(0, s);
+}
+
+std::string basename_of(const std::string& p) {
+  size_t s = p.rfind('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+bool is_dir(const std::string& host) {
+  struct stat st {};
+  return !host.empty() && ::stat(host.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// One object of the resolution.
+struct Node {
+  std::string at;    // the path as found, inside the root ("/usr/lib/x86_64-linux-gnu/libx.so.1")
+  std::string host;  // the file on this machine, symlinks resolved inside the root
+  std::string origin;
+  ElfInfo elf;
+  size_t loader = SIZE_MAX;  // the object whose DT_NEEDED (or dlopen) brought it
+  Dependency::Kind kind = Dependency::Kind::Needed;
+  std::string name;          // the name it was asked for
+};
+
+class Resolver {
+ public:
+  explicit Resolver(const DependencyOptions& o) : opt_(o) {
+    std::error_code ec;
+    if (!o.sysroot.empty()) root_ = std::filesystem::absolute(o.sysroot, ec).lexically_normal().string();
+    while (root_.size() > 1 && root_.back() == '/') root_.pop_back();  // so that named files compare with it
+    if (root_ == "/") root_.clear();
+  }
+  Dependencies run(const std::string& path);
+
+ private:
+  std::string host_of(const std::string& at) const { return resolve_in_root(root_, at); }
+  std::string in_root(const std::string& host) const;
+  std::string expand(const std::string& entry, const Node& n) const;
+  std::vector<std::string> entries(const std::string& list, const Node& n) const;
+  const std::vector<std::string>& conf_dirs();
+  void read_conf(const std::string& at, size_t depth);
+  std::optional<size_t> load(const std::string& name, size_t loader, Dependency::Kind kind, std::vector<std::string>* tried);
+  std::optional<size_t> try_file(const std::string& at, const std::string& name, size_t loader, Dependency::Kind kind);
+  void follow(size_t first);
+  void library_loaders();
+  void tensile(size_t lib, const std::vector<std::string>& dirs, const char* what);
+  void warn(std::string_view code, size_t needer, std::string message, std::string fix);
+
+  const DependencyOptions& opt_;
+  std::string root_;
+  std::vector<Node> nodes_;
+  std::map<std::pair<dev_t, ino_t>, size_t> by_file_;
+  std::map<std::string, size_t> by_name_;  // names asked for and DT_SONAMEs
+  bool conf_read_ = false, capped_ = false;
+  std::vector<std::string> conf_;
+  std::vector<Dependency> kernels_;
+  Dependencies out_;
+};
+
+std::string Resolver::in_root(const std::string& host) const {
+  if (root_.empty()) return host;
+  if (host.size() > root_.size() && host.compare(0, root_.size(), root_) == 0 && host[root_.size()] == '/')
+    return host.substr(root_.size());
+  return "";  // outside the root: no $ORIGIN
+}
+
+std::string Resolver::expand(const std::string& entry, const Node& n) const {
+  std::string out;
+  for (size_t i = 0; i < entry.size();) {
+    if (entry[i] != '$') {
+      out += entry[i++];
+      continue;
+    }
+    auto token = [&](const char* t) {
+      size_t l = strlen(t);
+      if (entry.compare(i + 1, l, t) == 0 &&
+          (i + 1 + l == entry.size() || (!isalnum(static_cast<unsigned char>(entry[i + 1 + l])) && entry[i + 1 + l] != '_')))
+        return l + 1;
+      if (entry.compare(i + 1, l + 2, std::string("{") + t + "}") == 0) return l + 3;
+      return size_t(0);
+    };
+    if (size_t l = token("ORIGIN")) out += n.origin, i += l;
+    else if (size_t l = token("LIB")) out += kLib, i += l;
+    else if (size_t l = token("PLATFORM")) out += kPlatform, i += l;
+    else out += entry[i++];  // unknown: kept as is, as _dl_dst_substitute does
+  }
+  return out;
+}
+
+// A DT_RPATH / DT_RUNPATH list expanded; empty and relative entries (the working directory) dropped,
+// and $ORIGIN entries when the origin is unknown.
+std::vector<std::string> Resolver::entries(const std::string& list, const Node& n) const {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= list.size()) {
+    size_t j = list.find(':', i);
+    if (j == std::string::npos) j = list.size();
+    std::string e = list.substr(i, j - i);
+    i = j + 1;
+    if (e.find("ORIGIN") != std::string::npos && n.origin.empty()) continue;
+    e = expand(e, n);
+    if (!e.empty() && e[0] == '/') out.push_back(e);
+  }
+  return out;
+}
+
+void Resolver::read_conf(const std::string& at, size_t depth) {
+  std::ifstream in(host_of(at));
+  std::string line;
+  while (depth < kMaxConfDepth && conf_.size() < kMaxConfDirs && std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    size_t b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
+    if (b == std::string::npos) continue;
+    line = line.substr(b, e - b + 1);
+    if (line.rfind("include", 0) == 0 && line.size() > 7 && (line[7] == ' ' || line[7] == '\t')) {
+      std::string pattern = line.substr(line.find_first_not_of(" \t", 7));
+      if (pattern[0] != '/') pattern = dirname_of(at) + "/" + pattern;  // ldconfig: beside the file
+      std::string dir = dirname_of(pattern), glob = basename_of(pattern);
+      std::vector<std::string> found;
+      if (DIR* d = opendir(host_of(dir).c_str())) {
+        while (dirent* ent = readdir(d))
+          if (ent->d_name[0] != '.' && fnmatch(glob.c_str(), ent->d_name, 0) == 0) found.push_back(ent->d_name);
+        closedir(d);
+      }
+      std::sort(found.begin(), found.end());  // glob(3) order
+      for (const auto& f : found) read_conf(dir + "/" + f, depth + 1);
+    } else if (line.rfind("hwcap", 0) != 0 && line[0] == '/') {
+      conf_.push_back(line.substr(0, line.find('=')));  // "dir=TYPE" of old files
+    }
+  }
+}
+
+const std::vector<std::string>& Resolver::conf_dirs() {
+  if (!conf_read_) {
+    conf_read_ = true;
+    read_conf("/etc/ld.so.conf", 0);
+    for (const char* d : kSystemDirs) conf_.push_back(d);  // ldconfig caches the trusted directories too
+  }
+  return conf_;
+}
+
+std::optional<size_t> Resolver::try_file(const std::string& at, const std::string& name, size_t loader,
+                                          Dependency::Kind kind) {
+  std::string host = host_of(at);
+  struct stat st {};
+  if (host.empty() || ::stat(host.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  auto same = by_file_.find({st.st_dev, st.st_ino});
+  if (same != by_file_.end()) return same->second;
+  ElfInfo elf = read_elf(host);
+  // open_verify: a file of another class or machine is passed over and the search goes on.
+  if (!elf.elf || (!nodes_.empty() && elf.machine != nodes_[0].elf.machine)) return std::nullopt;
+  if (nodes_.size() >= opt_.max_objects) {
+    if (!capped_) warn(code::kDependencyLimit, loader, "more than " + std::to_string(opt_.max_objects) +
+                       " objects to load: " + name + " and what follows it were not checked",
+                       "check the libraries that were left out on their own");
+    capped_ = true;
+    return std::nullopt;
+  }
+  Node n;
+  n.at = at, n.host = host, n.loader = loader, n.kind = kind, n.name = name, n.elf = std::move(elf);
+  n.origin = dirname_of(at);
+  size_t i = nodes_.size();
+  by_file_[{st.st_dev, st.st_ino}] = i;
+  if (!n.elf.soname.empty()) by_name_.emplace(n.elf.soname, i);
+  nodes_.push_back(std::move(n));
+  if (!nodes_[i].elf.error.empty())
+    warn(code::kDependencyUnreadable, i, "cannot read the dynamic section: " + nodes_[i].elf.error,
+         "the file is damaged; reinstall it (the dynamic loader would refuse it)");
+  return i;
+}
+
+// _dl_map_object for `name` needed by nodes_[loader].
+std::optional<size_t> Resolver::load(const std::string& name, size_t loader, Dependency::Kind kind,
+                                     std::vector<std::string>* tried) {
+  if (auto known = by_name_.find(name); known != by_name_.end()) return known->second;
+  if (name.find('/') != std::string::npos) {  // as is; a relative one is the process's working directory
+    if (name[0] != '/') return std::nullopt;
+    tried->push_back(name);
+    return try_file(name, name, loader, kind);
+  }
+  std::vector<std::string> dirs;
+  const Node& l = nodes_[loader];
+  if (!l.elf.has_runpath) {
+    bool did_main = false;
+    for (size_t p = loader; p != SIZE_MAX; p = nodes_[p].loader) {
+      for (auto& d : entries(nodes_[p].elf.rpath, nodes_[p])) dirs.push_back(d);
+      did_main |= p == 0;
+    }
+    if (!did_main)
+      for (auto& d : entries(nodes_[0].elf.rpath, nodes_[0])) dirs.push_back(d);
+  }
+  for (auto& d : entries(l.elf.runpath, l)) dirs.push_back(d);
+  if (!l.elf.nodeflib)
+    for (const auto& d : conf_dirs()) dirs.push_back(d);
+  std::set<std::string> seen;
+  for (const auto& d : dirs) {
+    if (!seen.insert(d).second) continue;
+    tried->push_back(d);
+    if (auto i = try_file(d + "/" + name, name, loader, kind)) {
+      by_name_.emplace(name, *i);
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+void Resolver::warn(std::string_view code, size_t needer, std::string message, std::string fix) {
+  std::string file = needer < nodes_.size() ? nodes_[needer].host : "";
+  out_.diagnostics.push_back(make_diagnostic(code, file, std::move(message), std::move(fix)));
+}
+
+// Breadth first from nodes_[first] on, as _dl_map_object_deps maps them.
+void Resolver::follow(size_t first) {
+  for (size_t i = first; i < nodes_.size(); ++i) {
+    std::vector<std::string> needed = nodes_[i].elf.needed;
+    for (const auto& name : needed) {
+      std::vector<std::string> tried;
+      if (load(name, i, nodes_[i].kind, &tried) || capped_) continue;
+      std::string dirs;
+      for (const auto& t : tried) dirs += (dirs.empty() ? "" : ", ") + (root_.empty() ? t : root_ + t);
+      warn(code::kLibraryNotFound, i,
+           name + ", needed by " + basename_of(nodes_[i].at) + ", is not found (searched: " +
+               (dirs.empty() ? "no directory" : dirs) + "): the dynamic loader would not start the program",
+           "install the package that provides " + name + ", or add its directory to DT_RUNPATH or ld.so.conf");
+    }
+  }
+}
+
+}  // namespace
+
+}  // namespace hipguard
+
+namespace hipguard {
+namespace {
+
+bool starts_with(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
+
+// The sorted names in directory `host` that `keep` accepts.
+template <class F>
+std::vector<std::string> list_dir(const std::string& host, F keep) {
+  std::vector<std::string> out;
+  if (DIR* d = host.empty() ? nullptr : opendir(host.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.' && keep(std::string(e->d_name))) out.push_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// "librocblas.so.4" -> "4"
+std::string so_major(const std::string& soname, std::string_view stem) {
+  if (!starts_with(soname, stem) || soname.size() <= stem.size() || soname[stem.size()] != '.') return "";
+  std::string rest = soname.substr(stem.size() + 1);
+  return rest.substr(0, rest.find('.'));
+}
+
+}  // namespace
+
+// The kernel files of a Tensile directory (rocBLAS tensile_host.cpp, hipBLASLt's the same): the
+// directory is the first candidate that exists; none is HG123.
+void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, const char* what) {
+  std::string dir;
+  for (const auto& c : candidates)
+    if (is_dir(host_of(c))) {
+      dir = c;
+      break;
+    }
+  std::string name = basename_of(nodes_[lib].at);
+  if (dir.empty()) {
+    std::string looked;
+    for (const auto& c : candidates) looked += (looked.empty() ? "" : ", ") + root_ + c;
+    warn(code::kKernelDirectoryMissing, lib, std::string(what) + " directory of " + name + " not found (looked in " +
+         looked + "): its kernels cannot be checked, and it fails at its first GEMM",
+         "install the package with " + name + "'s Tensile library (Debian: the same binary package)");
+    return;
+  }
+  // Every code object file of the directory, and of the <processor> subdirectory rocBLAS takes
+  // instead when there is one: check_paths groups them as a kernel library (library.h), where the
+  // files for other processors and the other xnack mode are counted, not errors, and a target
+  // without any file is HG214.
+  std::vector<std::string> dirs{dir};
+  for (const auto& target : opt_.processors) {
+    std::string sub = dir + "/" + target.substr(0, target.find(':'));
+    if (is_dir(host_of(sub)) && std::find(dirs.begin(), dirs.end(), sub) == dirs.end()) dirs.push_back(sub);
+  }
+  for (const auto& d : dirs) {
+    std::string host_dir = host_of(d);
+    auto files = list_dir(host_dir, [](const std::string& f) {
+      auto ends = [&](std::string_view e) { return f.size() > e.size() && f.compare(f.size() - e.size(), e.size(), e) == 0; };
+      return ends(".co") || ends(".hsaco");
+    });
+    for (const auto& f : files) kernels_.push_back({Dependency::Kind::KernelFile, host_dir + "/" + f, f, nodes_[lib].host, true});
+  }
+}
+
+// What libraries open themselves: ggml's backends (ggml-backend-reg.cpp ggml_backend_load_best:
+// GGML_BACKEND_DIR, Debian's <libdir>/ggml/backends<soversion>, then the program's directory), and
+// the Tensile directories of rocBLAS and hipBLASLt.
+void Resolver::library_loaders() {
+  for (size_t i = 0; i < nodes_.size() && !capped_; ++i) {
+    const Node& n = nodes_[i];
+    std::string so = n.elf.soname.empty() ? basename_of(n.at) : n.elf.soname;
+    std::string base = n.origin;
+    if (starts_with(so, "libggml.so")) {
+      size_t first = nodes_.size();
+      for (const std::string& dir : {base + "/ggml/backends" + so_major(so, "libggml.so"), nodes_[0].origin}) {
+        auto files = list_dir(host_of(dir), [](const std::string& f) {
+          return starts_with(f, "libggml-") && f.size() > 3 && f.compare(f.size() - 3, 3, ".so") == 0;
+        });
+        for (const auto& f : files) try_file(dir + "/" + f, f, i, Dependency::Kind::Opened);
+        if (!files.empty()) break;
+      }
+      follow(first);
+    } else if (starts_with(so, "librocblas.so")) {
+      // tensile_host.cpp, as Debian's librocblas.so.4 (6.4.4) has it: <dir>/rocblas/<version>/library
+      // first (Debian's patch), then upstream's order.
+      std::vector<std::string> c;
+      std::string major = so_major(so, "librocblas.so");
+      for (const auto& v : list_dir(host_of(base + "/rocblas"), [&](const std::string& f) {
+             return !major.empty() && starts_with(f, major + ".");
+           }))
+        c.push_back(base + "/rocblas/" + v + "/library");
+      for (const char* rel : {"/../../Tensile/library", "/library", "/../rocblas/library", "/rocblas/library"})
+        c.push_back(base + rel);
+      tensile(i, c, "rocBLAS's Tensile");
+    } else if (starts_with(so, "libhipblaslt.so")) {
+      tensile(i, {base + "/hipblaslt/library"}, "hipBLASLt's Tensile");  // rocblaslt_find_library_relative_path
+    }
+  }
+}
+
+Dependencies Resolver::run(const std::string& path) {
+  std::error_code ec;
+  std::string abs = std::filesystem::absolute(path, ec).lexically_normal().string();
+  Node n;
+  n.host = path;
+  n.at = ec ? "" : in_root(abs);
+  // $ORIGIN of the program: its directory with symlinks resolved (/proc/self/exe).
+  if (root_.empty()) {
+    std::string real = std::filesystem::canonical(path, ec).string();
+    n.origin = ec ? "" : dirname_of(real);
+  } else if (!n.at.empty()) {
+    std::string real = in_root(resolve_in_root(root_, n.at));
+    n.origin = real.empty() ? "" : dirname_of(real);
+  }
+  n.elf = read_elf(path);
+  if (!n.elf.elf) return std::move(out_);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) by_file_[{st.st_dev, st.st_ino}] = 0;
+  if (!n.elf.soname.empty()) by_name_.emplace(n.elf.soname, 0);
+  nodes_.push_back(std::move(n));
+  if (!nodes_[0].elf.error.empty())
+    warn(code::kDependencyUnreadable, 0, "cannot read the dynamic section: " + nodes_[0].elf.error,
+         "the file is damaged; rebuild it (the dynamic loader would refuse it)");
+  follow(0);
+  library_loaders();
+  for (size_t i = 1; i < nodes_.size(); ++i)
+    out_.objects.push_back({nodes_[i].kind, nodes_[i].host, nodes_[i].name, nodes_[nodes_[i].loader].host, nodes_[i].elf.hip});
+  for (auto& k : kernels_) out_.objects.push_back(std::move(k));
+  return std::move(out_);
+}
+
+Dependencies find_dependencies(const std::string& path, const DependencyOptions& options) {
+  try {
+    return Resolver(options).run(path);
+  } catch (const std::exception& e) {  // bad_alloc on a hostile input: say so, never throw
+    Dependencies d;
+    d.diagnostics.push_back(make_diagnostic(code::kDependencyUnreadable, path,
+                                            std::string("cannot follow the dependencies: ") + e.what(),
+                                            "check the file"));
+    return d;
+  }
+}
+
+}  // namespace hipguard
+
+namespace hipguard {
+
+void add_dependencies(std::vector<std::string>* files, std::vector<bool>* regular,
+                      const std::unordered_set<std::string>& named, const DependencyOptions& options,
+                      std::vector<DependencyFile>* extra) {
+  auto identity = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? std::pair<dev_t, ino_t>{st.st_dev, st.st_ino} : std::pair<dev_t, ino_t>{0, 0};
+  };
+  std::set<std::pair<dev_t, ino_t>> listed;  // a file reached twice is checked once
+  for (const auto& f : *files) listed.insert(identity(f));
+  std::vector<std::string> out_files;
+  std::vector<bool> out_regular;
+  std::vector<DependencyFile> out_extra;
+  auto add = [&](const std::string& path, bool reg, DependencyFile e) {
+    out_files.push_back(path), out_regular.push_back(reg), out_extra.push_back(std::move(e));
+  };
+  for (size_t i = 0; i < files->size(); ++i) {
+    const std::string& f = (*files)[i];
+    add(f, (*regular)[i], {});
+    if (!named.count(f)) continue;
+    size_t self = out_extra.size() - 1;
+    Dependencies deps = find_dependencies(f, options);
+    // Findings go to the object that needs what is missing; one without GPU code is listed for them.
+    std::map<std::string, std::vector<Diagnostic>> said;
+    for (auto& d : deps.diagnostics) said[d.file].push_back(std::move(d));
+    if (auto own = said.find(f); own != said.end()) out_extra[self].diagnostics = std::move(own->second), said.erase(own);
+    auto push = [&](const Dependency& d) {
+      auto diags = said.find(d.path);
+      bool findings = diags != said.end();
+      if (!d.gpu_code && !findings) return;
+      out_extra[self].dependencies_have_gpu_code |= d.gpu_code;  // also when checked already, for another file
+      auto id = identity(d.path);
+      if (!listed.insert(id).second && id != std::pair<dev_t, ino_t>{0, 0}) return;
+      DependencyFile e;
+      e.needed_by = d.needed_by;
+      e.shared_library = d.kind != Dependency::Kind::KernelFile;
+      if (findings) e.diagnostics = std::move(diags->second), said.erase(diags);
+      add(d.path, true, std::move(e));
+    };
+    // Kernel files right after the library that opens them.
+    for (const auto& d : deps.objects) {
+      if (d.kind == Dependency::Kind::KernelFile) continue;
+      push(d);
+      for (const auto& k : deps.objects)
+        if (k.kind == Dependency::Kind::KernelFile && k.needed_by == d.path) push(k);
+    }
+  }
+  *files = std::move(out_files);
+  *regular = std::move(out_regular);
+  *extra = std::move(out_extra);
+}
+
+}  // namespace hipguard

@@ -1,0 +1,303 @@
+// dependencies.h: glibc's search order, sysroot containment, hostile dynamic sections, and check_paths'
+// hook, on small ELF files built here with the system's gcc.
+#include "hipguard/dependencies.h"
+#include "hipguard/inputs.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace hipguard;
+
+namespace {
+
+class Deps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::system("gcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no gcc to build the test libraries";
+    char tmpl[] = "/tmp/hipguard-deps-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    write("src/lib.c", "int f(void) { return 0; }\n");
+    write("src/main.c", "int main(void) { return 0; }\n");
+    // A library whose .hip_fatbin section holds GPU code (here: bytes hipguard reads as a broken bundle).
+    write("src/gpu.c", "__attribute__((section(\".hip_fatbin\"), used)) const char fatbin[64] = "
+                       "\"__CLANG_OFFLOAD_BUNDLE__\";\nint g(void) { return 1; }\n");
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!root_.empty()) fs::remove_all(root_, ec);
+  }
+  std::string at(const std::string& rel) const { return root_ + "/" + rel; }
+  void write(const std::string& rel, const std::string& text) {
+    fs::create_directories(fs::path(at(rel)).parent_path());
+    std::ofstream(at(rel)) << text;
+  }
+  // gcc SOURCE -> REL: a library with `soname` (or a program when soname is empty), linked against `needs`
+  // (paths below the root), with `flags` (rpath options).
+  void build(const std::string& rel, const std::string& soname, const std::vector<std::string>& needs,
+             const std::string& flags = "", const std::string& source = "src/lib.c") {
+    fs::create_directories(fs::path(at(rel)).parent_path());
+    std::string cmd = "gcc -o '" + at(rel) + "' '" + at(soname.empty() ? "src/main.c" : source) + "'";
+    cmd += " -nostdlib";  // no libc.so.6 to find in the test root
+    cmd += soname.empty() ? " -Wl,-e,main" : " -shared -fPIC -Wl,-soname," + soname;
+    cmd += " -Wl,--no-as-needed";
+    for (const auto& n : needs) cmd += " '" + at(n) + "'";
+    cmd += " " + flags + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  Dependencies deps(const std::string& rel, DependencyOptions o = {}) {
+    if (o.sysroot.empty()) o.sysroot = root_;
+    return find_dependencies(at(rel), o);
+  }
+  static std::vector<std::string> names(const Dependencies& d) {
+    std::vector<std::string> out;
+    for (const auto& o : d.objects)
+      if (o.kind != Dependency::Kind::KernelFile) out.push_back(o.name);
+    return out;
+  }
+  static const Dependency* find(const Dependencies& d, const std::string& name) {
+    for (const auto& o : d.objects)
+      if (o.name == name) return &o;
+    return nullptr;
+  }
+  static std::vector<std::string> codes(const Dependencies& d) {
+    std::vector<std::string> out;
+    for (const auto& x : d.diagnostics) out.push_back(x.code);
+    return out;
+  }
+  std::string root_;
+};
+
+// $ORIGIN in DT_RUNPATH is the program's directory; a library's DT_NEEDED does not see the
+// program's DT_RUNPATH (not inherited: HG120 names the library, who needs it and where it looked),
+// but does see its DT_RPATH (inherited).
+TEST_F(Deps, RunpathIsNotInheritedRpathIs) {
+  build("app/lib/libb.so", "libb.so", {});
+  build("app/lib/liba.so", "liba.so", {"app/lib/libb.so"});
+  build("app/bin/runpath", "", {"app/lib/liba.so"}, "-Wl,-rpath,'$ORIGIN/../lib' -Wl,--enable-new-dtags");
+  build("app/bin/rpath", "", {"app/lib/liba.so"}, "-Wl,-rpath,'$ORIGIN/../lib' -Wl,--disable-new-dtags");
+
+  Dependencies r = deps("app/bin/runpath");
+  const Dependency* a = find(r, "liba.so");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->path, at("app/lib/liba.so"));
+  EXPECT_EQ(a->needed_by, at("app/bin/runpath"));
+  EXPECT_EQ(find(r, "libb.so"), nullptr);
+  ASSERT_EQ(codes(r), std::vector<std::string>{"HG120"});
+  EXPECT_NE(r.diagnostics[0].message.find("libb.so, needed by liba.so"), std::string::npos) << r.diagnostics[0].message;
+  EXPECT_NE(r.diagnostics[0].message.find(root_ + "/usr/lib/x86_64-linux-gnu"), std::string::npos);
+  EXPECT_EQ(r.diagnostics[0].file, at("app/lib/liba.so"));
+
+  Dependencies p = deps("app/bin/rpath");
+  EXPECT_EQ(names(p), (std::vector<std::string>{"liba.so", "libb.so"}));
+  EXPECT_TRUE(p.diagnostics.empty());
+}
+
+// Order: DT_RPATH, then DT_RUNPATH, then ld.so.conf (and its include globs), then the system
+// directories; a candidate that is no ELF is passed over (open_verify).
+TEST_F(Deps, SearchOrderAndLdSoConf) {
+  build("opt/first/libx.so", "libx.so", {});
+  build("opt/second/libx.so", "libx.so", {});
+  build("opt/conf/liby.so", "liby.so", {});
+  build("usr/lib/x86_64-linux-gnu/liby.so", "liby.so", {});
+  build("usr/lib/libz.so", "libz.so", {});
+  write("opt/notelf/libz.so", "not an ELF file\n");
+  write("etc/ld.so.conf", "# comment\ninclude /etc/ld.so.conf.d/*.conf\n");
+  write("etc/ld.so.conf.d/a.conf", "/opt/notelf\n/opt/conf  # trailing comment\n");
+  build("bin/prog", "", {"opt/first/libx.so", "opt/conf/liby.so", "usr/lib/libz.so"},
+        "-Wl,-rpath,/opt/second -Wl,--enable-new-dtags");
+  Dependencies r = deps("bin/prog");
+  ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].message;
+  EXPECT_EQ(names(r), (std::vector<std::string>{"libx.so", "liby.so", "libz.so"}));
+  EXPECT_EQ(find(r, "libx.so")->path, at("opt/second/libx.so"));  // the absolute RUNPATH, inside the root
+  EXPECT_EQ(find(r, "liby.so")->path, at("opt/conf/liby.so"));    // ld.so.conf before the system directories
+  EXPECT_EQ(find(r, "libz.so")->path, at("usr/lib/libz.so"));     // not the non-ELF file of ld.so.conf
+}
+
+// Paths never leave the sysroot: ".." stops at it, absolute symlinks start again inside it.
+TEST_F(Deps, SysrootContainment) {
+  write("etc/passwd", "inside\n");
+  fs::create_directory_symlink("../../../../../../../../etc", at("escape"));
+  fs::create_directories(at("usr/lib"));
+  fs::create_symlink("/etc/passwd", at("usr/lib/abs"));
+  EXPECT_EQ(resolve_in_root(root_, "/../../../../etc/passwd"), at("etc/passwd"));
+  EXPECT_EQ(resolve_in_root(root_, "/escape/passwd"), at("etc/passwd"));
+  EXPECT_EQ(resolve_in_root(root_, "/usr/lib/abs"), at("etc/passwd"));
+  EXPECT_EQ(resolve_in_root(root_, "/etc/shadow"), "");  // the host's is never used
+  fs::create_symlink("loop", at("loop"));
+  EXPECT_EQ(resolve_in_root(root_, "/loop"), "");
+
+  // A library behind an absolute symlink, needed through an absolute DT_RUNPATH.
+  build("real/libs.so", "libs.so", {});
+  fs::create_directories(at("opt/abs"));
+  fs::create_symlink("/real/libs.so", at("opt/abs/libs.so"));
+  build("bin/prog", "", {"real/libs.so"}, "-Wl,-rpath,/../../opt/abs -Wl,--enable-new-dtags");
+  Dependencies r = deps("bin/prog");
+  ASSERT_NE(find(r, "libs.so"), nullptr);
+  EXPECT_EQ(find(r, "libs.so")->path, at("real/libs.so"));
+}
+
+// A DT_NEEDED cycle ends; a library reached twice is listed once; a long chain stops at max_objects.
+TEST_F(Deps, CycleAndLimit) {
+  // liba needs libb needs liba: libb is linked against a first liba without needs.
+  build("usr/lib/liba.so", "liba.so", {});
+  build("usr/lib/libb.so", "libb.so", {"usr/lib/liba.so"});
+  build("usr/lib/liba.so", "liba.so", {"usr/lib/libb.so"});
+  build("bin/prog", "", {"usr/lib/liba.so", "usr/lib/libb.so"});
+  Dependencies r = deps("bin/prog");
+  EXPECT_EQ(names(r), (std::vector<std::string>{"liba.so", "libb.so"}));
+  EXPECT_TRUE(r.diagnostics.empty());
+
+  DependencyOptions o;
+  o.max_objects = 2;  // the program and liba
+  Dependencies capped = deps("bin/prog", o);
+  EXPECT_EQ(names(capped), std::vector<std::string>{"liba.so"});
+  EXPECT_EQ(codes(capped), std::vector<std::string>{"HG122"});
+}
+
+// A DT_NEEDED string offset outside DT_STRSZ: HG121, nothing read from it, no crash.
+TEST_F(Deps, BadStringOffset) {
+  build("usr/lib/liba.so", "liba.so", {});
+  build("usr/lib/libbad.so", "libbad.so", {"usr/lib/liba.so"});
+  build("bin/prog", "", {"usr/lib/libbad.so"});  // linked before the damage (ld refuses it after)
+  // Patch the DT_NEEDED value of libbad.so (ELF64: .dynamic entries are 16 bytes: tag, value).
+  std::fstream f(at("usr/lib/libbad.so"), std::ios::in | std::ios::out | std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), {});
+  uint64_t shoff, count = 0;
+  uint16_t shentsize, shnum;
+  memcpy(&shoff, &bytes[0x28], 8), memcpy(&shentsize, &bytes[0x3a], 2), memcpy(&shnum, &bytes[0x3c], 2);
+  for (uint16_t i = 0; i < shnum; ++i) {
+    const char* sh = &bytes[shoff + uint64_t(i) * shentsize];
+    uint32_t type;
+    uint64_t off, size;
+    memcpy(&type, sh + 4, 4), memcpy(&off, sh + 0x18, 8), memcpy(&size, sh + 0x20, 8);
+    if (type != 6) continue;  // SHT_DYNAMIC
+    for (uint64_t e = off; e + 16 <= off + size; e += 16) {
+      int64_t tag;
+      memcpy(&tag, &bytes[e], 8);
+      if (tag != 1) continue;  // DT_NEEDED
+      uint64_t bad = 0x7fffffff;
+      f.seekp(static_cast<std::streamoff>(e + 8)), f.write(reinterpret_cast<const char*>(&bad), 8), ++count;
+    }
+  }
+  f.close();
+  ASSERT_GT(count, 0u);
+  Dependencies r = deps("bin/prog");
+  EXPECT_EQ(names(r), std::vector<std::string>{"libbad.so"});
+  ASSERT_EQ(codes(r), std::vector<std::string>{"HG121"});
+  EXPECT_EQ(r.diagnostics[0].file, at("usr/lib/libbad.so"));
+
+  // Truncated before its dynamic section: PT_DYNAMIC points past the end (LLVM 16's
+  // dynamicEntries() would read it unchecked).
+  build("usr/lib/libcut.so", "libcut.so", {"usr/lib/liba.so"});
+  build("bin/cut", "", {"usr/lib/libcut.so"});
+  fs::resize_file(at("usr/lib/libcut.so"), 4096);
+  Dependencies cut = deps("bin/cut");
+  EXPECT_EQ(names(cut), std::vector<std::string>{"libcut.so"});
+  ASSERT_EQ(codes(cut), std::vector<std::string>{"HG121"});
+  EXPECT_NE(cut.diagnostics[0].message.find("PT_DYNAMIC"), std::string::npos) << cut.diagnostics[0].message;
+}
+
+// rocBLAS's Tensile directory (Debian's <libdir>/rocblas/<version>/library, of the soname's major):
+// its code object files, whatever their processor (check_paths judges them as a library); a
+// hipBLASLt without its directory: HG123.
+TEST_F(Deps, TensileDirectories) {
+  build("usr/lib/x86_64-linux-gnu/librocblas.so.4", "librocblas.so.4", {});
+  for (const char* f : {"Kernels.so-000-gfx90a-xnack+.hsaco", "T_gfx90a.co", "T_gfx90a.dat", "T_gfx1100.co"})
+    write(std::string("usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library/") + f, "x");
+  write("usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library/gfx1200/T_gfx1200.co", "x");  // rocBLAS's per-processor directory
+  write("usr/lib/x86_64-linux-gnu/rocblas/3.0.0/library/T_gfx90a.co", "an older major: not librocblas.so.4's");
+  build("usr/lib/x86_64-linux-gnu/libhipblaslt.so.1", "libhipblaslt.so.1", {});
+  build("bin/prog", "", {"usr/lib/x86_64-linux-gnu/librocblas.so.4", "usr/lib/x86_64-linux-gnu/libhipblaslt.so.1"});
+  DependencyOptions o;
+  o.processors = {"gfx90a:sramecc+:xnack-", "gfx1200"};
+  Dependencies r = deps("bin/prog", o);
+  std::vector<std::string> kernels;
+  for (const auto& d : r.objects)
+    if (d.kind == Dependency::Kind::KernelFile) {
+      kernels.push_back(d.name);
+      EXPECT_EQ(d.needed_by, at("usr/lib/x86_64-linux-gnu/librocblas.so.4"));
+      EXPECT_EQ(d.path.find(at("usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library/")), 0u) << d.path;
+    }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"Kernels.so-000-gfx90a-xnack+.hsaco", "T_gfx1100.co", "T_gfx90a.co",
+                                               "T_gfx1200.co"}));
+  ASSERT_EQ(codes(r), std::vector<std::string>{"HG123"});
+  EXPECT_EQ(r.diagnostics[0].file, at("usr/lib/x86_64-linux-gnu/libhipblaslt.so.1"));
+  EXPECT_NE(r.diagnostics[0].message.find("hipblaslt/library"), std::string::npos) << r.diagnostics[0].message;
+}
+
+// check_paths: the program has no GPU code of its own, its library has: no HG107, the library
+// follows the program with needed_by; --no-deps (dependencies = false) is today's HG107.
+TEST_F(Deps, CheckPathsHook) {
+  build("usr/lib/libgpu.so", "libgpu.so", {}, "", "src/gpu.c");
+  build("usr/lib/libplain.so", "libplain.so", {});
+  build("bin/prog", "", {"usr/lib/libplain.so", "usr/lib/libgpu.so"});
+  CheckPathsOptions o;
+  o.jobs = 2;
+  o.dependencies = true;
+  o.sysroot = root_;
+  CollectSink sink(false);
+  check_paths({at("bin/prog")}, o, sink);
+  ASSERT_EQ(sink.reports.size(), 1u);  // the program (nothing to say) and libplain (no GPU code) are skipped
+  EXPECT_EQ(sink.reports[0].path, at("usr/lib/libgpu.so"));
+  EXPECT_EQ(sink.reports[0].needed_by, at("bin/prog"));
+  EXPECT_TRUE(sink.reports[0].hip);
+
+  // Two programs with the same library: it is checked once, after the first; the second is no HG107.
+  build("bin/prog2", "", {"usr/lib/libgpu.so"});
+  CollectSink twice(false);
+  check_paths({at("bin/prog"), at("bin/prog2")}, o, twice);
+  ASSERT_EQ(twice.reports.size(), 1u);
+  EXPECT_EQ(twice.reports[0].path, at("usr/lib/libgpu.so"));
+
+  o.dependencies = false;
+  CollectSink alone(false);
+  check_paths({at("bin/prog")}, o, alone);
+  ASSERT_EQ(alone.reports.size(), 1u);
+  ASSERT_EQ(alone.reports[0].diagnostics.size(), 1u);
+  EXPECT_EQ(alone.reports[0].diagnostics[0].code, code::kNoHipFatbin);
+}
+
+// The CLI: --sysroot, --no-deps, needed_by in the text and JSON outputs.
+std::string run_cli(const std::string& args, int* status) {
+  std::string out;
+  FILE* p = popen((std::string(HIPGUARD_CLI) + " " + args + " 2>&1").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  int rc = pclose(p);
+  *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return out;
+}
+
+TEST_F(Deps, CliOptions) {
+  build("usr/lib/libgpu.so", "libgpu.so", {}, "", "src/gpu.c");
+  build("bin/prog", "", {"usr/lib/libgpu.so"});
+  int rc = 0;
+  std::string text = run_cli("check --target gfx942 --sysroot " + root_ + " " + at("bin/prog"), &rc);
+  EXPECT_NE(text.find(at("usr/lib/libgpu.so") + ", needed by " + at("bin/prog")), std::string::npos) << text;
+  EXPECT_EQ(text.find("HG107"), std::string::npos) << text;
+  std::string json = run_cli("check --json --sysroot " + root_ + " " + at("bin/prog"), &rc);
+  EXPECT_NE(json.find("\"needed_by\": \"" + at("bin/prog") + "\""), std::string::npos) << json;
+  std::string alone = run_cli("check --target gfx942 --no-deps " + at("bin/prog"), &rc);
+  EXPECT_NE(alone.find("error HG107"), std::string::npos) << alone;
+  EXPECT_EQ(rc, 1);
+  run_cli("check --sysroot " + at("no/such/dir") + " " + at("bin/prog"), &rc);
+  EXPECT_EQ(rc, 2);
+  std::string inspect = run_cli("inspect --deps --sysroot " + root_ + " " + at("bin/prog"), &rc);
+  EXPECT_NE(inspect.find("needed by " + at("bin/prog")), std::string::npos) << inspect;
+  std::string plain = run_cli("inspect " + at("bin/prog"), &rc);
+  EXPECT_EQ(plain.find("needed by"), std::string::npos) << plain;
+}
+
+}  // namespace
