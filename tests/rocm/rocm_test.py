@@ -309,6 +309,114 @@ def case_KernelLibraries():
     print(f"hipBLASLt gfx942: {len(lines)} error line, {len(rows)} row; has {', '.join(procs)}")
 
 
+# ---- kernel databases: Tensile .dat (rocBLAS, hipBLASLt), AITER .csv ------------------------------
+
+DB_CODES = ("HG701", "HG702", "HG703", "HG704", "HG705", "HG706")
+
+
+def db_findings(doc):
+    """(code, file, kernel, target) of each kernel-database finding above note severity, and the HG707 notes."""
+    found = [d for d in diagnostics(doc) if d["code"] in DB_CODES]
+    notes = [d for d in diagnostics(doc) if d["code"] == "HG707"]
+    return found, notes
+
+
+def linked_sample(lib, processor, tmp, extra=()):
+    """A copy of a Tensile library directory with one processor's files (symlinks) and the shared ones."""
+    os.makedirs(tmp, exist_ok=True)
+    for f in os.listdir(lib):
+        if processor in f.replace("-xnack", "") or "fallback.dat" in f or f in extra:
+            os.symlink(os.path.join(lib, f), os.path.join(tmp, f))
+    return tmp
+
+
+def tensile_libs():
+    lib = os.path.join(A.root, "usr/lib/x86_64-linux-gnu")
+    return f"{lib}/rocblas/4.4.1/library", f"{lib}/hipblaslt/library"
+
+
+def case_KernelDatabasesReal():
+    """The real rocBLAS 6.4 and hipBLASLt 7.1 databases of a few processors: nothing to report, and the
+    summary says every solution's code object and kernel were cross-checked."""
+    rocblas, lt = tensile_libs()
+    samples = [(rocblas, "gfx908", "gfx908", ()), (rocblas, "gfx1030", "gfx1030", ()),
+               (lt, "gfx1100", "gfx1100", ("TensileLiteLibrary_lazy_Mapping.dat", "hipblasltExtOpLibrary.dat"))]
+    with tempfile.TemporaryDirectory() as tmp:
+        for lib, proc, target, extra in samples:
+            if not expect(os.path.isdir(lib), f"{lib} is missing from the ROCm root"):
+                continue
+            name = "hipblaslt" if lib == lt else "rocblas"
+            d = linked_sample(lib, proc, os.path.join(tmp, name + proc), extra)
+            rc, doc = cli_json("check", "--target", target, d)
+            found, notes = db_findings(doc)
+            expect(not found, f"{lib} for {target}: the library works, yet {[(f['code'], f['file']) for f in found[:5]]}")
+            expect(len(notes) == 1, f"{lib} for {target}: {len(notes)} HG707 summaries, expected 1")
+            for n in notes:
+                m = re.search(r"(\d+) database file\(s\), (\d+) entries, (\d+) code object file\(s\) and (\d+) kernel", n["message"])
+                ok = m and all(int(x) > 0 for x in m.groups())
+                expect(ok, f"{lib} for {target}: nothing cross-checked: {n['message']}")
+                print(f"{name} {target}: {m.group(0) if m else n['message']}")
+            expect(rc == 0, f"{lib} for {target}: exit {rc}")
+
+
+def patch_kernel_name(dat, out):
+    """A copy of a Tensile .dat whose first solution's kernel name has one letter changed (same length, so the
+    MessagePack stays valid); returns the new name."""
+    data = open(dat, "rb").read()
+    m = re.search(rb"\xa4name(\xd9.|\xda..)Cijk_", data, re.S)
+    size = int.from_bytes(m.group(1)[1:], "big")
+    start = m.end(1)
+    name = data[start:start + size].replace(b"Cijk_", b"CXjk_", 1)
+    open(out, "wb").write(data[:start] + name + data[start + size:])
+    return name.decode()
+
+
+def case_KernelDatabaseRules():
+    """Each rule fires on a modified copy of real rocBLAS 6.4 / hipBLASLt 7.1 files, naming the file."""
+    rocblas, lt = tensile_libs()
+    with tempfile.TemporaryDirectory() as tmp:
+        d = linked_sample(rocblas, "gfx908", os.path.join(tmp, "rocblas"))
+        ls = sorted(os.listdir(d))
+        dats = [f for f in ls if f.endswith("_gfx908.dat") and not f.startswith("TensileLibrary_lazy")]
+        swappable = [f for f in dats if os.path.exists(os.path.join(rocblas, f[:-4].replace("gfx908", "gfx906") + ".co"))]
+        swapped_co = swappable[0]
+        placeholder, removed_co, renamed_dat, truncated = [f for f in dats if f != swapped_co][:4]
+        os.unlink(os.path.join(d, placeholder))                                     # HG703: .dat gone
+        os.unlink(os.path.join(d, removed_co[:-4] + ".co"))                         # HG703: .co gone
+        other = os.path.join(rocblas, swapped_co[:-4].replace("gfx908", "gfx906") + ".co")
+        os.unlink(os.path.join(d, swapped_co[:-4] + ".co"))
+        os.symlink(other, os.path.join(d, swapped_co[:-4] + ".co"))                 # HG704: gfx906 code
+        os.unlink(os.path.join(d, renamed_dat))
+        kernel = patch_kernel_name(os.path.join(rocblas, renamed_dat), os.path.join(d, renamed_dat))  # HG705
+        data = open(os.path.join(rocblas, truncated), "rb").read()
+        os.unlink(os.path.join(d, truncated))
+        open(os.path.join(d, truncated), "wb").write(data[: len(data) // 2])      # HG702
+        os.unlink(os.path.join(d, "Kernels.so-000-gfx908.hsaco"))                  # HG706
+        rc, doc = cli_json("check", "--target", "gfx908", "--target", "gfx942", d)
+        found, _ = db_findings(doc)
+        got = {(f["code"], os.path.basename(f["file"]), f.get("kernel", "")) for f in found}
+        want = {("HG703", placeholder, ""), ("HG703", removed_co[:-4] + ".co", ""), ("HG704", swapped_co[:-4] + ".co", ""),
+                ("HG705", renamed_dat[:-4] + ".co", kernel), ("HG702", truncated, ""),
+                ("HG706", "Kernels.so-000-gfx908.hsaco", ""), ("HG701", "rocblas", "")}
+        expect(want <= got, f"rocBLAS rules: missing {sorted(want - got)}; got {sorted(got)[:12]}")
+        expect(len(got) == len(want), f"rocBLAS rules: unexpected {sorted(got - want)[:6]}")
+        expect(rc == 1, f"rocBLAS rules: exit {rc}")
+        quoted = [f for f in found if f["code"] == "HG701"]
+        expect(quoted and "rocBLAS error: Cannot read" in quoted[0]["message"] and "gfx942" in quoted[0]["message"],
+               "HG701 quotes rocBLAS's own message")
+        # hipBLASLt: its code objects are compressed bundles; one for another processor is refused.
+        h = linked_sample(lt, "gfx1100", os.path.join(tmp, "hipblaslt"), ("TensileLiteLibrary_lazy_Mapping.dat",))
+        co = [f for f in sorted(os.listdir(h)) if f.endswith("_gfx1100.co")
+              and os.path.exists(os.path.join(lt, f.replace("gfx1100", "gfx1101")))][0]
+        os.unlink(os.path.join(h, co))
+        os.symlink(os.path.join(lt, co.replace("gfx1100", "gfx1101")), os.path.join(h, co))
+        rc, doc = cli_json("check", "--target", "gfx1100", h)
+        found, _ = db_findings(doc)
+        got = {(f["code"], os.path.basename(f["file"])) for f in found}
+        expect(got == {("HG704", co)}, f"hipBLASLt rules: expected HG704 for {co}, got {sorted(got)[:6]}")
+        print(f"rules fired: {sorted(c for c, *_ in want)} (rocBLAS), HG704 (hipBLASLt)")
+
+
 # ---- the shim with the real HIP 6.4 runtime ---------------------------------------------------------
 
 def case_ShimOnHip64():
