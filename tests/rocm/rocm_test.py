@@ -417,6 +417,70 @@ def case_KernelDatabaseRules():
         print(f"rules fired: {sorted(c for c, *_ in want)} (rocBLAS), HG704 (hipBLASLt)")
 
 
+# The header of AITER's fmoe kernel lists (ROCm/aiter hsa/gfx942/fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_gelu.csv):
+# knl_name and co_name are the columns hsa/codegen.py requires; the others are the kernel's tuning parameters.
+AITER_HEADER = "knl_name,co_name,atm,vskip,smf,tg_num_perCU,ps,subGU_m,subGU_n"
+
+
+def aiter_tree(tmp):
+    """hsa/<arch>/<module>/ from the corpus's AITER code objects (MANIFEST.tsv: source_path), with one kernel
+    list per directory written the way AITER's own are: one row per code object, its kernel's mangled name."""
+    corpus = os.path.join(A.corpus, "aiter")
+    rows = {}
+    for line in open(os.path.join(corpus, "MANIFEST.tsv")).read().splitlines()[1:]:
+        name, _arch, _sha, source = line.split("\t")
+        dest = os.path.join(tmp, source)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        os.symlink(os.path.join(corpus, name), dest)
+        _, doc = cli_json("inspect", dest)
+        kernels = [k["name"] for img in images(doc) for co in img["code_objects"] for k in co["kernels"]]
+        rows.setdefault(os.path.dirname(dest), []).append(f"{kernels[0]},{os.path.basename(dest)},0,1,0,1,0,32,128")
+    for d, lines in rows.items():
+        with open(os.path.join(d, os.path.basename(d) + ".csv"), "w") as f:
+            f.write("\n".join([AITER_HEADER, *lines]) + "\n")
+    return os.path.join(tmp, "hsa"), rows
+
+
+def case_AiterKernelLists():
+    """AITER's hsa/ tree built from real AITER code objects: clean for gfx942 and gfx950; a missing code object,
+    one for another processor, a wrong kernel name and a csv without its columns are each reported."""
+    if not os.path.isfile(os.path.join(A.corpus, "aiter", "MANIFEST.tsv")):
+        skip(f"no AITER corpus at {A.corpus}/aiter")
+    with tempfile.TemporaryDirectory() as tmp:
+        hsa, rows = aiter_tree(tmp)
+        rc, doc = cli_json("check", "--target", "gfx942", "--target", "gfx950", hsa)
+        found, notes = db_findings(doc)
+        expect(not found, f"AITER tree as built: {[(f['code'], f['file']) for f in found[:5]]}")
+        expect(len(notes) == 2 and all(" 0 kernel" not in n["message"] for n in notes),
+               f"AITER summaries: {[n['message'] for n in notes]}")
+        for n in notes:
+            print(n["message"])
+        # (the exit status is 1: hsa/ holds code objects for other processors, HG202 for each file checked alone)
+        fmoe = sorted(d for d in rows if d.endswith("gfx942/fmoe/gelu"))[0]
+        cos = sorted(f for f in os.listdir(fmoe) if f.endswith(".co"))
+        os.unlink(os.path.join(fmoe, cos[0]))                                    # HG703
+        os.unlink(os.path.join(fmoe, cos[1]))
+        gfx950 = [os.path.join(d, f) for d in rows if "/gfx950/" in d for f in os.listdir(d) if f.endswith(".co")][0]
+        os.symlink(os.path.realpath(gfx950), os.path.join(fmoe, cos[1]))        # HG704
+        csv = os.path.join(fmoe, "gelu.csv")
+        lines = open(csv).read().split("\n")
+        row = [i for i, l in enumerate(lines) if l and i > 0 and l.split(",")[1] not in cos[:2]][0]
+        third = lines[row].split(",")[1]
+        wrong = lines[row].split(",")[0].replace("_ZN5aiter", "_ZN5aitex", 1)
+        lines[row] = wrong + lines[row][lines[row].index(","):]                  # HG705
+        open(csv, "w").write("\n".join(lines))
+        pa = sorted(d for d in rows if d.endswith("gfx942/pa"))[0]
+        open(os.path.join(pa, "broken.csv"), "w").write("kernel,file\nx,y.co\n")   # HG702
+        rc, doc = cli_json("check", "--target", "gfx942", "--target", "gfx1100", hsa)
+        found, _ = db_findings(doc)
+        got = {(f["code"], os.path.basename(f["file"])) for f in found}
+        want = {("HG703", cos[0]), ("HG704", cos[1]), ("HG705", third), ("HG702", "broken.csv"), ("HG701", "hsa")}
+        expect(got == want, f"AITER rules: missing {sorted(want - got)}, unexpected {sorted(got - want)}")
+        expect(any("kernel registration failed for '" + wrong in f["message"]
+                   for f in found), "HG705 quotes AITER's own message")
+        print(f"rules fired: {sorted(c for c, _ in want)}")
+
+
 # ---- the shim with the real HIP 6.4 runtime ---------------------------------------------------------
 
 def case_ShimOnHip64():
@@ -603,6 +667,9 @@ def case_ProgramWithLibraries():
           f"the same inside the root; gfx942 fails in libggml-hip.so and rocBLAS")
 
 
+NEEDS_NO_ROOT = {"AiterKernelLists"}  # real inputs from the corpus (HIPGUARD_CORPUS_DIR) only
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()
@@ -610,8 +677,9 @@ def main():
     for a in ("root", "apps", "cli", "shim", "source", "build"):
         ap.add_argument("--" + a, required=True)
     ap.add_argument("--deps-list")
+    ap.add_argument("--corpus", default="")
     A = ap.parse_args()
-    if not os.path.exists(os.path.join(A.root, ".hipguard-root")):
+    if A.case not in NEEDS_NO_ROOT and not os.path.exists(os.path.join(A.root, ".hipguard-root")):
         skip(f"no ROCm root at {A.root} (scripts/rocm-root.sh builds it; needs root and Debian's archive)")
     globals()["case_" + A.case]()
     print(f"Rocm.{A.case}: {'FAILED, ' + str(len(failures)) + ' failures' if failures else 'passed'}")
