@@ -92,7 +92,9 @@ struct CodeObjectFacts {
   struct Entry {
     TargetId target;  // from e_flags
     unsigned generic_version = 0;
-    std::vector<std::string> kernels;  // metadata kernel names (.name), sorted
+    // kernel_name_hash of each metadata kernel name (.name), sorted: 8 bytes a kernel, so the
+    // facts of every code object of a library (rocBLAS: 82,000 kernels) stay small.
+    std::vector<uint64_t> kernels;
   };
   std::vector<Entry> entries;
   std::string error;  // why nothing could be read
@@ -107,7 +109,9 @@ using FactsLookup = std::function<const CodeObjectFacts*(const std::string& path
 DatabaseReport check_kernel_database(const DatabaseDir& db, const std::vector<TargetId>& targets,
                                      const FactsLookup& lookup = {});
 
-// An entry's facts from a parsed code object (kernels' .name, sorted).
+// The 64-bit hash kernel names are compared by (std::hash of the name).
+uint64_t kernel_name_hash(std::string_view name);
+// An entry's facts from a parsed code object.
 CodeObjectFacts::Entry facts_of(const CodeObject& co);
 
 // The solutions of one Tensile .dat (msgpack): each solution's kernel and

@@ -79,7 +79,7 @@ std::vector<std::string> csv_files(const std::string& dir) {
 
 // One csv: every row's code object and kernel.
 void check_csv(const std::string& csv, const std::string& proc_dir, const TargetId& t, FactsCache& cache,
-               Findings& f, std::set<std::string>& kernels) {
+               Findings& f, std::set<uint64_t>& kernels) {
   std::string error;
   auto file = read_file(csv, kMaxCsvBytes, &error);
   if (!file) {
@@ -134,7 +134,7 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
                 row[knl] + "'.\"",
             "fix the row's knl_name (the mangled name, as `hipguard inspect` lists it) or rebuild the code object");
     } else {
-      kernels.insert(row[knl]);
+      kernels.insert(kernel_name_hash(row[knl]));
     }
   }
 }
@@ -164,7 +164,7 @@ void check_aiter_target(const std::string& hsa, const TargetId& t, FactsCache& c
           "install an AITER build with kernels for " + t.processor + ", or run on a GPU it ships kernels for");
     return;
   }
-  std::set<std::string> kernels;
+  std::set<uint64_t> kernels;
   for (const auto& csv : csvs) check_csv(csv, dir, t, cache, f, kernels);
   f.counts().code_objects = cache.opened();
   f.counts().kernels = kernels.size();

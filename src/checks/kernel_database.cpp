@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <atomic>
 #include <set>
+#include <unordered_set>
 #include <thread>
 
 #include "checks/database_hook.h"
@@ -25,12 +26,14 @@ std::string_view to_string(DatabaseKind k) {
   return "?";
 }
 
+uint64_t kernel_name_hash(std::string_view name) { return std::hash<std::string_view>{}(name); }
+
 CodeObjectFacts::Entry facts_of(const CodeObject& co) {
   CodeObjectFacts::Entry f;
   f.target = co.target;
   f.generic_version = co.generic_version;
   f.kernels.reserve(co.kernels.size());
-  for (const auto& k : co.kernels) f.kernels.push_back(k.name);
+  for (const auto& k : co.kernels) f.kernels.push_back(kernel_name_hash(k.name));
   std::sort(f.kernels.begin(), f.kernels.end());
   return f;
 }
@@ -115,7 +118,7 @@ const CodeObjectFacts::Entry* loadable_on(const CodeObjectFacts& f, const Target
 }
 
 bool has_kernel(const CodeObjectFacts::Entry& f, const std::string& name) {
-  return std::binary_search(f.kernels.begin(), f.kernels.end(), name);
+  return std::binary_search(f.kernels.begin(), f.kernels.end(), kernel_name_hash(name));
 }
 
 std::string target_label(const TargetId& t) { return t.str(); }
@@ -180,7 +183,7 @@ class TensileCheck {
  private:
   std::string database_path();
   void check_placeholder(const std::string& prefix, const ParsedDat& parsed);
-  void check_solutions(const std::string& dat, const std::vector<TensileSolution>& sols, const std::string& prefix);
+  void check_solutions(const std::string& dat, const std::vector<CompactSolution>& sols, const std::string& prefix);
   // The code object file SolutionAdapter would load for `name`, or null (a finding said why).
   const CodeObjectFacts::Entry* load(const std::string& name, const std::string& dat, size_t users);
   bool lite() const { return db_.kind == DatabaseKind::Hipblaslt; }
@@ -191,7 +194,7 @@ class TensileCheck {
   FactsCache& cache_;
   Findings& f_;
   const CodeObjectFacts::Entry* helper_ = nullptr;
-  std::set<std::string> kernels_;
+  std::unordered_set<uint64_t> kernels_;  // kernel_name_hash
 };
 
 std::string TensileCheck::database_path() {
@@ -241,10 +244,19 @@ const CodeObjectFacts::Entry* TensileCheck::load(const std::string& name, const 
   return nullptr;
 }
 
-void TensileCheck::check_solutions(const std::string& dat, const std::vector<TensileSolution>& sols,
+// The kernel of solution `index` of a .dat (read again: only names that go into a finding are kept).
+std::string solution_name(const std::string& dat, uint32_t index) {
+  std::string error;
+  std::vector<TensileSolution> sols;
+  auto file = read_file(dat, kMaxDatabaseFileBytes, &error);
+  if (file && read_tensile_solutions(text_of(*file), &sols, &error) && index < sols.size()) return sols[index].kernel;
+  return "#" + std::to_string(index);
+}
+
+void TensileCheck::check_solutions(const std::string& dat, const std::vector<CompactSolution>& sols,
                                    const std::string& prefix) {
   // Solutions grouped by the code object file PlaceholderLibrary::getCodeObjectFileName names.
-  std::map<std::string, std::vector<const TensileSolution*>> by_file;
+  std::map<std::string, std::vector<const CompactSolution*>> by_file;
   for (const auto& s : sols) {
     std::string file = prefix + ".co";
     if (!lite() && s.source_kernel)
@@ -255,13 +267,17 @@ void TensileCheck::check_solutions(const std::string& dat, const std::vector<Ten
   for (const auto& [file, users] : by_file) {
     const CodeObjectFacts::Entry* co = load(file, dat, users.size());
     if (!co) continue;
-    for (const TensileSolution* s : users) {
-      if (has_kernel(*co, s->kernel) || (helper_ && has_kernel(*helper_, s->kernel))) {
-        kernels_.insert(s->kernel);
+    for (const CompactSolution* s : users) {
+      auto found = [&](const CodeObjectFacts::Entry& e) {
+        return std::binary_search(e.kernels.begin(), e.kernels.end(), s->kernel_hash);
+      };
+      if (found(*co) || (helper_ && found(*helper_))) {
+        kernels_.insert(s->kernel_hash);
         continue;
       }
-      f_.add(code::kDatabaseKernelMissing, base_ + "/" + file, s->kernel,
-             "solution of " + fs::path(dat).filename().string() + " names kernel '" + s->kernel +
+      std::string kernel = solution_name(dat, s->index);
+      f_.add(code::kDatabaseKernelMissing, base_ + "/" + file, kernel,
+             "solution of " + fs::path(dat).filename().string() + " names kernel '" + kernel +
                  "', which is not in the metadata of " + file +
                  " (nor in the helper Kernels.so-000): hipModuleGetFunction returns hipErrorNotFound and the GEMM fails",
              "reinstall the library: its database and code objects come from different builds");
@@ -308,9 +324,12 @@ std::vector<const ParsedDat*> read_placeholders(const std::string& base, const s
       d.exists = is_regular_file(path);
       if (!d.exists) continue;
       auto file = read_file(path, kMaxDatabaseFileBytes, &d.error);
-      if (file && !read_tensile_solutions(text_of(*file), &d.solutions, &d.error) && d.error.empty())
-        d.error = "unreadable";
-      if (!d.error.empty()) d.solutions.clear();
+      std::vector<TensileSolution> sols;
+      if (file && !read_tensile_solutions(text_of(*file), &sols, &d.error) && d.error.empty()) d.error = "unreadable";
+      if (!d.error.empty()) continue;
+      d.solutions.reserve(sols.size());
+      for (size_t k = 0; k < sols.size() && k <= UINT32_MAX; ++k)
+        d.solutions.push_back({kernel_name_hash(sols[k].kernel), uint32_t(k), sols[k].source_kernel});
     }
   };
   unsigned n = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), todo.size());

@@ -11,11 +11,18 @@
 
 namespace hipguard::kdb {
 
+// A solution as kept between reading and checking: its kernel's hash, its place in the file, its kind.
+struct CompactSolution {
+  uint64_t kernel_hash;  // kernel_name_hash
+  uint32_t index;        // in the file's "solutions"
+  bool source_kernel;
+};
+
 // A Tensile placeholder database as read (exists, and its solutions or why it cannot be read).
 struct ParsedDat {
   bool exists = false;
   std::string error;
-  std::vector<TensileSolution> solutions;
+  std::vector<CompactSolution> solutions;
 };
 
 // Code object facts by path: handed in by the caller's lookup, else read once here.
