@@ -81,14 +81,17 @@ TEST(KernelDatabase, ReadsPlaceholdersOnceInFileOrder) {
 }
 
 TEST(KernelDatabase, EveryTruncationFailsCleanly) {
-  for (const std::string& doc : {valid_placeholder_dat(), valid_lazy_dat()}) {
-    for (size_t n = 0; n < doc.size(); ++n) {
-      std::vector<TensileSolution> s;
-      std::vector<std::string> p;
-      std::string e1, e2;
-      EXPECT_FALSE(read_tensile_solutions(doc.substr(0, n), &s, &e1) && read_tensile_placeholders(doc.substr(0, n), &p, &e2))
-          << "prefix " << n;
-    }
+  std::string sol = valid_placeholder_dat(), lazy = valid_lazy_dat();
+  for (size_t n = 0; n < sol.size(); ++n) {
+    std::vector<TensileSolution> s;
+    std::string error;
+    EXPECT_FALSE(read_tensile_solutions(sol.substr(0, n), &s, &error)) << "prefix " << n;
+    EXPECT_FALSE(error.empty()) << "prefix " << n;
+  }
+  for (size_t n = 0; n < lazy.size(); ++n) {
+    std::vector<std::string> p;
+    std::string error;
+    EXPECT_FALSE(read_tensile_placeholders(lazy.substr(0, n), &p, &error)) << "prefix " << n;
   }
 }
 
