@@ -1,4 +1,6 @@
 // Tensile .dat databases (MessagePack, read with LLVM's streaming reader): solutions and placeholder names.
+// A placeholder database's "library" (its matching tables) is not read when it follows "solutions": only
+// its presence is checked.
 #include <llvm/BinaryFormat/MsgPackReader.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBufferRef.h>
@@ -115,7 +117,8 @@ bool collect_placeholders(Cursor& c, const Obj& o, int depth, std::vector<std::s
   return true;
 }
 
-// The root map: `on_key` reads each key's value (or skips it).
+// The root map: `on_key` reads each key's value (or skips it) and says whether to go on.
+enum class Next { Fail, Continue, Stop };
 template <class F>
 bool read_root(Cursor& c, std::string* error, F on_key) {
   Obj root;
@@ -124,30 +127,37 @@ bool read_root(Cursor& c, std::string* error, F on_key) {
   for (size_t i = 0; ok && i < root.Length; ++i) {
     std::string_view k;
     Obj v;
-    ok = c.key(&k) && c.next(v) && on_key(k, v);
+    Next n = c.key(&k) && c.next(v) ? on_key(k, v) : Next::Fail;
+    if (n == Next::Stop) break;
+    ok = n == Next::Continue;
   }
   if (!ok) *error = c.error;
   return ok;
 }
 
+Next go(bool ok) { return ok ? Next::Continue : Next::Fail; }
+
 }  // namespace
 
 bool read_tensile_solutions(std::string_view data, std::vector<TensileSolution>* out, std::string* error) {
   Cursor c(data);
-  bool seen = false;
+  bool seen = false, library = false;
   bool ok = read_root(c, error, [&](std::string_view k, const Obj& v) {
-    if (k != "solutions") return c.skip(v, 1);
-    if (v.Kind != Type::Array) return c.fail("\"solutions\" is not an array");
+    if (k == "library" && seen) return library = true, Next::Stop;  // its value is not needed (20 % of the bytes)
+    if (k == "library") library = true;
+    if (k != "solutions") return go(c.skip(v, 1));
+    if (v.Kind != Type::Array) return go(c.fail("\"solutions\" is not an array"));
     seen = true;
     for (size_t i = 0; i < v.Length; ++i) {
       Obj m;
       TensileSolution s;
-      if (!c.next(m) || !read_solution(c, m, &s)) return false;
+      if (!c.next(m) || !read_solution(c, m, &s)) return Next::Fail;
       out->push_back(std::move(s));
     }
-    return true;
+    return Next::Continue;
   });
   if (ok && !seen) *error = "no \"solutions\" array (required by Tensile's MasterSolutionLibrary mapping)", ok = false;
+  if (ok && !library) *error = "no \"library\" (required by Tensile's MasterSolutionLibrary mapping)", ok = false;
   return ok;
 }
 
@@ -156,9 +166,9 @@ bool read_tensile_placeholders(std::string_view data, std::vector<std::string>* 
   std::unordered_set<std::string> seen;
   bool library = false;
   bool ok = read_root(c, error, [&](std::string_view k, const Obj& v) {
-    if (k != "library") return c.skip(v, 1);
+    if (k != "library") return go(c.skip(v, 1));
     library = true;
-    return collect_placeholders(c, v, 1, out, &seen);
+    return go(collect_placeholders(c, v, 1, out, &seen));
   });
   if (ok && !library) *error = "no \"library\" (required by Tensile's MasterSolutionLibrary mapping)", ok = false;
   return ok;

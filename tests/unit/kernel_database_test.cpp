@@ -82,7 +82,8 @@ TEST(KernelDatabase, ReadsPlaceholdersOnceInFileOrder) {
 
 TEST(KernelDatabase, EveryTruncationFailsCleanly) {
   std::string sol = valid_placeholder_dat(), lazy = valid_lazy_dat();
-  for (size_t n = 0; n < sol.size(); ++n) {
+  // Cut anywhere before the value of "library" (which is not read: kernel_database.h).
+  for (size_t n = 0; n < sol.find("\xa7library") + 8; ++n) {
     std::vector<TensileSolution> s;
     std::string error;
     EXPECT_FALSE(read_tensile_solutions(sol.substr(0, n), &s, &error)) << "prefix " << n;
