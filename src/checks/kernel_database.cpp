@@ -152,8 +152,10 @@ std::optional<DatabaseKind> kind_of(const fs::path& dir) {
 
 std::vector<DatabaseDir> find_kernel_databases(const std::string& dir) {
   std::vector<DatabaseDir> out;
+  std::string top = dir;  // "lib/" as "lib": the paths built below then match expand_paths' ("lib/x.co")
+  while (top.size() > 1 && top.back() == '/') top.pop_back();
   try {
-    std::vector<fs::path> todo{fs::path(dir)};
+    std::vector<fs::path> todo{fs::path(top)};
     while (!todo.empty()) {
       fs::path d = std::move(todo.back());
       todo.pop_back();
@@ -503,7 +505,8 @@ DatabaseHook::~DatabaseHook() {
 void DatabaseHook::observe(const ImageReport& img) {
   if (img.code_objects.empty() || !img.location.empty()) return;  // whole files only
   for (const auto& d : dbs_)
-    if (img.origin.size() > d.path.size() && img.origin.compare(0, d.path.size(), d.path) == 0) {
+    if (img.origin.size() > d.path.size() && img.origin.compare(0, d.path.size(), d.path) == 0 &&
+        img.origin[d.path.size()] == '/') {
       CodeObjectFacts f;  // the entries the check parsed: with targets, those selected for them
       for (const auto& c : img.code_objects) f.entries.push_back(facts_of(c.co));
       seen_.emplace(img.origin, std::move(f));
