@@ -11,9 +11,10 @@
 //    TensileLibrary_<processor>.dat, TensileLibrary.dat, else "rocBLAS error:
 //    Cannot read ..." and rocblas_abort(). hipBLASLt 7.1 (ROCm/rocm-libraries
 //    projects/hipblaslt/library/src/amd_detail/rocblaslt/src/tensile_host.cpp,
-//    initialize): TensileLibrary_lazy_<processor>.dat only, else "rocblaslt
-//    error: Cannot read ...". <processor> is gcnArchName up to the first ':'
-//    (xnack and sramecc left out).
+//    TensileHost::initialize): <dir>/<processor> when it exists, then
+//    TensileLibrary_lazy_<processor>.dat only, else "rocblaslt error: Cannot
+//    read ..." (no abort; no GEMM finds a solution). <processor> is
+//    gcnArchName up to the first ':' (xnack and sramecc left out).
 //  - The lazy database's "Placeholder" libraries name <prefix>.dat beside it
 //    (Tensile Serialization/PlaceholderLibrary.hpp); a missing one makes
 //    LoadLibraryFile return null (Tensile msgpack/MessagePack.cpp,

@@ -200,7 +200,7 @@ class TensileCheck {
 
 std::string TensileCheck::database_path() {
   base_ = db_.path;
-  if (!lite() && is_dir(base_ + "/" + p_)) base_ += "/" + p_;
+  if (is_dir(base_ + "/" + p_)) base_ += "/" + p_;  // both libraries: TestPath(path + "/" + processor)
   std::vector<std::string> tries{base_ + "/TensileLibrary_lazy_" + p_ + ".dat"};
   if (!lite()) tries.push_back(base_ + "/TensileLibrary_" + p_ + ".dat"), tries.push_back(base_ + "/TensileLibrary.dat");
   for (const auto& path : tries)
@@ -445,7 +445,7 @@ void prefetch_kernel_database(const DatabaseDir& db, const std::vector<TargetId>
   for (const auto& t : targets.empty() ? shipped_targets(db) : targets) {
     if (!done.insert(t.processor).second) continue;
     std::string base = db.path, error;
-    if (db.kind == DatabaseKind::Rocblas && is_dir(base + "/" + t.processor)) base += "/" + t.processor;
+    if (is_dir(base + "/" + t.processor)) base += "/" + t.processor;
     auto file = read_file(base + "/TensileLibrary_lazy_" + t.processor + ".dat", kMaxDatabaseFileBytes, &error);
     std::vector<std::string> prefixes;
     if (file && read_tensile_placeholders(text_of(*file), &prefixes, &error)) read_placeholders(base, prefixes, cache);
