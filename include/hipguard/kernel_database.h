@@ -33,6 +33,11 @@
 //    (SolutionAdapter::getKernel): it must be in that code object's metadata
 //    or in the helper Kernels.so-000-<processor>.hsaco, which
 //    SolutionAdapter::initializeLazyLoading loads (its failure is ignored).
+//  - hipBLASLt's extension ops (softmax, layer norm, amax: ROCm/rocm-libraries
+//    projects/hipblaslt/library/src/amd_detail/hipblaslt-ext-op.cpp):
+//    hipblasltExtOpLibrary.dat beside the Tensile files names, per processor,
+//    each kernel (func_name) and its code object (co_path), launched through the
+//    same SolutionAdapter: the same file, target and kernel rules.
 //  - AITER (ROCm/aiter csrc/include/aiter_hip_common.h AiterAsmKernel::
 //    load_hsaco_file, hsa/codegen.py): the code object of a csv row is
 //    $AITER_ASM_DIR/<processor>/<csv's directory below hsa/<processor>>/<co_name>,
@@ -130,5 +135,16 @@ bool read_tensile_solutions(std::string_view data, std::vector<TensileSolution>*
 // The "Placeholder" library names of a lazy Tensile database, in file order,
 // without repeats. Fails as read_tensile_solutions does.
 bool read_tensile_placeholders(std::string_view data, std::vector<std::string>* out, std::string* error);
+
+// The entries of hipBLASLt's hipblasltExtOpLibrary.dat for one processor
+// ({processor: {op: {type: [{func_name, co_path, ...}]}}}, ROCm/rocm-libraries
+// projects/hipblaslt/library/src/amd_detail/hipblaslt-ext-op.cpp, ExtOpMasterLibrary):
+// the kernel and the code object file (beside the .dat) of each. Fails as
+// read_tensile_solutions does, or on an entry without a string func_name or co_path.
+struct ExtOpEntry {
+  std::string kernel, code_object;
+};
+bool read_extop_entries(std::string_view data, std::string_view processor, std::vector<ExtOpEntry>* out,
+                        std::string* error);
 
 }  // namespace hipguard

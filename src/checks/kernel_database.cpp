@@ -184,6 +184,7 @@ class TensileCheck {
  private:
   std::string database_path();
   void check_placeholder(const std::string& prefix, const ParsedDat& parsed);
+  void check_extops();
   void check_solutions(const std::string& dat, const std::vector<CompactSolution>& sols, const std::string& prefix);
   // The code object file SolutionAdapter would load for `name`, or null (a finding said why).
   const CodeObjectFacts::Entry* load(const std::string& name, const std::string& dat, size_t users);
@@ -345,6 +346,40 @@ std::vector<const ParsedDat*> read_placeholders(const std::string& base, const s
   return out;
 }
 
+// hipBLASLt's extension ops: each entry's code object (beside the .dat) and kernel, for this processor.
+void TensileCheck::check_extops() {
+  std::string dat = db_.path + "/hipblasltExtOpLibrary.dat", error;
+  if (!lite() || !is_regular_file(dat)) return;
+  std::vector<ExtOpEntry> entries;
+  auto file = read_file(dat, kMaxDatabaseFileBytes, &error);
+  if (!file || !read_extop_entries(text_of(*file), p_, &entries, &error)) {
+    f_.add(code::kDatabaseMalformed, dat, "", "cannot read hipBLASLt's extension op database: " + error,
+           "reinstall the library; the file is damaged");
+    return;
+  }
+  if (entries.empty()) return;  // no ext ops for this processor: hipBLASLt's softmax etc. are then not supported
+  ++f_.counts().databases;
+  f_.counts().entries += entries.size();
+  std::string saved = base_;
+  base_ = db_.path;  // the ext op library folder: the .dat's own directory
+  std::map<std::string, std::vector<const ExtOpEntry*>> by_file;
+  for (const auto& e : entries) by_file[e.code_object].push_back(&e);
+  for (const auto& [co_path, users] : by_file) {
+    const CodeObjectFacts::Entry* co = load(co_path, dat, users.size());
+    for (const ExtOpEntry* e : co ? users : std::vector<const ExtOpEntry*>{}) {
+      if (has_kernel(*co, e->kernel)) {
+        kernels_.insert(kernel_name_hash(e->kernel));
+        continue;
+      }
+      f_.add(code::kDatabaseKernelMissing, base_ + "/" + co_path, e->kernel,
+             "hipblasltExtOpLibrary.dat names kernel '" + e->kernel + "' in " + co_path +
+                 ", whose metadata does not have it: hipModuleGetFunction returns hipErrorNotFound and the ext op fails",
+             "reinstall the library: its database and code objects come from different builds");
+    }
+  }
+  base_ = saved;
+}
+
 void TensileCheck::run() {
   std::string top = database_path();
   if (top.empty()) return;
@@ -380,6 +415,7 @@ void TensileCheck::run() {
              "reinstall the library; the file is damaged");
     std::vector<const ParsedDat*> parsed = read_placeholders(base_, prefixes, cache_);
     for (size_t i = 0; i < prefixes.size(); ++i) check_placeholder(prefixes[i], *parsed[i]);
+    check_extops();
   } else {
     // A whole (not lazy) database: its solutions are in the file itself, their kernels in the code objects
     // "*<processor>*co" rocBLAS loads at start; hipguard checks the lazy layout only.

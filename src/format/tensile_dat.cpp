@@ -174,4 +174,45 @@ bool read_tensile_placeholders(std::string_view data, std::vector<std::string>* 
   return ok;
 }
 
+bool read_extop_entries(std::string_view data, std::string_view processor, std::vector<ExtOpEntry>* out,
+                        std::string* error) {
+  Cursor c(data);
+  // { processor: { op: { type: [ { "func_name": s, "co_path": s, ... } ] } } }
+  auto entry = [&](const Obj& m) {
+    if (m.Kind != Type::Map) return c.fail("an ext op entry is not a map");
+    ExtOpEntry e;
+    for (size_t i = 0; i < m.Length; ++i) {
+      std::string_view k;
+      Obj v;
+      if (!c.key(&k) || !c.next(v)) return false;
+      if ((k == "func_name" || k == "co_path") && v.Kind == Type::String)
+        (k == "func_name" ? e.kernel : e.code_object).assign(v.Raw.data(), v.Raw.size());
+      else if (!c.skip(v, 4)) return false;
+    }
+    if (e.kernel.empty() || e.code_object.empty()) return c.fail("an ext op entry has no func_name or co_path");
+    out->push_back(std::move(e));
+    return true;
+  };
+  auto level = [&](auto&& self, const Obj& o, int depth) -> bool {  // the op and type maps, then the arrays
+    if (depth == 2) {
+      if (o.Kind != Type::Array) return c.fail("an ext op list is not an array");
+      for (size_t i = 0; i < o.Length; ++i) {
+        Obj m;
+        if (!c.next(m) || !entry(m)) return false;
+      }
+      return true;
+    }
+    if (o.Kind != Type::Map) return c.fail("an ext op level is not a map");
+    for (size_t i = 0; i < o.Length; ++i) {
+      std::string_view k;
+      Obj v;
+      if (!c.key(&k) || !c.next(v) || !self(self, v, depth + 1)) return false;
+    }
+    return true;
+  };
+  return read_root(c, error, [&](std::string_view k, const Obj& v) {
+    return go(k == processor ? level(level, v, 0) : c.skip(v, 1));
+  });
+}
+
 }  // namespace hipguard

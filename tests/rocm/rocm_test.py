@@ -405,16 +405,21 @@ def case_KernelDatabaseRules():
         expect(quoted and "rocBLAS error: Cannot read" in quoted[0]["message"] and "gfx942" in quoted[0]["message"],
                "HG701 quotes rocBLAS's own message")
         # hipBLASLt: its code objects are compressed bundles; one for another processor is refused.
-        h = linked_sample(lt, "gfx1100", os.path.join(tmp, "hipblaslt"), ("TensileLiteLibrary_lazy_Mapping.dat",))
-        co = [f for f in sorted(os.listdir(h)) if f.endswith("_gfx1100.co")
+        # hipBLASLt: its code objects are compressed bundles, its extension ops raw code objects; one for
+        # another processor is refused, for a solution and for an ext op.
+        h = linked_sample(lt, "gfx1100", os.path.join(tmp, "hipblaslt"),
+                          ("TensileLiteLibrary_lazy_Mapping.dat", "hipblasltExtOpLibrary.dat"))
+        co = [f for f in sorted(os.listdir(h)) if f.endswith("_gfx1100.co") and not f.startswith("extop")
               and os.path.exists(os.path.join(lt, f.replace("gfx1100", "gfx1101")))][0]
-        os.unlink(os.path.join(h, co))
-        os.symlink(os.path.join(lt, co.replace("gfx1100", "gfx1101")), os.path.join(h, co))
+        for name in (co, "extop_gfx1100.co"):
+            os.unlink(os.path.join(h, name))
+            os.symlink(os.path.join(lt, name.replace("gfx1100", "gfx1101")), os.path.join(h, name))
         rc, doc = cli_json("check", "--target", "gfx1100", h)
         found, _ = db_findings(doc)
         got = {(f["code"], os.path.basename(f["file"])) for f in found}
-        expect(got == {("HG704", co)}, f"hipBLASLt rules: expected HG704 for {co}, got {sorted(got)[:6]}")
-        print(f"rules fired: {sorted(c for c, *_ in want)} (rocBLAS), HG704 (hipBLASLt)")
+        want_lt = {("HG704", co), ("HG704", "extop_gfx1100.co")}
+        expect(got == want_lt, f"hipBLASLt rules: expected {sorted(want_lt)}, got {sorted(got)[:6]}")
+        print(f"rules fired: {sorted(c for c, *_ in want)} (rocBLAS), HG704 twice (hipBLASLt: a solution, an ext op)")
 
 
 # The header of AITER's fmoe kernel lists (ROCm/aiter hsa/gfx942/fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_gelu.csv):

@@ -149,6 +149,27 @@ TEST(KernelDatabase, DeepNestingStopsAtTheLimit) {
   EXPECT_FALSE(read_tensile_solutions(n.b, &s, &error));  // skipped subtrees are bounded too
 }
 
+TEST(KernelDatabase, ExtOpEntriesOfOneProcessor) {
+  Mp m;
+  m.map(2).str("gfx908").map(0).str("gfx90a").map(1).str("Softmax").map(1).str("S").arr(2);
+  m.map(3).str("func_name").str("Softmax_S").str("co_path").str("extop_gfx90a.co").str("num_workitems").integer(255);
+  m.map(2).str("func_name").str("Softmax_T").str("co_path").str("extop_gfx90a.co");
+  std::vector<ExtOpEntry> e;
+  std::string error;
+  ASSERT_TRUE(read_extop_entries(m.b, "gfx90a", &e, &error)) << error;
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[1].kernel, "Softmax_T");
+  EXPECT_EQ(e[1].code_object, "extop_gfx90a.co");
+  e.clear();
+  ASSERT_TRUE(read_extop_entries(m.b, "gfx1100", &e, &error));  // not shipped for it: nothing
+  EXPECT_TRUE(e.empty());
+  for (size_t n = 0; n < m.b.size(); ++n) EXPECT_FALSE(read_extop_entries(m.b.substr(0, n), "gfx90a", &e, &error)) << n;
+  Mp bad;
+  bad.map(1).str("gfx90a").map(1).str("AMax").map(1).str("S").arr(1).map(1).str("func_name").str("k");  // no co_path
+  EXPECT_FALSE(read_extop_entries(bad.b, "gfx90a", &e, &error));
+  EXPECT_NE(error.find("co_path"), std::string::npos) << error;
+}
+
 // A scratch directory removed at the end.
 struct TempDir {
   std::filesystem::path path;
