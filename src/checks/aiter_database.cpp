@@ -161,7 +161,8 @@ void check_aiter_target(const std::string& hsa, const TargetId& t, FactsCache& c
           "no AITER kernel list for " + t.processor + " (no .csv below hsa/" + t.processor +
               "/): every assembly kernel AITER loads for this GPU fails with \"failed to open $AITER_ASM_DIR/" +
               t.processor + "/...\"",
-          "install an AITER build with kernels for " + t.processor + ", or run on a GPU it ships kernels for");
+          "install an AITER build with kernels for " + t.processor + ", or run on a GPU it ships kernels for",
+          missing_database_severity(dir, t.processor, true));
     return;
   }
   std::set<uint64_t> kernels;

@@ -80,8 +80,9 @@ const CodeObjectFacts& FactsCache::get(const std::string& path) {
 }
 
 void Findings::add(std::string_view code, const std::string& file, const std::string& kernel, std::string message,
-                   std::string fix) {
+                   std::string fix, std::optional<Severity> severity) {
   Diagnostic d = make_diagnostic(code, file, std::move(message), std::move(fix));
+  if (severity) d.severity = *severity;
   if (d.severity != Severity::Note) ++s_.findings;
   if (d.severity != Severity::Note && s_.findings > kMaxDatabaseFindings) {
     ++dropped_;
@@ -114,6 +115,28 @@ const CodeObjectFacts::Entry* loadable_on(const CodeObjectFacts& f, const Target
   }
   if (!generic) *why = "built for " + built;
   return generic;
+}
+
+bool has_code_for(const std::string& dir, const std::string& processor, bool recursive) {
+  std::error_code ec;
+  auto named = [&](const std::filesystem::directory_entry& e) {
+    std::string n = e.path().filename().string();
+    std::error_code ec2;
+    return n.find(processor) != std::string::npos && n.size() >= 2 && n.compare(n.size() - 2, 2, "co") == 0 &&
+           e.is_regular_file(ec2);
+  };
+  if (recursive) {
+    for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      if (named(*it)) return true;
+  } else {
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      if (named(*it)) return true;
+  }
+  return false;
+}
+
+Severity missing_database_severity(const std::string& dir, const std::string& processor, bool recursive) {
+  return has_code_for(dir, processor, recursive) ? Severity::Error : Severity::Note;
 }
 
 bool has_kernel(const CodeObjectFacts::Entry& f, const std::string& name) {
@@ -214,7 +237,8 @@ std::string TensileCheck::database_path() {
          "no kernel database for " + p_ + " (tried " + tried + "): the library reports \"" + quote + "\"" +
              (lite() ? " and finds no GEMM solution" : " and aborts the process"),
          "install the library build that ships " + p_ + " (its TensileLibrary_lazy_" + p_ +
-             ".dat), or run on a GPU it ships kernels for");
+             ".dat), or run on a GPU it ships kernels for",
+         missing_database_severity(base_, p_, false));
   return "";
 }
 

@@ -52,7 +52,7 @@ class Findings {
  public:
   Findings(DatabaseReport& r, DatabaseTargetSummary& s, std::string target) : r_(r), s_(s), target_(std::move(target)) {}
   void add(std::string_view code, const std::string& file, const std::string& kernel, std::string message,
-           std::string fix);
+           std::string fix, std::optional<Severity> severity = std::nullopt);  // severity: else the code's
   void summary();  // HG707: what was cross-checked, and how many findings were not listed
   DatabaseTargetSummary& counts() { return s_; }
 
@@ -69,6 +69,12 @@ std::optional<FileData> read_file(const std::string& path, uint64_t limit, std::
 std::string_view text_of(const FileData& f);
 // Can the runtime load a code object with these facts on `t` (hipModuleLoadData,
 // __hipRegisterFatBinary of a raw code object)? *why says why not.
+// Does `dir` (and below it, when `recursive`) hold a file named *<processor>*co (rocBLAS's own glob)?
+bool has_code_for(const std::string& dir, const std::string& processor, bool recursive);
+// HG701's severity: an error, but a note where the directory holds no code object for the processor at all,
+// which the library check already says once (HG214: one cause, one line).
+Severity missing_database_severity(const std::string& dir, const std::string& processor, bool recursive);
+
 // The entry the runtime would pick (native before generic), or null.
 const CodeObjectFacts::Entry* loadable_on(const CodeObjectFacts& f, const TargetId& t, std::string* why);
 bool has_kernel(const CodeObjectFacts::Entry& f, const std::string& name);

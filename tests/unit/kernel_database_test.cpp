@@ -202,6 +202,14 @@ TEST(KernelDatabase, TensileDirectoryWithoutTheProcessorOrWithADamagedDatabase) 
   DatabaseReport r = check_kernel_database(dbs[0], {gfx942});
   EXPECT_EQ(codes(r), (std::vector<std::string>{"HG701", "HG707"}));
   EXPECT_NE(r.diagnostics[0].message.find("rocBLAS error: Cannot read"), std::string::npos);
+  // No gfx942 code object at all: HG214 says it once; HG701 adds the library's message as a note.
+  EXPECT_EQ(r.diagnostics[0].severity, Severity::Note);
+  t.write("TensileLibrary_X_gfx942.co", "not even ELF");  // rocBLAS's glob "*gfx942*co" now matches
+  r = check_kernel_database(dbs[0], {gfx942});
+  ASSERT_FALSE(r.diagnostics.empty());
+  EXPECT_EQ(r.diagnostics[0].code, "HG701");
+  EXPECT_EQ(r.diagnostics[0].severity, Severity::Error);
+  std::filesystem::remove(t.path / "TensileLibrary_X_gfx942.co");
   r = check_kernel_database(dbs[0], {gfx90a});
   // The helper is missing (HG706), X.dat is damaged (HG702), Y.dat missing (HG703), then the summary.
   EXPECT_EQ(codes(r), (std::vector<std::string>{"HG706", "HG702", "HG703", "HG707"}));
