@@ -78,6 +78,14 @@ inline constexpr std::string_view kLookupFailed = "HG503";        // hipGetFuncB
 inline constexpr std::string_view kBadSetting = "HG601";          // a HIPGUARD_* value is not accepted
 inline constexpr std::string_view kExitStatusChanged = "HG602";   // exit status 0 after findings becomes HIPGUARD_EXIT_CODE
 inline constexpr std::string_view kReportNotWritten = "HG603";    // HIPGUARD_REPORT cannot be written (not a regular file, write error)
+// Kernel databases (kernel_database.h): the manifests rocBLAS, hipBLASLt (Tensile .dat) and AITER (.csv) load kernels by.
+inline constexpr std::string_view kDatabaseMissing = "HG701";            // no database the library opens for the processor
+inline constexpr std::string_view kDatabaseMalformed = "HG702";          // a database file the library's loader cannot read
+inline constexpr std::string_view kDatabaseFileMissing = "HG703";        // a file the database names does not exist
+inline constexpr std::string_view kDatabaseCodeObjectMismatch = "HG704"; // the code object it names is not for the target
+inline constexpr std::string_view kDatabaseKernelMissing = "HG705";      // the kernel it names is not in that code object
+inline constexpr std::string_view kDatabaseHelperMissing = "HG706";      // Tensile's helper Kernels.so-000 code object is missing
+inline constexpr std::string_view kDatabaseChecked = "HG707";            // what a database check covered (summary)
 }  // namespace code
 
 struct CodeInfo {

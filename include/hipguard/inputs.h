@@ -182,6 +182,7 @@ struct CheckPathsOptions {
   bool dependencies = false;
   std::string sysroot;
   std::vector<TargetId> dependency_targets;  // whose Tensile files are listed (empty: `targets`)
+  bool kernel_databases = false;          // also check the kernel databases below directory arguments (check)
 };
 struct CheckPathsResult {
   bool ok = true;           // every file and image ok (FileReport::ok)
@@ -193,7 +194,10 @@ struct CheckPathsResult {
 // no GPU code get HG107, other files without GPU code are skipped), then HG110
 // for each directory argument without GPU code. Files are checked by `jobs`
 // threads, a bounded number ahead of the one being delivered; what `sink`
-// receives, and in which order, does not depend on `jobs`.
+// receives, and in which order, does not depend on `jobs`. With
+// kernel_databases, each kernel database below a directory argument
+// (kernel_database.h) is checked after the files, reusing their parsed code
+// objects, and delivered as one report (path: the database directory).
 CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckPathsOptions& options, FileSink& sink);
 
 }  // namespace hipguard

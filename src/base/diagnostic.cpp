@@ -58,6 +58,13 @@ constexpr std::array kCodes = {
     CodeInfo{code::kBadSetting, "bad-setting", S::Error},
     CodeInfo{code::kExitStatusChanged, "exit-status-changed", S::Error},
     CodeInfo{code::kReportNotWritten, "report-not-written", S::Warning},
+    CodeInfo{code::kDatabaseMissing, "kernel-database-missing", S::Error},
+    CodeInfo{code::kDatabaseMalformed, "kernel-database-malformed", S::Error},
+    CodeInfo{code::kDatabaseFileMissing, "kernel-database-file-missing", S::Error},
+    CodeInfo{code::kDatabaseCodeObjectMismatch, "kernel-database-code-object-mismatch", S::Error},
+    CodeInfo{code::kDatabaseKernelMissing, "kernel-database-kernel-missing", S::Error},
+    CodeInfo{code::kDatabaseHelperMissing, "kernel-database-helper-missing", S::Warning},
+    CodeInfo{code::kDatabaseChecked, "kernel-database-checked", S::Note},
 };
 }  // namespace
 

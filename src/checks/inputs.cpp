@@ -4,6 +4,7 @@
 #include "base/regular_file.h"
 #include "checks/library.h"
 #include "hipguard/dependencies.h"
+#include "checks/database_hook.h"
 
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/Object/ELF.h>
@@ -376,6 +377,7 @@ class Delivery {
  public:
   Delivery(FileSink& sink, CheckPathsResult& result, library::Tally& libraries)
       : sink_(sink), result_(result), libraries_(libraries) {}
+  DatabaseHook* databases = nullptr;  // sees each image's parsed code objects (kernel databases)
 
   // Files that need no check (HG101, HG110 reports): delivered whole.
   void whole(FileReport&& r) {
@@ -390,6 +392,7 @@ class Delivery {
     if (!begun_) sink_.begin_file(path), begun_ = true;
     if (!library.empty() && library::is_library_image(img)) libraries_.add(library, img), in_library_ = true;
     image_ok(img);
+    if (databases) databases->observe(img);
     sink_.image(std::move(img));
   }
   // The end of a checked file; one that is not HIP and says nothing is skipped.
@@ -441,6 +444,8 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
   CheckPathsResult result;
   library::Tally libraries(options.targets);
   Delivery out(sink, result, libraries);
+  DatabaseHook databases(paths, options);  // kernel databases: after the files (database_hook.h)
+  if (databases.active()) out.databases = &databases;
   std::vector<PathProblem> problems;
   std::vector<bool> regular;
   std::vector<std::string> files = expand(paths, &problems, &regular);
@@ -583,6 +588,7 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     for (auto& t : threads) t.join();
     if (failed) std::rethrow_exception(failed);
   }
+  databases.finish([&](FileReport&& r) { out.whole(std::move(r)); });
   for (auto& r : libraries.missing_targets()) out.whole(std::move(r));
   for (auto& l : libraries.take()) sink.library(std::move(l));
   if (options.empty_directory_is_error)

@@ -514,6 +514,7 @@ int cmd_check() {
   if (paths.empty()) return usage_error("check needs at least one PATH");
   // Code objects for other processors are read to their descriptors (check.h, Depth::ForTargets).
   CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, {}, false, {}, {}};
+  options.kernel_databases = true;  // kernel databases below directory arguments (kernel_database.h)
   if (std::string err; !machine_options(&options.machine, &err)) return usage_error(err);
   if (std::string err; !dependency_options(&options, !NoDepsOpt, &err)) return usage_error(err);
   // Not over a report streamed to the same terminal.

@@ -316,6 +316,183 @@ def case_KernelLibraries():
     print(f"hipBLASLt gfx90a: {t.get('code_objects')} files, {t.get('kernels')} kernels checked, findings {found or 'none'}")
 
 
+# ---- kernel databases: Tensile .dat (rocBLAS, hipBLASLt), AITER .csv ------------------------------
+
+DB_CODES = ("HG701", "HG702", "HG703", "HG704", "HG705", "HG706")
+
+
+def db_findings(doc):
+    """(code, file, kernel, target) of each kernel-database finding above note severity, and the HG707 notes."""
+    found = [d for d in diagnostics(doc) if d["code"] in DB_CODES]
+    notes = [d for d in diagnostics(doc) if d["code"] == "HG707"]
+    return found, notes
+
+
+def linked_sample(lib, processor, tmp, extra=()):
+    """A copy of a Tensile library directory with one processor's files (symlinks) and the shared ones."""
+    os.makedirs(tmp, exist_ok=True)
+    for f in os.listdir(lib):
+        if processor in f.replace("-xnack", "") or "fallback.dat" in f or f in extra:
+            os.symlink(os.path.join(lib, f), os.path.join(tmp, f))
+    return tmp
+
+
+def tensile_libs():
+    lib = os.path.join(A.root, "usr/lib/x86_64-linux-gnu")
+    return f"{lib}/rocblas/4.4.1/library", f"{lib}/hipblaslt/library"
+
+
+def case_KernelDatabasesReal():
+    """The real rocBLAS 6.4 and hipBLASLt 7.1 databases of a few processors: nothing to report, and the
+    summary says every solution's code object and kernel were cross-checked."""
+    rocblas, lt = tensile_libs()
+    samples = [(rocblas, "gfx908", "gfx908", ()), (rocblas, "gfx1030", "gfx1030", ()),
+               (lt, "gfx1100", "gfx1100", ("TensileLiteLibrary_lazy_Mapping.dat", "hipblasltExtOpLibrary.dat"))]
+    with tempfile.TemporaryDirectory() as tmp:
+        for lib, proc, target, extra in samples:
+            if not expect(os.path.isdir(lib), f"{lib} is missing from the ROCm root"):
+                continue
+            name = "hipblaslt" if lib == lt else "rocblas"
+            d = linked_sample(lib, proc, os.path.join(tmp, name + proc), extra)
+            rc, doc = cli_json("check", "--target", target, d)
+            found, notes = db_findings(doc)
+            expect(not found, f"{lib} for {target}: the library works, yet {[(f['code'], f['file']) for f in found[:5]]}")
+            expect(len(notes) == 1, f"{lib} for {target}: {len(notes)} HG707 summaries, expected 1")
+            for n in notes:
+                m = re.search(r"(\d+) database file\(s\), (\d+) entries, (\d+) code object file\(s\) and (\d+) kernel", n["message"])
+                ok = m and all(int(x) > 0 for x in m.groups())
+                expect(ok, f"{lib} for {target}: nothing cross-checked: {n['message']}")
+                print(f"{name} {target}: {m.group(0) if m else n['message']}")
+            expect(rc == 0, f"{lib} for {target}: exit {rc}")
+
+
+def patch_kernel_name(dat, out):
+    """A copy of a Tensile .dat whose first solution's kernel name has one letter changed (same length, so the
+    MessagePack stays valid); returns the new name."""
+    data = open(dat, "rb").read()
+    m = re.search(rb"\xa4name(\xd9.|\xda..)Cijk_", data, re.S)
+    size = int.from_bytes(m.group(1)[1:], "big")
+    start = m.end(1)
+    name = data[start:start + size].replace(b"Cijk_", b"CXjk_", 1)
+    open(out, "wb").write(data[:start] + name + data[start + size:])
+    return name.decode()
+
+
+def case_KernelDatabaseRules():
+    """Each rule fires on a modified copy of real rocBLAS 6.4 / hipBLASLt 7.1 files, naming the file."""
+    rocblas, lt = tensile_libs()
+    with tempfile.TemporaryDirectory() as tmp:
+        d = linked_sample(rocblas, "gfx908", os.path.join(tmp, "rocblas"))
+        ls = sorted(os.listdir(d))
+        dats = [f for f in ls if f.endswith("_gfx908.dat") and not f.startswith("TensileLibrary_lazy")]
+        swappable = [f for f in dats if os.path.exists(os.path.join(rocblas, f[:-4].replace("gfx908", "gfx906") + ".co"))]
+        swapped_co = swappable[0]
+        placeholder, removed_co, renamed_dat, truncated = [f for f in dats if f != swapped_co][:4]
+        os.unlink(os.path.join(d, placeholder))                                     # HG703: .dat gone
+        os.unlink(os.path.join(d, removed_co[:-4] + ".co"))                         # HG703: .co gone
+        other = os.path.join(rocblas, swapped_co[:-4].replace("gfx908", "gfx906") + ".co")
+        os.unlink(os.path.join(d, swapped_co[:-4] + ".co"))
+        os.symlink(other, os.path.join(d, swapped_co[:-4] + ".co"))                 # HG704: gfx906 code
+        os.unlink(os.path.join(d, renamed_dat))
+        kernel = patch_kernel_name(os.path.join(rocblas, renamed_dat), os.path.join(d, renamed_dat))  # HG705
+        data = open(os.path.join(rocblas, truncated), "rb").read()
+        os.unlink(os.path.join(d, truncated))
+        open(os.path.join(d, truncated), "wb").write(data[: len(data) // 2])      # HG702
+        os.unlink(os.path.join(d, "Kernels.so-000-gfx908.hsaco"))                  # HG706
+        rc, doc = cli_json("check", "--target", "gfx908", "--target", "gfx942", d)
+        found, _ = db_findings(doc)
+        got = {(f["code"], os.path.basename(f["file"]), f.get("kernel", "")) for f in found}
+        want = {("HG703", placeholder, ""), ("HG703", removed_co[:-4] + ".co", ""), ("HG704", swapped_co[:-4] + ".co", ""),
+                ("HG705", renamed_dat[:-4] + ".co", kernel), ("HG702", truncated, ""),
+                ("HG706", "Kernels.so-000-gfx908.hsaco", ""), ("HG701", "rocblas", "")}
+        expect(want <= got, f"rocBLAS rules: missing {sorted(want - got)}; got {sorted(got)[:12]}")
+        expect(len(got) == len(want), f"rocBLAS rules: unexpected {sorted(got - want)[:6]}")
+        expect(rc == 1, f"rocBLAS rules: exit {rc}")
+        quoted = [f for f in found if f["code"] == "HG701"]
+        expect(quoted and "rocBLAS error: Cannot read" in quoted[0]["message"] and "gfx942" in quoted[0]["message"],
+               "HG701 quotes rocBLAS's own message")
+        # hipBLASLt: its code objects are compressed bundles; one for another processor is refused.
+        # hipBLASLt: its code objects are compressed bundles, its extension ops raw code objects; one for
+        # another processor is refused, for a solution and for an ext op.
+        h = linked_sample(lt, "gfx1100", os.path.join(tmp, "hipblaslt"),
+                          ("TensileLiteLibrary_lazy_Mapping.dat", "hipblasltExtOpLibrary.dat"))
+        co = [f for f in sorted(os.listdir(h)) if f.endswith("_gfx1100.co") and not f.startswith("extop")
+              and os.path.exists(os.path.join(lt, f.replace("gfx1100", "gfx1101")))][0]
+        for name in (co, "extop_gfx1100.co"):
+            os.unlink(os.path.join(h, name))
+            os.symlink(os.path.join(lt, name.replace("gfx1100", "gfx1101")), os.path.join(h, name))
+        rc, doc = cli_json("check", "--target", "gfx1100", h)
+        found, _ = db_findings(doc)
+        got = {(f["code"], os.path.basename(f["file"])) for f in found}
+        want_lt = {("HG704", co), ("HG704", "extop_gfx1100.co")}
+        expect(got == want_lt, f"hipBLASLt rules: expected {sorted(want_lt)}, got {sorted(got)[:6]}")
+        print(f"rules fired: {sorted(c for c, *_ in want)} (rocBLAS), HG704 twice (hipBLASLt: a solution, an ext op)")
+
+
+# The header of AITER's fmoe kernel lists (ROCm/aiter hsa/gfx942/fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_gelu.csv):
+# knl_name and co_name are the columns hsa/codegen.py requires; the others are the kernel's tuning parameters.
+AITER_HEADER = "knl_name,co_name,atm,vskip,smf,tg_num_perCU,ps,subGU_m,subGU_n"
+
+
+def aiter_tree(tmp):
+    """hsa/<arch>/<module>/ from the corpus's AITER code objects (MANIFEST.tsv: source_path), with one kernel
+    list per directory written the way AITER's own are: one row per code object, its kernel's mangled name."""
+    corpus = os.path.join(A.corpus, "aiter")
+    rows = {}
+    for line in open(os.path.join(corpus, "MANIFEST.tsv")).read().splitlines()[1:]:
+        name, _arch, _sha, source = line.split("\t")
+        dest = os.path.join(tmp, source)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        os.symlink(os.path.join(corpus, name), dest)
+        _, doc = cli_json("inspect", dest)
+        kernels = [k["name"] for img in images(doc) for co in img["code_objects"] for k in co["kernels"]]
+        rows.setdefault(os.path.dirname(dest), []).append(f"{kernels[0]},{os.path.basename(dest)},0,1,0,1,0,32,128")
+    for d, lines in rows.items():
+        with open(os.path.join(d, os.path.basename(d) + ".csv"), "w") as f:
+            f.write("\n".join([AITER_HEADER, *lines]) + "\n")
+    return os.path.join(tmp, "hsa"), rows
+
+
+def case_AiterKernelLists():
+    """AITER's hsa/ tree built from real AITER code objects: clean for gfx942 and gfx950; a missing code object,
+    one for another processor, a wrong kernel name and a csv without its columns are each reported."""
+    if not os.path.isfile(os.path.join(A.corpus, "aiter", "MANIFEST.tsv")):
+        skip(f"no AITER corpus at {A.corpus}/aiter")
+    with tempfile.TemporaryDirectory() as tmp:
+        hsa, rows = aiter_tree(tmp)
+        rc, doc = cli_json("check", "--target", "gfx942", "--target", "gfx950", hsa)
+        found, notes = db_findings(doc)
+        expect(not found, f"AITER tree as built: {[(f['code'], f['file']) for f in found[:5]]}")
+        expect(len(notes) == 2 and all(" 0 kernel" not in n["message"] for n in notes),
+               f"AITER summaries: {[n['message'] for n in notes]}")
+        for n in notes:
+            print(n["message"])
+        # (the exit status is 1: hsa/ holds code objects for other processors, HG202 for each file checked alone)
+        fmoe = sorted(d for d in rows if d.endswith("gfx942/fmoe/gelu"))[0]
+        cos = sorted(f for f in os.listdir(fmoe) if f.endswith(".co"))
+        os.unlink(os.path.join(fmoe, cos[0]))                                    # HG703
+        os.unlink(os.path.join(fmoe, cos[1]))
+        gfx950 = [os.path.join(d, f) for d in rows if "/gfx950/" in d for f in os.listdir(d) if f.endswith(".co")][0]
+        os.symlink(os.path.realpath(gfx950), os.path.join(fmoe, cos[1]))        # HG704
+        csv = os.path.join(fmoe, "gelu.csv")
+        lines = open(csv).read().split("\n")
+        row = [i for i, l in enumerate(lines) if l and i > 0 and l.split(",")[1] not in cos[:2]][0]
+        third = lines[row].split(",")[1]
+        wrong = lines[row].split(",")[0].replace("_ZN5aiter", "_ZN5aitex", 1)
+        lines[row] = wrong + lines[row][lines[row].index(","):]                  # HG705
+        open(csv, "w").write("\n".join(lines))
+        pa = sorted(d for d in rows if d.endswith("gfx942/pa"))[0]
+        open(os.path.join(pa, "broken.csv"), "w").write("kernel,file\nx,y.co\n")   # HG702
+        rc, doc = cli_json("check", "--target", "gfx942", "--target", "gfx1100", hsa)
+        found, _ = db_findings(doc)
+        got = {(f["code"], os.path.basename(f["file"])) for f in found}
+        want = {("HG703", cos[0]), ("HG704", cos[1]), ("HG705", third), ("HG702", "broken.csv"), ("HG701", "hsa")}
+        expect(got == want, f"AITER rules: missing {sorted(want - got)}, unexpected {sorted(got - want)}")
+        expect(any("kernel registration failed for '" + wrong in f["message"]
+                   for f in found), "HG705 quotes AITER's own message")
+        print(f"rules fired: {sorted(c for c, _ in want)}")
+
+
 # ---- the shim with the real HIP 6.4 runtime ---------------------------------------------------------
 
 def case_ShimOnHip64():
@@ -502,6 +679,9 @@ def case_ProgramWithLibraries():
           f"the same inside the root; gfx942 fails in libggml-hip.so and rocBLAS")
 
 
+NEEDS_NO_ROOT = {"AiterKernelLists"}  # real inputs from the corpus (HIPGUARD_CORPUS_DIR) only
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()
@@ -509,8 +689,9 @@ def main():
     for a in ("root", "apps", "cli", "shim", "source", "build"):
         ap.add_argument("--" + a, required=True)
     ap.add_argument("--deps-list")
+    ap.add_argument("--corpus", default="")
     A = ap.parse_args()
-    if not os.path.exists(os.path.join(A.root, ".hipguard-root")):
+    if A.case not in NEEDS_NO_ROOT and not os.path.exists(os.path.join(A.root, ".hipguard-root")):
         skip(f"no ROCm root at {A.root} (scripts/rocm-root.sh builds it; needs root and Debian's archive)")
     globals()["case_" + A.case]()
     print(f"Rocm.{A.case}: {'FAILED, ' + str(len(failures)) + ' failures' if failures else 'passed'}")

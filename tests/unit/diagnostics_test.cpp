@@ -25,7 +25,7 @@ TEST(Codes, TableIsSortedUniqueAndFindable) {
   std::set<std::string_view> names;
   for (size_t i = 0; i < codes.size(); ++i) {
     const auto& c = codes[i];
-    EXPECT_TRUE(std::regex_match(std::string(c.code), std::regex("HG[1-6][0-9][0-9]"))) << c.code;
+    EXPECT_TRUE(std::regex_match(std::string(c.code), std::regex("HG[1-7][0-9][0-9]"))) << c.code;
     EXPECT_TRUE(std::regex_match(std::string(c.name), std::regex("[a-z0-9]+(-[a-z0-9]+)*"))) << c.name;
     EXPECT_TRUE(names.insert(c.name).second) << "duplicate name " << c.name;
     if (i) EXPECT_LT(codes[i - 1].code, c.code) << "not in code order";

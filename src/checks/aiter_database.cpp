@@ -1,0 +1,174 @@
+// AITER kernel lists: hsa/<processor>/**/*.csv rows (knl_name, co_name) against the code objects beside them.
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "checks/kernel_database_internal.h"
+
+namespace hipguard::kdb {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr uint64_t kMaxCsvBytes = 64ull << 20;
+
+// The text hsa/codegen.py hands to pandas (_strip_csv_comments): /* */ blocks,
+// lines starting with //, # or ;, and trailing // or # comments removed.
+std::vector<std::string> csv_lines(const std::string& text) {
+  std::string s = text;
+  for (size_t a; (a = s.find("/*")) != std::string::npos;) {
+    size_t b = s.find("*/", a + 2);
+    s.erase(a, b == std::string::npos ? std::string::npos : b + 2 - a);
+  }
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t nl = s.find('\n', pos);
+    std::string line = s.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? s.size() + 1 : nl + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // utf-8-sig
+    size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    if (line.compare(first, 2, "//") == 0 || line[first] == '#' || line[first] == ';') continue;
+    bool quoted = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '"') quoted = !quoted;
+      if (quoted) continue;
+      bool slash = line.compare(i, 2, "//") == 0 && !(i > 0 && line[i - 1] == ':');
+      if (slash || line[i] == '#' || (line[i] == ';' && i > 0 && (line[i - 1] == ' ' || line[i - 1] == '\t'))) {
+        line.resize(i);
+        break;
+      }
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (c == '"') {
+      if (quoted && i + 1 < line.size() && line[i + 1] == '"') out.back() += '"', ++i;
+      else quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  for (auto& f : out) {  // pandas strips nothing, but a trailing space in a name is never meant
+    while (!f.empty() && (f.back() == ' ' || f.back() == '\t')) f.pop_back();
+    size_t b = f.find_first_not_of(" \t");
+    f.erase(0, b == std::string::npos ? f.size() : b);
+  }
+  return out;
+}
+
+std::vector<std::string> csv_files(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec), end;
+  for (; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".csv" && it->is_regular_file(ec)) out.push_back(it->path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// One csv: every row's code object and kernel.
+void check_csv(const std::string& csv, const std::string& proc_dir, const TargetId& t, FactsCache& cache,
+               Findings& f, std::set<uint64_t>& kernels) {
+  std::string error;
+  auto file = read_file(csv, kMaxCsvBytes, &error);
+  if (!file) {
+    f.add(code::kDatabaseMalformed, csv, "", "cannot read this AITER kernel list: " + error, "check the file");
+    return;
+  }
+  ++f.counts().databases;
+  std::vector<std::string> lines = csv_lines(std::string(text_of(*file)));
+  std::vector<std::string> head = lines.empty() ? std::vector<std::string>{} : csv_fields(lines[0]);
+  auto col = [&](const char* n) { return size_t(std::find(head.begin(), head.end(), n) - head.begin()); };
+  size_t knl = col("knl_name"), co = col("co_name");
+  if (knl >= head.size() || co >= head.size()) {
+    f.add(code::kDatabaseMalformed, csv, "",
+          "no knl_name and co_name columns in the header: AITER's hsa/codegen.py stops with \"ERROR: Invalid "
+          "assembly CSV format -- " + csv + ". Missing required columns\"",
+          "add the header line knl_name,co_name,... as in AITER's own kernel lists");
+    return;
+  }
+  std::string rel = fs::path(csv).parent_path().lexically_relative(proc_dir).string();
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<std::string> row = csv_fields(lines[i]);
+    if (row.size() <= std::max(knl, co) || row[knl].empty() || row[co].empty()) {
+      f.add(code::kDatabaseMalformed, csv, "", "row " + std::to_string(i + 1) + " has no knl_name or co_name",
+            "complete the row or remove it");
+      continue;
+    }
+    ++f.counts().entries;
+    std::string path = fs::path(csv).parent_path().string() + "/" + row[co];
+    std::string shown = "$AITER_ASM_DIR/" + t.processor + "/" + (rel == "." ? "" : rel + "/") + row[co];
+    if (!is_regular_file(path)) {
+      f.add(code::kDatabaseFileMissing, path, row[knl],
+            "row " + std::to_string(i + 1) + " of " + fs::path(csv).filename().string() + " names " + row[co] +
+                ", which does not exist: AITER stops with \"failed to open " + shown + "\"",
+            "reinstall AITER, or rebuild its hsa/ tree; the csv and the code objects must ship together");
+      continue;
+    }
+    cache.mark_opened(path);
+    const CodeObjectFacts& facts = cache.get(path);
+    std::string why;
+    const CodeObjectFacts::Entry* entry = loadable_on(facts, t, &why);
+    if (!entry) {
+      f.add(code::kDatabaseCodeObjectMismatch, path, row[knl],
+            row[co] + " (row " + std::to_string(i + 1) + " of " + fs::path(csv).filename().string() + ") is " + why +
+                ", not for " + t.str() + ": the runtime rejects it and AITER stops with \"kernel registration failed "
+                "for '" + row[knl] + "'.\"",
+            "put the code object built for " + t.processor + " in hsa/" + t.processor + "/");
+    } else if (!has_kernel(*entry, row[knl])) {
+      f.add(code::kDatabaseKernelMissing, path, row[knl],
+            "row " + std::to_string(i + 1) + " of " + fs::path(csv).filename().string() + " names kernel '" +
+                row[knl] + "', which is not in the metadata of " + row[co] +
+                ": hipGetFuncBySymbol finds nothing and AITER stops with \"kernel registration failed for '" +
+                row[knl] + "'.\"",
+            "fix the row's knl_name (the mangled name, as `hipguard inspect` lists it) or rebuild the code object");
+    } else {
+      kernels.insert(kernel_name_hash(row[knl]));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> aiter_processors(const std::string& hsa) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(hsa, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string n = it->path().filename().string();
+    std::error_code ec2;
+    if (n.rfind("gfx", 0) == 0 && it->is_directory(ec2) && !csv_files(it->path().string()).empty()) out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void check_aiter_target(const std::string& hsa, const TargetId& t, FactsCache& cache, Findings& f) {
+  std::string dir = hsa + "/" + t.processor;
+  std::vector<std::string> csvs = csv_files(dir);
+  if (csvs.empty()) {
+    f.add(code::kDatabaseMissing, hsa, "",
+          "no AITER kernel list for " + t.processor + " (no .csv below hsa/" + t.processor +
+              "/): every assembly kernel AITER loads for this GPU fails with \"failed to open $AITER_ASM_DIR/" +
+              t.processor + "/...\"",
+          "install an AITER build with kernels for " + t.processor + ", or run on a GPU it ships kernels for",
+          missing_database_severity(dir, t.processor, true));
+    return;
+  }
+  std::set<uint64_t> kernels;
+  for (const auto& csv : csvs) check_csv(csv, dir, t, cache, f, kernels);
+  f.counts().code_objects = cache.opened();
+  f.counts().kernels = kernels.size();
+}
+
+}  // namespace hipguard::kdb

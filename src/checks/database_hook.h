@@ -1,0 +1,43 @@
+// check_paths' kernel-database step (internal): remembers the code objects checked below a database, then checks it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "checks/kernel_database_internal.h"
+#include "hipguard/inputs.h"
+#include "hipguard/kernel_database.h"
+
+namespace hipguard {
+
+class DatabaseHook {
+ public:
+  // Finds the databases below the directory arguments when options.kernel_databases.
+  // Starts reading their .dat files in a thread of its own.
+  DatabaseHook(const std::vector<std::string>& paths, const CheckPathsOptions& options);
+  ~DatabaseHook();
+  DatabaseHook(const DatabaseHook&) = delete;
+  DatabaseHook& operator=(const DatabaseHook&) = delete;
+  bool active() const { return !dbs_.empty(); }
+  // A checked image: a raw code object below a database keeps its facts (no second parse).
+  void observe(const ImageReport& img);
+  // Checks every database and hands each report to `deliver`.
+  void finish(const std::function<void(FileReport&&)>& deliver);
+
+ private:
+  std::vector<DatabaseDir> dbs_;
+  std::vector<TargetId> targets_;
+  std::map<std::string, CodeObjectFacts> seen_;
+  FactsLookup lookup_;
+  std::vector<std::unique_ptr<kdb::FactsCache>> caches_;  // one per database, filled by prefetch_ then finish()
+  std::thread prefetch_;
+};
+
+// A database's report as a FileReport (path: the database directory), so every output format carries it.
+FileReport database_file_report(DatabaseReport&& r);
+
+}  // namespace hipguard

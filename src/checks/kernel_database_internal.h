@@ -1,0 +1,94 @@
+// Shared by the Tensile and AITER database checks (internal): file facts, findings with a cap, code object choice.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hipguard/inputs.h"
+#include "hipguard/kernel_database.h"
+
+namespace hipguard::kdb {
+
+// A solution as kept between reading and checking: its kernel's hash, its place in the file, its kind.
+struct CompactSolution {
+  uint64_t kernel_hash;  // kernel_name_hash
+  uint32_t index;        // in the file's "solutions"
+  bool source_kernel;
+};
+
+// A Tensile placeholder database as read (exists, and its solutions or why it cannot be read).
+struct ParsedDat {
+  bool exists = false;
+  std::string error;
+  std::vector<CompactSolution> solutions;
+};
+
+// Code object facts by path: handed in by the caller's lookup, else read once here.
+class FactsCache {
+ public:
+  explicit FactsCache(const FactsLookup& lookup) : lookup_(lookup) {}  // `lookup` must outlive the cache
+  const CodeObjectFacts& get(const std::string& path);
+  size_t opened() const { return opened_.size(); }
+  void mark_opened(const std::string& path) { opened_[path] = true; }  // counted per target
+  void reset_opened() { opened_.clear(); }
+  // The entry for a .dat file, and whether it is new (to be filled by the caller).
+  std::pair<ParsedDat*, bool> dat(const std::string& path) {
+    auto [it, fresh] = dats_.try_emplace(path);
+    return {&it->second, fresh};
+  }
+
+ private:
+  const FactsLookup& lookup_;
+  std::map<std::string, CodeObjectFacts> own_;
+  std::map<std::string, bool> opened_;
+  std::map<std::string, ParsedDat> dats_;  // node-based: pointers stay valid
+};
+
+// The findings of one database for one target: at most kMaxDatabaseFindings
+// are kept, the rest counted.
+class Findings {
+ public:
+  Findings(DatabaseReport& r, DatabaseTargetSummary& s, std::string target) : r_(r), s_(s), target_(std::move(target)) {}
+  void add(std::string_view code, const std::string& file, const std::string& kernel, std::string message,
+           std::string fix, std::optional<Severity> severity = std::nullopt);  // severity: else the code's
+  void summary();  // HG707: what was cross-checked, and how many findings were not listed
+  DatabaseTargetSummary& counts() { return s_; }
+
+ private:
+  DatabaseReport& r_;
+  DatabaseTargetSummary& s_;
+  std::string target_;
+  size_t dropped_ = 0;
+};
+
+bool is_regular_file(const std::string& path);
+// A whole file of at most `limit` bytes (mapped when large), or nullopt with *error.
+std::optional<FileData> read_file(const std::string& path, uint64_t limit, std::string* error);
+std::string_view text_of(const FileData& f);
+// Can the runtime load a code object with these facts on `t` (hipModuleLoadData,
+// __hipRegisterFatBinary of a raw code object)? *why says why not.
+// Does `dir` (and below it, when `recursive`) hold a file named *<processor>*co (rocBLAS's own glob)?
+bool has_code_for(const std::string& dir, const std::string& processor, bool recursive);
+// HG701's severity: an error, but a note where the directory holds no code object for the processor at all,
+// which the library check already says once (HG214: one cause, one line).
+Severity missing_database_severity(const std::string& dir, const std::string& processor, bool recursive);
+
+// The entry the runtime would pick (native before generic), or null.
+const CodeObjectFacts::Entry* loadable_on(const CodeObjectFacts& f, const TargetId& t, std::string* why);
+bool has_kernel(const CodeObjectFacts::Entry& f, const std::string& name);
+// "gfx90a" for a target left open, else the target ID.
+std::string target_label(const TargetId& t);
+
+// check_kernel_database with a cache that may already hold the .dat files (prefetch_kernel_database).
+DatabaseReport check_kernel_database(const DatabaseDir& db, const std::vector<TargetId>& targets, FactsCache& cache);
+// Reads the Tensile placeholder databases the targets need into `cache` (nothing reported).
+void prefetch_kernel_database(const DatabaseDir& db, const std::vector<TargetId>& targets, FactsCache& cache);
+
+// AITER: one target's check of an hsa/ directory (aiter_database.cpp).
+void check_aiter_target(const std::string& hsa, const TargetId& t, FactsCache& cache, Findings& f);
+// AITER: the processors an hsa/ directory ships (its gfx* subdirectories).
+std::vector<std::string> aiter_processors(const std::string& hsa);
+
+}  // namespace hipguard::kdb

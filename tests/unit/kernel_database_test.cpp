@@ -1,0 +1,260 @@
+// Kernel databases on hostile input: Tensile .dat MessagePack of wrong types, huge counts, truncated,
+// nested too deep; database directories missing their files (HG701, HG702).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "hipguard/kernel_database.h"
+#include "hipguard/target.h"
+#include "test_util.h"
+
+using namespace hipguard;
+
+namespace {
+
+// A minimal MessagePack writer (fixstr/str8, fixmap/map16, fixarray/array16/array32, true/false).
+struct Mp {
+  std::string b;
+  Mp& str(std::string_view s) {
+    if (s.size() < 32) b += char(0xa0 | s.size());
+    else b += char(0xd9), b += char(s.size());
+    b += s;
+    return *this;
+  }
+  Mp& map(size_t n) {
+    if (n < 16) b += char(0x80 | n);
+    else b += char(0xde), b += char(n >> 8), b += char(n & 0xff);
+    return *this;
+  }
+  Mp& arr(uint32_t n) {
+    if (n < 16) b += char(0x90 | n);
+    else b += char(0xdd), b += char(n >> 24), b += char(n >> 16), b += char(n >> 8), b += char(n);
+    return *this;
+  }
+  Mp& boolean(bool v) {
+    b += char(v ? 0xc3 : 0xc2);
+    return *this;
+  }
+  Mp& integer(uint8_t v) {
+    b += char(0xcc), b += char(v);
+    return *this;
+  }
+};
+
+std::string valid_placeholder_dat() {
+  Mp m;
+  m.map(2).str("solutions").arr(2);
+  m.map(3).str("name").str("Cijk_A").str("index").integer(7).str("sizeMapping").map(1).str("sourceKernel").boolean(true);
+  m.map(2).str("name").str("Cijk_B_solution").str("kernelName").str("Cijk_B");
+  m.str("library").map(1).str("type").str("Problem");
+  return m.b;
+}
+
+std::string valid_lazy_dat() {
+  Mp m;
+  m.map(2).str("solutions").arr(0).str("library").map(2).str("type").str("Hardware").str("rows").arr(3);
+  m.map(2).str("type").str("Placeholder").str("value").str("TensileLibrary_X_gfx90a");
+  m.map(2).str("value").str("TensileLibrary_Y_gfx90a").str("type").str("Placeholder");  // keys in any order
+  m.map(2).str("type").str("Placeholder").str("value").str("TensileLibrary_X_gfx90a");  // a repeat
+  return m.b;
+}
+
+TEST(KernelDatabase, ReadsSolutionsAsTensileNamesThem) {
+  std::vector<TensileSolution> s;
+  std::string error;
+  ASSERT_TRUE(read_tensile_solutions(valid_placeholder_dat(), &s, &error)) << error;
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].kernel, "Cijk_A");  // rocBLAS: "name"
+  EXPECT_TRUE(s[0].source_kernel);
+  EXPECT_EQ(s[1].kernel, "Cijk_B");  // hipBLASLt: "kernelName"
+  EXPECT_FALSE(s[1].source_kernel);
+}
+
+TEST(KernelDatabase, ReadsPlaceholdersOnceInFileOrder) {
+  std::vector<std::string> p;
+  std::string error;
+  ASSERT_TRUE(read_tensile_placeholders(valid_lazy_dat(), &p, &error)) << error;
+  EXPECT_EQ(p, (std::vector<std::string>{"TensileLibrary_X_gfx90a", "TensileLibrary_Y_gfx90a"}));
+}
+
+TEST(KernelDatabase, EveryTruncationFailsCleanly) {
+  std::string sol = valid_placeholder_dat(), lazy = valid_lazy_dat();
+  // Cut anywhere before the value of "library" (which is not read: kernel_database.h).
+  for (size_t n = 0; n < sol.find("\xa7library") + 8; ++n) {
+    std::vector<TensileSolution> s;
+    std::string error;
+    EXPECT_FALSE(read_tensile_solutions(sol.substr(0, n), &s, &error)) << "prefix " << n;
+    EXPECT_FALSE(error.empty()) << "prefix " << n;
+  }
+  for (size_t n = 0; n < lazy.size(); ++n) {
+    std::vector<std::string> p;
+    std::string error;
+    EXPECT_FALSE(read_tensile_placeholders(lazy.substr(0, n), &p, &error)) << "prefix " << n;
+  }
+}
+
+TEST(KernelDatabase, WrongTypesAreRejected) {
+  std::vector<TensileSolution> s;
+  std::string error;
+  EXPECT_FALSE(read_tensile_solutions(Mp().arr(0).b, &s, &error));  // root not a map
+  EXPECT_NE(error.find("not a map"), std::string::npos) << error;
+  error.clear();
+  EXPECT_FALSE(read_tensile_solutions(Mp().map(1).str("solutions").str("x").b, &s, &error));
+  EXPECT_NE(error.find("not an array"), std::string::npos) << error;
+  error.clear();
+  EXPECT_FALSE(read_tensile_solutions(Mp().map(1).str("solutions").arr(1).map(1).str("name").integer(3).b, &s, &error));
+  EXPECT_NE(error.find("\"name\""), std::string::npos) << error;
+  error.clear();
+  EXPECT_FALSE(read_tensile_solutions(Mp().map(1).integer(1).str("x").b, &s, &error));  // key not a string
+  EXPECT_NE(error.find("key"), std::string::npos) << error;
+  error.clear();
+  EXPECT_FALSE(read_tensile_solutions(Mp().map(1).str("library").map(0).b, &s, &error));  // no solutions
+  std::vector<std::string> p;
+  Mp ph;
+  ph.map(1).str("library").map(1).str("type").str("Placeholder");  // no value
+  EXPECT_FALSE(read_tensile_placeholders(ph.b, &p, &error));
+  EXPECT_FALSE(read_tensile_placeholders("\xc1", &p, &error));  // never-used type byte
+}
+
+TEST(KernelDatabase, HugeCountsFailWithoutAllocating) {
+  // 4 billion solutions announced, none present: each one read fails at the end of the data.
+  std::vector<TensileSolution> s;
+  std::string error;
+  EXPECT_FALSE(read_tensile_solutions(Mp().map(1).str("solutions").arr(0xffffffffu).b, &s, &error));
+  EXPECT_TRUE(s.empty());
+  std::vector<std::string> p;
+  EXPECT_FALSE(read_tensile_placeholders(Mp().map(1).str("library").arr(0xffffffffu).b, &p, &error));
+  // A string claiming more bytes than there are.
+  Mp big;
+  big.map(1).str("solutions").arr(1).map(1).str("name");
+  big.b += "\xdb\xff\xff\xff\xff";
+  EXPECT_FALSE(read_tensile_solutions(big.b, &s, &error));
+}
+
+TEST(KernelDatabase, DeepNestingStopsAtTheLimit) {
+  Mp m;
+  m.map(1).str("library");
+  for (int i = 0; i < 100000; ++i) m.arr(1);
+  std::vector<std::string> p;
+  std::string error;
+  EXPECT_FALSE(read_tensile_placeholders(m.b, &p, &error));
+  EXPECT_NE(error.find("deeper"), std::string::npos) << error;
+  Mp n;
+  n.map(1).str("other");
+  for (int i = 0; i < 100000; ++i) n.arr(1);
+  std::vector<TensileSolution> s;
+  EXPECT_FALSE(read_tensile_solutions(n.b, &s, &error));  // skipped subtrees are bounded too
+}
+
+TEST(KernelDatabase, ExtOpEntriesOfOneProcessor) {
+  Mp m;
+  m.map(2).str("gfx908").map(0).str("gfx90a").map(1).str("Softmax").map(1).str("S").arr(2);
+  m.map(3).str("func_name").str("Softmax_S").str("co_path").str("extop_gfx90a.co").str("num_workitems").integer(255);
+  m.map(2).str("func_name").str("Softmax_T").str("co_path").str("extop_gfx90a.co");
+  std::vector<ExtOpEntry> e;
+  std::string error;
+  ASSERT_TRUE(read_extop_entries(m.b, "gfx90a", &e, &error)) << error;
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[1].kernel, "Softmax_T");
+  EXPECT_EQ(e[1].code_object, "extop_gfx90a.co");
+  e.clear();
+  ASSERT_TRUE(read_extop_entries(m.b, "gfx1100", &e, &error));  // not shipped for it: nothing
+  EXPECT_TRUE(e.empty());
+  for (size_t n = 0; n < m.b.size(); ++n) EXPECT_FALSE(read_extop_entries(m.b.substr(0, n), "gfx90a", &e, &error)) << n;
+  Mp bad;
+  bad.map(1).str("gfx90a").map(1).str("AMax").map(1).str("S").arr(1).map(1).str("func_name").str("k");  // no co_path
+  EXPECT_FALSE(read_extop_entries(bad.b, "gfx90a", &e, &error));
+  EXPECT_NE(error.find("co_path"), std::string::npos) << error;
+}
+
+// A scratch directory removed at the end.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "hg_kdb_XXXXXX").string();
+    path = mkdtemp(t.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  void write(const std::string& rel, const std::string& data) const {
+    std::filesystem::create_directories((path / rel).parent_path());
+    std::ofstream(path / rel, std::ios::binary) << data;
+  }
+};
+
+std::vector<std::string> codes(const DatabaseReport& r) {
+  std::vector<std::string> out;
+  for (const auto& d : r.diagnostics) out.push_back(d.code);
+  return out;
+}
+
+TEST(KernelDatabase, TensileDirectoryWithoutTheProcessorOrWithADamagedDatabase) {
+  TempDir t;
+  t.write("TensileLibrary_lazy_gfx90a.dat", valid_lazy_dat());
+  t.write("TensileLibrary_X_gfx90a.dat", valid_placeholder_dat().substr(0, 20));  // truncated
+  auto dbs = find_kernel_databases(t.path.string());
+  ASSERT_EQ(dbs.size(), 1u);
+  EXPECT_EQ(dbs[0].kind, DatabaseKind::Rocblas);
+  std::string error;
+  auto gfx942 = *parse_target_id("gfx942", &error), gfx90a = *parse_target_id("gfx90a", &error);
+  DatabaseReport r = check_kernel_database(dbs[0], {gfx942});
+  EXPECT_EQ(codes(r), (std::vector<std::string>{"HG701", "HG707"}));
+  EXPECT_NE(r.diagnostics[0].message.find("rocBLAS error: Cannot read"), std::string::npos);
+  // No gfx942 code object at all: HG214 says it once; HG701 adds the library's message as a note.
+  EXPECT_EQ(r.diagnostics[0].severity, Severity::Note);
+  t.write("TensileLibrary_X_gfx942.co", "not even ELF");  // rocBLAS's glob "*gfx942*co" now matches
+  r = check_kernel_database(dbs[0], {gfx942});
+  ASSERT_FALSE(r.diagnostics.empty());
+  EXPECT_EQ(r.diagnostics[0].code, "HG701");
+  EXPECT_EQ(r.diagnostics[0].severity, Severity::Error);
+  std::filesystem::remove(t.path / "TensileLibrary_X_gfx942.co");
+  r = check_kernel_database(dbs[0], {gfx90a});
+  // The helper is missing (HG706), X.dat is damaged (HG702), Y.dat missing (HG703), then the summary.
+  EXPECT_EQ(codes(r), (std::vector<std::string>{"HG706", "HG702", "HG703", "HG707"}));
+}
+
+TEST(KernelDatabase, AiterListWithoutItsColumns) {
+  TempDir t;
+  t.write("hsa/gfx942/fmoe/fmoe.csv", "// a comment line\nkernel,file\nk,x.co\n");
+  t.write("hsa/gfx942/pa/pa.csv", "knl_name,co_name # trailing comment\n_ZN5aiter1kE,missing.co\n");
+  auto dbs = find_kernel_databases(t.path.string());
+  ASSERT_EQ(dbs.size(), 1u);
+  EXPECT_EQ(dbs[0].kind, DatabaseKind::Aiter);
+  DatabaseReport r = check_kernel_database(dbs[0], {});  // no target: every processor shipped (gfx942)
+  EXPECT_EQ(codes(r), (std::vector<std::string>{"HG702", "HG703", "HG707"}));
+  ASSERT_EQ(r.targets.size(), 1u);
+  EXPECT_EQ(r.targets[0].target, "gfx942");
+}
+
+// Real AITER code objects (the corpus) under hsa/gfx942/: a row naming a kernel the file lacks (HG705), a
+// gfx950 code object where gfx942's is expected (HG704); the right row passes.
+TEST(KernelDatabase, AiterRowsAgainstRealCodeObjects) {
+  if (!hgtest::have_corpus()) GTEST_SKIP() << "no AITER corpus at " << hgtest::corpus_dir();
+  auto f942 = hgtest::corpus_dir() / "gfx942_fmoe_gelu_fmoe_fp16_pertokenFp8_g1u1_gelu_1tg_32x448.co";
+  auto f950 = hgtest::corpus_dir() / "gfx950_fmoe_gelu_fmoe_fp16_pertokenInt8_g1u1_multix_gelu_1tg_32x128.co";
+  if (!std::filesystem::exists(f942) || !std::filesystem::exists(f950)) GTEST_SKIP() << "corpus files missing";
+  TempDir t;
+  std::filesystem::create_directories(t.path / "hsa/gfx942/fmoe/gelu");
+  std::filesystem::copy_file(f942, t.path / "hsa/gfx942/fmoe/gelu/a.co");
+  std::filesystem::copy_file(f950, t.path / "hsa/gfx942/fmoe/gelu/b.co");
+  // The kernel list as AITER writes it (hsa/gfx942/fmoe/gelu/fmoe_bf16_pertokenFp8_g1u1_gelu.csv).
+  t.write("hsa/gfx942/fmoe/gelu/fmoe.csv",
+          "knl_name,co_name,atm,vskip,smf,tg_num_perCU,ps,subGU_m,subGU_n\n"
+          "_ZN5aiter42fmoe_fp16_pertokenFp8_g1u1_gelu_1tg_32x448E,a.co,0,1,0,1,0,32,448\n"
+          "_ZN5aiter42fmoe_fp16_pertokenFp8_g1u1_gelu_1tg_32x999E,a.co,0,1,0,1,0,32,999\n"
+          "_ZN5aiter1kE,b.co,0,1,0,1,0,32,128\n");
+  auto dbs = find_kernel_databases(t.path.string());
+  ASSERT_EQ(dbs.size(), 1u);
+  std::string error;
+  DatabaseReport r = check_kernel_database(dbs[0], {*parse_target_id("gfx942:xnack-", &error)});
+  EXPECT_EQ(codes(r), (std::vector<std::string>{"HG705", "HG704", "HG707"}));
+  ASSERT_EQ(r.targets.size(), 1u);
+  EXPECT_EQ(r.targets[0].entries, 3u);
+  EXPECT_EQ(r.targets[0].kernels, 1u);
+  EXPECT_NE(r.diagnostics[0].message.find("kernel registration failed for '_ZN5aiter42fmoe_fp16_pertokenFp8_g1u1_gelu_1tg_32x999E'"),
+            std::string::npos) << r.diagnostics[0].message;
+}
+
+}  // namespace
