@@ -19,6 +19,7 @@ constexpr std::array kCodes = {
     CodeInfo{code::kNothingToCheck, "nothing-to-check", S::Error},
     CodeInfo{code::kBudgetExceeded, "budget-exceeded", S::Error},
     CodeInfo{code::kFindingsCapped, "findings-capped", S::Note},
+    CodeInfo{code::kUnreadableArchive, "unreadable-archive", S::Error},
     CodeInfo{code::kNoCodeObject, "no-code-object-for-target", S::Error},
     CodeInfo{code::kProcessorMismatch, "processor-mismatch", S::Error},
     CodeInfo{code::kFeatureMismatch, "feature-mismatch", S::Error},
