@@ -22,11 +22,17 @@ bool starts(Bytes d, size_t at, std::string_view magic) {
   return d.size() >= at + magic.size() && std::memcmp(d.data() + at, magic.data(), magic.size()) == 0;
 }
 
+// gzip, xz, zstd, bzip2.
+bool compressed_magic(Bytes d) {
+  using namespace std::string_view_literals;
+  return starts(d, 0, "\x1f\x8b"sv) || starts(d, 0, "\xfd" "7zXZ\0"sv) || starts(d, 0, "\x28\xb5\x2f\xfd"sv) ||
+         starts(d, 0, "BZh"sv);
+}
+
 bool archive_magic(Bytes d) {
   using namespace std::string_view_literals;
   return starts(d, 0, "!<arch>\n"sv) || starts(d, 257, "ustar"sv) || starts(d, 0, "PK\x03\x04"sv) ||
-         starts(d, 0, "PK\x05\x06"sv) || starts(d, 0, "\x1f\x8b"sv) || starts(d, 0, "\xfd" "7zXZ\0"sv) ||
-         starts(d, 0, "\x28\xb5\x2f\xfd"sv) || starts(d, 0, "BZh"sv);
+         starts(d, 0, "PK\x05\x06"sv) || compressed_magic(d);
 }
 
 enum class Kind { Skip, Code, Archive };
@@ -45,9 +51,12 @@ bool builtin(Support s) {
   return ok;
 }
 
+// `compressed`: the stream starts like gzip/xz/zstd/bzip2; then a stream with
+// no archive inside is read as one member ("data", libarchive's raw format),
+// so that a damaged stream is a read error (HG113), not "no archive".
 struct Reader {
   struct archive* a = archive_read_new();
-  Reader() {
+  explicit Reader(bool compressed) {
     static const std::vector<Support> filters = [] {
       std::vector<Support> v;
       for (Support s : {archive_read_support_filter_gzip, archive_read_support_filter_xz,
@@ -60,6 +69,7 @@ struct Reader {
     archive_read_support_format_ar(a);
     archive_read_support_format_tar(a);
     archive_read_support_format_zip(a);
+    if (compressed) archive_read_support_format_raw(a);
   }
   ~Reader() { archive_read_free(a); }
   Reader(const Reader&) = delete;
@@ -91,6 +101,8 @@ class Walker {
       : limits_(limits), path_(path), member_(member) {}
   // Walks the members of `a`, named `prefix` + member. False: `a` is not an archive at all.
   bool walk(struct archive* a, const std::string& prefix, unsigned depth);
+  // A read error at `label` (HG113), once.
+  void corrupt(const std::string& label, struct archive* a);
   std::vector<Diagnostic> diagnostics;
 
  private:
@@ -106,7 +118,6 @@ class Walker {
   bool read_head(struct archive* a, std::vector<uint8_t>* head, const std::string& label);
   bool discard(struct archive* a, const std::string& label, unsigned depth);
   bool count(uint64_t n, const std::string& label);
-  void corrupt(const std::string& label, struct archive* a);
   void over(const std::string& label, std::string message, uint64_t value, uint64_t limit);
 
   const ArchiveLimits& limits_;
@@ -188,6 +199,10 @@ bool Walker::walk(struct archive* a, const std::string& prefix, unsigned depth) 
       corrupt(prefix.substr(0, prefix.size() - 1), a);
       return true;
     }
+    // The raw format over bytes that were not decompressed: no archive (a
+    // cut gzip header, or a .gz inside that holds something else).
+    if (index == 0 && archive_format(a) == ARCHIVE_FORMAT_RAW && archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE)
+      return false;
     std::string name = entry_name(e, index);
     if (index == 0 && (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_AR && name == "debian-binary")
       deb = true;
@@ -260,7 +275,7 @@ la_ssize_t Walker::pull(struct archive* inner, void* source, const void** out) {
 void Walker::nested(struct archive* outer, std::vector<uint8_t> head, const std::string& prefix,
                     const std::string& label, unsigned depth) {
   Source source{this, outer, std::move(head), false, &label};
-  Reader inner;
+  Reader inner(compressed_magic(Bytes(source.head.data(), source.head.size())));
   // A compressed member with no archive inside is skipped like any member without GPU code.
   if (archive_read_open(inner.a, &source, nullptr, pull, nullptr) != ARCHIVE_OK) {
     if (!unrecognized(inner.a)) corrupt(label, inner.a);
@@ -317,9 +332,15 @@ class LibarchiveReader : public ArchiveReader {
   Result read(Bytes data, const std::string& path, const Member& member) const override {
     Result result;
     Walker walker(limits_, path, member);
-    Reader top;
-    if (archive_read_open_memory(top.a, data.data(), data.size()) != ARCHIVE_OK) return result;
-    result.archive = walker.walk(top.a, path + "!", 0);
+    Reader top(compressed_magic(data));
+    // Opening reads ahead: a stream cut short can fail here already (HG113).
+    if (archive_read_open_memory(top.a, data.data(), data.size()) != ARCHIVE_OK) {
+      if (unrecognized(top.a)) return result;
+      result.archive = true;
+      walker.corrupt(path, top.a);
+    } else {
+      result.archive = walker.walk(top.a, path + "!", 0);
+    }
     result.diagnostics = std::move(walker.diagnostics);
     return result;
   }
