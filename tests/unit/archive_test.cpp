@@ -5,7 +5,11 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <llvm/Support/JSON.h>
+#include <sys/wait.h>
+
 #include <functional>
+#include <map>
 #include <thread>
 
 #include "checks/archive.h"
@@ -353,4 +357,72 @@ TEST(Archive, CheckPathsDeliversMembersInInputOrderForAnyJobs) {
   EXPECT_TRUE(has("end " + in + "/e.tar.gz HG113"));
   EXPECT_TRUE(has("end " + empty + " HG110"));
   EXPECT_TRUE(has("image " + in + "/a.tar.gz!m8.hipfb 0"));
+}
+
+namespace {
+// hipguard ARGS as a process: (exit status, stdout).
+std::pair<int, std::string> cli(const std::vector<std::string>& args) {
+  std::string cmd = HIPGUARD_CLI;
+  for (const auto& a : args) cmd += " '" + a + "'";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, ""};
+  char buf[65536];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+}  // namespace
+
+TEST(CliArchive, MemberNamesInEveryReportFormat) {
+  HG_REQUIRE_CORPUS();
+  // Two real code objects of the AITER corpus in a tar.zst, and the same two files checked directly.
+  std::vector<fs::path> files = corpus_files("gfx942");
+  ASSERT_GE(files.size(), 2u);
+  files.resize(2);
+  Members ms;
+  for (const auto& f : files) {
+    auto bytes = read_bytes(f);
+    ms.push_back({"aiter/" + f.filename().string(), std::string(bytes.begin(), bytes.end())});
+  }
+  Scratch t;  // checked on gfx950: a finding per file (HG202), so SARIF has a result for each
+  std::string tar = t.put("kernels.tar.zst", write_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_ZSTD, ms));
+  auto [rc_files, plain] = cli({"check", "--target", "gfx950", "--json", files[0].string(), files[1].string()});
+  auto [rc_tar, json] = cli({"check", "--target", "gfx950", "--json", tar});
+  EXPECT_EQ(rc_tar, rc_files);
+  // Each member's report is its file's, once the paths are replaced.
+  auto reports = [](const std::string& doc, auto name_of) {
+    std::map<std::string, std::string> out;
+    auto parsed = llvm::json::parse(doc);
+    EXPECT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+    if (!parsed) return out;
+    for (const auto& f : *parsed->getAsObject()->getArray("files")) {
+      const auto* o = f.getAsObject();
+      std::string path = o->getString("path")->str(), text;
+      llvm::raw_string_ostream os(text);
+      os << llvm::json::Value(llvm::json::Array{*o->get("ok"), *o->get("diagnostics"), *o->get("images")});
+      os.flush();
+      for (size_t at; (at = text.find(path)) != std::string::npos;) text.replace(at, path.size(), "<path>");
+      out[name_of(path)] = text;
+    }
+    return out;
+  };
+  auto members = reports(json, [&](const std::string& p) { return p.substr(tar.size() + 1); });
+  auto originals = reports(plain, [&](const std::string& p) { return "aiter/" + fs::path(p).filename().string(); });
+  EXPECT_EQ(members.size(), 2u);
+  EXPECT_EQ(members, originals);
+  EXPECT_NE(json.find("\"path\": \"" + tar + "!" + ms[0].first + "\""), std::string::npos) << json.substr(0, 600);
+  auto [rc_text, text] = cli({"check", "--target", "gfx950", tar});
+  EXPECT_NE(text.find(tar + "!" + ms[0].first), std::string::npos) << text.substr(0, 800);
+  auto [rc_junit, junit] = cli({"check", "--target", "gfx950", "--junit", tar});
+  EXPECT_NE(junit.find(tar + "!" + ms[1].first), std::string::npos) << junit.substr(0, 800);
+  auto [rc_sarif, sarif] = cli({"check", "--target", "gfx950", "--sarif", tar});
+  EXPECT_NE(sarif.find("kernels.tar.zst%21aiter/" + files[0].filename().string()), std::string::npos)
+      << "a URI like any path's: '!' percent-encoded\n" << sarif.substr(0, 800);
+  auto [rc_inspect, inspect] = cli({"inspect", tar});
+  EXPECT_EQ(rc_inspect, 0);
+  EXPECT_NE(inspect.find(tar + "!" + ms[1].first), std::string::npos) << inspect.substr(0, 800);
+  EXPECT_EQ(rc_text, rc_tar);
+  EXPECT_EQ(rc_junit, rc_tar);
+  EXPECT_EQ(rc_sarif, rc_tar);
 }
