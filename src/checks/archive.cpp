@@ -215,7 +215,9 @@ bool Walker::walk(struct archive* a, const std::string& prefix, unsigned depth) 
       stop_ = true;
       return true;
     }
-    if (archive_entry_filetype(e) == AE_IFREG && !archive_entry_hardlink(e)) entry(a, e, prefix, name, deb, depth);
+    // ar members carry permission bits only (GNU ar: "644"): file type 0 is a file too.
+    unsigned type = archive_entry_filetype(e);
+    if ((type == AE_IFREG || type == 0) && !archive_entry_hardlink(e)) entry(a, e, prefix, name, deb, depth);
     else discard(a, prefix + name, depth);
   }
   return true;
