@@ -59,7 +59,9 @@ bool read_offloading_section(Bytes section, std::vector<OffloadingImage>* images
     OffloadingImage image;
     image.triple = b.getTriple().str();
     image.arch = b.getArch().str();
-    image.kind = llvm::object::getImageKindName(b.getImageKind()).str();
+    image.kind = b.getImageKind() == llvm::object::IMG_Bitcode  ? "LLVM IR"
+                 : b.getImageKind() == llvm::object::IMG_Object ? "an object"
+                                                                : llvm::object::getImageKindName(b.getImageKind()).str();
     image.code_object = b.getImageKind() == llvm::object::IMG_Object && llvm::StringRef(image.triple).startswith("amdgcn");
     image.bytes = b.getImage().str();
     images->push_back(std::move(image));
