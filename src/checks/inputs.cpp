@@ -293,7 +293,7 @@ namespace {
 // False: not an archive after all.
 bool check_archive(Bytes data, const std::string& path, const std::vector<TargetId>& targets,
                    const CheckFileOptions& options, FileReport& r) {
-  size_t with_gpu_code = 0;
+  size_t reported = 0;  // members with GPU code or a problem of their own
   FileSink* files = options.members;
   auto member = [&](const std::string& name, Bytes bytes, const Diagnostic* problem) {
     FileReport m;
@@ -310,7 +310,7 @@ bool check_archive(Bytes data, const std::string& path, const std::vector<Target
     if (problem) m.diagnostics.push_back(*problem);
     else check_data(bytes, FileData(), name, targets, o, m);
     if (!begun && !m.hip && m.diagnostics.empty()) return;
-    with_gpu_code += m.hip;
+    ++reported;
     if (!files) return r.members.push_back(std::move(m));
     if (!begun) files->begin_file(name);
     files->end_file(std::move(m));
@@ -318,7 +318,7 @@ bool check_archive(Bytes data, const std::string& path, const std::vector<Target
   ArchiveReader::Result result = options.archives->read(data, path, member);
   if (!result.archive) return false;
   r.diagnostics = std::move(result.diagnostics);
-  if (with_gpu_code == 0 && r.diagnostics.empty() && options.explicit_arg)
+  if (reported == 0 && r.diagnostics.empty() && options.explicit_arg)
     r.diagnostics.push_back(make_diagnostic(code::kNoHipFatbin, path,
                                             "no GPU code in this archive: no member is a code object, an offload "
                                             "bundle or a program with a .hip_fatbin section",
@@ -493,7 +493,7 @@ class Delivery {
   void end(FileReport&& r) {
     for (const auto& d : r.diagnostics) {
       if (d.severity == Severity::Error) result_.ok = false;
-      if (d.code == code::kUnreadable) result_.unreadable = true;
+      if (d.code == code::kUnreadable || d.code == code::kUnreadableArchive) result_.unreadable = true;
     }
     sink_.end_file(std::move(r));
   }

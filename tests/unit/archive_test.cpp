@@ -263,6 +263,7 @@ TEST(Archive, HeaderClaimingGigabytesAllocatesNothing) {
   ASSERT_TRUE(has_code(r.members[0].diagnostics, "HG111")) << dump(r.members[0].diagnostics);
   EXPECT_EQ(r.members[0].diagnostics[0].value, 5ull << 30);
   EXPECT_EQ(r.members[0].diagnostics[0].limit, kMaxArchiveMemberBytes);
+  EXPECT_FALSE(has_code(r.diagnostics, "HG107")) << "its member was not read: not said to hold no GPU code";
 }
 
 TEST(Archive, DecompressionBombStopsAtTheTotalBudget) {
@@ -341,6 +342,7 @@ TEST(Archive, CheckPathsDeliversMembersInInputOrderForAnyJobs) {
     o.archives = &archive_reader();
     CheckPathsResult res = check_paths({in, empty}, o, rec);
     EXPECT_FALSE(res.ok);
+    EXPECT_TRUE(res.unreadable) << "a damaged archive is an input that could not be read (inspect exits 1)";
     if (jobs == 1) reference = rec.calls;
     else EXPECT_EQ(rec.calls, reference);
   }
