@@ -172,10 +172,13 @@ bool Walker::read_head(struct archive* a, std::vector<uint8_t>* head, const std:
 }
 
 // The rest of the current member, unread. Skipped without decoding where
-// libarchive can (the top level, not compressed as a whole); else read and
-// counted, so a compressed bomb stops at the budget.
+// that is a seek (a top-level ar or tar, not compressed as a whole); else read
+// and counted, so a compressed bomb stops at the budget (a zip member's skip
+// may inflate it: read too).
 bool Walker::discard(struct archive* a, const std::string& label, unsigned depth) {
-  if (depth == 0 && archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE) {
+  int format = archive_format(a) & ARCHIVE_FORMAT_BASE_MASK;
+  if (depth == 0 && archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE &&
+      (format == ARCHIVE_FORMAT_AR || format == ARCHIVE_FORMAT_TAR)) {
     if (archive_read_data_skip(a) == ARCHIVE_OK) return true;
     return corrupt(label, a), false;
   }
