@@ -283,6 +283,12 @@ TEST(Archive, DecompressionBombStopsAtTheTotalBudget) {
   EXPECT_NE(r.diagnostics[0].message.find(path + "!z2"), std::string::npos) << r.diagnostics[0].message;
   EXPECT_EQ(r.diagnostics[0].limit, 100u << 20);
   EXPECT_FALSE(has_code(r.diagnostics, "HG107")) << "not said to hold no GPU code: it was not read to the end";
+  // A zip's deflated member that holds no GPU code is inflated to be passed over: counted too.
+  std::string zip = t.put("bomb.zip", write_archive(ARCHIVE_FORMAT_ZIP, ARCHIVE_FILTER_NONE,
+                                                     {{"z1", zeros}, {"z2", zeros}, {"k.co", lds_heavy_co()}}));
+  FileReport z = check_with(zip, {target("gfx942")}, reader.get());
+  ASSERT_TRUE(has_code(z.diagnostics, "HG111")) << dump(z.diagnostics);
+  EXPECT_NE(z.diagnostics[0].message.find(zip + "!z2"), std::string::npos) << z.diagnostics[0].message;
 }
 
 TEST(Archive, NestingBombStopsAtTheDepthLimit) {
