@@ -4,4 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -G Ninja "$@" >/dev/null
-ninja --quiet -C "$BUILD_DIR"  # warnings and errors only
+# On a terminal ninja's one status line shows it is alive; in logs, warnings and errors only.
+if [[ -t 1 ]]; then ninja -C "$BUILD_DIR"; else ninja --quiet -C "$BUILD_DIR"; fi

@@ -28,6 +28,12 @@ struct TargetVerdict {
   bool can_run = false;  // no error-severity diagnostic for this target
   size_t kernels = 0;    // kernels in the selected code object
   bool kernel_free = false;  // nothing selected, but no entry has a kernel: the fat binary runs (HG211)
+  // A kernel library's file (inputs.h, LibrarySummary) built for another processor or configuration:
+  // the library's loader does not load it for this target, so it is counted, not checked, and its
+  // HG201/HG202/HG203 for this target are dropped. can_run stays false; it fails nothing.
+  bool other_target = false;
+
+  bool fails() const { return !can_run && !other_target; }
 };
 
 // A summary of one code object that was parsed (selected, or every one when
@@ -46,6 +52,7 @@ struct ImageReport {
   std::vector<BundleEntry> entries;          // the same entries with offsets and sizes
   uint16_t ccob_version = 0, ccob_method = 0;  // compressed bundles: header version, 0 zlib / 1 zstd
   std::deque<CodeObjectSummary> code_objects;  // deque: diagnostics keep pointers stable
+  std::string built_for;                     // a raw code object: the target ID it is built for (describe_target)
   std::vector<TargetVerdict> verdicts;       // one per requested target, same order
   std::vector<Diagnostic> diagnostics;       // structural ones have an empty target
   bool structurally_ok = true;               // no target-independent error
@@ -68,6 +75,9 @@ enum class Depth {
               // shim's registration path; kernels are checked at first use), except
               // that when nothing fits a target the entries' descriptors are read
               // until one has a kernel (HG201 or HG211)
+  Library,     // as ForTargets, for a kernel library's file (inputs.h, LibrarySummary): a raw code object
+               // built for a processor that none of the targets has is read only to its ELF header (the
+               // library's loader loads it on none of them: it is counted, not checked)
   Descriptors,  // select, then the selected code objects' ELF headers, symbol tables and
                 // kernel descriptors, without reading their metadata (strict registration):
                 // the errors decided there (e_flags, static LDS, a kernel descriptor out of

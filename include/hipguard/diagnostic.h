@@ -48,6 +48,7 @@ inline constexpr std::string_view kHotSwapForwarding = "HG210";   // HSA_TOOLS_L
 inline constexpr std::string_view kNoCodeObjectNoKernels = "HG211";  // nothing for the target, but no kernels either: only its variables fail
 inline constexpr std::string_view kBatchLookupStarved = "HG212";       // one process: comgr gives an entry to one GPU only
 inline constexpr std::string_view kGenericFeaturesRejected = "HG213";  // HIP 7.x asks for <generic>:<device features>, comgr rejects it
+inline constexpr std::string_view kLibraryLacksTarget = "HG214";       // a kernel library directory has no code object the target can load
 // Kernel resources.
 inline constexpr std::string_view kLdsOverLimit = "HG301";        // group segment > device LDS
 inline constexpr std::string_view kWavefrontSize = "HG302";       // wave size the processor lacks

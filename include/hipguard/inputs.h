@@ -57,6 +57,7 @@ inline constexpr uint64_t kCliMapAbove = 1ull << 20;
 
 struct FileReport {
   std::string path;
+  std::string library;                 // the kernel library it belongs to (LibrarySummary::name), or 
   std::vector<ImageReport> images;     // one per bundle / code object found
   std::vector<Diagnostic> diagnostics; // file-level: unreadable, no .hip_fatbin; archives: corrupt (HG113), budgets
   bool hip = false;                    // the file carries GPU code at all (an archive: itself is no GPU code)
@@ -116,6 +117,7 @@ struct CheckFileOptions {
   // code at all gets HG107 when `explicit_arg`, like any file.
   const ArchiveReader* archives = nullptr;
   FileSink* members = nullptr;
+  bool library_file = false;                       // a kernel library's file (LibrarySummary): Depth::Library
 };
 FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options);
 
@@ -137,6 +139,32 @@ FileReport path_problem_report(const PathProblem& p);
 // mistyped CI path does not pass the gate by checking nothing.
 FileReport empty_directory_report(const std::string& path);
 
+// A kernel library: the code object files (raw code objects, offload bundles,
+// compressed bundles) found below a directory argument, grouped by the
+// directory that holds them; a directory component named after a processor
+// ("hsa/gfx942/", AITER) is one library with its siblings ("hsa/<processor>/").
+// The library's loader, not the HIP runtime, picks the file: rocBLAS's and
+// hipBLASLt's Tensile open the files named for the GPU's processor, AITER its
+// hsa/<processor>/ directory. So for each target, the files it can load are
+// checked in full and the files built for other processors or configurations
+// (TargetVerdict::other_target) are counted, not errors; a library without any
+// file for a target is one error (HG214) naming the processors it has.
+// Host programs and shared libraries (.hip_fatbin) are not library files: the
+// runtime registers all of their fat binaries.
+struct LibrarySummary {
+  struct PerTarget {
+    TargetId target;
+    size_t code_objects = 0;  // files the target can load (selected), checked in full
+    size_t kernels = 0;       // kernels of those files
+    size_t other = 0;         // files for other processors or configurations
+    size_t failing = 0;       // loadable files with an error for the target
+  };
+  std::string name;                     // directory, relative to nothing: as found below the argument
+  size_t files = 0;                     // code object files of the library
+  std::vector<std::string> built_for;   // the target IDs (or bundle entries' targets) its files are for, sorted
+  std::vector<PerTarget> targets;       // one per requested target, same order
+};
+
 // Receives the files of check_paths in input order, from the calling thread:
 // begin_file, then each image as it is checked, then end_file with the file's
 // own diagnostics (its `images` are empty: they went to image()).
@@ -146,6 +174,8 @@ class FileSink {
   virtual void begin_file(const std::string& path) = 0;
   virtual void image(ImageReport&& img) = 0;
   virtual void end_file(FileReport&& file) = 0;
+  // After every file: each kernel library met, in order of its first file.
+  virtual void library(LibrarySummary&& /*library*/) {}
 };
 
 // A sink that rebuilds whole FileReports (for the text outputs): each image
@@ -161,7 +191,9 @@ class CollectSink : public FileSink {
   void begin_file(const std::string& path) override;
   void image(ImageReport&& img) override;
   void end_file(FileReport&& file) override;
+  void library(LibrarySummary&& library) override { libraries.push_back(std::move(library)); }
   std::vector<FileReport> reports;
+  std::vector<LibrarySummary> libraries;
 
  private:
   bool keep_parsed_, keep_;
@@ -176,6 +208,9 @@ struct CheckPathsOptions {
   bool empty_directory_is_error = true;   // HG110 for a directory without GPU code (check; not inspect)
   Depth depth = Depth::Full;              // CheckFileOptions::depth
   Machine machine;                        // CheckFileOptions::machine
+  // Called from the delivering thread after each file (`done` of `total`
+  // files, the file's path): the CLI's progress line.
+  std::function<void(size_t done, size_t total, const std::string& path)> progress;
   const ArchiveReader* archives = nullptr;  // CheckFileOptions::archives: the CLI's archive_reader()
 };
 struct CheckPathsResult {

@@ -33,6 +33,7 @@ constexpr std::array kCodes = {
     CodeInfo{code::kNoCodeObjectNoKernels, "no-code-object-no-kernels", S::Warning},
     CodeInfo{code::kBatchLookupStarved, "batch-lookup-starved", S::Error},
     CodeInfo{code::kGenericFeaturesRejected, "generic-features-rejected", S::Error},
+    CodeInfo{code::kLibraryLacksTarget, "library-lacks-target", S::Error},
     CodeInfo{code::kLdsOverLimit, "lds-over-limit", S::Error},
     CodeInfo{code::kWavefrontSize, "wavefront-size-unsupported", S::Error},
     CodeInfo{code::kRegisterLimit, "register-limit", S::Error},

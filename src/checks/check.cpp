@@ -212,10 +212,12 @@ class Checker {
 
   void check_raw() {
     bool elsewhere = built_for_other_processors();
+    if (elsewhere && depth_ == Depth::Library) return library_file_elsewhere();
     // Built for other processors: only the kernels that fit no target's LDS matter (HG301).
     const CodeObject* co = code_object(data_, "", /*descriptors_only=*/elsewhere, /*listed=*/!elsewhere,
                                        elsewhere ? smallest_lds_limit() : 0);
     if (!co) return;
+    report_.built_for = describe_target(*co);
     for (auto& v : report_.verdicts) {
       const TargetId& t = v.target;
       MatchResult m = match_target(co->target, co->generic_version, t);
@@ -228,10 +230,7 @@ class Checker {
           check_kernels(*co, "", t);
           break;
         case Match::ProcessorMismatch:
-          add(code::kProcessorMismatch, "", "", &t,
-              "code object is built for " + describe_target(*co) + ", cannot run on " + t.label(),
-              "load the variant of this code object built for " + t.processor + ", or rebuild it with --offload-arch=" +
-                  t.processor + " (-mcpu=" + t.processor + ")" + override_workaround(co->target.processor, t.processor));
+          processor_mismatch(*co, t);
           // Raw code objects are loaded by hand (AITER-style): say too whether the
           // kernels would fit this GPU at all, since a plain rebuild would not fix that.
           check_kernels(*co, "", t, /*lds_only=*/true);
@@ -246,6 +245,22 @@ class Checker {
     }
   }
 
+  // Depth::Library: a library's file for processors none of the targets has is
+  // loaded on none of them; its ELF header says which (HG202 per target, which
+  // the library's tally turns into "for another processor").
+  void library_file_elsewhere() {
+    Result<CodeObject> head = read_code_object_header(data_);
+    if (!head) return;  // not reached: built_for_other_processors() read it
+    report_.built_for = describe_target(*head);
+    for (const auto& v : report_.verdicts) processor_mismatch(*head, v.target);
+  }
+
+  void processor_mismatch(const CodeObject& co, const TargetId& t) {
+    add(code::kProcessorMismatch, "", "", &t, "code object is built for " + describe_target(co) + ", cannot run on " + t.label(),
+        "load the variant of this code object built for " + t.processor + ", or rebuild it with --offload-arch=" +
+            t.processor + " (-mcpu=" + t.processor + ")" + override_workaround(co.target.processor, t.processor));
+  }
+
   // Depth::ForTargets: a raw code object whose processor none of the targets
   // has is loaded on none of them, like a bundle entry the runtime does not
   // select: it is read only to its kernel descriptors (HG202 and whether the
@@ -254,7 +269,7 @@ class Checker {
   // an object in full: it may run on the GPU present when HIPGUARD_TARGET
   // names another, and its kernel and device-function names serve lookups.
   bool built_for_other_processors() const {
-    if (depth_ != Depth::ForTargets || targets_.empty()) return false;
+    if ((depth_ != Depth::ForTargets && depth_ != Depth::Library) || targets_.empty()) return false;
     Result<CodeObject> head = read_code_object_header(data_);
     if (!head) return false;  // the full read says why
     return std::all_of(targets_.begin(), targets_.end(), [&](const TargetId& t) {
@@ -700,7 +715,7 @@ std::string_view to_string(Selection s) {
 bool ImageReport::ok() const {
   if (verdicts.empty()) return structurally_ok;
   for (const auto& v : verdicts)
-    if (!v.can_run) return false;
+    if (v.fails()) return false;
   return true;
 }
 

@@ -2,6 +2,7 @@
 #include "hipguard/inputs.h"
 
 #include "base/regular_file.h"
+#include "checks/library.h"
 #include "checks/offloading.h"
 
 #include <llvm/BinaryFormat/ELF.h>
@@ -274,9 +275,7 @@ FileReport& check_data(Bytes data, const FileData& file, const std::string& path
   return r;
 }
 
-}  // namespace
-
-FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options) {
+FileReport check_one_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options) {
   FileReport r;
   r.path = path;
   auto file = FileData::open(path, options.map_above, options.reuse, options.seen_regular);
@@ -286,6 +285,26 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   }
   return std::move(check_data(file->bytes(), *file, path, targets, options, r));
 }
+}  // namespace
+
+FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options) {
+  if (!options.library_file) return check_one_file(path, targets, options);
+  // A kernel library's file (library.h): files for other processors are counted, not checked.
+  auto mark = [](ImageReport& img) {
+    if (library::is_library_image(img)) library::mark_other_targets(img);
+  };
+  CheckFileOptions o = options;
+  if (o.depth == Depth::ForTargets) o.depth = Depth::Library;
+  ImageSink marked = [&](ImageReport&& img) {
+    mark(img);
+    (*options.sink)(std::move(img));
+  };
+  if (options.sink) o.sink = &marked;
+  FileReport r = check_one_file(path, targets, o);
+  for (auto& img : r.images) mark(img);
+  return r;
+}
+
 
 namespace {
 // An archive's members with GPU code, each checked as a file named
@@ -306,6 +325,8 @@ bool check_archive(Bytes data, const std::string& path, const std::vector<Target
     CheckFileOptions o = options;
     o.explicit_arg = false;  // a member without GPU code is skipped, like a file found in a directory
     o.archives = nullptr;    // nested archives are the reader's
+    o.library_file = false;  // a member is a file of its own, in no directory's kernel library
+    if (o.depth == Depth::Library) o.depth = Depth::ForTargets;
     o.sink = files ? &to_files : nullptr;
     if (problem) m.diagnostics.push_back(*problem);
     else check_data(bytes, FileData(), name, targets, o, m);
@@ -423,6 +444,7 @@ void CollectSink::image(ImageReport&& img) {
 void CollectSink::end_file(FileReport&& file) {
   current_.diagnostics = std::move(file.diagnostics);
   current_.hip = file.hip;
+  current_.library = std::move(file.library);
   if (on_file_) on_file_(current_);
   if (keep_) reports.push_back(std::move(current_));
   current_ = FileReport();
@@ -449,7 +471,8 @@ class MemberEvents : public FileSink {
 // Delivers files to the sink in input order and keeps the verdict.
 class Delivery {
  public:
-  Delivery(FileSink& sink, CheckPathsResult& result) : sink_(sink), result_(result) {}
+  Delivery(FileSink& sink, CheckPathsResult& result, library::Tally& libraries)
+      : sink_(sink), result_(result), libraries_(libraries) {}
 
   // Files that need no check (HG101, HG110 reports): delivered whole.
   void whole(FileReport&& r) {
@@ -459,8 +482,10 @@ class Delivery {
     end(std::move(r));
   }
   // The images of the file being delivered: the file begins with its first image.
-  void image(const std::string& path, ImageReport&& img) {
+  // `library`: the kernel library of a file found in a directory walk, or "".
+  void image(const std::string& path, ImageReport&& img, const std::string& library) {
     if (!begun_) sink_.begin_file(path), begun_ = true;
+    if (!library.empty() && !in_member_ && library::is_library_image(img)) libraries_.add(library, img), in_library_ = true;
     image_ok(img);
     sink_.image(std::move(img));
   }
@@ -468,6 +493,8 @@ class Delivery {
   // Returns whether it (or a member of it) held GPU code.
   bool finish(FileReport&& r) {
     bool hip = r.hip || member_hip_;
+    if (in_library_) r.library = libraries_.last_name();
+    in_library_ = false;
     if (begun_ || r.hip || !r.diagnostics.empty()) {
       if (!begun_) sink_.begin_file(r.path);
       end(std::move(r));
@@ -475,15 +502,14 @@ class Delivery {
     begun_ = member_hip_ = false;
     return hip;
   }
-  // An event of an archive member, a file of its own inside the file being
-  // delivered: its begin, an image, its end.
+  // The begin or end of an archive member, a file of its own inside the file
+  // being delivered (its images come through image(): in no library).
   void member(Event&& e) {
-    if (auto* img = std::get_if<ImageReport>(&e)) return image_ok(*img), sink_.image(std::move(*img));
-    if (auto* path = std::get_if<std::string>(&e)) return sink_.begin_file(*path), void(begun_ = true);
+    if (auto* path = std::get_if<std::string>(&e)) return sink_.begin_file(*path), void(begun_ = in_member_ = true);
     FileReport& r = std::get<FileReport>(e);
     member_hip_ = member_hip_ || r.hip;
     end(std::move(r));
-    begun_ = false;
+    begun_ = in_member_ = false;
   }
 
  private:
@@ -500,7 +526,11 @@ class Delivery {
 
   FileSink& sink_;
   CheckPathsResult& result_;
-  bool begun_ = false, member_hip_ = false;
+  library::Tally& libraries_;
+  bool begun_ = false;
+  bool in_library_ = false;  // the file being delivered has a library image
+  bool in_member_ = false;   // an archive member has begun and not ended
+  bool member_hip_ = false;  // a member of the file being delivered held GPU code
 };
 
 // One file being checked, not yet delivered: its images wait here until it
@@ -517,7 +547,8 @@ struct Slot {
 
 CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckPathsOptions& options, FileSink& sink) {
   CheckPathsResult result;
-  Delivery out(sink, result);
+  library::Tally libraries(options.targets);
+  Delivery out(sink, result, libraries);
   std::vector<PathProblem> problems;
   std::vector<bool> regular;
   std::vector<std::string> files = expand(paths, &problems, &regular);
@@ -532,11 +563,20 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     if (std::filesystem::is_directory(p, ec)) found_below.emplace_back(p, 0);
     else explicit_files.insert(p);
   }
+  // Files found in a directory walk belong to the kernel library of their directory (library.h).
+  std::vector<std::string> library_of(files.size());
+  for (size_t i = 0; i < files.size(); ++i)
+    if (!explicit_files.count(files[i])) library_of[i] = library::library_name(files[i]);
   auto count_hip = [&](const std::string& f) {
     for (auto& [dir, n] : found_below)
       if (f.size() > dir.size() && f.compare(0, dir.size(), dir) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
   };
 
+  // An event of files[i], in order (under m when threads check files).
+  auto deliver = [&](size_t i, Event&& e) {
+    if (auto* img = std::get_if<ImageReport>(&e)) out.image(files[i], std::move(*img), library_of[i]);
+    else out.member(std::move(e));
+  };
   unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(files.size(), 1)));
   // How files[i] is checked, whichever thread checks it.
@@ -551,15 +591,17 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     o.seen_regular = regular[i];
     o.depth = options.depth;
     o.machine = options.machine;
+    o.library_file = !library_of[i].empty();
     return o;
   };
   if (jobs <= 1) {
     FileData::ReadBuffer buffer;
     for (size_t i = 0; i < files.size(); ++i) {
       const std::string& f = files[i];
-      ImageSink to_sink = [&](ImageReport&& img) { out.image(f, std::move(img)); };
-      MemberEvents members([&](Event&& e) { out.member(std::move(e)); });
+      ImageSink to_sink = [&](ImageReport&& img) { out.image(f, std::move(img), library_of[i]); };
+      MemberEvents members([&](Event&& e) { deliver(i, std::move(e)); });
       if (out.finish(check_file(f, options.targets, file_options(i, &to_sink, &buffer, &members)))) count_hip(f);
+      if (options.progress) options.progress(i + 1, files.size(), f);
     }
   } else {
     // `jobs` threads (this one among them) take files in order, at most
@@ -583,11 +625,8 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
       } else if (!stop && out.finish(std::move(s.report))) {
         count_hip(files[i]);
       }
+      if (!stop && options.progress) options.progress(i + 1, files.size(), files[i]);
       s = Slot();
-    };
-    auto deliver = [&](size_t i, Event&& e) {  // under m: an event of the head
-      if (auto* img = std::get_if<ImageReport>(&e)) out.image(files[i], std::move(*img));
-      else out.member(std::move(e));
     };
     auto drain = [&](size_t i, Slot& s) {  // under m: queued events of the head
       while (!s.queue.empty()) {
@@ -651,6 +690,8 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     for (auto& t : threads) t.join();
     if (failed) std::rethrow_exception(failed);
   }
+  for (auto& r : libraries.missing_targets()) out.whole(std::move(r));
+  for (auto& l : libraries.take()) sink.library(std::move(l));
   if (options.empty_directory_is_error)
     for (const auto& [dir, n] : found_below)
       if (n == 0) out.whole(empty_directory_report(dir));

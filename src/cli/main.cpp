@@ -25,6 +25,7 @@
 #include "hipguard/report.h"
 #include "hipguard/version.h"
 #include "launch.h"
+#include "progress.h"
 
 using namespace hipguard;
 namespace cl = llvm::cl;
@@ -278,36 +279,120 @@ struct Tally {
   }
 };
 
-void print_table(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets, const Tally& tally) {
+// One row of the table: a file, a kernel library, or (--verbose) a fat binary.
+struct Row {
+  bool ok;
+  std::string selected, kernels, name;
+};
+
+void print_row(const Row& r) {
+  printf("  %s %s %s %s\n", paint(r.ok ? "32" : "1;31", pad(r.ok ? "ok" : "FAIL", 6)).c_str(), pad(r.selected, 52).c_str(),
+         pad(r.kernels, 7).c_str(), r.name.c_str());
+}
+
+std::string selection_text(const TargetVerdict& v) {
+  return v.selection == Selection::None ? "-" : escape_text(v.selected) + " (" + std::string(to_string(v.selection)) + ")";
+}
+
+Row image_row(const ImageReport& img, const TargetVerdict& v) {
+  return {!v.fails(), selection_text(v), v.selection == Selection::None ? "-" : std::to_string(v.kernels), image_name(img)};
+}
+
+// A file with several fat binaries (a program, a shared library) on one row:
+// the distinct selections, the kernels of all, how many cannot run.
+Row file_row(const FileReport& r, size_t t) {
+  std::vector<std::string> selections;
+  size_t kernels = 0, failing = 0;
+  for (const auto& img : r.images) {
+    const TargetVerdict& v = img.verdicts[t];
+    std::string s = selection_text(v);
+    if (std::find(selections.begin(), selections.end(), s) == selections.end()) selections.push_back(s);
+    kernels += v.kernels;
+    if (v.fails()) ++failing;
+  }
+  std::string selected = selections.empty() ? "-" : selections[0];
+  if (selections.size() > 1) selected += " +" + std::to_string(selections.size() - 1) + " more";
+  std::string name = escape_text(r.path) + " (" + std::to_string(r.images.size()) + " fat binaries";
+  if (failing) name += ", " + std::to_string(failing) + " cannot run";
+  return {failing == 0, selected, std::to_string(kernels), name + ")"};
+}
+
+// A kernel library on one row: the files the target loads, and those it does not.
+Row library_row(const LibrarySummary& l, size_t t) {
+  const LibrarySummary::PerTarget& p = l.targets[t];
+  std::string selected = std::to_string(p.code_objects) + " of " + std::to_string(l.files) + " files";
+  if (p.other) selected += " (" + std::to_string(p.other) + " for other targets)";
+  std::string name = escape_text(l.name) + "/ (library";
+  if (p.failing) name += ", " + std::to_string(p.failing) + " files cannot run";
+  return {p.code_objects > 0 && p.failing == 0, selected, std::to_string(p.kernels), name + ")"};
+}
+
+// The rows for target `t` (structural soundness when t == npos), in input order:
+// one per kernel library, per file, or with --verbose per fat binary.
+std::vector<Row> table_rows(const std::vector<FileReport>& reports, const std::vector<LibrarySummary>& libraries,
+                            size_t t) {
+  std::vector<Row> rows;
+  std::set<std::string> listed;
+  std::map<std::string, std::pair<size_t, size_t>> sound;  // structural: per library, files and broken files
+  if (t == SIZE_MAX)
+    for (const auto& r : reports)
+      if (!r.library.empty() && !r.images.empty()) {
+        auto& [files, broken] = sound[r.library];
+        ++files;
+        for (const auto& i : r.images) broken += !i.structurally_ok;
+      }
+  for (const auto& r : reports) {
+    if (r.images.empty()) continue;  // findings of its own only (HG101, HG107, HG214)
+    if (!r.library.empty() && !VerboseOpt) {
+      if (!listed.insert(r.library).second) continue;
+      auto l = std::find_if(libraries.begin(), libraries.end(), [&](const LibrarySummary& l) { return l.name == r.library; });
+      if (t != SIZE_MAX && l != libraries.end()) {
+        rows.push_back(library_row(*l, t));
+        continue;
+      }
+    }
+    if (t == SIZE_MAX && !r.library.empty() && !VerboseOpt) {
+      auto [files, broken] = sound[r.library];
+      rows.push_back({broken == 0, "library, " + std::to_string(files) + " files", "", escape_text(r.library) + "/"});
+    } else if (t == SIZE_MAX) {
+      bool ok = std::all_of(r.images.begin(), r.images.end(), [](const ImageReport& i) { return i.structurally_ok; });
+      std::string what = std::string(to_string(r.images[0].kind));
+      if (r.images.size() > 1) what += ", " + std::to_string(r.images.size()) + " fat binaries";
+      rows.push_back({ok, what, "", escape_text(r.path)});
+    } else if (r.images.size() == 1 || VerboseOpt) {
+      for (const auto& img : r.images)
+        if (!img.verdicts[t].other_target) rows.push_back(image_row(img, img.verdicts[t]));
+    } else {
+      rows.push_back(file_row(r, t));
+    }
+  }
+  return rows;
+}
+
+void print_table(const std::vector<FileReport>& reports, const std::vector<LibrarySummary>& libraries,
+                 const std::vector<TargetId>& targets, const Tally& tally) {
   if (QuietOpt) {
     print_findings(reports);
     return;
   }
-  std::vector<const ImageReport*> images;
-  for (const auto& r : reports)
-    for (const auto& i : r.images) images.push_back(&i);
   for (size_t t = 0; t < targets.size(); ++t) {
-    const TargetId& target = targets[t];
-    size_t runnable = 0;
-    printf("target %s\n", target.label().c_str());
+    std::vector<Row> rows = table_rows(reports, libraries, t);
+    if (rows.empty()) continue;  // nothing with GPU code: the findings say why
+    printf("target %s\n", targets[t].label().c_str());
     printf("  %s %s %s %s\n", pad("RESULT", 6).c_str(), pad("SELECTED", 52).c_str(), pad("KERNELS", 7).c_str(), "FILE");
-    for (const ImageReport* img : images) {
-      const TargetVerdict& v = img->verdicts[t];
-      if (v.can_run) ++runnable;
-      std::string sel = v.selection == Selection::None ? "-" : escape_text(v.selected) + " (" + std::string(to_string(v.selection)) + ")";
-      std::string kernels = v.selection == Selection::None ? "-" : std::to_string(v.kernels);
-      printf("  %s %s %s %s\n", paint(v.can_run ? "32" : "1;31", pad(v.can_run ? "ok" : "FAIL", 6)).c_str(),
-             pad(sel, 52).c_str(), pad(kernels, 7).c_str(), image_name(*img).c_str());
-    }
-    printf("  %zu of %zu can run on %s\n\n", runnable, images.size(), target.str().c_str());
+    for (const Row& r : rows) print_row(r);
+    size_t runnable = std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.ok; });
+    printf("  %zu of %zu can run on %s\n\n", runnable, rows.size(), targets[t].str().c_str());
   }
   if (targets.empty()) {
-    printf("no --target given: structural checks only\n");
-    for (const ImageReport* img : images)
-      printf("  %s %s (%s, %zu code object(s) read)\n",
-             paint(img->structurally_ok ? "32" : "1;31", pad(img->structurally_ok ? "ok" : "FAIL", 6)).c_str(),
-             image_name(*img).c_str(), std::string(to_string(img->kind)).c_str(), img->code_objects.size());
-    printf("\n");
+    std::vector<Row> rows = table_rows(reports, libraries, SIZE_MAX);
+    if (!rows.empty()) {
+      printf("no --target given: structural checks only\n");
+      for (const Row& r : rows)
+        printf("  %s %s (%s)\n", paint(r.ok ? "32" : "1;31", pad(r.ok ? "ok" : "FAIL", 6)).c_str(), r.name.c_str(),
+               r.selected.c_str());
+      printf("\n");
+    }
   }
   print_findings(reports);
   printf("%s\n", tally.line(targets).c_str());
@@ -356,8 +441,11 @@ int cmd_check() {
   if (json + junit + sarif > 1) return usage_error("--json, --junit and --sarif exclude each other");
   if (paths.empty()) return usage_error("check needs at least one PATH");
   // Code objects for other processors are read to their descriptors (check.h, Depth::ForTargets).
-  CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, &archive_reader()};
+  CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, {}, &archive_reader()};
   if (std::string err; !machine_options(&options.machine, &err)) return usage_error(err);
+  // Not over a report streamed to the same terminal.
+  Progress progress(!QuietOpt && !((json || junit || sarif) && isatty(STDOUT_FILENO)));
+  options.progress = [&](size_t done, size_t total, const std::string& path) { progress.file_done(done, total, path); };
   if (json || junit || sarif) {  // streamed as the files are checked
     auto os = stdio_ostream(stdout);
     auto writer = make_report_writer(json ? ReportFormat::Json : junit ? ReportFormat::JUnit : ReportFormat::Sarif, *os, targets);
@@ -369,7 +457,8 @@ int cmd_check() {
   Tally tally;
   CollectSink sink(/*keep_parsed=*/false, {}, /*keep=*/true, [&](const ImageReport& i) { tally.add(i, targets.size()); });
   CheckPathsResult result = check_paths(paths, options, sink);
-  print_table(sink.reports, targets, tally);
+  progress.clear();
+  print_table(sink.reports, sink.libraries, targets, tally);
   return result.ok ? kExitOk : kExitProblems;
 }
 
@@ -519,7 +608,7 @@ int cmd_inspect() {
   bool json = JsonOpt;
   const std::vector<std::string>& paths = PathArgs;
   if (paths.empty()) return usage_error("inspect needs at least one PATH");
-  CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false, Depth::Full, {}, &archive_reader()};
+  CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false, Depth::Full, {}, {}, &archive_reader()};
   if (std::string err; !machine_options(&options.machine, &err)) return usage_error(err);
   CheckPathsResult result;
   if (json) {  // streamed as the files are read; with --target, what would be selected
@@ -538,8 +627,11 @@ int cmd_inspect() {
   } else {
     // Every code object (no targets), and beside it what each target selects.
     CollectSink all(/*keep_parsed=*/true), checked(/*keep_parsed=*/false);
-    result = check_paths(paths, {{}, 0, false, Depth::Full, {}, &archive_reader()}, all);
+    Progress progress(!QuietOpt);
+    options.progress = [&](size_t done, size_t total, const std::string& path) { progress.file_done(done, total, path); };
+    result = check_paths(paths, {{}, 0, false, Depth::Full, {}, {}, &archive_reader()}, all);
     check_paths(paths, options, checked);
+    progress.clear();
     print_inspect(all.reports, checked.reports, targets);
   }
   // inspect describes; it fails only when an input could not be read at all.

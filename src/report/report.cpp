@@ -46,6 +46,10 @@ void ReportSummary::add_image(const ImageReport& img) {
   if (!img.structurally_ok) ++structural_failed_images;
   for (const auto& c : img.code_objects) ++code_objects, kernels += c.co.kernels.size();
   for (size_t t = 0; t < per_target.size(); ++t) {
+    if (t < img.verdicts.size() && img.verdicts[t].other_target) {
+      ++per_target[t].other_target;
+      continue;
+    }
     bool can_run = t < img.verdicts.size() && img.verdicts[t].can_run;
     ++(can_run ? per_target[t].can_run : per_target[t].cannot_run);
   }
@@ -187,6 +191,7 @@ void write_image(OStream& j, const ImageReport& img) {
           j.attribute("selection", llvm::StringRef(to_string(v.selection)));
           j.attribute("selected", utf8(v.selected, fixed));
           j.attribute("kernels", i64(v.kernels));
+          if (v.other_target) j.attribute("other_target", true);
         });
     });
     write_diags(j, "diagnostics", img.diagnostics);
@@ -217,9 +222,36 @@ void write_summary(OStream& j, const ReportSummary& s) {
           j.attribute("target", t.target);
           j.attribute("can_run", i64(t.can_run));
           j.attribute("cannot_run", i64(t.cannot_run));
+          j.attribute("other_target", i64(t.other_target));
           write_counts(j, t.diagnostics);
         });
     });
+  });
+}
+
+// Kernel libraries (inputs.h, LibrarySummary): what each target can load from each.
+void write_libraries(OStream& j, const std::vector<LibrarySummary>& libraries) {
+  j.attributeArray("libraries", [&] {
+    for (const auto& l : libraries)
+      j.object([&] {
+        put_text(j, "name", l.name);
+        j.attribute("files", i64(l.files));
+        j.attributeArray("built_for", [&] {
+          std::string fixed;
+          for (const auto& b : l.built_for) j.value(utf8(b, fixed));
+        });
+        j.attributeArray("targets", [&] {
+          for (const auto& t : l.targets)
+            j.object([&] {
+              j.attribute("target", t.target.str());
+              j.attribute("can_run", t.code_objects > 0 && t.failing == 0);
+              j.attribute("code_objects", i64(t.code_objects));
+              j.attribute("kernels", i64(t.kernels));
+              j.attribute("failing", i64(t.failing));
+              j.attribute("other_target", i64(t.other));
+            });
+        });
+      });
   });
 }
 
@@ -282,6 +314,7 @@ class JsonWriter final : public ReportWriter {
   void end_file(FileReport&& r) override {
     j_.arrayEnd();
     j_.attributeEnd();
+    if (!r.library.empty()) put_text(j_, "library", r.library);
     write_diags(j_, "diagnostics", r.diagnostics);
     for (const auto& d : r.diagnostics) file_ok_ = file_ok_ && d.severity != Severity::Error;
     j_.attribute("ok", file_ok_);
@@ -289,9 +322,12 @@ class JsonWriter final : public ReportWriter {
     summary_.add_file(r);
   }
 
+  void library(LibrarySummary&& l) override { libraries_.push_back(std::move(l)); }
+
   void finish(const RunInfo* run) override {
     j_.arrayEnd();
     j_.attributeEnd();
+    if (!libraries_.empty()) write_libraries(j_, libraries_);
     write_summary(j_, summary_);
     if (run) write_run(j_, *run);
     j_.objectEnd();
@@ -305,6 +341,7 @@ class JsonWriter final : public ReportWriter {
   OStream j_;
   ReportSummary summary_;
   bool file_ok_ = true;
+  std::vector<LibrarySummary> libraries_;
 };
 
 // -------------------------------------------------------------------- JUnit
@@ -332,6 +369,7 @@ class JUnitWriter final : public ReportWriter {
     std::string name = img.location.empty() ? img.origin : img.origin + " [" + img.location + "]";
     for (size_t t = 0; t < suites_.size(); ++t) {
       bool structural = targets_.empty();
+      if (!structural && t < img.verdicts.size() && img.verdicts[t].other_target) continue;  // not loaded there
       bool failed = structural ? !img.structurally_ok : !(t < img.verdicts.size() && img.verdicts[t].can_run);
       // The errors that concern this target fail it; everything else is output.
       std::vector<const Diagnostic*> errors;

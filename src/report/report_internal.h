@@ -25,6 +25,7 @@ struct ReportSummary {
   struct TargetSummary {
     std::string target;
     uint64_t can_run = 0, cannot_run = 0;  // images
+    uint64_t other_target = 0;             // images of library files for other processors (neither)
     SeverityCounts diagnostics;            // findings for this target
   };
   explicit ReportSummary(const std::vector<TargetId>& targets);

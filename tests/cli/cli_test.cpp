@@ -48,6 +48,13 @@ CliRun run_cli(const std::vector<std::string>& args) {
   return r;
 }
 
+// The corpus's 42 code objects named one by one: each file keeps its own
+// verdict (a directory is a kernel library; see CorpusDirectoryIsAKernelLibrary).
+std::vector<std::string> check_corpus_files(std::vector<std::string> args) {
+  for (const auto& f : corpus_files()) args.push_back(f.string());
+  return args;
+}
+
 std::string prefix_of(const std::string& path) {
   std::string name = fs::path(path).filename().string();
   return name.substr(0, name.find('_'));
@@ -57,7 +64,7 @@ std::string prefix_of(const std::string& path) {
 
 TEST(Cli, CorpusAgainstGfx942AndMi355xJson) {
   HG_REQUIRE_CORPUS();
-  CliRun r = run_cli({"check", "--target", "gfx942", "--target", "mi355x", "--json", corpus_dir().string()});
+  CliRun r = run_cli(check_corpus_files({"check", "--target", "gfx942", "--target", "mi355x", "--json"}));
   EXPECT_EQ(r.status, 1) << "some objects cannot run: exit 1";
   auto doc = llvm::json::parse(r.out);
   ASSERT_TRUE(bool(doc)) << llvm::toString(doc.takeError()) << "\n" << r.out.substr(0, 2000);
@@ -71,7 +78,7 @@ TEST(Cli, CorpusAgainstGfx942AndMi355xJson) {
   EXPECT_EQ((*targets)[1].getAsString(), "gfx950:sramecc+:xnack-");
   const auto* files = root->getArray("files");
   ASSERT_NE(files, nullptr);
-  ASSERT_EQ(files->size(), 42u) << "LICENSE and MANIFEST.tsv inside the directory are skipped";
+  ASSERT_EQ(files->size(), 42u);
 
   std::map<std::string, int> runnable;  // per target
   size_t hg301_gfx942 = 0;
@@ -140,7 +147,7 @@ TEST(Cli, CheckListsOnlyTheCodeObjectsTheTargetsCanLoad) {
   };
   std::map<std::string, size_t> hg301;
   std::set<std::string> checked =
-      listed(run_cli({"check", "--json", "--target", "gfx942", corpus_dir().string()}).out, &hg301);
+      listed(run_cli(check_corpus_files({"check", "--json", "--target", "gfx942"})).out, &hg301);
   std::set<std::string> gfx942;
   for (const auto& f : corpus_files("gfx942_")) gfx942.insert(f.filename().string());
   EXPECT_EQ(checked, gfx942);
@@ -152,7 +159,7 @@ TEST(Cli, CheckListsOnlyTheCodeObjectsTheTargetsCanLoad) {
 
 TEST(Cli, CorpusTable) {
   HG_REQUIRE_CORPUS();
-  CliRun r = run_cli({"check", "--target", "gfx942", "--target", "mi355x", corpus_dir().string()});
+  CliRun r = run_cli(check_corpus_files({"check", "--target", "gfx942", "--target", "mi355x"}));
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("target gfx942:sramecc+:xnack- (gfx942 as shipped in MI300X, MI300A, MI308X, MI325X)\n"),
             std::string::npos)
@@ -176,6 +183,55 @@ TEST(Cli, CorpusTable) {
       EXPECT_NE(line.find("66048"), std::string::npos) << line;
     }
   EXPECT_TRUE(found);
+}
+
+// A directory of code objects is a kernel library (README, "Kernel libraries"):
+// for each target the files it loads are checked in full, the files for other
+// processors are counted, and a target without any file is one error (HG214).
+TEST(Cli, CorpusDirectoryIsAKernelLibrary) {
+  HG_REQUIRE_CORPUS();
+  // What the corpus holds, from its file names (the processor prefix).
+  std::map<std::string, size_t> per_processor;
+  for (const auto& f : corpus_files()) ++per_processor[prefix_of(f.string())];
+  ASSERT_EQ(per_processor.size(), 3u);  // gfx1250, gfx942, gfx950
+  size_t all = corpus_files().size();
+  CliRun r = run_cli({"check", "--target", "gfx942", "--target", "mi355x", corpus_dir().string()});
+  EXPECT_EQ(r.status, 0) << r.out;
+  std::string row942 = std::to_string(per_processor["gfx942"]) + " of " + std::to_string(all) + " files (" +
+                       std::to_string(all - per_processor["gfx942"]) + " for other targets)";
+  EXPECT_NE(r.out.find(row942), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 of 1 can run on gfx942:sramecc+:xnack-"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 of 1 can run on gfx950:sramecc+:xnack-"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("HG202"), std::string::npos) << "files for other processors are not errors";
+  EXPECT_EQ(r.out.find("HG301"), std::string::npos) << "nor are their kernels' LDS on a GPU that never loads them";
+  // A GPU the library has no file for: one error naming what it has.
+  CliRun none = run_cli({"check", "--target", "gfx1100", corpus_dir().string()});
+  EXPECT_EQ(none.status, 1);
+  std::vector<std::string> errors;
+  std::istringstream lines(none.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("error ", 0) == 0) errors.push_back(line);
+  ASSERT_EQ(errors.size(), 1u) << none.out;
+  EXPECT_EQ(errors[0].rfind("error HG214 [gfx1100] " + corpus_dir().string() + ": kernel library has no code object for gfx1100", 0), 0u)
+      << errors[0];
+  for (const auto& [processor, n] : per_processor) EXPECT_NE(errors[0].find(processor), std::string::npos) << processor;
+  // The same grouping in the JSON report.
+  auto doc = llvm::json::parse(run_cli({"check", "--json", "--target", "gfx942", "--target", "gfx1100", corpus_dir().string()}).out);
+  ASSERT_TRUE(bool(doc)) << llvm::toString(doc.takeError());
+  const auto* libraries = doc->getAsObject()->getArray("libraries");
+  ASSERT_TRUE(libraries && libraries->size() == 1);
+  const auto* lib = (*libraries)[0].getAsObject();
+  EXPECT_EQ(lib->getString("name"), corpus_dir().string());
+  EXPECT_EQ(lib->getInteger("files"), static_cast<int64_t>(all));
+  const auto* targets = lib->getArray("targets");
+  ASSERT_TRUE(targets && targets->size() == 2);
+  const auto* t942 = (*targets)[0].getAsObject();
+  EXPECT_EQ(t942->getInteger("code_objects"), static_cast<int64_t>(per_processor["gfx942"]));
+  EXPECT_EQ(t942->getInteger("other_target"), static_cast<int64_t>(all - per_processor["gfx942"]));
+  EXPECT_EQ(t942->getBoolean("can_run"), true);
+  const auto* t1100 = (*targets)[1].getAsObject();
+  EXPECT_EQ(t1100->getInteger("code_objects"), 0);
+  EXPECT_EQ(t1100->getBoolean("can_run"), false);
 }
 
 TEST(Cli, PassingCaseExitsZero) {
@@ -326,7 +382,12 @@ TEST(CliInspect, RocsparseHas111Bundles) {
       if (e.getAsObject()->getString("id") == "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-") ++xnack_off;
   EXPECT_EQ(xnack_off, 111u) << "every bundle carries a gfx90a:xnack- entry";
   // check selects exactly those.
-  CliRun c = run_cli({"check", "--target", "gfx90a:xnack-", lib});
+  // One row for the library; with --verbose, one per fat binary.
+  CliRun row = run_cli({"check", "--target", "gfx90a:xnack-", lib});
+  EXPECT_EQ(row.status, 0);
+  EXPECT_NE(row.out.find("1 of 1 can run on gfx90a:sramecc+:xnack-"), std::string::npos) << row.out.substr(0, 500);
+  EXPECT_NE(row.out.find(lib + " (111 fat binaries)"), std::string::npos) << row.out.substr(0, 500);
+  CliRun c = run_cli({"check", "-v", "--target", "gfx90a:xnack-", lib});
   EXPECT_EQ(c.status, 0);
   EXPECT_NE(c.out.find("111 of 111 can run on gfx90a:sramecc+:xnack-"), std::string::npos) << c.out.substr(0, 500);
   size_t selected = 0;
@@ -498,7 +559,7 @@ TEST(Cli, HostileFileNamesAreEscaped) {
 // the same order, with one thread and with several.
 TEST(CliFormats, OutputDoesNotDependOnJobs) {
   HG_REQUIRE_CORPUS();
-  for (const char* format : {"--json", "--sarif", "--junit", ""}) {
+  for (const char* format : {"--json", "--sarif", "--junit", "--verbose"}) {
     std::vector<std::string> base = {"check", "--target", "gfx942", "--target", "mi355x"};
     if (*format) base.push_back(format);
     base.push_back(corpus_dir().string());
@@ -531,7 +592,7 @@ TEST(CliFormats, OutputDoesNotDependOnJobs) {
 // The JSON report names the tool and its version and sums up per target and severity.
 TEST(CliFormats, JsonToolVersionAndSummary) {
   HG_REQUIRE_CORPUS();
-  CliRun r = run_cli({"check", "--target", "gfx942", "--target", "mi355x", "--json", corpus_dir().string()});
+  CliRun r = run_cli(check_corpus_files({"check", "--target", "gfx942", "--target", "mi355x", "--json"}));
   auto doc = parse_json(r);
   ASSERT_TRUE(doc);
   const auto* root = doc->getAsObject();

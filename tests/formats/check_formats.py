@@ -76,7 +76,10 @@ class Formats:
         want = {"files": len(doc["files"]), "images": 0, "code_objects": 0, "kernels": 0, "file_errors": 0}
         sev = {"error": 0, "warning": 0, "note": 0}
         structural = {"error": 0, "warning": 0, "note": 0, "failed_images": 0}
-        per = [{"target": t, "can_run": 0, "cannot_run": 0, "error": 0, "warning": 0, "note": 0} for t in ts]
+        per = [{"target": t, "can_run": 0, "cannot_run": 0, "other_target": 0, "error": 0, "warning": 0, "note": 0}
+               for t in ts]
+        # Kernel libraries, recounted from their files: name -> files, per target [loadable, other, failing, kernels].
+        libs = {}
 
         def diag(d):
             sev[d["severity"]] += 1
@@ -97,11 +100,25 @@ class Formats:
                 want["code_objects"] += len(img["code_objects"])
                 want["kernels"] += sum(len(c["kernels"]) for c in img["code_objects"])
                 expect(len(img["verdicts"]) == len(ts), f"{name}: one verdict per target")
+                lib = libs.setdefault(f["library"], [0, [[0, 0, 0, 0] for _ in ts]]) if f.get("library") else None
+                if lib:
+                    lib[0] += 1
                 for i, v in enumerate(img["verdicts"]):
                     expect(v["target"] == ts[i], f"{name}: verdicts in target order")
-                    per[i]["can_run" if v["can_run"] else "cannot_run"] += 1
+                    other = v.get("other_target", False)
+                    expect(not other or (lib and not v["can_run"] and v["selection"] == "none"),
+                           f"{name}: other_target only for a library file that selects nothing")
+                    per[i]["other_target" if other else "can_run" if v["can_run"] else "cannot_run"] += 1
+                    if lib:
+                        c = lib[1][i]
+                        c[1] += other
+                        if v["selection"] != "none":
+                            c[0] += 1
+                            c[3] += v["kernels"]
+                        c[2] += not other and not v["can_run"]
                 if ts:
-                    expect(img["ok"] == all(v["can_run"] for v in img["verdicts"]), f"{name}: image ok = all can_run")
+                    expect(img["ok"] == all(v["can_run"] or v.get("other_target") for v in img["verdicts"]),
+                           f"{name}: image ok = every target can run or does not load it")
                 structural_error = any(d["severity"] == "error" and not d["target"] for d in img["diagnostics"])
                 if not ts:
                     expect(img["ok"] == (not structural_error), f"{name}: image ok = no structural error")
@@ -118,6 +135,15 @@ class Formats:
         expect(s["diagnostics"] == sev, f"{name}: summary.diagnostics {s['diagnostics']} == {sev}")
         expect(s["structural"] == structural, f"{name}: summary.structural {s['structural']} == {structural}")
         expect(s["targets"] == per, f"{name}: summary.targets {s['targets']} == {per}")
+        got = {l["name"]: [l["files"], [[t["code_objects"], t["other_target"], t["failing"], t["kernels"]]
+                                         for t in l["targets"]]] for l in doc.get("libraries", [])}
+        expect(got == libs, f"{name}: libraries {got} == recounted {libs}")
+        for l in doc.get("libraries", []):
+            for t in l["targets"]:
+                expect(t["can_run"] == (t["code_objects"] > 0 and t["failing"] == 0), f"{name}: library can_run")
+                lacks = [d for f in doc["files"] if f["path"] == l["name"] for d in f["diagnostics"]
+                         if d["code"] == "HG214" and d["target"] == t["target"]]
+                expect(len(lacks) == (t["code_objects"] == 0), f"{name}: {l['name']}: HG214 iff nothing to load")
         return doc
 
     # --------------------------------------------------------------- JUnit
@@ -147,7 +173,8 @@ class Formats:
                 want_fail = t["cannot_run"] + summary["file_errors"]
             else:
                 want_fail = summary["structural"]["failed_images"] + summary["file_errors"]
-            expect(len(cases) == summary["images"] + summary["file_errors"],
+            others = summary["targets"][i]["other_target"] if targets else 0
+            expect(len(cases) == summary["images"] - others + summary["file_errors"],
                    f"{name}: {names[i]}: {len(cases)} test cases = images + file errors of the summary")
             expect(len(failed) == want_fail, f"{name}: {names[i]}: {len(failed)} failures = {want_fail} of the summary")
             tests += len(cases)
@@ -280,8 +307,12 @@ def main():
         d = f.check("unusable paths", ["mi300x"], ["/nonexistent/x.co", "/bin/ls", empty], expect_status=1)
         expect(d["summary"]["file_errors"] == 3, "HG101, HG107 and HG110 are file errors")
     if o.corpus and os.path.isdir(o.corpus):
-        d = f.check("corpus", ["gfx942", "mi355x"], [o.corpus], expect_status=1)
-        expect([t["can_run"] for t in d["summary"]["targets"]] == [19, 19], "19 of 42 corpus objects run on each")
+        # A directory of code objects is a kernel library: files for other processors are counted, not errors.
+        d = f.check("corpus", ["gfx942", "mi355x"], [o.corpus], expect_status=0)
+        expect([(t["can_run"], t["other_target"]) for t in d["summary"]["targets"]] == [(19, 23), (19, 23)],
+               "19 of 42 corpus objects run on each, 23 are for other processors")
+        d = f.check("corpus for gfx1100", ["gfx1100"], [o.corpus], expect_status=1)
+        expect([t["code_objects"] for l in d["libraries"] for t in l["targets"]] == [0], "no gfx1100 file in the corpus")
         f.check("corpus, structural", [], [o.corpus], expect_status=0)
         f.inspect("corpus", [o.corpus])
     else:
