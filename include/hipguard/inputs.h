@@ -215,7 +215,7 @@ struct CheckPathsOptions {
 };
 struct CheckPathsResult {
   bool ok = true;           // every file and image ok (FileReport::ok)
-  bool unreadable = false;  // some path could not be read (HG101)
+  bool unreadable = false;  // some path could not be read (HG101), or an archive is damaged (HG113)
 };
 
 // `hipguard check` / `inspect` over paths: unusable paths first (HG101), then
