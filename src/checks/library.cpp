@@ -11,7 +11,8 @@
 namespace hipguard::library {
 
 bool is_library_image(const ImageReport& img) {
-  return img.location.empty() && img.kind != PayloadKind::Unknown;
+  // A host ELF's only fat binary has no location either, but starts past the ELF header.
+  return img.location.empty() && img.file_offset == 0 && img.kind != PayloadKind::Unknown;
 }
 
 std::string library_name(const std::string& file) {

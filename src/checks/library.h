@@ -11,7 +11,8 @@
 namespace hipguard::library {
 
 // Whether a file's image is a library file: a whole-file code object, offload
-// bundle or compressed bundle (not a fat binary inside a host program).
+// bundle or compressed bundle (not a fat binary inside a host program, which
+// starts at the .hip_fatbin section's offset).
 bool is_library_image(const ImageReport& img);
 
 // The library of `file`: the directory holding it, each component named after

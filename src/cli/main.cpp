@@ -76,6 +76,10 @@ cl::opt<bool> OneProcessOpt("one-process", cl::desc("The --target GPUs are the G
                                                     "separate machines: the runtime looks up their code objects at once"),
                             cl::sub(CheckCmd), cl::sub(InspectCmd), cl::cat(Options));
 
+// Hidden: when the progress line first appears (tests give 0).
+cl::opt<unsigned> ProgressDelayOpt("progress-delay", cl::desc("Milliseconds before the progress line appears"),
+                                   cl::init(500), cl::Hidden, cl::sub(CheckCmd), cl::sub(InspectCmd));
+
 // check
 cl::opt<bool> JunitOpt("junit", cl::desc("Print a JUnit XML report"), cl::sub(CheckCmd), cl::cat(Options));
 cl::opt<bool> SarifOpt("sarif", cl::desc("Print a SARIF 2.1.0 log (code scanning)"), cl::sub(CheckCmd), cl::cat(Options));
@@ -196,9 +200,9 @@ std::string image_name(const ImageReport& img) {
   return escape_text(img.location.empty() ? img.origin : img.origin + " [" + img.location + "]");
 }
 
-// Findings that differ only in which fat binary of one file they concern
-// (rocSPARSE: 111 bundles, one HG201 each) are printed once with a count; the
-// JSON report keeps every one.
+// Findings that differ only in which fat binary of one file (rocSPARSE: 111
+// bundles, one HG201 each), or which file of one kernel library, they concern
+// are printed once with a count; the JSON report keeps every one.
 // --verbose: every finding as it is; --quiet: errors and warnings only.
 void print_findings(const std::vector<FileReport>& reports) {
   size_t count = 0;
@@ -207,10 +211,28 @@ void print_findings(const std::vector<FileReport>& reports) {
     printf("%s\n", paint_line(line).c_str());
     ++count;
   };
+  // Units of grouping: a file, or all files of one kernel library, in first-occurrence order.
+  std::vector<std::vector<const FileReport*>> units;
+  std::unordered_map<std::string, size_t> library_unit;
   for (const auto& r : reports) {
-    for (const auto& d : r.diagnostics) print_line(d.severity, format_line(d));
+    if (r.library.empty() || VerboseOpt || r.images.empty()) {
+      units.push_back({&r});
+      continue;
+    }
+    auto [it, fresh] = library_unit.try_emplace(r.library, units.size());
+    if (fresh) units.emplace_back();
+    units[it->second].push_back(&r);
+  }
+  for (const auto& unit : units) {
+    bool library = unit.size() > 1 || !unit[0]->library.empty();
+    const std::string& name = library && !VerboseOpt ? unit[0]->library : unit[0]->path;
+    size_t images = 0;
+    for (const FileReport* r : unit) {
+      for (const auto& d : r->diagnostics) print_line(d.severity, format_line(d));
+      images += r->images.size();
+    }
     // Equal findings of several images are said once: grouped by their line
-    // without the "[bundle n/m @0x...]" location, in first occurrence order.
+    // with the unit's name for the file, in first occurrence order.
     struct Group {
       const Diagnostic* d;
       size_t n;
@@ -218,28 +240,31 @@ void print_findings(const std::vector<FileReport>& reports) {
     };
     std::vector<Group> groups;
     std::unordered_map<std::string, size_t> index;  // node-based: the keys stay where Group::line points
-    for (const auto& i : r.images)
-      for (const auto& d : i.diagnostics) {
-        bool as_is = VerboseOpt || d.file == r.path;
-        std::string key;
-        if (as_is) {
-          key = format_line(d);
-        } else {
-          Diagnostic located = d;
-          located.file = r.path;
-          key = format_line(located);
+    for (const FileReport* r : unit)
+      for (const auto& i : r->images)
+        for (const auto& d : i.diagnostics) {
+          bool as_is = VerboseOpt || (!library && d.file == r->path);
+          std::string key;
+          if (as_is) {
+            key = format_line(d);
+          } else {
+            Diagnostic located = d;
+            located.file = name;
+            key = format_line(located);
+          }
+          auto [it, fresh] = index.try_emplace(std::move(key), groups.size());
+          if (fresh) groups.push_back({&d, 0, as_is ? &it->first : nullptr});
+          ++groups[it->second].n;
         }
-        auto [it, fresh] = index.try_emplace(std::move(key), groups.size());
-        if (fresh) groups.push_back({&d, 0, as_is ? &it->first : nullptr});
-        ++groups[it->second].n;
-      }
     for (const auto& g : groups) {
-      if (g.n == 1 && g.line) {
-        print_line(g.d->severity, *g.line);
+      if (g.n == 1 && (g.line || library)) {
+        print_line(g.d->severity, g.line ? *g.line : format_line(*g.d));
         continue;
       }
       Diagnostic d = *g.d;
-      if (g.n > 1) d.file = r.path + " [" + std::to_string(g.n) + " of " + std::to_string(r.images.size()) + " fat binaries]";
+      if (g.n > 1)
+        d.file = name + " [" + std::to_string(g.n) + " of " + std::to_string(images) +
+                 (library ? " files]" : " fat binaries]");
       print_line(d.severity, format_line(d));
     }
   }
@@ -444,7 +469,7 @@ int cmd_check() {
   CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, {}, &archive_reader()};
   if (std::string err; !machine_options(&options.machine, &err)) return usage_error(err);
   // Not over a report streamed to the same terminal.
-  Progress progress(!QuietOpt && !((json || junit || sarif) && isatty(STDOUT_FILENO)));
+  Progress progress(!QuietOpt && !((json || junit || sarif) && isatty(STDOUT_FILENO)), ProgressDelayOpt);
   options.progress = [&](size_t done, size_t total, const std::string& path) { progress.file_done(done, total, path); };
   if (json || junit || sarif) {  // streamed as the files are checked
     auto os = stdio_ostream(stdout);
@@ -627,7 +652,7 @@ int cmd_inspect() {
   } else {
     // Every code object (no targets), and beside it what each target selects.
     CollectSink all(/*keep_parsed=*/true), checked(/*keep_parsed=*/false);
-    Progress progress(!QuietOpt);
+    Progress progress(!QuietOpt, ProgressDelayOpt);
     options.progress = [&](size_t done, size_t total, const std::string& path) { progress.file_done(done, total, path); };
     result = check_paths(paths, {{}, 0, false, Depth::Full, {}, {}, &archive_reader()}, all);
     check_paths(paths, options, checked);

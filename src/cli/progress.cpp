@@ -8,14 +8,15 @@
 
 namespace hipguard {
 
-Progress::Progress(bool enabled) : active_(enabled && isatty(STDERR_FILENO) == 1) {}
+Progress::Progress(bool enabled, unsigned delay_ms)
+    : active_(enabled && isatty(STDERR_FILENO) == 1), delay_(delay_ms) {}
 
 void Progress::file_done(size_t done, size_t total, const std::string& path) {
   if (!active_) return;
   struct stat st;
   if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) bytes_ += static_cast<uint64_t>(st.st_size);
   auto now = std::chrono::steady_clock::now();
-  if (now - start_ < std::chrono::milliseconds(500) || now - last_ < std::chrono::milliseconds(100)) return;
+  if (now - start_ < delay_ || now - last_ < std::chrono::milliseconds(100)) return;
   last_ = now;
   char size[32];
   if (bytes_ >= (1ull << 30)) snprintf(size, sizeof size, "%.1f GiB", bytes_ / double(1ull << 30));

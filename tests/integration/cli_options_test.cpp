@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -208,6 +209,41 @@ TEST(CliOptions, ColourOnlyWhenAskedOrOnATerminal) {
   ProcessResult no_color = run_process({"/usr/bin/script", "-qec", cmd, "/dev/null"}, {{"TERM", "xterm"}, {"NO_COLOR", "1"}});
   EXPECT_NE(no_color.out.find("error HG201"), std::string::npos) << no_color.out;
   EXPECT_EQ(no_color.out.find('\x1b'), std::string::npos) << no_color.out;
+}
+
+// A long check on a terminal shows its progress on stderr, erased before the
+// results; never in a pipe or with -q (--progress-delay 0: from the first file).
+TEST(CliOptions, ProgressOnlyOnATerminal) {
+  REQUIRE_APP("vector_add_multi");
+  std::string dir = std::filesystem::path(app("vector_add_multi")).parent_path().string();
+  auto shows_progress = [](const std::string& text) { return text.find(" files, ") != std::string::npos &&
+                                                              text.find("checked 1 of ") != std::string::npos; };
+  ProcessResult piped = cli({"check", "--progress-delay", "0", "--target", "mi300x", dir});
+  EXPECT_FALSE(shows_progress(piped.out + piped.err)) << piped.err;
+  if (!exists("/usr/bin/script")) GTEST_SKIP() << "script(1) not installed";
+  std::string cmd = "'" + kCli + "' check --progress-delay 0 --target mi300x '" + dir + "'";
+  ProcessResult tty = run_process({"/usr/bin/script", "-qec", cmd, "/dev/null"}, {{"TERM", "xterm"}});
+  EXPECT_TRUE(shows_progress(tty.out)) << tty.out.substr(0, 400);
+  EXPECT_NE(tty.out.find("\rtarget gfx942:sramecc+:xnack- (mi300x)"), std::string::npos)
+      << "the line is erased (carriage return) before the table";
+  ProcessResult quiet = run_process({"/usr/bin/script", "-qec", cmd + " -q", "/dev/null"}, {{"TERM", "xterm"}});
+  EXPECT_FALSE(shows_progress(quiet.out)) << quiet.out.substr(0, 400);
+  EXPECT_NE(quiet.out.find("HG201"), std::string::npos) << quiet.out.substr(0, 400);
+}
+
+// In a directory, only whole-file code objects and bundles are kernel library
+// files; a program's fat binary (even its only one, which has no location in
+// the file either) keeps its own verdict: HG201, not "for another processor".
+TEST(CliOptions, ProgramsInADirectoryAreNotLibraryFiles) {
+  REQUIRE_APP("vector_add_multi");
+  std::string dir = std::filesystem::path(app("vector_add_multi")).parent_path().string();
+  ProcessResult r = cli({"check", "-q", "--target", "mi300x", dir});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("error HG201 [gfx942:sramecc+:xnack-] " + app("vector_add_multi") + ": "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("error HG201 [gfx942:sramecc+:xnack-] " + app("vector_add_gfx90a") + ": "), std::string::npos) << r.out;
+  // The dumped fat binaries (*.hipfb) beside them are the library, which has no gfx942 code.
+  EXPECT_NE(r.out.find("error HG214 [gfx942:sramecc+:xnack-] " + dir + ": "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("vector_add_multi.hipfb: no code object"), std::string::npos) << r.out;
 }
 
 TEST(CliOptions, QuietAndVerbose) {

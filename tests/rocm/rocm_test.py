@@ -262,6 +262,53 @@ def case_RealLibraries():
         expect(rc == 0, f"{name}: exit {rc}")
 
 
+# ---- kernel libraries: a directory is one library, checked per target -----------------------------
+
+def rocblas_loads(files, processor, xnack):
+    """The files rocBLAS 6.4 loads for a GPU (library/src/tensile_host.cpp, TensileHost::initialize):
+    glob("<dir>/*<processor>*co"), skipping names that contain the other xnack mode."""
+    skip_xnack = {"xnack+": "xnack-", "xnack-": "xnack+"}.get(xnack)
+    return [f for f in files if processor in f and f.endswith("co") and not (skip_xnack and skip_xnack in f)]
+
+
+def case_KernelLibraries():
+    """rocBLAS's and hipBLASLt's library/ directories as libraries: for each target hipguard checks
+    exactly the files rocBLAS's own loader opens, finds nothing wrong where the library has code, and
+    says once (HG214) where it has none: 694 HG202 and 77 HG203 before, for a library that runs."""
+    lib = os.path.join(A.root, "usr/lib/x86_64-linux-gnu")
+    rocblas = os.path.join(lib, "rocblas/4.4.1/library")
+    files = sorted(os.listdir(rocblas))
+    cases = [("gfx90a:xnack-", "gfx90a", "xnack-"), ("gfx90a:xnack+", "gfx90a", "xnack+"),
+             ("gfx908:xnack-", "gfx908", "xnack-"), ("gfx1100", "gfx1100", None), ("gfx942", "gfx942", "xnack-")]
+    rc, doc = cli_json("check", *[a for t, _, _ in cases for a in ("--target", t)], rocblas)
+    libs = doc.get("libraries", [])
+    if not expect(len(libs) == 1, f"rocBLAS library/ is one library, got {[l['name'] for l in libs]}"):
+        return
+    errors = [d for d in diagnostics(doc) if d["severity"] == "error"]
+    for i, (target, processor, xnack) in enumerate(cases):
+        t = libs[0]["targets"][i]
+        want = len(rocblas_loads(files, processor, xnack))
+        expect(t["code_objects"] == want, f"rocBLAS {target}: hipguard checks {t['code_objects']} files, "
+               f"rocBLAS's loader opens {want}")
+        mine = [d["code"] for d in errors if d["target"] == t["target"]]
+        expect(mine == ([] if want else ["HG214"]), f"rocBLAS {target}: errors {mine}")
+        print(f"rocBLAS {t['target']}: {t['code_objects']} files checked ({want} by rocBLAS's glob), "
+              f"{t['kernels']} kernels, {t['other_target']} for other targets, errors {mine or 'none'}")
+    expect(rc == 1, f"rocBLAS: exit {rc} (gfx942 has no code object)")
+    # hipBLASLt has no gfx942 code: one line, not one per file.
+    hipblaslt = os.path.join(lib, "hipblaslt/library")
+    p = run([A.cli, "check", "--target", "gfx942", hipblaslt])
+    lines = [l for l in p.stdout.splitlines() if l.startswith("error ")]
+    expect(p.returncode == 1 and len(lines) == 1 and lines[0].startswith("error HG214 [gfx942:sramecc+:xnack-]"),
+           f"hipBLASLt on gfx942: exit {p.returncode}, error lines {lines[:3]}")
+    procs = sorted({m.group(0) for f in os.listdir(hipblaslt) for m in [re.search(r"gfx[0-9a-f]+", f)] if m})
+    for proc in procs:
+        expect(bool(lines) and proc in lines[0], f"hipBLASLt's HG214 names {proc}, which it has: {lines[:1]}")
+    rows = [l for l in p.stdout.splitlines() if l.startswith("  FAIL") or l.startswith("  ok")]
+    expect(len(rows) == 1, f"hipBLASLt on gfx942: one table row, got {len(rows)}")
+    print(f"hipBLASLt gfx942: {len(lines)} error line, {len(rows)} row; has {', '.join(procs)}")
+
+
 # ---- the shim with the real HIP 6.4 runtime ---------------------------------------------------------
 
 def case_ShimOnHip64():
