@@ -24,12 +24,41 @@ packages=(
   libhipfft0-tests                                        # hipfft-test: ships gfx942 code, loads rocFFT's kernel-free fat binary
   libggml0-backend-hip llama.cpp-tools                    # a real application (llama-cli) and its HIP backend
 )
+# Real .deb files the archive tests read in place (Rocm.Archives), kept as files inside the root
+# (/var/cache/hipguard-debs there): small packages, one with GPU code, one kernel-free, one without any.
+debs=(libhipfft0-tests librocfft0 libhipblas2)
 want=$(printf '%s\n' "${packages[@]}" | sort -u)
 stamp=$root/.hipguard-root
 
 cannot() { echo "rocm-root: cannot build the ROCm root here: $*" >&2; exit 3; }
 
+# Runs apt inside the root (its sid index is past its Valid-Until date).
+in_root() {
+  unshare --mount --propagation private -- bash -c '
+    r=$1; shift
+    for d in proc dev sys; do mount --rbind /$d "$r/$d"; done
+    exec chroot "$r" "$@"' _ "$root" "$@"
+}
+
+# Downloads the missing ones of $debs: the version installed in the root, else (gone from the
+# archive) the current one. Files already there are reused. A failure is one line, not fatal.
+fetch_debs() {
+  local dir=$root/var/cache/hipguard-debs missing=() p v
+  for p in "${debs[@]}"; do compgen -G "$dir/${p}_*.deb" >/dev/null || missing+=("$p"); done
+  ((${#missing[@]})) || return 0
+  [[ $(id -u) -eq 0 ]] || { echo "rocm-root: cannot download ${missing[*]}: needs root" >&2; return 0; }
+  mkdir -p "$dir"
+  for p in "${missing[@]}"; do
+    v=$(in_root dpkg-query -W -f='${Version}' "$p" 2>/dev/null || true)
+    in_root sh -c 'cd /var/cache/hipguard-debs && apt-get download -qq "$1"' _ "$p${v:+=$v}" >/dev/null 2>&1 ||
+      { in_root apt-get -qq -o Acquire::Check-Valid-Until=false update >/dev/null 2>&1 &&
+        in_root sh -c 'cd /var/cache/hipguard-debs && apt-get download -qq "$1"' _ "$p" >/dev/null 2>&1; } ||
+      echo "rocm-root: cannot download $p (the archive tests that read it skip)" >&2
+  done
+}
+
 if [[ -f $stamp ]] && [[ $(cat "$stamp") == "$want" ]]; then
+  fetch_debs
   echo "$root"
   exit 0
 fi
@@ -41,14 +70,6 @@ mirror=$( { grep -hsE '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $
             grep -hsE '^deb ' /etc/apt/sources.list | awk '{print ($2 ~ /^\[/ ? $3 : $2)}'; } |
           grep -v -e security -e updates | head -n 1 || true)
 
-# Runs apt inside the root (its sid index is past its Valid-Until date).
-in_root() {
-  unshare --mount --propagation private -- bash -c '
-    r=$1; shift
-    for d in proc dev sys; do mount --rbind /$d "$r/$d"; done
-    exec chroot "$r" "$@"' _ "$root" "$@"
-}
-
 if [[ -f $stamp ]]; then
   echo "rocm-root: adding packages to $root"
   missing=$(comm -13 "$stamp" <(echo "$want") | tr '\n' ' ')
@@ -56,6 +77,7 @@ if [[ -f $stamp ]]; then
   # shellcheck disable=SC2086
   DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -qq --no-install-recommends $missing >/dev/null
   echo "$want" >"$stamp"
+  fetch_debs
   echo "$root"
   exit 0
 fi
@@ -79,4 +101,5 @@ echo "$want" >"$tmp/.hipguard-root"
 rm -rf --one-file-system "$root"
 mv "$tmp" "$root"
 echo "rocm-root: built in $((SECONDS - start)) s, $(du -sh --one-file-system "$root" | cut -f1)"
+fetch_debs
 echo "$root"

@@ -38,6 +38,7 @@ inline constexpr std::string_view kLibraryNotFound = "HG120";       // a DT_NEED
 inline constexpr std::string_view kDependencyUnreadable = "HG121";  // an object's dynamic section cannot be read
 inline constexpr std::string_view kDependencyLimit = "HG122";       // more objects to load than hipguard follows
 inline constexpr std::string_view kKernelDirectoryMissing = "HG123";  // rocBLAS / hipBLASLt without its Tensile files
+inline constexpr std::string_view kUnreadableArchive = "HG113";   // an archive (.deb, .zip, .tar.*, .a) is damaged or truncated
 // Selection against a target.
 inline constexpr std::string_view kNoCodeObject = "HG201";        // bundle has nothing for the target
 inline constexpr std::string_view kProcessorMismatch = "HG202";   // code object for another processor

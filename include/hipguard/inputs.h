@@ -1,6 +1,7 @@
 // Files as the CLI and hipModuleLoad see them: host executables and shared
 // libraries (their .hip_fatbin section), offload bundles, compressed bundles,
-// raw .co/.hsaco code objects, and directories of those.
+// raw .co/.hsaco code objects, directories of those, and (the CLI) archives
+// holding them: .deb, .whl/.zip, .tar(.gz/.xz/.zst/.bz2), .a.
 #pragma once
 
 #include <functional>
@@ -11,6 +12,8 @@
 #include "hipguard/check.h"
 
 namespace hipguard {
+
+class FileSink;  // below
 
 // A read-only view of a whole regular file: copied with pread up to
 // kCopyLimit bytes (a file that shrinks while read is read short, never a
@@ -56,12 +59,40 @@ struct FileReport {
   std::string path;
   std::string library;                 // the kernel library it belongs to (LibrarySummary::name), or 
   std::vector<ImageReport> images;     // one per bundle / code object found
-  std::vector<Diagnostic> diagnostics; // file-level: unreadable, no .hip_fatbin
-  bool hip = false;                    // the file carries GPU code at all
+  std::vector<Diagnostic> diagnostics; // file-level: unreadable, no .hip_fatbin; archives: corrupt (HG113), budgets
+  bool hip = false;                    // the file carries GPU code at all (an archive: itself is no GPU code)
+  // An archive checked without CheckFileOptions::members: its members with GPU
+  // code (or a problem), each a file named "archive!member", in archive order.
+  std::vector<FileReport> members;
   std::string needed_by;               // a dependency (CheckPathsOptions::dependencies): the program or
                                        // library that loads or opens it; "" for the files given
 
   bool ok() const;
+};
+
+// Archives as check_file reads them, in memory and in place: each member that
+// may hold GPU code is handed over as bytes, never extracted to disk; member
+// names are labels only, never opened. The CLI's reader (libarchive, with the
+// budgets of docs/limits.md) is archive_reader() in src/checks/archive.h; the
+// shim passes none, so it never opens an archive nor links libarchive.
+class ArchiveReader {
+ public:
+  // One member that may hold GPU code (an ELF, offload bundle or CCOB), named
+  // "archive!member" ("a.tar!lib/libx.a!x.o" inside a nested archive; a .deb's
+  // data.tar.* is opened transparently: "pkg.deb!usr/lib/librocsparse.so.1"),
+  // with its bytes (valid during the call only); or, when it could not be read
+  // within the budget, no bytes and `problem` (HG111, about the member).
+  using Member = std::function<void(const std::string& name, Bytes data, const Diagnostic* problem)>;
+  struct Result {
+    bool archive = false;                 // false: not an archive after all (a compressed file of another kind)
+    std::vector<Diagnostic> diagnostics;  // the archive's own: damaged or truncated (HG113), a budget spent (HG111)
+  };
+  virtual ~ArchiveReader() = default;
+  // Whether `data` starts like an archive (ar, tar, zip; gzip, xz, zstd, bzip2).
+  virtual bool is_archive(Bytes data) const = 0;
+  // Calls `member` for each member in archive order. Never throws by itself
+  // (a damaged archive is a diagnostic); what `member` throws propagates.
+  virtual Result read(Bytes data, const std::string& path, const Member& member) const = 0;
 };
 
 // Checks one file. A host ELF is searched for .hip_fatbin; a file that is not
@@ -81,6 +112,13 @@ struct CheckFileOptions {
   bool seen_regular = false;                       // see FileData::open
   Depth depth = Depth::Full;                       // of raw code objects (bundles: Full); see check.h
   Machine machine;                                 // the runtime and whether the targets share a process
+  // Archives: read with this reader (null: an archive is a file without GPU
+  // code). Each member with GPU code or a problem is checked like a file of
+  // its kind and goes to `members` as a file of its own (begin_file, images,
+  // end_file), or into FileReport::members when null. An archive with no GPU
+  // code at all gets HG107 when `explicit_arg`, like any file.
+  const ArchiveReader* archives = nullptr;
+  FileSink* members = nullptr;
   bool library_file = false;                       // a kernel library's file (LibrarySummary): Depth::Library
 };
 FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options);
@@ -183,15 +221,17 @@ struct CheckPathsOptions {
   std::string sysroot;
   std::vector<TargetId> dependency_targets;  // whose Tensile files are listed (empty: `targets`)
   bool kernel_databases = false;          // also check the kernel databases below directory arguments (check)
+  const ArchiveReader* archives = nullptr;  // CheckFileOptions::archives: the CLI's archive_reader()
 };
 struct CheckPathsResult {
   bool ok = true;           // every file and image ok (FileReport::ok)
-  bool unreadable = false;  // some path could not be read (HG101)
+  bool unreadable = false;  // some path could not be read (HG101), or an archive is damaged (HG113)
 };
 
 // `hipguard check` / `inspect` over paths: unusable paths first (HG101), then
 // every file (directories expanded, files named on the command line that hold
-// no GPU code get HG107, other files without GPU code are skipped), then HG110
+// no GPU code get HG107, other files without GPU code are skipped; an archive's
+// members with GPU code are files of their own, "archive!member"), then HG110
 // for each directory argument without GPU code. Files are checked by `jobs`
 // threads, a bounded number ahead of the one being delivered; what `sink`
 // receives, and in which order, does not depend on `jobs`. With

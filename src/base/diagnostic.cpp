@@ -23,6 +23,7 @@ constexpr std::array kCodes = {
     CodeInfo{code::kDependencyUnreadable, "dependency-unreadable", S::Warning},
     CodeInfo{code::kDependencyLimit, "dependency-limit", S::Warning},
     CodeInfo{code::kKernelDirectoryMissing, "kernel-directory-missing", S::Warning},
+    CodeInfo{code::kUnreadableArchive, "unreadable-archive", S::Error},
     CodeInfo{code::kNoCodeObject, "no-code-object-for-target", S::Error},
     CodeInfo{code::kProcessorMismatch, "processor-mismatch", S::Error},
     CodeInfo{code::kFeatureMismatch, "feature-mismatch", S::Error},

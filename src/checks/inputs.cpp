@@ -5,6 +5,7 @@
 #include "checks/library.h"
 #include "hipguard/dependencies.h"
 #include "checks/database_hook.h"
+#include "checks/offloading.h"
 
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/Object/ELF.h>
@@ -29,6 +30,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_set>
+#include <variant>
 
 namespace hipguard {
 namespace {
@@ -102,6 +104,8 @@ bool FileReport::ok() const {
     if (d.severity == Severity::Error) return false;
   for (const auto& i : images)
     if (!i.ok()) return false;
+  for (const auto& m : members)
+    if (!m.ok()) return false;
   return true;
 }
 
@@ -114,9 +118,10 @@ std::string hex(uint64_t v) {
 }
 
 
-// Finds .hip_fatbin in a host ELF. Returns false when the file is not a
-// usable ELF of the host kind.
-bool find_fatbin_section(Bytes data, Bytes* section, std::string* error) {
+// Finds .hip_fatbin in a host ELF, and the new offload driver's
+// SHT_LLVM_OFFLOADING section (.llvm.offloading). Returns false when the file
+// is not a usable ELF of the host kind.
+bool find_fatbin_section(Bytes data, Bytes* section, std::string* error, Bytes* offloading) {
   using ElfFile = llvm::object::ELFFile<llvm::object::ELF64LE>;
   auto file = ElfFile::create(llvm::StringRef(reinterpret_cast<const char*>(data.data()), data.size()));
   if (!file) {
@@ -128,8 +133,13 @@ bool find_fatbin_section(Bytes data, Bytes* section, std::string* error) {
     *error = llvm::toString(sections.takeError());
     return false;
   }
-  *section = {};
+  *section = *offloading = {};
   for (const auto& sec : *sections) {
+    if (sec.sh_type == llvm::ELF::SHT_LLVM_OFFLOADING && offloading->empty()) {
+      if (auto contents = file->getSectionContents(sec)) *offloading = Bytes(contents->data(), contents->size());
+      else llvm::consumeError(contents.takeError());
+      continue;
+    }
     auto name = file->getSectionName(sec);
     if (!name) {
       llvm::consumeError(name.takeError());
@@ -142,9 +152,41 @@ bool find_fatbin_section(Bytes data, Bytes* section, std::string* error) {
       return false;
     }
     *section = Bytes(contents->data(), contents->size());
-    return true;
+    return true;  // .hip_fatbin first: .llvm.offloading counts only without it
   }
   return true;
+}
+
+// The AMDGPU code objects of a .llvm.offloading section, each an image of `r`
+// (or handed to `sink`). Images of LLVM IR (-fgpu-rdc) become code objects
+// only when the program is linked: nothing to check, said when `explicit_arg`.
+void check_offloading(Bytes section, const std::string& path, const std::vector<TargetId>& targets,
+                      const CheckFileOptions& options, FileReport& r) {
+  std::vector<OffloadingImage> images;
+  std::string error, kinds;
+  if (!read_offloading_section(section, &images, &error)) {
+    if (options.explicit_arg)
+      r.diagnostics.push_back(make_diagnostic(code::kMalformedElf, path, "cannot read .llvm.offloading: " + error,
+                                              "the file is damaged; rebuild it"));
+    return;
+  }
+  size_t n = 0;
+  for (auto& image : images) {
+    kinds += (kinds.empty() ? "" : ", ") + image.kind + " for " + image.arch;
+    if (!image.code_object) continue;
+    r.hip = true;
+    std::string where = ".llvm.offloading image " + std::to_string(++n) + " (" + image.arch + ")";
+    ImageReport img = check_image(Bytes(reinterpret_cast<const uint8_t*>(image.bytes.data()), image.bytes.size()), path,
+                                  targets, where, options.depth, options.machine);
+    if (options.sink) (*options.sink)(std::move(img));
+    else r.images.push_back(std::move(img));
+  }
+  if (!r.hip && options.explicit_arg)
+    r.diagnostics.push_back(make_diagnostic(
+        code::kNoHipFatbin, path,
+        "no GPU code to check yet: the .llvm.offloading section holds " + (kinds.empty() ? "no image" : kinds) +
+            ", which becomes a code object only when the program is linked (-fgpu-rdc, --offload-new-driver)",
+        "check the linked program or shared library"));
 }
 
 // Every bundle of `data` (a .hip_fatbin section or a file holding one or more
@@ -180,18 +222,15 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
 }
 
 namespace {
+bool check_archive(Bytes data, const std::string& path, const std::vector<TargetId>& targets,
+                   const CheckFileOptions& options, FileReport& r);
 
-FileReport check_one_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options) {
+// check_file on bytes already read: a file's, or an archive member's (`file`
+// then owns nothing and release_before does nothing).
+FileReport& check_data(Bytes data, const FileData& file, const std::string& path, const std::vector<TargetId>& targets,
+                       const CheckFileOptions& options, FileReport& r) {
   bool explicit_arg = options.explicit_arg;
   const ImageSink* sink = options.sink;
-  FileReport r;
-  r.path = path;
-  auto file = FileData::open(path, options.map_above, options.reuse, options.seen_regular);
-  if (!file) {
-    r.diagnostics.push_back(make_diagnostic(code::kUnreadable, path, file.error().message, "check the path and permissions"));
-    return r;
-  }
-  Bytes data = file->bytes();
   PayloadKind kind = classify(data);
   if (kind == PayloadKind::CodeObject) {
     r.hip = true;
@@ -203,15 +242,17 @@ FileReport check_one_file(const std::string& path, const std::vector<TargetId>& 
   if (kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) {
     // A bundle file, or a dumped .hip_fatbin section: several bundles back to back.
     r.hip = true;
-    check_bundles(data, 0, path, targets, r, sink, *file, options.machine,
+    check_bundles(data, 0, path, targets, r, sink, file, options.machine,
                   options.depth == Depth::Library ? Depth::Library : Depth::Full);
     return r;
   }
+  if (options.archives && options.archives->is_archive(data) && check_archive(data, path, targets, options, r))
+    return r;
   bool elf = data.size() >= 64 && std::equal(data.begin(), data.begin() + 4, "\x7f" "ELF");
   if (elf && data[4] == 2 && data[5] == 1) {
-    Bytes section;
+    Bytes section, offloading;
     std::string error;
-    if (!find_fatbin_section(data, &section, &error)) {
+    if (!find_fatbin_section(data, &section, &error, &offloading)) {
       if (explicit_arg)
         r.diagnostics.push_back(make_diagnostic(code::kMalformedElf, path, "cannot read the host ELF: " + error,
                                           "the file is damaged; rebuild it"));
@@ -223,12 +264,13 @@ FileReport check_one_file(const std::string& path, const std::vector<TargetId>& 
       ImageSink counting;
       if (sink) counting = [&](ImageReport&& img) { ++images, (*sink)(std::move(img)); };
       check_bundles(section, static_cast<uint64_t>(section.data() - data.data()), path, targets, r,
-                    sink ? &counting : nullptr, *file, options.machine);
+                    sink ? &counting : nullptr, file, options.machine);
       if (r.images.empty() && images == 0)
         r.diagnostics.push_back(make_diagnostic(code::kMalformedBundle, path, ".hip_fatbin holds no offload bundle",
                                           "rebuild the program; its GPU code is missing"));
       return r;
     }
+    if (!offloading.empty()) return check_offloading(offloading, path, targets, options, r), r;
   }
   if (explicit_arg)
     r.diagnostics.push_back(make_diagnostic(code::kNoHipFatbin, path,
@@ -238,6 +280,16 @@ FileReport check_one_file(const std::string& path, const std::vector<TargetId>& 
   return r;
 }
 
+FileReport check_one_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options) {
+  FileReport r;
+  r.path = path;
+  auto file = FileData::open(path, options.map_above, options.reuse, options.seen_regular);
+  if (!file) {
+    r.diagnostics.push_back(make_diagnostic(code::kUnreadable, path, file.error().message, "check the path and permissions"));
+    return r;
+  }
+  return std::move(check_data(file->bytes(), *file, path, targets, options, r));
+}
 }  // namespace
 
 FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options) {
@@ -257,6 +309,49 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
   for (auto& img : r.images) mark(img);
   return r;
 }
+
+
+namespace {
+// An archive's members with GPU code, each checked as a file named
+// "archive!member" and handed to options.members (or kept in r.members).
+// False: not an archive after all.
+bool check_archive(Bytes data, const std::string& path, const std::vector<TargetId>& targets,
+                   const CheckFileOptions& options, FileReport& r) {
+  size_t reported = 0;  // members with GPU code or a problem of their own
+  FileSink* files = options.members;
+  auto member = [&](const std::string& name, Bytes bytes, const Diagnostic* problem) {
+    FileReport m;
+    m.path = name;
+    bool begun = false;
+    ImageSink to_files = [&](ImageReport&& img) {
+      if (!begun) files->begin_file(name), begun = true;
+      files->image(std::move(img));
+    };
+    CheckFileOptions o = options;
+    o.explicit_arg = false;  // a member without GPU code is skipped, like a file found in a directory
+    o.archives = nullptr;    // nested archives are the reader's
+    o.library_file = false;  // a member is a file of its own, in no directory's kernel library
+    if (o.depth == Depth::Library) o.depth = Depth::ForTargets;
+    o.sink = files ? &to_files : nullptr;
+    if (problem) m.diagnostics.push_back(*problem);
+    else check_data(bytes, FileData(), name, targets, o, m);
+    if (!begun && !m.hip && m.diagnostics.empty()) return;
+    ++reported;
+    if (!files) return r.members.push_back(std::move(m));
+    if (!begun) files->begin_file(name);
+    files->end_file(std::move(m));
+  };
+  ArchiveReader::Result result = options.archives->read(data, path, member);
+  if (!result.archive) return false;
+  r.diagnostics = std::move(result.diagnostics);
+  if (reported == 0 && r.diagnostics.empty() && options.explicit_arg)
+    r.diagnostics.push_back(make_diagnostic(code::kNoHipFatbin, path,
+                                            "no GPU code in this archive: no member is a code object, an offload "
+                                            "bundle or a program with a .hip_fatbin section",
+                                            "check the package or build output that holds the kernels"));
+  return true;
+}
+}  // namespace
 
 namespace {
 // expand_paths, and for each file whether its stat or directory entry said
@@ -372,6 +467,22 @@ DependencyOptions dependency_options(const CheckPathsOptions& options) {
   return o;
 }
 
+// What a file sends on, in order: an image, or (archives) the begin (the
+// member's path) or end of a member.
+using Event = std::variant<ImageReport, std::string, FileReport>;
+
+// An archive's members (CheckFileOptions::members) as Events.
+class MemberEvents : public FileSink {
+ public:
+  explicit MemberEvents(std::function<void(Event&&)> to) : to_(std::move(to)) {}
+  void begin_file(const std::string& path) override { to_(Event(std::in_place_type<std::string>, path)); }
+  void image(ImageReport&& img) override { to_(Event(std::move(img))); }
+  void end_file(FileReport&& file) override { to_(Event(std::move(file))); }
+
+ private:
+  std::function<void(Event&&)> to_;
+};
+
 // Delivers files to the sink in input order and keeps the verdict.
 class Delivery {
  public:
@@ -390,23 +501,32 @@ class Delivery {
   // `library`: the kernel library of a file found in a directory walk, or "".
   void image(const std::string& path, ImageReport&& img, const std::string& library) {
     if (!begun_) sink_.begin_file(path), begun_ = true;
-    if (!library.empty() && library::is_library_image(img)) libraries_.add(library, img), in_library_ = true;
+    if (!library.empty() && !in_member_ && library::is_library_image(img)) libraries_.add(library, img), in_library_ = true;
     image_ok(img);
     if (databases) databases->observe(img);
     sink_.image(std::move(img));
   }
   // The end of a checked file; one that is not HIP and says nothing is skipped.
-  // Returns whether it held GPU code.
+  // Returns whether it (or a member of it) held GPU code.
   bool finish(FileReport&& r) {
-    bool hip = r.hip;
+    bool hip = r.hip || member_hip_;
     if (in_library_) r.library = libraries_.last_name();
     in_library_ = false;
     if (begun_ || r.hip || !r.diagnostics.empty()) {
       if (!begun_) sink_.begin_file(r.path);
       end(std::move(r));
     }
-    begun_ = false;
+    begun_ = member_hip_ = false;
     return hip;
+  }
+  // The begin or end of an archive member, a file of its own inside the file
+  // being delivered (its images come through image(): in no library).
+  void member(Event&& e) {
+    if (auto* path = std::get_if<std::string>(&e)) return sink_.begin_file(*path), void(begun_ = in_member_ = true);
+    FileReport& r = std::get<FileReport>(e);
+    member_hip_ = member_hip_ || r.hip;
+    end(std::move(r));
+    begun_ = in_member_ = false;
   }
 
  private:
@@ -416,7 +536,7 @@ class Delivery {
   void end(FileReport&& r) {
     for (const auto& d : r.diagnostics) {
       if (d.severity == Severity::Error) result_.ok = false;
-      if (d.code == code::kUnreadable) result_.unreadable = true;
+      if (d.code == code::kUnreadable || d.code == code::kUnreadableArchive) result_.unreadable = true;
     }
     sink_.end_file(std::move(r));
   }
@@ -426,13 +546,15 @@ class Delivery {
   library::Tally& libraries_;
   bool begun_ = false;
   bool in_library_ = false;  // the file being delivered has a library image
+  bool in_member_ = false;   // an archive member has begun and not ended
+  bool member_hip_ = false;  // a member of the file being delivered held GPU code
 };
 
 // One file being checked, not yet delivered: its images wait here until it
 // is the head (at most kMaxQueued, then its thread waits).
 struct Slot {
   static constexpr size_t kMaxQueued = 4;
-  std::deque<ImageReport> queue;
+  std::deque<Event> queue;
   bool done = false;
   FileReport report;
   std::exception_ptr error;
@@ -480,11 +602,18 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
       if (f.size() > dir.size() && f.compare(0, dir.size(), dir) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
   };
 
+  // An event of files[i], in order (under m when threads check files).
+  auto deliver = [&](size_t i, Event&& e) {
+    if (auto* img = std::get_if<ImageReport>(&e)) out.image(files[i], std::move(*img), library_of[i]);
+    else out.member(std::move(e));
+  };
   unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(files.size(), 1)));
   // How files[i] is checked, whichever thread checks it.
-  auto file_options = [&](size_t i, const ImageSink* sink, FileData::ReadBuffer* buffer) {
+  auto file_options = [&](size_t i, const ImageSink* sink, FileData::ReadBuffer* buffer, FileSink* members) {
     CheckFileOptions o;
+    o.archives = options.archives;
+    o.members = members;
     o.explicit_arg = explicit_files.count(files[i]) != 0 && !(i < deps.size() && deps[i].dependencies_have_gpu_code);
     o.sink = sink;
     o.map_above = kCliMapAbove;
@@ -500,7 +629,8 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     for (size_t i = 0; i < files.size(); ++i) {
       const std::string& f = files[i];
       ImageSink to_sink = [&](ImageReport&& img) { out.image(f, std::move(img), library_of[i]); };
-      if (out.finish(with_deps(i, check_file(f, options.targets, file_options(i, &to_sink, &buffer))))) count_hip(f);
+      MemberEvents members([&](Event&& e) { deliver(i, std::move(e)); });
+      if (out.finish(with_deps(i, check_file(f, options.targets, file_options(i, &to_sink, &buffer, &members))))) count_hip(f);
       if (options.progress) options.progress(i + 1, files.size(), f);
     }
   } else {
@@ -528,11 +658,11 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
       if (!stop && options.progress) options.progress(i + 1, files.size(), files[i]);
       s = Slot();
     };
-    auto drain = [&](size_t i, Slot& s) {  // under m: queued images of the head
+    auto drain = [&](size_t i, Slot& s) {  // under m: queued events of the head
       while (!s.queue.empty()) {
-        ImageReport img = std::move(s.queue.front());
+        Event e = std::move(s.queue.front());
         s.queue.pop_front();
-        if (!stop) out.image(files[i], std::move(img), library_of[i]);
+        if (!stop) deliver(i, std::move(e));
       }
     };
     auto advance = [&] {  // under m: deliver the head while it is complete
@@ -557,21 +687,23 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
           if (stop) return;
           slot = &slots[i % window];
         }
-        ImageSink to_sink = [&](ImageReport&& img) {
+        auto push = [&](Event&& e) {
           std::unique_lock<std::mutex> lock(m);
           cv.wait(lock, [&] { return stop || i == head || slot->queue.size() < Slot::kMaxQueued; });
           if (stop) return;
           if (i == head) {
             drain(i, *slot);
-            out.image(files[i], std::move(img), library_of[i]);
+            deliver(i, std::move(e));
           } else {
-            slot->queue.push_back(std::move(img));
+            slot->queue.push_back(std::move(e));
           }
         };
+        ImageSink to_sink = [&](ImageReport&& img) { push(Event(std::move(img))); };
+        MemberEvents members(push);
         FileReport r;
         std::exception_ptr error;
         try {
-          r = with_deps(i, check_file(files[i], options.targets, file_options(i, &to_sink, &buffer)));
+          r = with_deps(i, check_file(files[i], options.targets, file_options(i, &to_sink, &buffer, &members)));
         } catch (...) {
           error = std::current_exception();
         }

@@ -20,6 +20,7 @@
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "checks/archive.h"
 #include "hipguard/inputs.h"
 #include "hipguard/report.h"
 #include "hipguard/version.h"
@@ -124,7 +125,8 @@ const char* const kOverview[] = {
     "hipguard check: will these files run on these GPUs? Reads executables and shared libraries\n"
     "(.hip_fatbin), offload bundles (also compressed), .co/.hsaco code objects and directories of\n"
     "them, and says for each target whether every kernel can run there. Without --target: the\n"
-    "structural checks only.\n\n"
+    "structural checks only. Archives (.deb, .whl/.zip, .tar, .tar.gz/.xz/.zst/.bz2, .a) are read\n"
+    "in place: each member with GPU code is a file named ARCHIVE!MEMBER (pkg.deb!usr/lib/x.so).\n\n"
     "The code object each target gets is the one the HIP runtime --runtime VERSION selects (by\n"
     "default the newest, which is the strictest: HIP 7.x loads no gfx9-generic code on a gfx906).\n"
     "Several --target are separate machines; with --one-process they are one process's GPUs, whose\n"
@@ -133,7 +135,8 @@ const char* const kOverview[] = {
     "checked; 2 usage error.\n",
     // [2] inspect
     "hipguard inspect: what is inside: bundles and their entries (offsets in the bundle and in the\n"
-    "file), code objects, kernels with LDS, scratch, registers, kernarg size, device functions.\n"
+    "file), code objects, kernels with LDS, scratch, registers, kernarg size, device functions;\n"
+    "in archives too (ARCHIVE!MEMBER, as check names them).\n"
     "With --target: which entry the runtime would select for each target, and why each other\n"
     "entry is not selected.\n\n"
     "Exit status: 0; 1 when a file cannot be read; 2 usage error.\n",
@@ -514,6 +517,7 @@ int cmd_check() {
   if (paths.empty()) return usage_error("check needs at least one PATH");
   // Code objects for other processors are read to their descriptors (check.h, Depth::ForTargets).
   CheckPathsOptions options{targets, JobsOpt, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, {}, false, {}, {}};
+  options.archives = &archive_reader();  // .deb, .whl, .tar.*, .a read in place (archive.h)
   options.kernel_databases = true;  // kernel databases below directory arguments (kernel_database.h)
   if (std::string err; !machine_options(&options.machine, &err)) return usage_error(err);
   if (std::string err; !dependency_options(&options, !NoDepsOpt, &err)) return usage_error(err);
@@ -684,6 +688,7 @@ int cmd_inspect() {
   const std::vector<std::string>& paths = PathArgs;
   if (paths.empty()) return usage_error("inspect needs at least one PATH");
   CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false, Depth::Full, {}, {}, false, {}, {}};
+  options.archives = &archive_reader();  // .deb, .whl, .tar.*, .a read in place (archive.h)
   if (std::string err; !machine_options(&options.machine, &err)) return usage_error(err);
   if (std::string err; !dependency_options(&options, DepsOpt, &err)) return usage_error(err);
   CheckPathsResult result;

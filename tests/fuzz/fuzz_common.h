@@ -91,7 +91,8 @@ inline void budget_free_hook(const volatile void* p) {
 
 class Budget {
  public:
-  Budget(size_t input_size, uint64_t factor) : limit_(kBudgetBase + factor * input_size) {
+  // `extra`: bytes a target may hold whatever the input's size (fuzz_archive: libarchive's decoders).
+  Budget(size_t input_size, uint64_t factor, uint64_t extra = 0) : limit_(kBudgetBase + factor * input_size + extra) {
     // HIPGUARD_FUZZ_BUDGET_BYTES=N replaces the budget (to see the check trap: N=1).
     static const char* forced = std::getenv("HIPGUARD_FUZZ_BUDGET_BYTES");
     if (forced && *forced) limit_ = std::strtoull(forced, nullptr, 10);

@@ -3,7 +3,10 @@
 // FILE may be a raw code object (.co), an offload bundle (.hipfb), a compressed
 // bundle, or a .hip_fatbin section dumped by objcopy (several bundles back to
 // back). Seeds go to OUT_DIR/<target>/<hash>; each target gets what it parses:
-// bundles and their CCOB forms, the code objects inside, entry IDs, target IDs.
+// bundles and their CCOB forms, the code objects inside, entry IDs, target IDs,
+// and (fuzz_archive) small archives of the first inputs in every format.
+#include <archive.h>
+#include <archive_entry.h>
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Object/ELF.h>
@@ -115,6 +118,47 @@ void bundle(hipguard::Bytes b) {
   }
 }
 
+// The first inputs in a tar (plain, gzip, xz, zstd, bzip2), a zip, an ar and
+// a .deb-shaped ar (debian-binary, data.tar.xz): fuzz_archive's seeds.
+std::string archive_of(int format, int filter, const std::vector<std::pair<std::string, ByteVec>>& members) {
+  std::string out;
+  struct archive* a = archive_write_new();
+  if (format == ARCHIVE_FORMAT_AR_GNU) archive_write_set_format_ar_svr4(a);
+  else archive_write_set_format(a, format);
+  if (filter != ARCHIVE_FILTER_NONE) archive_write_add_filter(a, filter);
+  archive_write_set_bytes_in_last_block(a, 1);
+  auto write = [](struct archive*, void* o, const void* buf, size_t n) -> la_ssize_t {
+    static_cast<std::string*>(o)->append(static_cast<const char*>(buf), n);
+    return static_cast<la_ssize_t>(n);
+  };
+  archive_write_open(a, &out, nullptr, write, nullptr);
+  for (const auto& [name, bytes] : members) {
+    struct archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, name.c_str());
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, static_cast<la_int64_t>(bytes.size()));
+    archive_write_header(a, e);
+    archive_write_data(a, bytes.data(), bytes.size());
+    archive_entry_free(e);
+  }
+  archive_write_close(a);
+  archive_write_free(a);
+  return out;
+}
+
+void archives(const std::vector<std::pair<std::string, ByteVec>>& members) {
+  for (int filter : {ARCHIVE_FILTER_NONE, ARCHIVE_FILTER_GZIP, ARCHIVE_FILTER_XZ, ARCHIVE_FILTER_ZSTD, ARCHIVE_FILTER_BZIP2})
+    seed("fuzz_archive", archive_of(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, filter, members));
+  seed("fuzz_archive", archive_of(ARCHIVE_FORMAT_ZIP, ARCHIVE_FILTER_NONE, members));
+  std::vector<std::pair<std::string, ByteVec>> flat;
+  for (const auto& [name, bytes] : members) flat.push_back({fs::path(name).filename().string(), bytes});
+  seed("fuzz_archive", archive_of(ARCHIVE_FORMAT_AR_GNU, ARCHIVE_FILTER_NONE, flat));
+  std::string data = archive_of(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_XZ, members);
+  seed("fuzz_archive", archive_of(ARCHIVE_FORMAT_AR_GNU, ARCHIVE_FILTER_NONE,
+                                  {{"debian-binary", ByteVec{'2', '.', '0', '\n'}}, {"data.tar.xz", ByteVec(data.begin(), data.end())}}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -129,9 +173,11 @@ int main(int argc, char** argv) {
   for (std::string_view id : {"host-x86_64-unknown-linux-gnu-", "hipv4-amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-",
                               "hip-amdgcn-amd-amdhsa-unknown-gfx10-3-generic", "hip-spirv64-amd-amdhsa--amdgcnspirv"})
     seed("fuzz_entry_id", id);
+  std::vector<std::pair<std::string, ByteVec>> first;  // for the archive seeds: two small inputs
   for (int i = 2; i < argc; ++i) {
     std::ifstream in(argv[i], std::ios::binary);
     ByteVec data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (first.size() < 2 && data.size() < (256u << 10)) first.push_back({"lib/" + fs::path(argv[i]).filename().string(), data});
     hipguard::Bytes b(data.data(), data.size());
     switch (hipguard::classify(b)) {
       case hipguard::PayloadKind::CodeObject: code_object(b); break;
@@ -145,6 +191,7 @@ int main(int argc, char** argv) {
         break;
     }
   }
+  if (!first.empty()) archives(first);
   std::printf("fuzz_seeds: %zu seed files in %s\n", g_written, g_out.c_str());
   return 0;
 }

@@ -118,7 +118,7 @@ TEST(Package, DebAndTarball) {
   EXPECT_EQ(field("Package"), "hipguard");
   EXPECT_EQ(field("Version"), kVersion);
   std::string depends = field("Depends");
-  for (const char* lib : {"libc6", "libstdc++6", "libgcc-s1", "zlib1g", "libzstd1"})
+  for (const char* lib : {"libc6", "libstdc++6", "libgcc-s1", "zlib1g", "libzstd1", "libarchive13"})
     EXPECT_NE(depends.find(lib), std::string::npos) << lib << " not in Depends: " << depends;
   EXPECT_EQ(depends.find("tinfo"), std::string::npos) << depends;
   EXPECT_EQ(depends.find("llvm"), std::string::npos) << depends;

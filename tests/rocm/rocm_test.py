@@ -682,6 +682,116 @@ def case_ProgramWithLibraries():
 NEEDS_NO_ROOT = {"AiterKernelLists"}  # real inputs from the corpus (HIPGUARD_CORPUS_DIR) only
 
 
+# ---- archives read in place --------------------------------------------------------------------
+
+def by_name(doc, name_of):
+    """{name: the file's report as JSON text, its own path replaced by <path>} for the files name_of names."""
+    out = {}
+    for f in doc["files"]:
+        name = name_of(f["path"])
+        if name is None:
+            continue
+        text = json.dumps({k: f[k] for k in ("ok", "diagnostics", "images")}, sort_keys=True)
+        out[name] = text.replace(json.dumps(f["path"])[1:-1], "<path>")
+    return out
+
+
+def same_reports(what, got, want):
+    expect(sorted(got) == sorted(want), f"{what}: members {sorted(got)}, files {sorted(want)}")
+    for name in sorted(set(got) & set(want)):
+        expect(got[name] == want[name], f"{what}: {name} differs:\n  member {got[name][:600]}\n  file   {want[name][:600]}")
+
+
+def deb_file(package):
+    debs = os.path.join(A.root, "var/cache/hipguard-debs")
+    found = sorted(f for f in os.listdir(debs) if f.startswith(package + "_")) if os.path.isdir(debs) else []
+    if not found:
+        skip(f"no {package} .deb in {debs} (scripts/rocm-root.sh downloads it: re-run it as root)")
+    return os.path.join(debs, found[-1])
+
+
+def case_Archives():
+    """Real .deb files, and a wheel, a tar.zst and a .a made here from real files, read in place: every member
+    with GPU code gets the report its extracted file gets (dpkg-deb -x, the oracle), named ARCHIVE!MEMBER."""
+    import shutil
+    import time
+    targets = ["--target", "gfx942", "--target", "gfx90a"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for package in ("libhipfft0-tests", "librocfft0"):
+            deb = deb_file(package)
+            tree = os.path.join(tmp, package)
+            expect(run(["dpkg-deb", "-x", deb, tree]).returncode == 0, f"dpkg-deb -x {deb}")
+            t0 = time.monotonic()
+            rc_deb, in_deb = cli_json("check", *targets, deb)
+            # The oracle: every regular file of the tree named on the command line (a symlink is a second
+            # name of a library, not a member; a directory walk would group the files into kernel
+            # libraries); those without GPU code (HG107 alone) are what the archive passes over silently.
+            regular = sorted(os.path.join(d, f) for d, _, fs in os.walk(tree) for f in fs
+                             if not os.path.islink(os.path.join(d, f)))
+            t1 = time.monotonic()
+            rc_tree, in_tree = cli_json("check", *targets, *regular)
+            t2 = time.monotonic()
+            no_gpu = {f["path"] for f in in_tree["files"]
+                      if not f["images"] and [d["code"] for d in f["diagnostics"]] == ["HG107"]}
+            rc_tree = 1 if any(not f["ok"] for f in in_tree["files"] if f["path"] not in no_gpu) else 0
+            members = by_name(in_deb, lambda p: p[len(deb) + 1:] if p.startswith(deb + "!") else None)
+            files = by_name(in_tree, lambda p: None if p in no_gpu else os.path.relpath(p, tree))
+            expect(members, f"{deb}: no member with GPU code")
+            same_reports(os.path.basename(deb), members, files)
+            expect(rc_deb == rc_tree, f"{deb}: exit {rc_deb}, extracted {rc_tree}")
+            print(f"{os.path.basename(deb)}: {len(members)} members with GPU code ({', '.join(sorted(members))}), "
+                  f"{len(images(in_deb))} fat binaries, exit {rc_deb}; {t1 - t0:.2f} s, extracted {t2 - t1:.2f} s")
+        # No GPU code at all: HG107 for the package named, HG110 for a directory holding only it.
+        deb = deb_file("libhipblas2")
+        rc, doc = cli_json("check", *targets, deb)
+        codes = [(f["path"], d["code"]) for f in doc["files"] for d in f["diagnostics"]]
+        expect(rc == 1 and codes == [(deb, "HG107")], f"{deb}: exit {rc}, {codes}")
+        only = os.path.join(tmp, "only-hipblas")
+        os.mkdir(only)
+        shutil.copy(deb, only)
+        rc, doc = cli_json("check", *targets, only)
+        codes = [(f["path"], d["code"]) for f in doc["files"] for d in f["diagnostics"]]
+        expect(rc == 1 and codes == [(only, "HG110")], f"{only}: exit {rc}, {codes}")
+
+        # Build outputs: relocatable objects (hipcc 7 -c, old and new offload driver), a .a of them, and a wheel
+        # and a tar.zst of those and of real libraries and programs; each member as its original file.
+        originals = {name: app(name) for name in ("lds_heavy.o", "lds_heavy_new_driver.o", "saxpy_compressed")}
+        originals["librocfft.so.0"] = os.path.realpath(os.path.join(tmp, "librocfft0", "usr/lib/x86_64-linux-gnu",
+                                                                    "librocfft.so.0"))
+        stage = os.path.join(tmp, "stage")
+        os.makedirs(os.path.join(stage, "pkg/lib"))
+        for name, path in originals.items():
+            shutil.copy(path, os.path.join(stage, "pkg/lib", name))
+        objects = [os.path.join(stage, "pkg/lib", o) for o in ("lds_heavy.o", "lds_heavy_new_driver.o")]
+        expect(run(["ar", "rcs", os.path.join(stage, "pkg/lib/libkernels.a"), *objects]).returncode == 0, "ar rcs")
+        wheel = os.path.join(tmp, "pkg-1.0-py3-none-linux_x86_64.whl")
+        tarzst = os.path.join(tmp, "pkg.tar.zst")
+        expect(run(["sh", "-c", f"cd {stage} && zip -qr {wheel} pkg"]).returncode == 0, "zip")
+        expect(run(["tar", "-I", "zstd", "-C", stage, "-cf", tarzst, "pkg"]).returncode == 0, "tar --zstd")
+        rc, plain = cli_json("check", *targets, *[os.path.join(stage, "pkg/lib", n) for n in originals])
+        want = by_name(plain, lambda p: "pkg/lib/" + os.path.basename(p))
+        for o in ("lds_heavy.o", "lds_heavy_new_driver.o"):
+            want["pkg/lib/libkernels.a!" + o] = want["pkg/lib/" + o]
+        for archive in (wheel, tarzst):
+            rc_a, doc = cli_json("check", *targets, archive)
+            same_reports(os.path.basename(archive), by_name(doc, lambda p: p[len(archive) + 1:]), want)
+            expect(rc_a == rc, f"{archive}: exit {rc_a}, the files {rc}")
+        # The same whatever --jobs; inspect reads the members too.
+        every = [wheel, tarzst, deb_file("libhipfft0-tests"), deb]
+        one = run([A.cli, "check", *targets, "--jobs", "1", "--json", *every])
+        four = run([A.cli, "check", *targets, "--jobs", "4", "--json", *every])
+        expect(one.stdout == four.stdout and one.stdout, "--jobs 1 and --jobs 4 differ")
+        inspect = run([A.cli, "inspect", wheel])
+        for n in ("pkg/lib/saxpy_compressed", "pkg/lib/libkernels.a!lds_heavy_new_driver.o"):
+            expect(f"{wheel}!{n}" in inspect.stdout, f"inspect {wheel}: no {n}: {inspect.stdout[:400]}")
+        print(f"wheel and tar.zst: {len(want)} members each as their files ({', '.join(sorted(want))})")
+        # -fgpu-rdc with the new driver: LLVM IR in .llvm.offloading, nothing to check before the link.
+        rc, doc = cli_json("check", *targets, app("saxpy_rdc_new_driver.o"))
+        msgs = [d["message"] for f in doc["files"] for d in f["diagnostics"] if d["code"] == "HG107"]
+        expect(rc == 1 and len(msgs) == 1 and "LLVM IR for gfx942" in msgs[0],
+               f"saxpy_rdc_new_driver.o: exit {rc}, {msgs}")
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()

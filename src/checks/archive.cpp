@@ -1,0 +1,368 @@
+// Archives for the CLI: walks ar, tar and zip (tar also gzip/xz/zstd/bzip2-compressed), nested
+// ones included, in memory with libarchive and hands each member that may hold GPU code to the checks.
+#include "checks/archive.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+namespace hipguard {
+namespace {
+
+constexpr size_t kHead = 512;                 // tells ELF, bundles, CCOB and every format (tar: "ustar" at 257)
+constexpr size_t kChunk = 256 << 10;          // bytes discarded per read; also the budget's granularity
+constexpr uint64_t kFirstBuffer = 64ull << 20;  // a member's buffer grows from here to its real size
+
+bool starts(Bytes d, size_t at, std::string_view magic) {
+  return d.size() >= at + magic.size() && std::memcmp(d.data() + at, magic.data(), magic.size()) == 0;
+}
+
+// gzip, xz, zstd, bzip2.
+bool compressed_magic(Bytes d) {
+  using namespace std::string_view_literals;
+  return starts(d, 0, "\x1f\x8b"sv) || starts(d, 0, "\xfd" "7zXZ\0"sv) || starts(d, 0, "\x28\xb5\x2f\xfd"sv) ||
+         starts(d, 0, "BZh"sv);
+}
+
+bool archive_magic(Bytes d) {
+  using namespace std::string_view_literals;
+  return starts(d, 0, "!<arch>\n"sv) || starts(d, 257, "ustar"sv) || starts(d, 0, "PK\x03\x04"sv) ||
+         starts(d, 0, "PK\x05\x06"sv) || compressed_magic(d);
+}
+
+enum class Kind { Skip, Code, Archive };
+Kind kind_of(Bytes head) {
+  if (starts(head, 0, "\x7f" "ELF") || classify(head) != PayloadKind::Unknown) return Kind::Code;
+  return archive_magic(head) ? Kind::Archive : Kind::Skip;
+}
+
+// Decoders built into libarchive: one that would run an external program
+// instead (ARCHIVE_WARN at registration) is not registered.
+using Support = int (*)(struct archive*);
+bool builtin(Support s) {
+  struct archive* a = archive_read_new();
+  bool ok = s(a) == ARCHIVE_OK;
+  archive_read_free(a);
+  return ok;
+}
+
+// `compressed`: the stream starts like gzip/xz/zstd/bzip2; then a stream with
+// no archive inside is read as one member ("data", libarchive's raw format),
+// so that a damaged stream is a read error (HG113), not "no archive".
+struct Reader {
+  struct archive* a = archive_read_new();
+  explicit Reader(bool compressed) {
+    static const std::vector<Support> filters = [] {
+      std::vector<Support> v;
+      for (Support s : {archive_read_support_filter_gzip, archive_read_support_filter_xz,
+                        archive_read_support_filter_lzma, archive_read_support_filter_zstd,
+                        archive_read_support_filter_bzip2})
+        if (builtin(s)) v.push_back(s);
+      return v;
+    }();
+    for (Support s : filters) s(a);
+    archive_read_support_format_ar(a);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_zip(a);
+    if (compressed) archive_read_support_format_raw(a);
+  }
+  ~Reader() { archive_read_free(a); }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+};
+
+std::string error_of(struct archive* a) {
+  const char* e = archive_error_string(a);
+  return e && *e ? e : "unknown libarchive error";
+}
+
+// Compressed, but no archive inside (a .gz of a text): libarchive's
+// choose_format() says so with this message, before any header.
+bool unrecognized(struct archive* a) { return error_of(a).rfind("Unrecognized archive format", 0) == 0; }
+
+// A member's name as a label: "./usr/lib/x.so" -> "usr/lib/x.so". Never opened.
+std::string entry_name(struct archive_entry* e, size_t index) {
+  const char* n = archive_entry_pathname(e);
+  if (!n) n = archive_entry_pathname_utf8(e);
+  if (!n) return "(member " + std::to_string(index + 1) + ")";
+  std::string_view s(n);
+  while (s.substr(0, 2) == "./" || s.substr(0, 1) == "/") s.remove_prefix(s[0] == '.' ? 2 : 1);
+  return std::string(s);
+}
+
+class Walker {
+ public:
+  Walker(const ArchiveLimits& limits, const std::string& path, const ArchiveReader::Member& member)
+      : limits_(limits), path_(path), member_(member) {}
+  // Walks the members of `a`, named `prefix` + member. False: `a` is not an archive at all.
+  bool walk(struct archive* a, const std::string& prefix, unsigned depth);
+  // A read error at `label` (HG113), once.
+  void corrupt(const std::string& label, struct archive* a);
+  std::vector<Diagnostic> diagnostics;
+
+ private:
+  struct Source;  // a nested archive's bytes, pulled from its outer archive
+  static la_ssize_t pull(struct archive* inner, void* source, const void** out);
+
+  void entry(struct archive* a, struct archive_entry* e, const std::string& prefix, const std::string& name,
+             bool deb, unsigned depth);
+  void nested(struct archive* outer, std::vector<uint8_t> head, const std::string& prefix, const std::string& label,
+              unsigned depth);
+  void read_whole(struct archive* a, struct archive_entry* e, const std::vector<uint8_t>& head,
+                  const std::string& label, unsigned depth);
+  bool read_head(struct archive* a, std::vector<uint8_t>* head, const std::string& label);
+  bool discard(struct archive* a, const std::string& label, unsigned depth);
+  bool count(uint64_t n, const std::string& label);
+  void over(const std::string& label, std::string message, uint64_t value, uint64_t limit);
+
+  const ArchiveLimits& limits_;
+  const std::string& path_;
+  const ArchiveReader::Member& member_;
+  uint64_t total_ = 0;  // member bytes read, all levels
+  bool stop_ = false;   // a budget is spent or the top level is broken: no more members
+};
+
+void Walker::over(const std::string& label, std::string message, uint64_t value, uint64_t limit) {
+  Diagnostic d = make_diagnostic(code::kBudgetExceeded, path_, label + ": " + std::move(message),
+                                 "extract the archive (dpkg-deb -x, tar -x, unzip) and check the extracted files");
+  d.value = value;
+  d.limit = limit;
+  diagnostics.push_back(std::move(d));
+}
+
+// Once: the first error stops the walk (what follows it in the stream cannot be
+// trusted), and an error caused by a spent budget is the budget's diagnostic.
+void Walker::corrupt(const std::string& label, struct archive* a) {
+  if (stop_) return;
+  stop_ = true;
+  diagnostics.push_back(make_diagnostic(code::kUnreadableArchive, path_,
+                                        label + ": cannot read the archive: " + error_of(a) +
+                                            "; the members after this point were not checked",
+                                        "the archive is truncated or damaged: download or build it again"));
+}
+
+bool Walker::count(uint64_t n, const std::string& label) {
+  total_ += n;
+  if (total_ <= limits_.total_bytes) return true;
+  if (!stop_)
+    over(label, "more than " + std::to_string(limits_.total_bytes) +
+                    " bytes of members read or decompressed from this archive; the members after this one were "
+                    "not checked",
+         total_, limits_.total_bytes);
+  stop_ = true;
+  return false;
+}
+
+bool Walker::read_head(struct archive* a, std::vector<uint8_t>* head, const std::string& label) {
+  head->resize(kHead);
+  size_t len = 0;
+  while (len < kHead) {
+    la_ssize_t n = archive_read_data(a, head->data() + len, kHead - len);
+    if (n < 0) return corrupt(label, a), false;
+    if (n == 0) break;
+    len += static_cast<size_t>(n);
+  }
+  head->resize(len);
+  return count(len, label);
+}
+
+// The rest of the current member, unread. Skipped without decoding where
+// that is a seek (a top-level ar or tar, not compressed as a whole); else read
+// and counted, so a compressed bomb stops at the budget (a zip member's skip
+// may inflate it: read too).
+bool Walker::discard(struct archive* a, const std::string& label, unsigned depth) {
+  int format = archive_format(a) & ARCHIVE_FORMAT_BASE_MASK;
+  if (depth == 0 && archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE &&
+      (format == ARCHIVE_FORMAT_AR || format == ARCHIVE_FORMAT_TAR)) {
+    if (archive_read_data_skip(a) == ARCHIVE_OK) return true;
+    return corrupt(label, a), false;
+  }
+  std::vector<uint8_t> scratch(kChunk);
+  for (;;) {
+    la_ssize_t n = archive_read_data(a, scratch.data(), scratch.size());
+    if (n < 0) return corrupt(label, a), false;
+    if (n == 0) return true;
+    if (!count(static_cast<uint64_t>(n), label)) return false;
+  }
+}
+
+bool Walker::walk(struct archive* a, const std::string& prefix, unsigned depth) {
+  bool deb = false;
+  for (size_t index = 0; !stop_; ++index) {
+    struct archive_entry* e = nullptr;
+    int r = archive_read_next_header(a, &e);
+    if (r == ARCHIVE_EOF) return true;
+    if ((r != ARCHIVE_OK && r != ARCHIVE_WARN) || !e) {
+      if (index == 0 && unrecognized(a)) return false;
+      corrupt(prefix.substr(0, prefix.size() - 1), a);
+      return true;
+    }
+    // The raw format over bytes that were not decompressed: no archive (a
+    // cut gzip header, or a .gz inside that holds something else).
+    if (index == 0 && archive_format(a) == ARCHIVE_FORMAT_RAW && archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE)
+      return false;
+    std::string name = entry_name(e, index);
+    if (index == 0 && (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_AR && name == "debian-binary")
+      deb = true;
+    // The decompressed stream itself (headers too): a bomb of empty members stops here.
+    if ((depth > 0 || archive_filter_code(a, 0) != ARCHIVE_FILTER_NONE) &&
+        static_cast<uint64_t>(archive_filter_bytes(a, 0)) > limits_.total_bytes) {
+      over(prefix + name, "more than " + std::to_string(limits_.total_bytes) +
+                              " bytes decompressed at this level of the archive; the members after it were not checked",
+           static_cast<uint64_t>(archive_filter_bytes(a, 0)), limits_.total_bytes);
+      stop_ = true;
+      return true;
+    }
+    // ar members carry permission bits only (GNU ar: "644"): file type 0 is a file too.
+    unsigned type = archive_entry_filetype(e);
+    if ((type == AE_IFREG || type == 0) && !archive_entry_hardlink(e)) entry(a, e, prefix, name, deb, depth);
+    else discard(a, prefix + name, depth);
+  }
+  return true;
+}
+
+void Walker::entry(struct archive* a, struct archive_entry* e, const std::string& prefix, const std::string& name,
+                   bool deb, unsigned depth) {
+  std::string label = prefix + name;
+  std::vector<uint8_t> head;
+  if (!read_head(a, &head, label)) return;
+  Kind kind = kind_of(Bytes(head.data(), head.size()));
+  if (kind == Kind::Code) return read_whole(a, e, head, label, depth);
+  // A .deb's data.tar.* is opened transparently; its control.tar.* holds no GPU code.
+  bool data_tar = deb && name.rfind("data.tar", 0) == 0;
+  if (kind == Kind::Archive && (!deb || data_tar)) {
+    if (depth + 1 > limits_.nesting) {
+      over(label, "archive nested " + std::to_string(depth + 1) + " levels deep; hipguard opens at most " +
+                      std::to_string(limits_.nesting) + " levels of archives inside an archive",
+           depth + 1, limits_.nesting);
+    } else {
+      nested(a, std::move(head), data_tar ? prefix : label + "!", label, depth + 1);
+    }
+  }
+  if (!stop_) discard(a, label, depth);
+}
+
+struct Walker::Source {
+  Walker* walker;
+  struct archive* outer;
+  std::vector<uint8_t> head;  // already read from `outer`, handed out first
+  bool head_given = false;
+  const std::string* label;
+  std::vector<uint8_t> buffer = std::vector<uint8_t>(kChunk);
+};
+
+la_ssize_t Walker::pull(struct archive* inner, void* source, const void** out) {
+  auto* s = static_cast<Source*>(source);
+  if (!s->head_given) {
+    s->head_given = true;
+    *out = s->head.data();
+    return static_cast<la_ssize_t>(s->head.size());
+  }
+  la_ssize_t n = archive_read_data(s->outer, s->buffer.data(), s->buffer.size());
+  if (n < 0) {
+    // Said by the inner level's error (HG113), with the outer's reason.
+    archive_set_error(inner, -1 /* ARCHIVE_ERRNO_MISC */, "%s", error_of(s->outer).c_str());
+    return ARCHIVE_FATAL;
+  }
+  if (n > 0 && !s->walker->count(static_cast<uint64_t>(n), *s->label)) {
+    archive_set_error(inner, -1 /* ARCHIVE_ERRNO_MISC */, "over hipguard's budget");
+    return ARCHIVE_FATAL;
+  }
+  *out = s->buffer.data();
+  return n;
+}
+
+void Walker::nested(struct archive* outer, std::vector<uint8_t> head, const std::string& prefix,
+                    const std::string& label, unsigned depth) {
+  Source source{this, outer, std::move(head), false, &label};
+  Reader inner(compressed_magic(Bytes(source.head.data(), source.head.size())));
+  // A compressed member with no archive inside is skipped like any member without GPU code.
+  if (archive_read_open(inner.a, &source, nullptr, pull, nullptr) != ARCHIVE_OK) {
+    if (!unrecognized(inner.a)) corrupt(label, inner.a);
+    return;
+  }
+  walk(inner.a, prefix, depth);
+}
+
+void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::vector<uint8_t>& head,
+                        const std::string& label, unsigned depth) {
+  uint64_t declared = archive_entry_size_is_set(e) ? static_cast<uint64_t>(std::max<la_int64_t>(archive_entry_size(e), 0)) : 0;
+  auto too_big = [&](uint64_t size, bool at_least) {
+    Diagnostic d = make_diagnostic(code::kBudgetExceeded, label,
+                                   "archive member is " + std::string(at_least ? "more than " : "") +
+                                       std::to_string(size) + " bytes; hipguard reads at most " +
+                                       std::to_string(limits_.member_bytes) + " bytes of one archive member",
+                                   "extract it (dpkg-deb -x, tar -x, unzip) and check the extracted file");
+    d.value = size;
+    d.limit = limits_.member_bytes;
+    member_(label, {}, &d);
+    discard(a, label, depth);
+  };
+  if (declared > limits_.member_bytes) return too_big(declared, false);
+  // Grown with realloc (mremap for large blocks: no copy); a size claimed by a
+  // header costs memory only as the bytes really arrive.
+  uint64_t cap = std::max<uint64_t>(std::min(declared ? declared : kChunk, kFirstBuffer), head.size());
+  std::unique_ptr<uint8_t, decltype(&std::free)> buf(static_cast<uint8_t*>(std::malloc(cap ? cap : 1)), &std::free);
+  if (!buf) return too_big(cap, false);
+  std::memcpy(buf.get(), head.data(), head.size());
+  uint64_t len = head.size();
+  for (;;) {
+    if (len == cap) {
+      if (cap >= limits_.member_bytes) return too_big(cap, true);
+      uint64_t grown = std::min(std::max(cap * 2, declared), limits_.member_bytes);
+      auto* p = static_cast<uint8_t*>(std::realloc(buf.get(), grown));
+      if (!p) return too_big(grown, false);
+      buf.release();
+      buf.reset(p);
+      cap = grown;
+    }
+    la_ssize_t n = archive_read_data(a, buf.get() + len, std::min<uint64_t>(cap - len, 16 * kChunk));
+    if (n < 0) return corrupt(label, a);
+    if (n == 0) break;
+    len += static_cast<uint64_t>(n);
+    if (!count(static_cast<uint64_t>(n), label)) return;
+  }
+  member_(label, Bytes(buf.get(), len), nullptr);
+}
+
+class LibarchiveReader : public ArchiveReader {
+ public:
+  explicit LibarchiveReader(const ArchiveLimits& limits) : limits_(limits) {}
+  bool is_archive(Bytes data) const override { return archive_magic(data); }
+  Result read(Bytes data, const std::string& path, const Member& member) const override {
+    Result result;
+    Walker walker(limits_, path, member);
+    Reader top(compressed_magic(data));
+    // Opening reads ahead: a stream cut short can fail here already (HG113).
+    if (archive_read_open_memory(top.a, data.data(), data.size()) != ARCHIVE_OK) {
+      if (unrecognized(top.a)) return result;
+      result.archive = true;
+      walker.corrupt(path, top.a);
+    } else {
+      result.archive = walker.walk(top.a, path + "!", 0);
+    }
+    result.diagnostics = std::move(walker.diagnostics);
+    return result;
+  }
+
+ private:
+  ArchiveLimits limits_;
+};
+
+}  // namespace
+
+std::unique_ptr<ArchiveReader> make_archive_reader(const ArchiveLimits& limits) {
+  return std::make_unique<LibarchiveReader>(limits);
+}
+
+const ArchiveReader& archive_reader() {
+  static const LibarchiveReader reader{ArchiveLimits{}};
+  return reader;
+}
+
+}  // namespace hipguard

@@ -1,0 +1,28 @@
+// The CLI's ArchiveReader (libarchive): .deb, .whl/.zip, .tar(.gz/.xz/.zst/.bz2) and .a read in memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "hipguard/inputs.h"
+
+namespace hipguard {
+
+// Budgets of one archive named on the command line (docs/limits.md). Over
+// one: HG111 naming the member, never an allocation of what a header claims.
+inline constexpr uint64_t kMaxArchiveMemberBytes = 4ull << 30;  // one member held in memory (librocsolver.so.0: 1.9 GB)
+inline constexpr uint64_t kMaxArchiveBytes = 16ull << 30;       // member bytes read or decompressed, all levels together
+inline constexpr unsigned kMaxArchiveNesting = 3;               // archives inside the archive (a .deb's data.tar is one)
+
+struct ArchiveLimits {
+  uint64_t member_bytes = kMaxArchiveMemberBytes;
+  uint64_t total_bytes = kMaxArchiveBytes;
+  unsigned nesting = kMaxArchiveNesting;
+};
+
+// A reader with `limits` (tests shrink them to hit each one cheaply).
+std::unique_ptr<ArchiveReader> make_archive_reader(const ArchiveLimits& limits = {});
+// The reader with the documented limits, shared (it keeps no state between reads).
+const ArchiveReader& archive_reader();
+
+}  // namespace hipguard

@@ -1,0 +1,25 @@
+// Device code of clang's new offload driver in host objects: the .llvm.offloading section
+// (SHT_LLVM_OFFLOADING), a list of OffloadBinary images, as `clang -fgpu-rdc --offload-new-driver -c` writes it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hipguard/bundle.h"
+
+namespace hipguard {
+
+struct OffloadingImage {
+  std::string triple, arch;  // "amdgcn-amd-amdhsa", "gfx942" (the image's string table)
+  std::string kind;          // "an object", "LLVM IR" (compiled when the program is linked), else getImageKindName
+  bool code_object = false;  // an ELF image for amdgcn: checked as a raw code object
+  std::string bytes;         // the image, copied out of the section (8-byte alignment not required of it)
+};
+
+// The images of one SHT_LLVM_OFFLOADING section's contents, in order (the
+// section holds OffloadBinary blobs back to back, each padded to 8 bytes; read
+// with llvm::object::OffloadBinary, version 1 as clang 16 to 21 write it).
+// False, with `error`, when the contents are not such a list.
+bool read_offloading_section(Bytes section, std::vector<OffloadingImage>* images, std::string* error);
+
+}  // namespace hipguard
