@@ -23,6 +23,7 @@ packages=(
   libmagma2-rocm                                          # MAGMA 2.9 (436 fat binaries)
   libhipfft0-tests                                        # hipfft-test: ships gfx942 code, loads rocFFT's kernel-free fat binary
   libggml0-backend-hip llama.cpp-tools                    # a real application (llama-cli) and its HIP backend
+  libarchive13t64                                         # hipguard itself (built on Debian 12) run inside the root
 )
 # Real .deb files the archive tests read in place (Rocm.Archives), kept as files inside the root
 # (/var/cache/hipguard-debs there): small packages, one with GPU code, one kernel-free, one without any.

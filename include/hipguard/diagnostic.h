@@ -33,12 +33,12 @@ inline constexpr std::string_view kCodeObjectVersion = "HG109";   // code object
 inline constexpr std::string_view kNothingToCheck = "HG110";      // a directory argument holds no GPU code
 inline constexpr std::string_view kBudgetExceeded = "HG111";      // a size or count over hipguard's parser limits (docs/limits.md)
 inline constexpr std::string_view kFindingsCapped = "HG112";      // more findings for one code object than hipguard reports
+inline constexpr std::string_view kUnreadableArchive = "HG113";   // an archive (.deb, .zip, .tar.*, .a) is damaged or truncated
 // What a program loads (hipguard check follows DT_NEEDED; dependencies.h).
 inline constexpr std::string_view kLibraryNotFound = "HG120";       // a DT_NEEDED library is nowhere the loader looks
 inline constexpr std::string_view kDependencyUnreadable = "HG121";  // an object's dynamic section cannot be read
 inline constexpr std::string_view kDependencyLimit = "HG122";       // more objects to load than hipguard follows
 inline constexpr std::string_view kKernelDirectoryMissing = "HG123";  // rocBLAS / hipBLASLt without its Tensile files
-inline constexpr std::string_view kUnreadableArchive = "HG113";   // an archive (.deb, .zip, .tar.*, .a) is damaged or truncated
 // Selection against a target.
 inline constexpr std::string_view kNoCodeObject = "HG201";        // bundle has nothing for the target
 inline constexpr std::string_view kProcessorMismatch = "HG202";   // code object for another processor

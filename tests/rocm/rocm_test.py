@@ -98,7 +98,7 @@ def selected_processor(verdict):
 def check_selection(name, table, kind):
     path = app(name)
     for target, want in table.items():
-        rc, doc = cli_json("check", "--target", target, path)
+        rc, doc = cli_json("check", "--sysroot", A.root, "--target", target, path)  # libamdhip64.so.6 in the root
         fatbins = images(doc)
         if not expect(len(fatbins) == 1, f"{name}: {len(fatbins)} fat binaries, want 1"):
             continue
@@ -722,14 +722,14 @@ def case_Archives():
             tree = os.path.join(tmp, package)
             expect(run(["dpkg-deb", "-x", deb, tree]).returncode == 0, f"dpkg-deb -x {deb}")
             t0 = time.monotonic()
-            rc_deb, in_deb = cli_json("check", *targets, deb)
+            rc_deb, in_deb = cli_json("check", "--no-deps", *targets, deb)
             # The oracle: every regular file of the tree named on the command line (a symlink is a second
             # name of a library, not a member; a directory walk would group the files into kernel
             # libraries); those without GPU code (HG107 alone) are what the archive passes over silently.
             regular = sorted(os.path.join(d, f) for d, _, fs in os.walk(tree) for f in fs
                              if not os.path.islink(os.path.join(d, f)))
             t1 = time.monotonic()
-            rc_tree, in_tree = cli_json("check", *targets, *regular)
+            rc_tree, in_tree = cli_json("check", "--no-deps", *targets, *regular)
             t2 = time.monotonic()
             no_gpu = {f["path"] for f in in_tree["files"]
                       if not f["images"] and [d["code"] for d in f["diagnostics"]] == ["HG107"]}
@@ -743,13 +743,13 @@ def case_Archives():
                   f"{len(images(in_deb))} fat binaries, exit {rc_deb}; {t1 - t0:.2f} s, extracted {t2 - t1:.2f} s")
         # No GPU code at all: HG107 for the package named, HG110 for a directory holding only it.
         deb = deb_file("libhipblas2")
-        rc, doc = cli_json("check", *targets, deb)
+        rc, doc = cli_json("check", "--no-deps", *targets, deb)
         codes = [(f["path"], d["code"]) for f in doc["files"] for d in f["diagnostics"]]
         expect(rc == 1 and codes == [(deb, "HG107")], f"{deb}: exit {rc}, {codes}")
         only = os.path.join(tmp, "only-hipblas")
         os.mkdir(only)
         shutil.copy(deb, only)
-        rc, doc = cli_json("check", *targets, only)
+        rc, doc = cli_json("check", "--no-deps", *targets, only)
         codes = [(f["path"], d["code"]) for f in doc["files"] for d in f["diagnostics"]]
         expect(rc == 1 and codes == [(only, "HG110")], f"{only}: exit {rc}, {codes}")
 
@@ -768,25 +768,25 @@ def case_Archives():
         tarzst = os.path.join(tmp, "pkg.tar.zst")
         expect(run(["sh", "-c", f"cd {stage} && zip -qr {wheel} pkg"]).returncode == 0, "zip")
         expect(run(["tar", "-I", "zstd", "-C", stage, "-cf", tarzst, "pkg"]).returncode == 0, "tar --zstd")
-        rc, plain = cli_json("check", *targets, *[os.path.join(stage, "pkg/lib", n) for n in originals])
+        rc, plain = cli_json("check", "--no-deps", *targets, *[os.path.join(stage, "pkg/lib", n) for n in originals])
         want = by_name(plain, lambda p: "pkg/lib/" + os.path.basename(p))
         for o in ("lds_heavy.o", "lds_heavy_new_driver.o"):
             want["pkg/lib/libkernels.a!" + o] = want["pkg/lib/" + o]
         for archive in (wheel, tarzst):
-            rc_a, doc = cli_json("check", *targets, archive)
+            rc_a, doc = cli_json("check", "--no-deps", *targets, archive)
             same_reports(os.path.basename(archive), by_name(doc, lambda p: p[len(archive) + 1:]), want)
             expect(rc_a == rc, f"{archive}: exit {rc_a}, the files {rc}")
         # The same whatever --jobs; inspect reads the members too.
         every = [wheel, tarzst, deb_file("libhipfft0-tests"), deb]
-        one = run([A.cli, "check", *targets, "--jobs", "1", "--json", *every])
-        four = run([A.cli, "check", *targets, "--jobs", "4", "--json", *every])
+        one = run([A.cli, "check", "--no-deps", *targets, "--jobs", "1", "--json", *every])
+        four = run([A.cli, "check", "--no-deps", *targets, "--jobs", "4", "--json", *every])
         expect(one.stdout == four.stdout and one.stdout, "--jobs 1 and --jobs 4 differ")
         inspect = run([A.cli, "inspect", wheel])
         for n in ("pkg/lib/saxpy_compressed", "pkg/lib/libkernels.a!lds_heavy_new_driver.o"):
             expect(f"{wheel}!{n}" in inspect.stdout, f"inspect {wheel}: no {n}: {inspect.stdout[:400]}")
         print(f"wheel and tar.zst: {len(want)} members each as their files ({', '.join(sorted(want))})")
         # -fgpu-rdc with the new driver: LLVM IR in .llvm.offloading, nothing to check before the link.
-        rc, doc = cli_json("check", *targets, app("saxpy_rdc_new_driver.o"))
+        rc, doc = cli_json("check", "--no-deps", *targets, app("saxpy_rdc_new_driver.o"))
         msgs = [d["message"] for f in doc["files"] for d in f["diagnostics"] if d["code"] == "HG107"]
         expect(rc == 1 and len(msgs) == 1 and "LLVM IR for gfx942" in msgs[0],
                f"saxpy_rdc_new_driver.o: exit {rc}, {msgs}")
