@@ -1,71 +1,14 @@
-// The diagnostic codes: name and default severity of each HG code (docs/diagnostics.md).
+// The diagnostic code table (expanded from diagnostics.def), line format and text escaping.
 #include "hipguard/diagnostic.h"
 
 #include <array>
 
 namespace hipguard {
 namespace {
-using S = Severity;
 constexpr std::array kCodes = {
-    CodeInfo{code::kUnreadable, "unreadable-input", S::Error},
-    CodeInfo{code::kBadFatbinWrapper, "bad-fatbin-wrapper", S::Error},
-    CodeInfo{code::kUnknownPayload, "unknown-payload", S::Error},
-    CodeInfo{code::kMalformedBundle, "malformed-bundle", S::Error},
-    CodeInfo{code::kMalformedCompressed, "malformed-compressed-bundle", S::Error},
-    CodeInfo{code::kMalformedElf, "malformed-code-object", S::Error},
-    CodeInfo{code::kNoHipFatbin, "no-hip-fatbin", S::Error},
-    CodeInfo{code::kUnknownProcessor, "unknown-processor", S::Error},
-    CodeInfo{code::kCodeObjectVersion, "code-object-version", S::Error},
-    CodeInfo{code::kNothingToCheck, "nothing-to-check", S::Error},
-    CodeInfo{code::kBudgetExceeded, "budget-exceeded", S::Error},
-    CodeInfo{code::kFindingsCapped, "findings-capped", S::Note},
-    CodeInfo{code::kUnreadableArchive, "unreadable-archive", S::Error},
-    CodeInfo{code::kLibraryNotFound, "library-not-found", S::Warning},
-    CodeInfo{code::kDependencyUnreadable, "dependency-unreadable", S::Warning},
-    CodeInfo{code::kDependencyLimit, "dependency-limit", S::Warning},
-    CodeInfo{code::kKernelDirectoryMissing, "kernel-directory-missing", S::Warning},
-    CodeInfo{code::kNoCodeObject, "no-code-object-for-target", S::Error},
-    CodeInfo{code::kProcessorMismatch, "processor-mismatch", S::Error},
-    CodeInfo{code::kFeatureMismatch, "feature-mismatch", S::Error},
-    CodeInfo{code::kDeviceChecksSkipped, "device-checks-skipped", S::Note},
-    CodeInfo{code::kGenericTooOld, "generic-version-too-old", S::Error},
-    CodeInfo{code::kBadTarget, "bad-target", S::Error},
-    CodeInfo{code::kSpirvFallback, "spirv-fallback", S::Warning},
-    CodeInfo{code::kAmbiguousSelection, "ambiguous-compressed-selection", S::Warning},
-    CodeInfo{code::kKpackNotChecked, "kpack-not-checked", S::Note},
-    CodeInfo{code::kHotSwapForwarding, "hotswap-forwarding", S::Warning},
-    CodeInfo{code::kNoCodeObjectNoKernels, "no-code-object-no-kernels", S::Warning},
-    CodeInfo{code::kBatchLookupStarved, "batch-lookup-starved", S::Error},
-    CodeInfo{code::kGenericFeaturesRejected, "generic-features-rejected", S::Error},
-    CodeInfo{code::kLibraryLacksTarget, "library-lacks-target", S::Error},
-    CodeInfo{code::kLdsOverLimit, "lds-over-limit", S::Error},
-    CodeInfo{code::kWavefrontSize, "wavefront-size-unsupported", S::Error},
-    CodeInfo{code::kRegisterLimit, "register-limit", S::Error},
-    CodeInfo{code::kWorkgroupSize, "workgroup-size", S::Warning},
-    CodeInfo{code::kDynamicStack, "dynamic-stack", S::Note},
-    CodeInfo{code::kLaunchLds, "launch-lds-over-limit", S::Error},
-    CodeInfo{code::kNoMetadata, "no-metadata", S::Error},
-    CodeInfo{code::kBadMetadata, "bad-metadata", S::Error},
-    CodeInfo{code::kBadKernelMetadata, "bad-kernel-metadata", S::Warning},
-    CodeInfo{code::kDescriptorMismatch, "descriptor-mismatch", S::Warning},
-    CodeInfo{code::kKernargLayout, "kernarg-layout", S::Warning},
-    CodeInfo{code::kDescriptorMissing, "descriptor-missing", S::Error},
-    CodeInfo{code::kKernelWithoutMetadata, "kernel-without-metadata", S::Warning},
-    CodeInfo{code::kDeviceFunction, "device-function-not-kernel", S::Error},
-    CodeInfo{code::kKernelNotInCodeObject, "kernel-not-in-code-object", S::Error},
-    CodeInfo{code::kRuntimeRejected, "runtime-rejected-kernel", S::Error},
-    CodeInfo{code::kLaunchWithFindings, "launch-with-findings", S::Error},
-    CodeInfo{code::kLookupFailed, "lookup-failed", S::Error},
-    CodeInfo{code::kBadSetting, "bad-setting", S::Error},
-    CodeInfo{code::kExitStatusChanged, "exit-status-changed", S::Error},
-    CodeInfo{code::kReportNotWritten, "report-not-written", S::Warning},
-    CodeInfo{code::kDatabaseMissing, "kernel-database-missing", S::Error},
-    CodeInfo{code::kDatabaseMalformed, "kernel-database-malformed", S::Error},
-    CodeInfo{code::kDatabaseFileMissing, "kernel-database-file-missing", S::Error},
-    CodeInfo{code::kDatabaseCodeObjectMismatch, "kernel-database-code-object-mismatch", S::Error},
-    CodeInfo{code::kDatabaseKernelMissing, "kernel-database-kernel-missing", S::Error},
-    CodeInfo{code::kDatabaseHelperMissing, "kernel-database-helper-missing", S::Warning},
-    CodeInfo{code::kDatabaseChecked, "kernel-database-checked", S::Note},
+#define HG_DIAGNOSTIC(constant, code, name, severity, title, fix) CodeInfo{code, name, Severity::severity, title, fix},
+#include "hipguard/diagnostics.def"
+#undef HG_DIAGNOSTIC
 };
 }  // namespace
 

@@ -139,26 +139,17 @@ class Checker {
                               " in this code object (the most severe: " + std::string(to_string(worst)) +
                               "); hipguard reports at most " + std::to_string(kMaxIssuesPerCodeObject) +
                               " per code object and target",
-                          "fix the findings shown, then run hipguard again");
+                          std::string(find_code(code::kFindingsCapped)->fix));
       d.severity = worst;
       d.value = findings.size();
       d.limit = kMaxIssuesPerCodeObject;
     }
   }
 
+  // The table's fix (diagnostics.def), else the fix for broken or incomplete metadata.
   static std::string structural_fix(std::string_view c) {
-    if (c == code::kBudgetExceeded)
-      return "no toolchain emits this many kernels or arguments in one code object; split it, or check where it "
-             "comes from (limits: docs/limits.md)";
-    if (c == code::kFindingsCapped) return "fix the findings shown, then run hipguard again";
-    if (c == code::kCodeObjectVersion) return "rebuild with -mcode-object-version=5 (6 for generic targets)";
-    if (c == code::kWorkgroupSize) return "fix __launch_bounds__ / reqd_work_group_size so they agree and stay within 1024";
-    if (c == code::kDynamicStack)
-      return "check that the stack limit is large enough (hipDeviceSetLimit(hipLimitStackSize, ...)); avoid recursion";
-    if (c == code::kDescriptorMismatch || c == code::kKernargLayout)
-      return "rebuild the code object; if it is hand-assembled, make the .amdhsa_ directives and .amdgpu_metadata agree";
-    if (c == code::kDescriptorMissing || c == code::kKernelWithoutMetadata)
-      return "emit every kernel with both its kernel descriptor (.kd) and its amdhsa.kernels metadata entry";
+    const CodeInfo* info = find_code(c);
+    if (info && !info->fix.empty()) return std::string(info->fix);
     return "regenerate the code object with a current toolchain; hand-assembled objects need a complete .amdgpu_metadata block";
   }
 

@@ -28,6 +28,7 @@ TEST(Codes, TableIsSortedUniqueAndFindable) {
     EXPECT_TRUE(std::regex_match(std::string(c.code), std::regex("HG[1-7][0-9][0-9]"))) << c.code;
     EXPECT_TRUE(std::regex_match(std::string(c.name), std::regex("[a-z0-9]+(-[a-z0-9]+)*"))) << c.name;
     EXPECT_TRUE(names.insert(c.name).second) << "duplicate name " << c.name;
+    EXPECT_FALSE(c.title.empty()) << c.code << " has no title";
     if (i) EXPECT_LT(codes[i - 1].code, c.code) << "not in code order";
     EXPECT_EQ(find_code(c.code), &c);
   }
@@ -96,10 +97,10 @@ TEST(Docs, EveryCodeIsDocumented) {
 // A test "asserts" a code when it names the code's constant (code::kLdsOverLimit) or its
 // string ("HG301") outside this file.
 TEST(Docs, EveryCodeIsExercisedByATest) {
-  std::string header = read_text(source_dir() / "include" / "hipguard" / "diagnostic.h");
+  std::string header = read_text(source_dir() / "include" / "hipguard" / "diagnostics.def");
   ASSERT_FALSE(header.empty());
   std::map<std::string, std::string> constant;  // "HG301" -> "kLdsOverLimit"
-  std::regex re("(k[A-Za-z0-9]+) = \"(HG[0-9]{3})\"");
+  std::regex re("HG_DIAGNOSTIC\\((k[A-Za-z0-9]+), \"(HG[0-9]{3})\"");
   for (auto it = std::sregex_iterator(header.begin(), header.end(), re); it != std::sregex_iterator(); ++it)
     constant[(*it)[2].str()] = (*it)[1].str();
   std::string tests;
@@ -113,7 +114,7 @@ TEST(Docs, EveryCodeIsExercisedByATest) {
     std::string code(c.code);
     if (kCoveredElsewhere.count(code)) continue;
     auto k = constant.find(code);
-    ASSERT_NE(k, constant.end()) << code << " has no constant in diagnostic.h";
+    ASSERT_NE(k, constant.end()) << code << " has no line in diagnostics.def";
     // ...or a string literal containing it, such as "error HG306" matched against the shim's output.
     bool used = tests.find("code::" + k->second + ")") != std::string::npos ||
                 tests.find("code::" + k->second + ",") != std::string::npos ||
