@@ -28,9 +28,9 @@ using hipguard::guarded;
 
 namespace {
 
-constexpr hipError_t kHipSuccess = 0;
-constexpr hipError_t kHipErrorNotInitialized = 3;
-constexpr hipError_t kHipErrorNotSupported = 801;
+using hipguard::kHipErrorNotInitialized;
+using hipguard::kHipErrorNotSupported;
+using hipguard::kHipSuccess;
 
 // The HIP runtime version selection follows: the real file name behind the
 // loaded libamdhip64 (libamdhip64.so.6 -> libamdhip64.so.6.4.43484). Unknown

@@ -11,6 +11,7 @@
 #include <llvm/Object/ELF.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/ADT/StringExtras.h>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -111,12 +112,6 @@ bool FileReport::ok() const {
 
 namespace {
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 
 // Finds .hip_fatbin in a host ELF, and the new offload driver's
 // SHT_LLVM_OFFLOADING section (.llvm.offloading). Returns false when the file
@@ -200,8 +195,8 @@ void check_bundles(Bytes data, uint64_t base, const std::string& path, const std
   auto bundles = split_fatbin_section(data);
   size_t n = 0;
   for (auto& sb : bundles) {
-    std::string where = ".hip_fatbin bundle " + std::to_string(++n) + "/" + std::to_string(bundles.size()) + " @" +
-                        hex(sb.offset);
+    std::string where = ".hip_fatbin bundle " + std::to_string(++n) + "/" + std::to_string(bundles.size()) + " @0x" +
+                        llvm::utohexstr(sb.offset, /*LowerCase=*/true);
     ImageReport img = check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : "", depth, machine);
     img.file_offset = base + sb.offset;
     if (sink) (*sink)(std::move(img));

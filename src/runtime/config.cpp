@@ -2,6 +2,8 @@
 #include "runtime/guard.h"
 #include "runtime/address.h"
 
+#include <llvm/ADT/StringRef.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,13 +15,6 @@
 
 namespace hipguard {
 
-namespace {
-std::string lowered(std::string_view v) {
-  std::string s(v);
-  for (char& ch : s) ch = static_cast<char>(tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-}  // namespace
 
 namespace {
 // Optimal string alignment distance (adjacent transpositions count as one edit).
@@ -77,7 +72,7 @@ GuardConfig config_from(const EnvLookup& env, bool secure, const std::vector<std
           "rename it to " + std::string(meant) + " (variable names are case-sensitive)");
   }
 
-  std::string mode = lowered(get("HIPGUARD_MODE"));
+  std::string mode = llvm::StringRef(get("HIPGUARD_MODE")).lower();
   if (mode.empty() || mode == "warn") c.mode = Mode::Warn;
   else if (mode == "strict") c.mode = Mode::Strict;
   else if (mode == "off") c.mode = Mode::Off;
@@ -100,7 +95,7 @@ GuardConfig config_from(const EnvLookup& env, bool secure, const std::vector<std
   }
 
   if (c.mode == Mode::Strict) c.fail_on = Severity::Error;
-  if (std::string f = lowered(get("HIPGUARD_FAIL_ON")); !f.empty()) {
+  if (std::string f = llvm::StringRef(get("HIPGUARD_FAIL_ON")).lower(); !f.empty()) {
     if (f == "error") c.fail_on = Severity::Error;
     else if (f == "warning" || f == "warn") c.fail_on = Severity::Warning;
     else if (f == "none") {
@@ -114,7 +109,7 @@ GuardConfig config_from(const EnvLookup& env, bool secure, const std::vector<std
 
   if (c.mode == Mode::Off) c.fail_on.reset();  // off changes nothing, not even the exit status
 
-  if (std::string l = lowered(get("HIPGUARD_LOG_LEVEL")); !l.empty()) {
+  if (std::string l = llvm::StringRef(get("HIPGUARD_LOG_LEVEL")).lower(); !l.empty()) {
     static const std::pair<const char*, LogLevel> kLevels[] = {
         {"trace", LogLevel::Trace}, {"debug", LogLevel::Debug}, {"info", LogLevel::Info},
         {"warn", LogLevel::Warn},   {"warning", LogLevel::Warn}, {"error", LogLevel::Error},

@@ -209,12 +209,16 @@ class Guard {
   void index_function_of(const void* host_function, const void* function);  // state mutex held
 };
 
-// hipError_t values used when refusing (hip_runtime_api.h).
+// hipError_t values hipguard returns: when refusing, and from the shim when the
+// runtime lacks a function (hip_runtime_api.h, hipError_t).
+inline constexpr int kHipSuccess = 0;
 inline constexpr int kHipErrorInvalidValue = 1;
+inline constexpr int kHipErrorNotInitialized = 3;
 inline constexpr int kHipErrorInvalidConfiguration = 9;
 inline constexpr int kHipErrorInvalidDeviceFunction = 98;
 inline constexpr int kHipErrorInvalidImage = 200;
 inline constexpr int kHipErrorNoBinaryForGpu = 209;
 inline constexpr int kHipErrorNotFound = 500;
+inline constexpr int kHipErrorNotSupported = 801;
 
 }  // namespace hipguard

@@ -1,6 +1,7 @@
 // The processor table and target IDs (gfx942:sramecc+:xnack-): parsing, matching, compatibility.
 #include "hipguard/target.h"
 
+#include <llvm/ADT/StringRef.h>
 #include <llvm/BinaryFormat/ELF.h>
 
 #include <unordered_map>
@@ -127,12 +128,6 @@ constexpr std::array kSources = {
                                   "rocminfo: gfx906:sramecc+ on MI50/MI60, sramecc- on Radeon VII"},
 };
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 const char* feature_suffix(Feature f) { return f == Feature::On ? "+" : "-"; }
 
 // Only '+'/'-' on both sides can conflict.
@@ -190,7 +185,7 @@ std::optional<TargetId> parse_target_id(std::string_view text, std::string* erro
     return std::nullopt;
   };
   size_t colon = text.find(':');
-  std::string proc = lower(text.substr(0, colon));
+  std::string proc = llvm::StringRef(text.substr(0, colon)).lower();
   const ProcessorInfo* info = find_processor(proc);
   if (!info) return fail("unknown processor '" + proc + "'");
   TargetId id;
@@ -200,7 +195,8 @@ std::optional<TargetId> parse_target_id(std::string_view text, std::string* erro
   bool seen_sramecc = false, seen_xnack = false;
   while (colon != std::string_view::npos) {
     size_t next = text.find(':', colon + 1);
-    std::string feat = lower(text.substr(colon + 1, next == std::string_view::npos ? std::string_view::npos : next - colon - 1));
+    size_t end = next == std::string_view::npos ? text.size() : next;
+    std::string feat = llvm::StringRef(text.substr(colon + 1, end - colon - 1)).lower();
     colon = next;
     if (feat.size() < 2 || (feat.back() != '+' && feat.back() != '-'))
       return fail("feature '" + feat + "' must end in '+' or '-'");
@@ -224,7 +220,7 @@ std::optional<TargetId> parse_target_id(std::string_view text, std::string* erro
 }
 
 std::optional<TargetId> parse_target(std::string_view text, std::string* error) {
-  std::string head = lower(text.substr(0, text.find(':')));
+  std::string head = llvm::StringRef(text.substr(0, text.find(':'))).lower();
   const ProductInfo* product = find_product(head);
   if (!product) return parse_target_id(text, error);
   auto id = parse_target_id(std::string(product->processor) + std::string(text.substr(head.size())), error);
