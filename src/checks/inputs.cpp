@@ -1,11 +1,14 @@
-// Inputs: files, directories and ELF hosts into the images hipguard checks.
+// Checking files: host ELF sections, bundles, archive members, and check_paths over many files
+// (reading a file: file_data.cpp; directory walking: expand_paths.cpp; the ordered pool: ordered_pool.cpp).
 #include "hipguard/inputs.h"
 
 #include "base/regular_file.h"
 #include "checks/library.h"
 #include "hipguard/dependencies.h"
 #include "checks/database_hook.h"
+#include "checks/expand_paths.h"
 #include "checks/offloading.h"
+#include "checks/ordered_pool.h"
 
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/Object/ELF.h>
@@ -19,87 +22,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <exception>
 #include <filesystem>
-#include <mutex>
 #include <thread>
 #include <unordered_set>
 #include <variant>
 
 namespace hipguard {
-namespace {
-// Below this, a file is always copied (a mapping costs more than the copy).
-constexpr uint64_t kMinMapBytes = 64 << 10;
-}  // namespace
-
-Result<FileData> FileData::open(const std::string& path, Access access) {
-  return open(path, access == Access::CopyAlways ? UINT64_MAX : kCopyLimit);
-}
-
-Result<FileData> FileData::open(const std::string& path, uint64_t map_above, ReadBuffer* reuse, bool seen_regular) {
-  auto fail = [&](std::string why) { return ParseError{std::string(code::kUnreadable), "cannot read " + path + ": " + why}; };
-  struct stat st {};
-  std::string why;
-  int fd = open_regular_file(path, &st, &why, seen_regular);
-  if (fd < 0) return fail(why);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  uint64_t size = static_cast<uint64_t>(st.st_size);
-  FileData f;
-  if (size <= map_above || size <= kMinMapBytes) {
-    // Small files are copied with pread: a file that shrinks meanwhile is read
-    // short (and checked as such), never a SIGBUS. Not zero-filled first.
-    uint8_t* dst;
-    if (reuse) {
-      if (reuse->capacity < size) {
-        reuse->data.reset();
-        reuse->data.reset(new uint8_t[size]);
-        reuse->capacity = size;
-      }
-      dst = reuse->data.get();
-    } else {
-      std::shared_ptr<uint8_t[]> copy(new uint8_t[size ? size : 1]);
-      dst = copy.get();
-      f.owner_ = std::move(copy);
-    }
-    uint64_t done = 0;
-    while (done < size) {
-      ssize_t n = ::pread(fd, dst + done, size - done, static_cast<off_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return fail(strerror(errno));
-      if (n == 0) break;  // shrank
-      done += static_cast<uint64_t>(n);
-    }
-    f.bytes_ = Bytes(dst, done);
-    return f;
-  }
-  // Large files (a 1.3 GB rocSPARSE) are mapped: only the pages the checks touch
-  // are read. The CLI turns a SIGBUS from a file truncated meanwhile into a clean error.
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (map == MAP_FAILED) return fail(strerror(errno));
-  f.owner_ = std::shared_ptr<void>(map, [size](void* p) { ::munmap(p, size); });
-  f.bytes_ = Bytes(static_cast<const uint8_t*>(map), size);
-  f.mapped_ = true;
-  return f;
-}
-
-void FileData::release_before(const uint8_t* end) const {
-  if (!mapped_ || end <= bytes_.data()) return;
-  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  uintptr_t start = reinterpret_cast<uintptr_t>(bytes_.data());  // page-aligned: mapped at offset 0
-  uintptr_t stop = std::min(reinterpret_cast<uintptr_t>(end), start + bytes_.size()) & ~(page - 1);
-  if (stop > start) ::madvise(reinterpret_cast<void*>(start), stop - start, MADV_DONTNEED);
-}
-
 bool FileReport::ok() const {
   for (const auto& d : diagnostics)
     if (d.severity == Severity::Error) return false;
@@ -348,85 +281,6 @@ bool check_archive(Bytes data, const std::string& path, const std::vector<Target
 }
 }  // namespace
 
-namespace {
-// expand_paths, and for each file whether its stat or directory entry said
-// "regular file".
-std::vector<std::string> expand(const std::vector<std::string>& paths, std::vector<PathProblem>* problems,
-                                std::vector<bool>* regular) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> out;
-  auto problem = [&](const std::string& path, const std::error_code& ec) {
-    if (problems) problems->push_back({path, ec.message()});
-  };
-  for (const auto& p : paths) {
-    std::error_code ec;
-    fs::file_status st = fs::status(p, ec);  // follows symlinks; ELOOP, ENAMETOOLONG, EACCES come back in ec
-    if (ec || !fs::exists(st)) {
-      problem(p, ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory));
-      continue;
-    }
-    if (!fs::is_directory(st)) {
-      out.push_back(p);
-      regular->push_back(fs::is_regular_file(st));
-      continue;
-    }
-    // Walked by hand: every directory that cannot be read is reported, never skipped silently.
-    std::vector<std::string> found;
-    std::vector<fs::path> todo{fs::path(p)};
-    while (!todo.empty()) {
-      fs::path dir = std::move(todo.back());
-      todo.pop_back();
-      fs::directory_iterator it(dir, ec), end;
-      if (ec) {
-        problem(dir.string(), ec);
-        continue;
-      }
-      for (; it != end; it.increment(ec)) {
-        std::error_code ec2;
-        const fs::directory_entry& e = *it;
-        if (e.is_symlink(ec2)) {
-          // Symlinks to files are followed; symlinked directories are not walked (no loops).
-          if (e.is_regular_file(ec2)) found.push_back(e.path().string());
-        } else if (e.is_directory(ec2)) {
-          todo.push_back(e.path());
-        } else if (e.is_regular_file(ec2)) {
-          found.push_back(e.path().string());
-        }
-      }
-      if (ec) problem(dir.string(), ec);
-    }
-    std::sort(found.begin(), found.end());
-    out.insert(out.end(), found.begin(), found.end());
-    regular->resize(out.size(), true);  // directory entries of regular files (or symlinks to them)
-  }
-  return out;
-}
-}  // namespace
-
-std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<PathProblem>* problems) {
-  std::vector<bool> regular;
-  return expand(paths, problems, &regular);
-}
-
-FileReport path_problem_report(const PathProblem& p) {
-  FileReport r;
-  r.path = p.path;
-  std::string why = p.reason;
-  if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
-  r.diagnostics.push_back(make_diagnostic(code::kUnreadable, p.path, why, "check the path and its permissions"));
-  return r;
-}
-
-FileReport empty_directory_report(const std::string& path) {
-  FileReport r;
-  r.path = path;
-  r.diagnostics.push_back(make_diagnostic(code::kNothingToCheck, path,
-                                          "no GPU code found below this directory (no code object, offload bundle or "
-                                          "program with a .hip_fatbin section): nothing was checked",
-                                          "check the path; name the build outputs that hold the kernels"));
-  return r;
-}
-
 void CollectSink::begin_file(const std::string& path) {
   current_ = FileReport();
   current_.path = path;
@@ -462,20 +316,16 @@ DependencyOptions dependency_options(const CheckPathsOptions& options) {
   return o;
 }
 
-// What a file sends on, in order: an image, or (archives) the begin (the
-// member's path) or end of a member.
-using Event = std::variant<ImageReport, std::string, FileReport>;
-
-// An archive's members (CheckFileOptions::members) as Events.
+// An archive's members (CheckFileOptions::members) as FileEvents.
 class MemberEvents : public FileSink {
  public:
-  explicit MemberEvents(std::function<void(Event&&)> to) : to_(std::move(to)) {}
-  void begin_file(const std::string& path) override { to_(Event(std::in_place_type<std::string>, path)); }
-  void image(ImageReport&& img) override { to_(Event(std::move(img))); }
-  void end_file(FileReport&& file) override { to_(Event(std::move(file))); }
+  explicit MemberEvents(const EventSink& to) : to_(to) {}
+  void begin_file(const std::string& path) override { to_(FileEvent(std::in_place_type<std::string>, path)); }
+  void image(ImageReport&& img) override { to_(FileEvent(std::move(img))); }
+  void end_file(FileReport&& file) override { to_(FileEvent(std::move(file))); }
 
  private:
-  std::function<void(Event&&)> to_;
+  const EventSink& to_;
 };
 
 // Delivers files to the sink in input order and keeps the verdict.
@@ -516,7 +366,7 @@ class Delivery {
   }
   // The begin or end of an archive member, a file of its own inside the file
   // being delivered (its images come through image(): in no library).
-  void member(Event&& e) {
+  void member(FileEvent&& e) {
     if (auto* path = std::get_if<std::string>(&e)) return sink_.begin_file(*path), void(begun_ = in_member_ = true);
     FileReport& r = std::get<FileReport>(e);
     member_hip_ = member_hip_ || r.hip;
@@ -545,67 +395,38 @@ class Delivery {
   bool member_hip_ = false;  // a member of the file being delivered held GPU code
 };
 
-// One file being checked, not yet delivered: its images wait here until it
-// is the head (at most kMaxQueued, then its thread waits).
-struct Slot {
-  static constexpr size_t kMaxQueued = 4;
-  std::deque<Event> queue;
-  bool done = false;
-  FileReport report;
-  std::exception_ptr error;
-};
-
-}  // namespace
-
-CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckPathsOptions& options, FileSink& sink) {
-  CheckPathsResult result;
-  library::Tally libraries(options.targets);
-  Delivery out(sink, result, libraries);
-  DatabaseHook databases(paths, options);  // kernel databases: after the files (database_hook.h)
-  if (databases.active()) out.databases = &databases;
-  std::vector<PathProblem> problems;
-  std::vector<bool> regular;
-  std::vector<std::string> files = expand(paths, &problems, &regular);
-  for (const auto& p : problems) out.whole(path_problem_report(p));
-
-  // Files named on the command line get HG107 when they carry no GPU code;
-  // files found inside directories are skipped silently.
-  std::unordered_set<std::string> explicit_files;  // a hash set: thousands of files are looked up
+// What check_paths checks: the files below the paths, in order, and what each one is.
+struct Plan {
+  std::vector<std::string> files;
+  std::vector<bool> regular;                       // its stat or directory entry said "regular file"
+  std::vector<PathProblem> problems;               // paths that cannot be read (HG101)
+  std::unordered_set<std::string> explicit_files;  // named on the command line (a hash set: thousands are looked up)
   std::vector<std::pair<std::string, size_t>> found_below;  // GPU-code files found in each directory argument
-  for (const auto& p : paths) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(p, ec)) found_below.emplace_back(p, 0);
-    else explicit_files.insert(p);
+  std::vector<DependencyFile> deps;                // what the named files load (dependencies.h), by file
+  std::vector<std::string> library_of;             // the kernel library of a file found in a directory walk, or ""
+
+  Plan(const std::vector<std::string>& paths, const CheckPathsOptions& options) {
+    files = expand(paths, &problems, &regular);
+    for (const auto& p : paths) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(p, ec)) found_below.emplace_back(p, 0);
+      else explicit_files.insert(p);
+    }
+    // Each after the file that needs it.
+    if (options.dependencies) add_dependencies(&files, &regular, explicit_files, dependency_options(options), &deps);
+    library_of.resize(files.size());
+    for (size_t i = 0; i < files.size(); ++i)
+      if (!explicit_files.count(files[i]) && !is_dependency_library(i))
+        library_of[i] = library::library_name(files[i]);  // and the kernel files of a dependency
   }
-  // What the named files load, each after the file that needs it (dependencies.h).
-  std::vector<DependencyFile> deps;
-  if (options.dependencies) add_dependencies(&files, &regular, explicit_files, dependency_options(options), &deps);
-  auto with_deps = [&](size_t i, FileReport&& r) {
-    if (i >= deps.size()) return std::move(r);
-    r.needed_by = deps[i].needed_by;
-    for (auto& d : deps[i].diagnostics) r.diagnostics.push_back(std::move(d));
-    return std::move(r);
-  };
 
-  // Files found in a directory walk belong to the kernel library of their directory (library.h).
-  std::vector<std::string> library_of(files.size());
-  for (size_t i = 0; i < files.size(); ++i)
-    if (!explicit_files.count(files[i]) && !(i < deps.size() && deps[i].shared_library))
-      library_of[i] = library::library_name(files[i]);  // and the kernel files of a dependency
-  auto count_hip = [&](const std::string& f) {
-    for (auto& [dir, n] : found_below)
-      if (f.size() > dir.size() && f.compare(0, dir.size(), dir) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
-  };
+  bool is_dependency_library(size_t i) const { return i < deps.size() && deps[i].shared_library; }
 
-  // An event of files[i], in order (under m when threads check files).
-  auto deliver = [&](size_t i, Event&& e) {
-    if (auto* img = std::get_if<ImageReport>(&e)) out.image(files[i], std::move(*img), library_of[i]);
-    else out.member(std::move(e));
-  };
-  unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
-  jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(files.size(), 1)));
-  // How files[i] is checked, whichever thread checks it.
-  auto file_options = [&](size_t i, const ImageSink* sink, FileData::ReadBuffer* buffer, FileSink* members) {
+  // How files[i] is checked, whichever thread checks it. Files named on the
+  // command line get HG107 when they carry no GPU code; files found inside
+  // directories are skipped silently.
+  CheckFileOptions file_options(size_t i, const CheckPathsOptions& options, const ImageSink* sink,
+                                FileData::ReadBuffer* buffer, FileSink* members) const {
     CheckFileOptions o;
     o.archives = options.archives;
     o.members = members;
@@ -618,108 +439,59 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     o.machine = options.machine;
     o.library_file = !library_of[i].empty();
     return o;
-  };
-  if (jobs <= 1) {
-    FileData::ReadBuffer buffer;
-    for (size_t i = 0; i < files.size(); ++i) {
-      const std::string& f = files[i];
-      ImageSink to_sink = [&](ImageReport&& img) { out.image(f, std::move(img), library_of[i]); };
-      MemberEvents members([&](Event&& e) { deliver(i, std::move(e)); });
-      if (out.finish(with_deps(i, check_file(f, options.targets, file_options(i, &to_sink, &buffer, &members))))) count_hip(f);
-      if (options.progress) options.progress(i + 1, files.size(), f);
-    }
-  } else {
-    // `jobs` threads (this one among them) take files in order, at most
-    // `window` ahead of the head: the first file not yet delivered. The
-    // thread checking the head delivers its images as they come; other
-    // threads queue theirs (at most Slot::kMaxQueued, then wait), and the
-    // thread that finishes the head delivers what follows and is complete.
-    // Everything the sink sees happens under `m`, in input order.
-    const size_t window = 16 * static_cast<size_t>(jobs);
-    std::vector<Slot> slots(window);
-    std::mutex m;
-    std::condition_variable cv;
-    size_t head = 0;
-    bool stop = false;
-    std::exception_ptr failed;
-    std::atomic<size_t> next{0};
-    auto finish_file = [&](size_t i, Slot& s) {  // under m
-      if (s.error) {
-        if (!failed) failed = s.error;
-        stop = true;
-      } else if (!stop && out.finish(std::move(s.report))) {
-        count_hip(files[i]);
-      }
-      if (!stop && options.progress) options.progress(i + 1, files.size(), files[i]);
-      s = Slot();
-    };
-    auto drain = [&](size_t i, Slot& s) {  // under m: queued events of the head
-      while (!s.queue.empty()) {
-        Event e = std::move(s.queue.front());
-        s.queue.pop_front();
-        if (!stop) deliver(i, std::move(e));
-      }
-    };
-    auto advance = [&] {  // under m: deliver the head while it is complete
-      for (;;) {
-        Slot& s = slots[head % window];
-        drain(head, s);
-        if (!s.done) break;
-        finish_file(head, s);
-        if (++head >= files.size()) break;
-      }
-      cv.notify_all();
-    };
-    auto worker = [&] {
-      FileData::ReadBuffer buffer;
-      for (;;) {
-        size_t i = next.fetch_add(1);
-        if (i >= files.size()) return;
-        Slot* slot;
-        {
-          std::unique_lock<std::mutex> lock(m);
-          cv.wait(lock, [&] { return stop || i < head + window; });
-          if (stop) return;
-          slot = &slots[i % window];
-        }
-        auto push = [&](Event&& e) {
-          std::unique_lock<std::mutex> lock(m);
-          cv.wait(lock, [&] { return stop || i == head || slot->queue.size() < Slot::kMaxQueued; });
-          if (stop) return;
-          if (i == head) {
-            drain(i, *slot);
-            deliver(i, std::move(e));
-          } else {
-            slot->queue.push_back(std::move(e));
-          }
-        };
-        ImageSink to_sink = [&](ImageReport&& img) { push(Event(std::move(img))); };
-        MemberEvents members(push);
-        FileReport r;
-        std::exception_ptr error;
-        try {
-          r = with_deps(i, check_file(files[i], options.targets, file_options(i, &to_sink, &buffer, &members)));
-        } catch (...) {
-          error = std::current_exception();
-        }
-        std::lock_guard<std::mutex> lock(m);
-        slot->report = std::move(r);
-        slot->error = error;
-        slot->done = true;
-        if (i == head) advance();
-      }
-    };
-    std::vector<std::thread> threads;
-    for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker);
-    worker();
-    for (auto& t : threads) t.join();
-    if (failed) std::rethrow_exception(failed);
   }
+
+  // files[i]'s report with what the loader search found about it.
+  FileReport with_deps(size_t i, FileReport&& r) {
+    if (i >= deps.size()) return std::move(r);
+    r.needed_by = deps[i].needed_by;
+    for (auto& d : deps[i].diagnostics) r.diagnostics.push_back(std::move(d));
+    return std::move(r);
+  }
+
+  // A file with GPU code counts for the directory arguments it is below.
+  void count_hip(const std::string& f) {
+    for (auto& [dir, n] : found_below)
+      if (f.size() > dir.size() && f.compare(0, dir.size(), dir) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
+  }
+};
+
+}  // namespace
+
+CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckPathsOptions& options, FileSink& sink) {
+  CheckPathsResult result;
+  library::Tally libraries(options.targets);
+  Delivery out(sink, result, libraries);
+  DatabaseHook databases(paths, options);  // kernel databases: after the files (database_hook.h)
+  if (databases.active()) out.databases = &databases;
+  Plan plan(paths, options);
+  for (const auto& p : plan.problems) out.whole(path_problem_report(p));
+
+  OrderedJobs jobs;
+  jobs.count = plan.files.size();
+  jobs.jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  jobs.jobs = static_cast<unsigned>(std::min<size_t>(jobs.jobs, std::max<size_t>(jobs.count, 1)));
+  jobs.check = [&](size_t i, const EventSink& push, FileData::ReadBuffer& buffer) {
+    ImageSink to_sink = [&](ImageReport&& img) { push(FileEvent(std::move(img))); };
+    MemberEvents members(push);
+    return plan.with_deps(i, check_file(plan.files[i], options.targets,
+                                        plan.file_options(i, options, &to_sink, &buffer, &members)));
+  };
+  jobs.deliver = [&](size_t i, FileEvent&& e) {
+    if (auto* img = std::get_if<ImageReport>(&e)) out.image(plan.files[i], std::move(*img), plan.library_of[i]);
+    else out.member(std::move(e));
+  };
+  jobs.finish = [&](size_t i, FileReport&& r) {
+    if (out.finish(std::move(r))) plan.count_hip(plan.files[i]);
+    if (options.progress) options.progress(i + 1, plan.files.size(), plan.files[i]);
+  };
+  run_in_order(jobs);
+
   databases.finish([&](FileReport&& r) { out.whole(std::move(r)); });
   for (auto& r : libraries.missing_targets()) out.whole(std::move(r));
   for (auto& l : libraries.take()) sink.library(std::move(l));
   if (options.empty_directory_is_error)
-    for (const auto& [dir, n] : found_below)
+    for (const auto& [dir, n] : plan.found_below)
       if (n == 0) out.whole(empty_directory_report(dir));
   return result;
 }

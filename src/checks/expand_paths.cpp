@@ -1,0 +1,86 @@
+// Directory walking: the paths hipguard check is given, expanded into the files to check.
+#include "checks/expand_paths.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <system_error>
+
+namespace hipguard {
+
+std::vector<std::string> expand(const std::vector<std::string>& paths, std::vector<PathProblem>* problems,
+                                std::vector<bool>* regular) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  auto problem = [&](const std::string& path, const std::error_code& ec) {
+    if (problems) problems->push_back({path, ec.message()});
+  };
+  for (const auto& p : paths) {
+    std::error_code ec;
+    fs::file_status st = fs::status(p, ec);  // follows symlinks; ELOOP, ENAMETOOLONG, EACCES come back in ec
+    if (ec || !fs::exists(st)) {
+      problem(p, ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory));
+      continue;
+    }
+    if (!fs::is_directory(st)) {
+      out.push_back(p);
+      regular->push_back(fs::is_regular_file(st));
+      continue;
+    }
+    // Walked by hand: every directory that cannot be read is reported, never skipped silently.
+    std::vector<std::string> found;
+    std::vector<fs::path> todo{fs::path(p)};
+    while (!todo.empty()) {
+      fs::path dir = std::move(todo.back());
+      todo.pop_back();
+      fs::directory_iterator it(dir, ec), end;
+      if (ec) {
+        problem(dir.string(), ec);
+        continue;
+      }
+      for (; it != end; it.increment(ec)) {
+        std::error_code ec2;
+        const fs::directory_entry& e = *it;
+        if (e.is_symlink(ec2)) {
+          // Symlinks to files are followed; symlinked directories are not walked (no loops).
+          if (e.is_regular_file(ec2)) found.push_back(e.path().string());
+        } else if (e.is_directory(ec2)) {
+          todo.push_back(e.path());
+        } else if (e.is_regular_file(ec2)) {
+          found.push_back(e.path().string());
+        }
+      }
+      if (ec) problem(dir.string(), ec);
+    }
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+    regular->resize(out.size(), true);  // directory entries of regular files (or symlinks to them)
+  }
+  return out;
+}
+
+std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<PathProblem>* problems) {
+  std::vector<bool> regular;
+  return expand(paths, problems, &regular);
+}
+
+FileReport path_problem_report(const PathProblem& p) {
+  FileReport r;
+  r.path = p.path;
+  std::string why = p.reason;
+  if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
+  r.diagnostics.push_back(make_diagnostic(code::kUnreadable, p.path, why, "check the path and its permissions"));
+  return r;
+}
+
+FileReport empty_directory_report(const std::string& path) {
+  FileReport r;
+  r.path = path;
+  r.diagnostics.push_back(make_diagnostic(code::kNothingToCheck, path,
+                                          "no GPU code found below this directory (no code object, offload bundle or "
+                                          "program with a .hip_fatbin section): nothing was checked",
+                                          "check the path; name the build outputs that hold the kernels"));
+  return r;
+}
+
+}  // namespace hipguard

@@ -1,0 +1,15 @@
+// Directory walking for check_paths: expand_paths (inputs.h), and for each
+// file whether its stat or directory entry said "regular file".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hipguard/inputs.h"
+
+namespace hipguard {
+
+std::vector<std::string> expand(const std::vector<std::string>& paths, std::vector<PathProblem>* problems,
+                                std::vector<bool>* regular);
+
+}  // namespace hipguard

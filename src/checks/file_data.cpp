@@ -1,0 +1,83 @@
+// Reading a file whole: copied with pread when small, mapped when large (FileData, inputs.h).
+#include "hipguard/inputs.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "base/regular_file.h"
+
+namespace hipguard {
+namespace {
+// Below this, a file is always copied (a mapping costs more than the copy).
+constexpr uint64_t kMinMapBytes = 64 << 10;
+}  // namespace
+
+Result<FileData> FileData::open(const std::string& path, Access access) {
+  return open(path, access == Access::CopyAlways ? UINT64_MAX : kCopyLimit);
+}
+
+Result<FileData> FileData::open(const std::string& path, uint64_t map_above, ReadBuffer* reuse, bool seen_regular) {
+  auto fail = [&](std::string why) { return ParseError{std::string(code::kUnreadable), "cannot read " + path + ": " + why}; };
+  struct stat st {};
+  std::string why;
+  int fd = open_regular_file(path, &st, &why, seen_regular);
+  if (fd < 0) return fail(why);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  FileData f;
+  if (size <= map_above || size <= kMinMapBytes) {
+    // Small files are copied with pread: a file that shrinks meanwhile is read
+    // short (and checked as such), never a SIGBUS. Not zero-filled first.
+    uint8_t* dst;
+    if (reuse) {
+      if (reuse->capacity < size) {
+        reuse->data.reset();
+        reuse->data.reset(new uint8_t[size]);
+        reuse->capacity = size;
+      }
+      dst = reuse->data.get();
+    } else {
+      std::shared_ptr<uint8_t[]> copy(new uint8_t[size ? size : 1]);
+      dst = copy.get();
+      f.owner_ = std::move(copy);
+    }
+    uint64_t done = 0;
+    while (done < size) {
+      ssize_t n = ::pread(fd, dst + done, size - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return fail(strerror(errno));
+      if (n == 0) break;  // shrank
+      done += static_cast<uint64_t>(n);
+    }
+    f.bytes_ = Bytes(dst, done);
+    return f;
+  }
+  // Large files (a 1.3 GB rocSPARSE) are mapped: only the pages the checks touch
+  // are read. The CLI turns a SIGBUS from a file truncated meanwhile into a clean error.
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (map == MAP_FAILED) return fail(strerror(errno));
+  f.owner_ = std::shared_ptr<void>(map, [size](void* p) { ::munmap(p, size); });
+  f.bytes_ = Bytes(static_cast<const uint8_t*>(map), size);
+  f.mapped_ = true;
+  return f;
+}
+
+void FileData::release_before(const uint8_t* end) const {
+  if (!mapped_ || end <= bytes_.data()) return;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t start = reinterpret_cast<uintptr_t>(bytes_.data());  // page-aligned: mapped at offset 0
+  uintptr_t stop = std::min(reinterpret_cast<uintptr_t>(end), start + bytes_.size()) & ~(page - 1);
+  if (stop > start) ::madvise(reinterpret_cast<void*>(start), stop - start, MADV_DONTNEED);
+}
+
+}  // namespace hipguard
