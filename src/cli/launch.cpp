@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "runtime/report_file.h"
+#include "report/report_file.h"
 
 namespace hipguard {
 namespace {

@@ -410,12 +410,11 @@ class JUnitWriter final : public ReportWriter {
     if (errors.empty()) return;
     std::string message = errors[0]->message;
     if (errors.size() > 1) message += " (and " + std::to_string(errors.size() - 1) + " more errors)";
+    std::string lines;
+    for (const Diagnostic* d : errors) lines += xml_escape(format_line(*d)) + "\n";
     for (auto& s : suites_) {
       ++s.tests, ++s.failures;
-      s.body += "  <testcase classname=\"hipguard." + xml_escape(s.name) + "\" name=\"" + xml_escape(path_) +
-                "\"><failure type=\"" + xml_escape(errors[0]->code) + "\" message=\"" + xml_escape(message) + "\">";
-      for (const Diagnostic* d : errors) s.body += xml_escape(format_line(*d)) + "\n";
-      s.body += "</failure></testcase>\n";
+      s.body += junit_failed_case(s.name, path_, errors[0]->code, message, lines);
     }
   }
 
@@ -480,6 +479,14 @@ std::string render(ReportFormat format, const std::vector<FileReport>& reports, 
 
 // escape_text (no control characters or invalid UTF-8 survive: XML 1.0 allows
 // neither), then XML's own escapes.
+std::string junit_failed_case(const std::string& suite, const std::string& name, const std::string& type,
+                              const std::string& message, const std::string& xml_body) {
+  std::string s = "  <testcase classname=\"hipguard." + xml_escape(suite) + "\" name=\"" + xml_escape(name) +
+                  "\"><failure type=\"" + xml_escape(type) + "\" message=\"" + xml_escape(message) + "\"";
+  s += xml_body.empty() ? "/>" : ">" + xml_body + "</failure>";
+  return s + "</testcase>\n";
+}
+
 std::string xml_escape(const std::string& text) {
   std::string o, s = escape_text(text);
   o.reserve(s.size());

@@ -12,6 +12,12 @@ namespace hipguard {
 
 inline constexpr const char* kReportSchema = "hipguard-report/1";
 
+// One failed JUnit test case, a line: <testcase classname="hipguard.<suite>"
+// name=...><failure type=... message=...>xml_body</failure></testcase>, the
+// failure empty (<failure .../>) without a body. `xml_body` is XML already.
+std::string junit_failed_case(const std::string& suite, const std::string& name, const std::string& type,
+                              const std::string& message, const std::string& xml_body);
+
 struct SeverityCounts {
   uint64_t error = 0, warning = 0, note = 0;
   void add(Severity s);

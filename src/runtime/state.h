@@ -22,7 +22,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "runtime/guard.h"
 #include "runtime/kernel_table.h"
-#include "runtime/report_file.h"
+#include "report/report_file.h"
 
 namespace hipguard {
 

@@ -1,42 +1,19 @@
-// The HIPGUARD_REPORT file: journal while processes run, document at the end (report_file.h).
-#include "runtime/report_file.h"
-
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cstring>
+// Merging the HIPGUARD_REPORT journal into one document: JSON, or JUnit XML (report_file.h, merge_report).
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
-#include "hipguard/report.h"
 #include "hipguard/version.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
+#include "report/report_file.h"
+#include "report/report_internal.h"
 
 namespace hipguard {
 namespace {
-
-std::string kind_of(mode_t m) {
-  if (S_ISDIR(m)) return "a directory";
-  if (S_ISLNK(m)) return "a symbolic link (never followed)";
-  if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISSOCK(m)) return "a socket";
-  return "not a regular file";
-}
-
-std::string compact(llvm::json::Value v) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << v;
-  os.flush();
-  return out;
-}
 
 std::string pretty(llvm::json::Value v) {
   std::string out;
@@ -77,9 +54,8 @@ std::string suite_of_unfinished(const Process& p) {
     std::string code = o->getString("code").value_or("").str();
     std::string message = o->getString("message").value_or("").str();
     ++tests, ++failures;
-    cases += "  <testcase classname=\"hipguard." + xml_escape(target.empty() ? "structural" : target) + "\" name=\"" +
-             xml_escape(o->getString("file").value_or("").str()) + "\"><failure type=\"" + xml_escape(code) +
-             "\" message=\"" + xml_escape(message) + "\"/></testcase>\n";
+    cases += junit_failed_case(target.empty() ? "structural" : target, o->getString("file").value_or("").str(), code,
+                               message, "");
   }
   if (tests == 0) {
     ++tests;
@@ -168,7 +144,7 @@ std::string merge_json(std::optional<llvm::json::Value> prior, std::vector<Proce
     }
     processes.push_back(std::move(entry));
   }
-  llvm::json::Object doc{{"schema", "hipguard-report/1"},
+  llvm::json::Object doc{{"schema", kReportSchema},
                          {"tool", llvm::json::Object{{"name", "hipguard"}, {"version", HIPGUARD_VERSION_STRING}}},
                          {"targets", std::move(targets)},
                          {"files", std::move(files)},
@@ -227,116 +203,6 @@ std::string merge_report(std::string_view content, bool xml) {
   for (auto& p : procs)
     if (!p.launcher) hip.push_back(std::move(p));
   return xml ? merge_junit(prior_xml, hip) : merge_json(std::move(prior_json), hip);
-}
-
-std::optional<std::string> ReportFile::open(const std::string& path, llvm::json::Object header) {
-  struct stat st {};
-  if (lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return path + " is " + kind_of(st.st_mode);
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-  if (fd < 0) return "cannot open " + path + ": " + strerror(errno);
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced between the two calls
-    close(fd);
-    return path + " is " + kind_of(st.st_mode);
-  }
-  if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-    // Nobody else writes it: an earlier run's report, never left to pass for this one's.
-    if (ftruncate(fd, 0) != 0) {
-      std::string why = "cannot empty " + path + ": " + strerror(errno);
-      close(fd);
-      return why;
-    }
-    flock(fd, LOCK_SH);
-  } else {
-    // Other processes of this job write it; a merge holds it exclusively for a moment.
-    for (int i = 0; i < 200 && flock(fd, LOCK_SH | LOCK_NB) != 0; ++i) usleep(5000);
-  }
-  fd_ = fd;
-  path_ = path;
-  header_ = std::move(header);
-  pid_ = 0;  // append() writes the header first
-  append({});
-  return std::nullopt;
-}
-
-bool ReportFile::write_line(const std::string& line) {
-  size_t done = 0;
-  while (done < line.size()) {
-    ssize_t n = write(fd_, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (error_.empty()) error_ = n < 0 ? strerror(errno) : "short write";
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-void ReportFile::append(llvm::json::Object record) {
-  if (fd_ < 0) return;
-  pid_t pid = getpid();
-  if (pid != pid_) {  // this process's first record (a forked child's too): who it is
-    llvm::json::Object header = header_;
-    header["pid"] = static_cast<int64_t>(pid);
-    header["ppid"] = static_cast<int64_t>(getppid());
-    pid_ = pid;
-    write_line(compact(std::move(header)) + "\n");
-  }
-  if (record.empty()) return;
-  record["pid"] = static_cast<int64_t>(pid);
-  write_line(compact(std::move(record)) + "\n");
-}
-
-std::optional<std::string> ReportFile::finish(llvm::json::Object record, bool xml) {
-  if (fd_ < 0) return std::nullopt;
-  append(std::move(record));
-  // Unlock first, then try for the file alone: of processes ending together
-  // one gets it, after the others' last records are in.
-  flock(fd_, LOCK_UN);
-  if (flock(fd_, LOCK_EX | LOCK_NB) == 0) {
-    std::string content;
-    char buf[1 << 16];
-    for (off_t at = 0;;) {
-      ssize_t n = pread(fd_, buf, sizeof buf, at);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      content.append(buf, static_cast<size_t>(n));
-      at += n;
-    }
-    std::string doc = merge_report(content, xml);
-    if (ftruncate(fd_, 0) != 0 && error_.empty()) error_ = strerror(errno);
-    write_line(doc);
-  }
-  close(fd_);
-  fd_ = -1;
-  if (error_.empty()) return std::nullopt;
-  return error_;
-}
-
-void ReportFile::prepare_fork() {
-  if (fd_ < 0) return;
-  // A new open file description: its lock is the child's own.
-  std::string self = "/proc/self/fd/" + std::to_string(fd_);
-  child_fd_ = ::open(self.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
-  if (child_fd_ >= 0) flock(child_fd_, LOCK_SH | LOCK_NB);
-}
-
-void ReportFile::parent_after_fork() {
-  if (child_fd_ >= 0) close(child_fd_);
-  child_fd_ = -1;
-}
-
-void ReportFile::child_after_fork() {
-  if (child_fd_ < 0) return;  // keeps the inherited descriptor: appends still land
-  close(fd_);
-  fd_ = child_fd_;
-  child_fd_ = -1;
-}
-
-void ReportFile::close_inherited() {
-  if (child_fd_ >= 0) close(child_fd_);
-  if (fd_ >= 0) close(fd_);  // the parent's lock stays: it holds the same description
-  fd_ = child_fd_ = -1;
 }
 
 }  // namespace hipguard
