@@ -6,29 +6,10 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/edit_distance.h"
 #include "checks/archive.h"
 
 namespace hipguard {
-
-namespace {
-
-// Edit distance, for "did you mean" on a mistyped command.
-size_t distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
 
 int usage_error(std::string_view command, const std::string& msg) {
   std::string cmd(command);
@@ -41,7 +22,7 @@ std::string nearest(std::string_view word, std::initializer_list<std::string_vie
   std::string best;
   size_t best_d = word.size() / 3 + 1;  // "chek" -> check, "--versoin" -> --version; "--frob" -> nothing
   for (auto k : known)
-    if (size_t d = distance(word, k); d < best_d) best_d = d, best = k;
+    if (size_t d = edit_distance(word, k); d < best_d) best_d = d, best = k;
   return best;
 }
 
