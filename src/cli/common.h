@@ -1,6 +1,8 @@
 // What the hipguard commands share: their option structs, exit codes and printing helpers.
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
