@@ -162,6 +162,7 @@ TEST(CliOptions, UnknownOptionsSuggestTheNearest) {
            {{"inspect", "--srot=lds", "x.co"}, "Did you mean '--sort"},
            {{"run", "--stirct", "--", "/bin/true"}, "Did you mean '--strict'?"},
            {{"chek", "x.co"}, "did you mean 'check'?"},
+           {{"chekc", "x.co"}, "did you mean 'check'?"},  // a transposition is one edit
            {{"--versoin"}, "did you mean '--version'?"},
        }) {
     ProcessResult r = cli(c.args);

@@ -1,0 +1,105 @@
+// hipguard run: finds the shim and sets LD_PRELOAD and the HIPGUARD_* settings, then launches the program (launch.h).
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "cli/common.h"
+#include "cli/launch.h"
+#include "hipguard/version.h"
+
+namespace hipguard {
+namespace {
+
+// The shim of this hipguard: HIPGUARD_SHIM, else libhipguard.so.MAJOR where
+// the install (and the build tree) puts it relative to the executable, so an
+// installed tree or an unpacked tarball works from any prefix.
+std::string find_shim() {
+  if (const char* env = getenv("HIPGUARD_SHIM"); env && *env) return env;
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  auto dir = exe.parent_path();
+  for (auto cand : {dir / HIPGUARD_BIN_TO_LIB / HIPGUARD_SHIM_SONAME, dir / "../lib" / HIPGUARD_SHIM_SONAME,
+                    dir / "libhipguard.so", dir / "../lib/libhipguard.so"})
+    if (std::filesystem::is_regular_file(cand, ec)) return cand.lexically_normal().string();
+  return "";
+}
+
+// LD_PRELOAD splits its value at spaces and colons: a shim path holding one
+// would not be preloaded, and the program would run unchecked. The path as
+// given, else its canonical form (a symlink's target), if either can be
+// preloaded; else "" and `why` says what is wrong.
+std::string preloadable(const std::string& shim, std::string* why) {
+  auto fits = [](const std::string& p) { return p.find_first_of(" :\t\n") == std::string::npos; };
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(shim, ec)) {
+    *why = "'" + shim + "' is not a file";
+    return "";
+  }
+  // Relative to this directory, not to wherever the program chdirs.
+  std::string abs = std::filesystem::absolute(shim, ec).string();
+  if (!ec && fits(abs)) return abs;
+  std::string real = std::filesystem::canonical(shim, ec).string();
+  if (!ec && fits(real)) return real;
+  *why = "'" + shim + "' contains a space or a colon, where LD_PRELOAD splits its value: the shim would not be "
+         "loaded and the program would run unchecked; install hipguard under a path without spaces and colons, or "
+         "point HIPGUARD_SHIM at a copy or symlink there";
+  return "";
+}
+
+// The --target values as HIPGUARD_TARGET (comma-separated); false with *error after a usage error.
+bool target_setting(const std::vector<std::string>& values, std::string* targets, std::string* error) {
+  auto fail = [&](std::string msg) {
+    *error = std::move(msg);
+    return false;
+  };
+  for (const auto& value : values) {
+    std::string err;
+    if (value.empty()) return fail("--target needs a value");
+    if (value.find_first_of(" \t,;") != std::string::npos)
+      return fail("bad target '" + value + "': give one target per --target, without spaces");
+    if (!parse_target(value, &err)) return fail("bad target '" + value + "': " + err);
+    *targets += (targets->empty() ? "" : ",") + value;
+  }
+  return true;
+}
+
+// The shim to preload, or "" after saying why there is none.
+std::string shim_to_preload() {
+  std::string found = find_shim();
+  if (found.empty()) {
+    fprintf(stderr, "hipguard: cannot find libhipguard.so next to the hipguard executable (set HIPGUARD_SHIM)\n");
+    return "";
+  }
+  std::string why;
+  std::string shim = preloadable(found, &why);
+  if (shim.empty()) fprintf(stderr, "hipguard: cannot preload the shim: %s\n", why.c_str());
+  return shim;
+}
+
+}  // namespace
+
+int run_run(const RunOptions& o) {
+  std::string targets;
+  if (std::string err; !target_setting(o.targets, &targets, &err)) return usage_error("run", err);
+  if (o.report && o.report->empty()) return usage_error("run", "--report needs a file");
+  if (!o.command || !o.command[0]) return usage_error("run", "run needs a COMMAND");
+  std::string preload = shim_to_preload();
+  if (preload.empty()) return kExitUsage;
+#ifdef HIPGUARD_SANITIZER_RUNTIME
+  preload = std::string(HIPGUARD_SANITIZER_RUNTIME) + ":" + preload;  // sanitizer build of hipguard
+  setenv("ASAN_OPTIONS", "detect_leaks=0:verify_asan_link_order=0", 0);
+#endif
+  if (const char* old = getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  if (!targets.empty()) setenv("HIPGUARD_TARGET", targets.c_str(), 1);
+  if (o.strict) setenv("HIPGUARD_MODE", "strict", 1);
+  if (o.output.quiet) setenv("HIPGUARD_LOG_LEVEL", "error", 1);
+  if (o.output.verbose) {
+    setenv("HIPGUARD_LOG_LEVEL", "debug", 1);
+    fprintf(stderr, "hipguard: LD_PRELOAD=%s\n", preload.c_str());
+  }
+  return launch(o.command, o.report.value_or(""));
+}
+
+}  // namespace hipguard
