@@ -51,6 +51,9 @@ struct ProcessorInfo {
   // xnack as the amdgpu driver sets it by default (Off: noretry=1), Any where
   // hipguard knows no default; see the sources above.
   Feature default_xnack = Feature::Any;
+  // One 512-entry VGPR file shared by arch VGPRs and AGPRs (gfx90a-class;
+  // LLVM AMDGPUBaseInfo, FeatureGFX90AInsts; AMDGPUUsage, .amdhsa_accum_offset).
+  bool unified_vgprs = false;
 };
 
 std::span<const ProcessorInfo> all_processors();

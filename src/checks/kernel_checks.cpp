@@ -20,17 +20,11 @@ std::string kib(uint64_t bytes) {
 
 bool power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
 
-// gfx90a-class processors share one 512-entry VGPR file between arch VGPRs
-// and AGPRs (AMDGPUBaseInfo: FeatureGFX90AInsts).
-bool unified_vgprs(std::string_view p) {
-  return p == "gfx90a" || p == "gfx940" || p == "gfx941" || p == "gfx942" || p == "gfx950" || p == "gfx9-4-generic";
-}
-
 // VGPR encoding granule of compute_pgm_rsrc1 (AMDGPUBaseInfo getVGPREncodingGranule;
 // AMDGPUUsage compute_pgm_rsrc1): 8 on gfx90a-class, 16 for wave32 on gfx125x,
 // 8 for wave32 on gfx10+, else 4.
 uint64_t vgpr_granule(const ProcessorInfo& p, bool wave32) {
-  if (unified_vgprs(p.name)) return 8;
+  if (p.unified_vgprs) return 8;
   if (p.major == 12 && p.minor == 5) return wave32 ? 16 : 8;
   if (p.major >= 10 && wave32) return 8;
   return 4;
@@ -68,7 +62,7 @@ void check_generic_version(CodeObject& co) {
 // VGPRs addressable per work-item (AMDGPUBaseInfo getAddressableNumVGPRs): the
 // unified VGPR/AGPR file of gfx90a-class processors, 1024 on gfx125x, else 256.
 uint64_t addressable_vgprs(const ProcessorInfo& p) {
-  if (unified_vgprs(p.name)) return 512;
+  if (p.unified_vgprs) return 512;
   return (p.major == 12 && p.minor == 5) ? 1024 : 256;
 }
 
@@ -88,7 +82,7 @@ void check_vgpr_allocation(CodeObject& co, const KernelInfo& k, const KernelDesc
   uint64_t g = vgpr_granule(p, d.wavefront_size32());
   uint64_t field = AMDHSA_BITS_GET(d.compute_pgm_rsrc1, llvm::amdhsa::COMPUTE_PGM_RSRC1_GRANULATED_WORKITEM_VGPR_COUNT);
   uint64_t allocated = (field + 1) * g;
-  uint64_t used = unified_vgprs(p.name) ? k.vgpr_count : std::max(k.vgpr_count, k.agpr_count.value_or(0));
+  uint64_t used = p.unified_vgprs ? k.vgpr_count : std::max(k.vgpr_count, k.agpr_count.value_or(0));
   std::string how = " (compute_pgm_rsrc1 GRANULATED_WORKITEM_VGPR_COUNT " + std::to_string(field) + ", granule " +
                     std::to_string(g) + ")";
   if (allocated < used)
@@ -249,7 +243,7 @@ std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const Processo
 
     // Register files (AMDGPUBaseInfo: addressable VGPRs/SGPRs).
     uint64_t agpr = k.agpr_count.value_or(0);
-    if (unified_vgprs(p)) {
+    if (proc.unified_vgprs) {
       // Here .vgpr_count is already the total: align4(arch VGPRs) + AGPRs (AMDGPUAsmPrinter).
       if (k.vgpr_count > addressable_vgprs(proc) || agpr > 256)
         out.push_back({code::kRegisterLimit, k.name,
