@@ -23,6 +23,7 @@
 
 #include "hipguard/bundle.h"
 #include "hipguard/code_object.h"
+#include "archive_writer.h"
 #include "ccob.h"
 
 namespace fs = std::filesystem;
@@ -121,30 +122,9 @@ void bundle(hipguard::Bytes b) {
 // The first inputs in a tar (plain, gzip, xz, zstd, bzip2), a zip, an ar and
 // a .deb-shaped ar (debian-binary, data.tar.xz): fuzz_archive's seeds.
 std::string archive_of(int format, int filter, const std::vector<std::pair<std::string, ByteVec>>& members) {
-  std::string out;
-  struct archive* a = archive_write_new();
-  if (format == ARCHIVE_FORMAT_AR_GNU) archive_write_set_format_ar_svr4(a);
-  else archive_write_set_format(a, format);
-  if (filter != ARCHIVE_FILTER_NONE) archive_write_add_filter(a, filter);
-  archive_write_set_bytes_in_last_block(a, 1);
-  auto write = [](struct archive*, void* o, const void* buf, size_t n) -> la_ssize_t {
-    static_cast<std::string*>(o)->append(static_cast<const char*>(buf), n);
-    return static_cast<la_ssize_t>(n);
-  };
-  archive_write_open(a, &out, nullptr, write, nullptr);
-  for (const auto& [name, bytes] : members) {
-    struct archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, name.c_str());
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, 0644);
-    archive_entry_set_size(e, static_cast<la_int64_t>(bytes.size()));
-    archive_write_header(a, e);
-    archive_write_data(a, bytes.data(), bytes.size());
-    archive_entry_free(e);
-  }
-  archive_write_close(a);
-  archive_write_free(a);
-  return out;
+  hgtest::ArchiveMembers m;
+  for (const auto& [name, bytes] : members) m.push_back({name, std::string(bytes.begin(), bytes.end())});
+  return hgtest::write_archive(format, filter, m);
 }
 
 void archives(const std::vector<std::pair<std::string, ByteVec>>& members) {
