@@ -19,6 +19,8 @@ ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& target
   }
   idx.image_findings = std::move(image);
   idx.origin = r.location.empty() ? r.origin : r.origin + " [" + r.location + "]";
+  // Never reallocated: a Selected moved would leave its views behind (a short string's characters move with it).
+  idx.selected.reserve(std::min(targets.size(), r.verdicts.size()));
   for (size_t t = 0; t < targets.size() && t < r.verdicts.size(); ++t) {
     const TargetVerdict& v = r.verdicts[t];
     if (v.selection == Selection::None) continue;
