@@ -19,6 +19,8 @@ ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& target
   }
   idx.image_findings = std::move(image);
   idx.origin = r.location.empty() ? r.origin : r.origin + " [" + r.location + "]";
+  // Never reallocated: a Selected moved would leave its views behind (a short string's characters move with it).
+  idx.selected.reserve(std::min(targets.size(), r.verdicts.size()));
   for (size_t t = 0; t < targets.size() && t < r.verdicts.size(); ++t) {
     const TargetVerdict& v = r.verdicts[t];
     if (v.selection == Selection::None) continue;
@@ -34,11 +36,12 @@ ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& target
     for (const auto& ki : co->kernels) bytes += ki.name.size();
     sel.names.reserve(bytes);  // never reallocated below: the views stay valid
     sel.kernels.reserve(co->kernels.size());
+    sel.held.reserve(co->kernels.size());
     for (const auto& ki : co->kernels) {
       sel.names += ki.name;
       sel.kernels.push_back(std::string_view(sel.names).substr(sel.names.size() - ki.name.size()));
+      sel.held.insert(llvm::StringRef(sel.kernels.back().data(), ki.name.size()));
     }
-    std::sort(sel.kernels.begin(), sel.kernels.end());
     if (!lds) continue;
     for (const auto& ki : co->kernels) {
       uint64_t lds = ki.group_segment_fixed_size;
@@ -62,9 +65,11 @@ std::vector<Diagnostic> missing_kernel(std::string_view name, const ImageIndex& 
   std::vector<Diagnostic> out;
   for (const auto& sel : idx.selected) {
     if (sel.holds(name)) continue;
+    std::vector<std::string_view> sorted = sel.kernels;
+    std::sort(sorted.begin(), sorted.end());
     std::string held;
     size_t n = 0;
-    for (const auto& k : sel.kernels) {
+    for (const auto& k : sorted) {
       if (++n > 8) {
         held += ", ...";
         break;

@@ -20,6 +20,9 @@
 
 #include "hipguard/report.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringRef.h"
+#include "format/name_hash.h"
 #include "runtime/guard.h"
 #include "runtime/kernel_table.h"
 #include "report/report_file.h"
@@ -114,12 +117,15 @@ struct ImageIndex {
   // Per target with a parsed selected code object: the kernels it holds. A
   // registered kernel missing there cannot be launched on that target (HG409).
   // Names are views into `names`, so the report's code objects may be dropped.
+  // Strict registration asks once per kernel (rocSOLVER: 13.8 k): a hash set,
+  // not a sorted list of long mangled names; sorted only for an HG409 message.
   struct Selected {
     const TargetId* target;
     std::string entry;
     std::string names;  // the kernel names, one after another
-    std::vector<std::string_view> kernels;  // sorted
-    bool holds(std::string_view name) const { return std::binary_search(kernels.begin(), kernels.end(), name); }
+    std::vector<std::string_view> kernels;  // in the code object's order
+    llvm::DenseSet<llvm::StringRef, NameHash> held;  // the same names
+    bool holds(std::string_view name) const { return held.contains(llvm::StringRef(name.data(), name.size())); }
   };
   std::vector<Selected> selected;
   std::string origin;
