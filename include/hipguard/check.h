@@ -84,6 +84,10 @@ enum class Depth {
                 // the errors decided there (e_flags, static LDS, a kernel descriptor out of
                 // bounds, no metadata note). Kernels are the "<name>.kd" symbols; findings
                 // below error severity, and everything the metadata decides, wait for Full.
+  Headers,  // select, then the selected code objects' ELF headers and notes only: the errors
+            // decided without a kernel (e_flags, code object and generic version, no metadata
+            // note). Strict registration of an uncompressed bundle: the shim then looks each
+            // registered kernel's descriptor up in the mapped image (DescriptorLookup).
 };
 
 // Where the targets run: which HIP runtime selects the code objects, and

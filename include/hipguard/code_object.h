@@ -116,7 +116,7 @@ struct CodeObject {
 // metadata describes. only_lds_over (bytes, with descriptors_only): only the
 // kernels whose descriptor declares more static LDS are listed (a code object
 // built for another processor, where only whether its kernels fit at all is
-// said: HG301).
+// said: HG301); UINT64_MAX lists none without reading the symbol table.
 Result<CodeObject> parse_code_object(Bytes data, bool descriptors_only = false, uint64_t only_lds_over = 0);
 
 // Reads the descriptors of a code object's NT_AMDGPU_METADATA notes (MessagePack;

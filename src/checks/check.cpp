@@ -198,7 +198,7 @@ class Checker {
       parsed_[e.id] = nullptr;
       return nullptr;
     }
-    return code_object(bytes, e.id, descriptors_only());
+    return code_object(bytes, e.id, descriptors_only(), true, depth_ == Depth::Headers ? UINT64_MAX : 0);
   }
 
   void check_raw() {
@@ -602,9 +602,11 @@ class Checker {
     check_kernels(*co, chosen.entry->id, t, /*lds_only=*/descriptors_only());
   }
 
-  // Depth::Descriptors applies to bundle entries; a raw code object is checked in full
-  // unless Depth::ForTargets finds it built for other processors (check_raw).
-  bool descriptors_only() const { return depth_ == Depth::Descriptors && report_.kind != PayloadKind::CodeObject; }
+  // Depth::Descriptors and Headers apply to bundle entries (Headers reads no kernel); a raw code
+  // object is checked in full unless Depth::ForTargets finds it built for other processors (check_raw).
+  bool descriptors_only() const {
+    return (depth_ == Depth::Descriptors || depth_ == Depth::Headers) && report_.kind != PayloadKind::CodeObject;
+  }
 
   // Does candidate `c` fit target `t` in selection pass `pass` (native or generic)?
   // The generic version is checked on the ELF once an entry is chosen.

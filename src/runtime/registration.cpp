@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "format/bytes.h"
 #include "runtime/address.h"
 #include "runtime/state.h"
 
@@ -41,15 +42,17 @@ uint64_t bundle_table_bytes(const ImageReport& r) {
 // was decompressed into the heap). Only clean file-backed pages of read-only
 // segments are dropped (release_read_pages): the runtime re-faults them from
 // the page cache when it reads them.
+void release_range(Bytes data, uint64_t offset, uint64_t size, const std::vector<std::pair<uintptr_t, uintptr_t>>& readonly) {
+  if (offset >= data.size()) return;
+  size = std::min<uint64_t>(size, data.size() - offset);
+  uintptr_t lo = reinterpret_cast<uintptr_t>(data.data() + offset) & ~(kFaultAround - 1);
+  uintptr_t hi = (reinterpret_cast<uintptr_t>(data.data() + offset + size) + kFaultAround - 1) & ~(kFaultAround - 1);
+  release_read_pages(reinterpret_cast<const void*>(lo), hi - lo, readonly);
+}
+
 void release_checked_pages(const PendingFatbin& p) {
   const ImageReport& r = p.report;
-  auto release = [&](uint64_t offset, uint64_t size) {
-    if (offset >= p.data.size()) return;
-    size = std::min<uint64_t>(size, p.data.size() - offset);
-    uintptr_t lo = reinterpret_cast<uintptr_t>(p.data.data() + offset) & ~(kFaultAround - 1);
-    uintptr_t hi = (reinterpret_cast<uintptr_t>(p.data.data() + offset + size) + kFaultAround - 1) & ~(kFaultAround - 1);
-    release_read_pages(reinterpret_cast<const void*>(lo), hi - lo, p.readonly);
-  };
+  auto release = [&](uint64_t offset, uint64_t size) { release_range(p.data, offset, size, p.readonly); };
   if (r.kind == PayloadKind::CodeObject) {
     release(0, p.data.size());
     return;
@@ -60,6 +63,57 @@ void release_checked_pages(const PendingFatbin& p) {
   for (const auto& v : r.verdicts)
     for (const auto& e : r.entries)
       if (e.id == v.selected) release(e.offset, e.size);
+}
+
+// Strict registration of an uncompressed bundle: the code object selected for
+// each target, opened for DescriptorLookup (fb.lookups).
+std::vector<FatbinState::Selected> open_selected(const FatbinState& fb, const std::vector<TargetId>& targets) {
+  std::vector<FatbinState::Selected> out;
+  const ImageReport& r = fb.report;
+  for (size_t t = 0; t < targets.size() && t < r.verdicts.size(); ++t) {
+    if (r.verdicts[t].selection == Selection::None) continue;
+    FatbinState::Selected& sel = out.emplace_back();
+    const ProcessorInfo* proc = find_processor(targets[t].processor);
+    if (!proc) continue;
+    sel.lds_limit = lds_limit(targets[t], *proc);
+    for (const auto& e : r.entries)
+      if (e.id == r.verdicts[t].selected && fits(fb.data, e.offset, e.size)) {
+        sel.lookup = DescriptorLookup::open(fb.data.subspan(e.offset, e.size));
+        break;
+      }
+  }
+  return out;
+}
+
+// Does the registered kernel `name` have a descriptor within the LDS limit in
+// the code object selected for every target? Only what the loader decides
+// without the metadata; "no" is for the check in full to confirm.
+bool descriptors_fit(FatbinState& fb, const char* name, const std::vector<TargetId>& targets) {
+  if (!fb.lookups) fb.lookups = open_selected(fb, targets);
+  for (const auto& sel : *fb.lookups) {
+    std::optional<KernelDescriptor> d = sel.lookup ? sel.lookup->find(name) : std::nullopt;
+    if (!d || d->group_segment_fixed_size > sel.lds_limit) return false;
+  }
+  return true;
+}
+
+// The pages of `fb`'s selected code objects that its lookups read, released as
+// release_checked_pages releases those of a check, and the lookups dropped.
+void release_lookups(FatbinState& fb) {
+  if (!fb.lookups) return;
+  for (const auto& sel : *fb.lookups)
+    if (sel.lookup) release_range(sel.lookup->image(), 0, sel.lookup->image().size(), fb.readonly);
+  fb.lookups.reset();
+}
+
+// A registered kernel's errors in its fat binary's check in full: missing
+// from a selected code object (HG409), or its own findings of error severity.
+std::vector<Diagnostic> blocking_findings(std::string_view name, const ImageIndex& idx) {
+  std::vector<Diagnostic> out = missing_kernel(name, idx);
+  if (auto own = idx.by_kernel.find(std::string(name)); own != idx.by_kernel.end())
+    for (const auto& d : own->second)
+      if (d.severity == Severity::Error) out.push_back(d);
+  return out;
 }
 
 }  // namespace
@@ -116,28 +170,36 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
   // every registered fat binary's code objects when HIP initialises and aborts
   // if one has none for the device (hipamd hip_fatbin.cpp ExtractFatBinary,
   // guarantee; later ones log it and fail at first use), before any launch.
-  // Strict mode also reads the selected code objects' headers, symbol tables
-  // and kernel descriptors (Depth::Descriptors: what the loader decides, e.g.
-  // static LDS over the limit), so that such a kernel stops the program before
-  // main; what the metadata decides (broken metadata, register counts) waits
-  // for the check in full at first use, where strict mode refuses the launch.
-  // Reading every kernel's metadata here made strict start-up 8x slower than
-  // the runtime's on rocSPARSE. Raw code objects: in full.
+  // Strict mode also reads what the loader decides without the metadata, so
+  // that such a kernel stops the program before main: the selected code
+  // objects' ELF headers and notes now (Depth::Headers), and each registered
+  // kernel's descriptor (static LDS over the limit, or none: HG409) as it
+  // registers (descriptors_fit), found by name, not by reading every symbol
+  // and descriptor; a compressed bundle's code objects are not kept, so their
+  // descriptors are read now (Depth::Descriptors). What the metadata decides
+  // (broken metadata, register counts) waits for the check in full at first
+  // use, where strict mode refuses the launch. Reading every kernel's metadata
+  // here made strict start-up 8x slower than the runtime's on rocSPARSE. Raw
+  // code objects: in full.
   auto pending = std::make_unique<PendingFatbin>();
   PayloadKind kind = classify(data);
   if ((kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) && !c.targets.empty())
-    pending->depth = c.mode == Mode::Strict ? Depth::Descriptors : Depth::Selection;
+    pending->depth = c.mode != Mode::Strict                ? Depth::Selection
+                     : kind == PayloadKind::OffloadBundle ? Depth::Headers
+                                                          : Depth::Descriptors;
   pending->data = data;
   pending->readonly = readonly_segments_of(wrapper);
   pending->report = check_image(data, origin, c.targets, "", pending->depth, c.machine);
   // A verdict "cannot run" found without the metadata is confirmed by the check in full
   // before it is said: the metadata may describe the kernel otherwise, and the
   // stop then names every error of the fat binary.
-  if (pending->depth == Depth::Descriptors && !pending->report.ok()) {
+  if ((pending->depth == Depth::Descriptors || pending->depth == Depth::Headers) && !pending->report.ok()) {
     pending->depth = Depth::Full;
     pending->report = check_image(data, origin, c.targets, "", Depth::Full, c.machine);
   }
   release_checked_pages(*pending);
+  // Read to its headers only: no kernel to index (each is looked up as it registers: descriptors_fit).
+  if (pending->depth == Depth::Headers) pending->report.code_objects.clear();
   add_hotswap(pending->report, c);
   // Nothing selected for any target: there is nothing to check in full.
   bool selected = false;
@@ -172,6 +234,11 @@ void Guard::on_registered_fatbin(const void* handle) try {
   fb.index.reset();
   fb.origin.reset();
   fb.readonly = std::move(t_pending_fatbin->readonly);
+  fb.lookups.reset();
+  // The previous fat binary's kernels are registered: release what their lookups read.
+  if (s.looked_up && s.looked_up != handle)
+    if (auto prev = s.fatbins.find(s.looked_up); prev != s.fatbins.end()) release_lookups(prev->second);
+  s.looked_up = nullptr;
   if (fb.depth != Depth::Full && s.fatbins_not_checked_in_full++ == 0)
     g_launch_gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
   t_pending_fatbin.reset();
@@ -211,9 +278,12 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
     }
     if (!(g_launch_gate.load(std::memory_order_relaxed) & kGateUnindexed))
       g_launch_gate.fetch_or(kGateUnindexed, std::memory_order_release);
-    // Strict mode read the selected code objects: a kernel one of them
-    // lacks stops the program here, still before main.
-    if (s.config.mode == Mode::Strict && fb.depth != Depth::Selection) {
+    // Strict mode: a kernel that a selected code object lacks, or whose
+    // static LDS is over the limit, stops the program here, still before main.
+    if (s.config.mode == Mode::Strict && fb.depth == Depth::Headers) {
+      confirm = !descriptors_fit(fb, device_name, s.config.targets);
+      s.looked_up = handle;
+    } else if (s.config.mode == Mode::Strict && fb.depth != Depth::Selection) {
       if (!fb.index) {
         fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets, fb.depth == Depth::Full));
         // Read from descriptors, they served this index only (the check in full reads the image again).
@@ -224,12 +294,13 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
     }
   }
   if (confirm) {
-    // No descriptor "<name>.kd": the runtime finds kernels by their metadata,
-    // which may name another descriptor symbol. Decide on the check in full.
+    // No descriptor "<name>.kd", or one over the LDS limit: the runtime finds
+    // kernels by their metadata, which may name another descriptor symbol or
+    // another size. Decide on the check in full.
     check_in_full(handle);
     std::lock_guard<std::mutex> lock(s.mu);
     auto it = s.fatbins.find(handle);
-    missing = it != s.fatbins.end() && it->second.index ? missing_kernel(device_name, *it->second.index)
+    missing = it != s.fatbins.end() && it->second.index ? blocking_findings(device_name, *it->second.index)
                                                         : std::vector<Diagnostic>{};
   }
   if (missing.empty()) return {};
@@ -309,6 +380,7 @@ void Guard::on_unregister_fatbin(const void* handle) try {
     g_launch_gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
   if (!s.config.report_path.empty()) s.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
   s.fatbins.erase(it);
+  if (s.looked_up == handle) s.looked_up = nullptr;
   s.last_fatbin_handle = nullptr;
   s.last_fatbin = nullptr;
 } catch (...) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -23,6 +24,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringRef.h"
 #include "format/name_hash.h"
+#include "format/read_code_object.h"
 #include "runtime/guard.h"
 #include "runtime/kernel_table.h"
 #include "report/report_file.h"
@@ -138,6 +140,16 @@ struct FatbinState {
   Depth depth = Depth::Full;  // below Full: its kernels are checked in full at first use
   std::shared_ptr<const std::string> origin;  // report.origin, shared with its kernels
   std::unique_ptr<ImageIndex> index;  // built when its kernels are first indexed
+  // Strict registration of an uncompressed bundle (Depth::Headers): per
+  // target, the selected code object, where each registered
+  // kernel's descriptor is looked up, and the target's LDS limit (bytes). Built
+  // at its first registered kernel; dropped, and the pages read released, when
+  // the next fat binary registers.
+  struct Selected {
+    std::optional<DescriptorLookup> lookup;  // none: no lookup possible, every kernel goes to the check in full
+    uint64_t lds_limit = 0;
+  };
+  std::optional<std::vector<Selected>> lookups;
   std::vector<const void*> host_functions;  // indexed kernels (in the kernel table)
   // Registered, not indexed yet: host function and device name. A name in a
   // read-only segment of the object that registered the fat binary (readonly;
@@ -178,6 +190,7 @@ struct Guard::State {
   // another): no map lookup per kernel. Reset when fat binaries go.
   const void* last_fatbin_handle = nullptr;
   FatbinState* last_fatbin = nullptr;
+  const void* looked_up = nullptr;  // the fat binary whose FatbinState::lookups are built
   std::map<const void*, ModuleInfo> modules;
   // Fat binaries and modules seen but gone, for the report: one per distinct
   // (origin, findings), at most kMaxGoneImages; the rest are counted.

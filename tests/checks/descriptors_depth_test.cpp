@@ -309,21 +309,28 @@ Action register_fatbin(Guard& g, const std::vector<uint8_t>& bundle, const void*
 }
 }  // namespace
 
-// An error the descriptors show stops the program at registration, a kernel
-// missing from the selected code object at its __hipRegisterFunction; a
-// warning of the same fat binary is said only at the first launch of one of
-// its kernels (the check in full).
+// A registered kernel whose descriptor the loader rejects (static LDS over
+// the limit) or that the selected code object lacks stops the program at its
+// __hipRegisterFunction, before main; a warning of the same fat binary is said
+// only at the first launch of one of its kernels (the check in full).
 TEST_F(StrictRegistration, DescriptorErrorsStopAtRegistrationWarningsWaitForFirstUse) {
   Guard& g = Guard::get();
   hgtest::CodeObjectSpec over = two_kernels();
   over.kernels[0].kd_lds = 70000;  // in the kernel descriptor only
-  static int handle, host_alpha, host_gamma;
+  static int handle0, handle, host_alpha0, host_beta0, host_alpha, host_gamma;
   std::vector<uint8_t> b1 = bundle_of(over);
   testing::internal::CaptureStderr();
-  EXPECT_EQ(register_fatbin(g, b1, &handle), Action::Exit);
+  EXPECT_EQ(register_fatbin(g, b1, &handle0), Action::Forward) << "the headers are fine";
+  EXPECT_EQ(g.on_register_function(&handle0, &host_beta0, "beta").action, Action::Forward) << "beta fits";
   std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "") << "nothing to say before alpha registers";
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(g.on_register_function(&handle0, &host_alpha0, "alpha").action, Action::Exit);
+  err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("error HG301 [gfx942"), std::string::npos) << err;
+  EXPECT_NE(err.find("kernel 'alpha'"), std::string::npos) << err;
   EXPECT_NE(err.find("strict mode: stopping"), std::string::npos) << err;
+  g.on_unregister_fatbin(&handle0);
 
   hgtest::CodeObjectSpec warn = two_kernels();
   warn.kernels[0].args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 4, 8}};  // overlap: HG405, a warning
@@ -377,9 +384,11 @@ TEST_F(StrictRegistration, MetadataErrorsRefuseTheFirstLaunch) {
 }
 
 // What only the descriptors say is confirmed by the check in full before the
-// program is stopped: a descriptor without metadata over the LDS limit (no
-// kernel to the runtime), and a kernel whose metadata names a descriptor of
-// another name (the runtime finds kernels by their metadata).
+// program is stopped, and only registered kernels are looked up: a descriptor
+// without metadata over the LDS limit (no kernel to the runtime, never
+// registered) says nothing until the check in full at the first launch, and a
+// kernel whose metadata names a descriptor of another name (the runtime finds
+// kernels by their metadata) is confirmed in full and does not stop.
 TEST_F(StrictRegistration, NoStopTheFullCheckDoesNotConfirm) {
   Guard& g = Guard::get();
   hgtest::CodeObjectSpec spec = two_kernels();
@@ -392,10 +401,14 @@ TEST_F(StrictRegistration, NoStopTheFullCheckDoesNotConfirm) {
   static int handle1, handle2, host_alpha, host_aliased;
   testing::internal::CaptureStderr();
   EXPECT_EQ(register_fatbin(g, b1, &handle1), Action::Forward);
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err.find("HG301"), std::string::npos) << err;
-  EXPECT_NE(err.find("HG407"), std::string::npos) << "the full check's finding is said: " << err;
   EXPECT_EQ(g.on_register_function(&handle1, &host_alpha, "alpha").action, Action::Forward);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "") << "the orphan is not registered, so not looked up";
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(g.on_launch(&host_alpha, 0, "hipLaunchKernel").action, Action::Forward);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("HG301"), std::string::npos) << err;
+  EXPECT_NE(err.find("HG407"), std::string::npos) << "the full check's finding is said at the first launch: " << err;
   g.on_unregister_fatbin(&handle1);
 
   // Metadata .name "aliased", .symbol "renamed.kd": the symbol table has no "aliased.kd".
