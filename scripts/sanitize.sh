@@ -7,6 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 kinds=("$@")
 ((${#kinds[@]})) || kinds=(address thread)
+# The uninstrumented shim (the README's test build) for the two tests whose host
+# cannot preload a sanitizer runtime (tests/integration: uninstrumented_shim).
+echo "== the uninstrumented build (build/)"
+BUILD_DIR=build scripts/build.sh
 for kind in "${kinds[@]}"; do
   case $kind in
     address) dir=build-asan ;;
@@ -14,7 +18,8 @@ for kind in "${kinds[@]}"; do
     *) echo "unknown sanitizer '$kind' (address or thread)"; exit 2 ;;
   esac
   echo "== $kind sanitizer build in $dir"
-  BUILD_DIR=$dir scripts/build.sh -DHIPGUARD_SANITIZE="$kind" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  BUILD_DIR=$dir scripts/build.sh -DHIPGUARD_SANITIZE="$kind" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DHIPGUARD_PLAIN_SHIM="$PWD/build/lib/libhipguard.so"
   # halt_on_error: the first report fails the test that triggered it.
   ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp" \

@@ -13,6 +13,15 @@
 
 extern char** environ;
 
+std::string uninstrumented_shim(const std::string& shim) {
+#ifdef HIPGUARD_SANITIZER_RUNTIME
+  (void)shim;
+  return HIPGUARD_PLAIN_SHIM;
+#else
+  return shim;
+#endif
+}
+
 std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -41,7 +50,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::map<s
 #ifdef HIPGUARD_SANITIZER_RUNTIME
     // Sanitizer build: the runtime must come before the instrumented shim, and
     // the host programs' own leaks are not ours to report.
-    if (const char* pre = getenv("LD_PRELOAD"); pre && strstr(pre, "libhipguard")) {
+    if (const char* pre = getenv("LD_PRELOAD"); pre && strstr(pre, "libhipguard") && pre != uninstrumented_shim("")) {
       setenv("LD_PRELOAD", (std::string(HIPGUARD_SANITIZER_RUNTIME) + ":" + pre).c_str(), 1);
       setenv("ASAN_OPTIONS", "detect_leaks=0:verify_asan_link_order=0", 1);
     }
