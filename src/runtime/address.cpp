@@ -207,22 +207,30 @@ uint64_t release_clean_runs(int pagemap, uintptr_t lo, uintptr_t hi, uintptr_t p
 
 }  // namespace
 
-uint64_t release_read_pages(const void* p, uint64_t size, const std::vector<std::pair<uintptr_t, uintptr_t>>& readonly) {
+uint64_t release_read_pages(const std::vector<std::pair<const void*, uint64_t>>& ranges,
+                            const std::vector<std::pair<uintptr_t, uintptr_t>>& readonly) {
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = begin + size;
-  if (!p || size == 0 || end < begin || page == 0 || (page & (page - 1))) return 0;
-  int pagemap = -1;
+  if (page == 0 || (page & (page - 1))) return 0;
+  int pagemap = -1;  // opened once, for the first range that has pages to release
   uint64_t released = 0;
-  for (const auto& [seg_lo, seg_hi] : readonly) {
-    // Whole pages of the segment only: a page it shares with another segment may be written.
-    uintptr_t lo = std::max((seg_lo + page - 1) & ~(page - 1), begin & ~(page - 1));
-    uintptr_t hi = std::min(seg_hi & ~(page - 1), (end + page - 1) & ~(page - 1));
-    if (lo >= hi) continue;
-    if (pagemap < 0 && (pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) < 0) return 0;
-    released += release_clean_runs(pagemap, lo, hi, page);
+  for (const auto& [p, size] : ranges) {
+    uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = begin + size;
+    if (!p || size == 0 || end < begin) continue;
+    for (const auto& [seg_lo, seg_hi] : readonly) {
+      // Whole pages of the segment only: a page it shares with another segment may be written.
+      uintptr_t lo = std::max((seg_lo + page - 1) & ~(page - 1), begin & ~(page - 1));
+      uintptr_t hi = std::min(seg_hi & ~(page - 1), (end + page - 1) & ~(page - 1));
+      if (lo >= hi) continue;
+      if (pagemap < 0 && (pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) < 0) return released;
+      released += release_clean_runs(pagemap, lo, hi, page);
+    }
   }
   if (pagemap >= 0) close(pagemap);
   return released;
+}
+
+uint64_t release_read_pages(const void* p, uint64_t size, const std::vector<std::pair<uintptr_t, uintptr_t>>& readonly) {
+  return release_read_pages({{p, size}}, readonly);
 }
 
 }  // namespace hipguard

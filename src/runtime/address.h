@@ -31,5 +31,8 @@ std::vector<std::pair<uintptr_t, uintptr_t>> readonly_segments_of(const void* p)
 // after an mprotect, text relocations) is kept; without pagemap nothing is.
 // Returns the bytes released.
 uint64_t release_read_pages(const void* p, uint64_t size, const std::vector<std::pair<uintptr_t, uintptr_t>>& readonly);
+// The same for several ranges (start, bytes), with one read of the page map.
+uint64_t release_read_pages(const std::vector<std::pair<const void*, uint64_t>>& ranges,
+                            const std::vector<std::pair<uintptr_t, uintptr_t>>& readonly);
 
 }  // namespace hipguard

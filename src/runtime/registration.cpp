@@ -42,27 +42,36 @@ uint64_t bundle_table_bytes(const ImageReport& r) {
 // was decompressed into the heap). Only clean file-backed pages of read-only
 // segments are dropped (release_read_pages): the runtime re-faults them from
 // the page cache when it reads them.
-void release_range(Bytes data, uint64_t offset, uint64_t size, const std::vector<std::pair<uintptr_t, uintptr_t>>& readonly) {
+using Windows = std::vector<std::pair<const void*, uint64_t>>;
+
+// [offset, offset + size) of `data`, widened to whole fault-around windows.
+void add_window(Bytes data, uint64_t offset, uint64_t size, Windows& out) {
   if (offset >= data.size()) return;
   size = std::min<uint64_t>(size, data.size() - offset);
   uintptr_t lo = reinterpret_cast<uintptr_t>(data.data() + offset) & ~(kFaultAround - 1);
   uintptr_t hi = (reinterpret_cast<uintptr_t>(data.data() + offset + size) + kFaultAround - 1) & ~(kFaultAround - 1);
-  release_read_pages(reinterpret_cast<const void*>(lo), hi - lo, readonly);
+  out.emplace_back(reinterpret_cast<const void*>(lo), hi - lo);
+}
+
+// What a registration check at `depth` read of `data`: a raw code object; an
+// uncompressed bundle's table and, past Depth::Selection, its selected entries.
+Windows checked_windows(Bytes data, const ImageReport& r, Depth depth) {
+  Windows out;
+  if (r.kind == PayloadKind::CodeObject) add_window(data, 0, data.size(), out);
+  if (r.kind != PayloadKind::OffloadBundle) return out;
+  add_window(data, 0, bundle_table_bytes(r), out);
+  if (depth != Depth::Selection)
+    for (const auto& v : r.verdicts)
+      for (const auto& e : r.entries)
+        if (e.id == v.selected) add_window(data, e.offset, e.size, out);
+  return out;
 }
 
 void release_checked_pages(const PendingFatbin& p) {
-  const ImageReport& r = p.report;
-  auto release = [&](uint64_t offset, uint64_t size) { release_range(p.data, offset, size, p.readonly); };
-  if (r.kind == PayloadKind::CodeObject) {
-    release(0, p.data.size());
-    return;
-  }
-  if (r.kind != PayloadKind::OffloadBundle) return;
-  release(0, bundle_table_bytes(r));
-  if (p.depth == Depth::Selection) return;
-  for (const auto& v : r.verdicts)
-    for (const auto& e : r.entries)
-      if (e.id == v.selected) release(e.offset, e.size);
+  // Depth::Headers: the lookups read the selected entries again as the kernels
+  // register; all is released after them, in one go (release_registration_reads).
+  if (p.depth == Depth::Headers) return;
+  release_read_pages(checked_windows(p.data, p.report, p.depth), p.readonly);
 }
 
 // Strict registration of an uncompressed bundle: the code object selected for
@@ -97,12 +106,11 @@ bool descriptors_fit(FatbinState& fb, const char* name, const std::vector<Target
   return true;
 }
 
-// The pages of `fb`'s selected code objects that its lookups read, released as
-// release_checked_pages releases those of a check, and the lookups dropped.
-void release_lookups(FatbinState& fb) {
-  if (!fb.lookups) return;
-  for (const auto& sel : *fb.lookups)
-    if (sel.lookup) release_range(sel.lookup->image(), 0, sel.lookup->image().size(), fb.readonly);
+// What the strict registration of `fb` (Depth::Headers) read, released once
+// its kernels are registered, as release_checked_pages releases a check's
+// reads; its lookups dropped.
+void release_registration_reads(FatbinState& fb) {
+  release_read_pages(checked_windows(fb.data, fb.report, fb.depth), fb.readonly);
   fb.lookups.reset();
 }
 
@@ -235,10 +243,10 @@ void Guard::on_registered_fatbin(const void* handle) try {
   fb.origin.reset();
   fb.readonly = std::move(t_pending_fatbin->readonly);
   fb.lookups.reset();
-  // The previous fat binary's kernels are registered: release what their lookups read.
-  if (s.looked_up && s.looked_up != handle)
-    if (auto prev = s.fatbins.find(s.looked_up); prev != s.fatbins.end()) release_lookups(prev->second);
-  s.looked_up = nullptr;
+  // The previous fat binary's kernels are registered: release what their registration read.
+  if (s.reads_pending && s.reads_pending != handle)
+    if (auto prev = s.fatbins.find(s.reads_pending); prev != s.fatbins.end()) release_registration_reads(prev->second);
+  s.reads_pending = fb.depth == Depth::Headers ? handle : nullptr;
   if (fb.depth != Depth::Full && s.fatbins_not_checked_in_full++ == 0)
     g_launch_gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
   t_pending_fatbin.reset();
@@ -282,7 +290,6 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
     // static LDS is over the limit, stops the program here, still before main.
     if (s.config.mode == Mode::Strict && fb.depth == Depth::Headers) {
       confirm = !descriptors_fit(fb, device_name, s.config.targets);
-      s.looked_up = handle;
     } else if (s.config.mode == Mode::Strict && fb.depth != Depth::Selection) {
       if (!fb.index) {
         fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets, fb.depth == Depth::Full));
@@ -380,7 +387,7 @@ void Guard::on_unregister_fatbin(const void* handle) try {
     g_launch_gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
   if (!s.config.report_path.empty()) s.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
   s.fatbins.erase(it);
-  if (s.looked_up == handle) s.looked_up = nullptr;
+  if (s.reads_pending == handle) s.reads_pending = nullptr;
   s.last_fatbin_handle = nullptr;
   s.last_fatbin = nullptr;
 } catch (...) {

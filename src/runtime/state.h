@@ -144,7 +144,7 @@ struct FatbinState {
   // target, the selected code object, where each registered
   // kernel's descriptor is looked up, and the target's LDS limit (bytes). Built
   // at its first registered kernel; dropped, and the pages read released, when
-  // the next fat binary registers.
+  // the next fat binary registers (State::reads_pending).
   struct Selected {
     std::optional<DescriptorLookup> lookup;  // none: no lookup possible, every kernel goes to the check in full
     uint64_t lds_limit = 0;
@@ -190,7 +190,9 @@ struct Guard::State {
   // another): no map lookup per kernel. Reset when fat binaries go.
   const void* last_fatbin_handle = nullptr;
   FatbinState* last_fatbin = nullptr;
-  const void* looked_up = nullptr;  // the fat binary whose FatbinState::lookups are built
+  // The fat binary registered last at Depth::Headers: the pages its registration
+  // read are released when the next one registers (release_registration_reads).
+  const void* reads_pending = nullptr;
   std::map<const void*, ModuleInfo> modules;
   // Fat binaries and modules seen but gone, for the report: one per distinct
   // (origin, findings), at most kMaxGoneImages; the rest are counted.
