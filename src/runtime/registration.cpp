@@ -60,10 +60,14 @@ Windows checked_windows(Bytes data, const ImageReport& r, Depth depth) {
   if (r.kind == PayloadKind::CodeObject) add_window(data, 0, data.size(), out);
   if (r.kind != PayloadKind::OffloadBundle) return out;
   add_window(data, 0, bundle_table_bytes(r), out);
-  if (depth != Depth::Selection)
-    for (const auto& v : r.verdicts)
-      for (const auto& e : r.entries)
-        if (e.id == v.selected) add_window(data, e.offset, e.size, out);
+  if (depth == Depth::Selection) return out;
+  std::vector<const BundleEntry*> added;  // an entry selected for several targets, once
+  for (const auto& v : r.verdicts)
+    for (const auto& e : r.entries)
+      if (e.id == v.selected && std::find(added.begin(), added.end(), &e) == added.end()) {
+        added.push_back(&e);
+        add_window(data, e.offset, e.size, out);
+      }
   return out;
 }
 
@@ -76,20 +80,31 @@ void release_checked_pages(const PendingFatbin& p) {
 
 // Strict registration of an uncompressed bundle: the code object selected for
 // each target, opened for DescriptorLookup (fb.lookups).
+// A SPIR-V entry is compiled at run time and an unknown processor has no
+// limits: neither is looked up (build_index indexes neither). An entry selected
+// for several targets is opened once, with the smallest LDS limit.
 std::vector<FatbinState::Selected> open_selected(const FatbinState& fb, const std::vector<TargetId>& targets) {
   std::vector<FatbinState::Selected> out;
+  std::vector<uint64_t> offsets;  // out[i]'s entry
   const ImageReport& r = fb.report;
   for (size_t t = 0; t < targets.size() && t < r.verdicts.size(); ++t) {
-    if (r.verdicts[t].selection == Selection::None) continue;
-    FatbinState::Selected& sel = out.emplace_back();
     const ProcessorInfo* proc = find_processor(targets[t].processor);
-    if (!proc) continue;
-    sel.lds_limit = lds_limit(targets[t], *proc);
-    for (const auto& e : r.entries)
-      if (e.id == r.verdicts[t].selected && fits(fb.data, e.offset, e.size)) {
-        sel.lookup = DescriptorLookup::open(fb.data.subspan(e.offset, e.size));
+    Selection how = r.verdicts[t].selection;
+    if (how == Selection::None || how == Selection::Spirv || !proc) continue;
+    uint64_t limit = lds_limit(targets[t], *proc);
+    for (const auto& e : r.entries) {
+      if (e.id != r.verdicts[t].selected) continue;
+      if (auto same = std::find(offsets.begin(), offsets.end(), e.offset); same != offsets.end()) {
+        uint64_t& kept = out[same - offsets.begin()].lds_limit;
+        kept = std::min(kept, limit);
         break;
       }
+      offsets.push_back(e.offset);
+      FatbinState::Selected& sel = out.emplace_back();
+      sel.lds_limit = limit;
+      if (fits(fb.data, e.offset, e.size)) sel.lookup = DescriptorLookup::open(fb.data.subspan(e.offset, e.size));
+      break;
+    }
   }
   return out;
 }
@@ -110,17 +125,28 @@ bool descriptors_fit(FatbinState& fb, const char* name, const std::vector<Target
 // its kernels are registered, as release_checked_pages releases a check's
 // reads; its lookups dropped.
 void release_registration_reads(FatbinState& fb) {
-  release_read_pages(checked_windows(fb.data, fb.report, fb.depth), fb.readonly);
+  release_read_pages(checked_windows(fb.data, fb.report, Depth::Headers), fb.readonly);
   fb.lookups.reset();
 }
 
-// A registered kernel's errors in its fat binary's check in full: missing
-// from a selected code object (HG409), or its own findings of error severity.
+// The same for the fat binary whose release is pending (State::reads_pending):
+// at the next registration, or the first launch or lookup.
+void release_pending_reads(std::map<const void*, FatbinState>& fatbins, const void*& pending) {
+  if (!pending) return;
+  if (auto it = fatbins.find(pending); it != fatbins.end()) release_registration_reads(it->second);
+  pending = nullptr;
+}
+
+// What the loader decides of a registered kernel, in its fat binary's check in
+// full: missing from a selected code object (HG409), its descriptor missing or
+// outside its section (HG406), static LDS over the limit (HG301). What only the
+// metadata decides refuses the first launch instead (on_launch).
 std::vector<Diagnostic> blocking_findings(std::string_view name, const ImageIndex& idx) {
   std::vector<Diagnostic> out = missing_kernel(name, idx);
   if (auto own = idx.by_kernel.find(std::string(name)); own != idx.by_kernel.end())
     for (const auto& d : own->second)
-      if (d.severity == Severity::Error) out.push_back(d);
+      if (d.severity == Severity::Error && (d.code == code::kLdsOverLimit || d.code == code::kDescriptorMissing))
+        out.push_back(d);
   return out;
 }
 
@@ -205,14 +231,14 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
     pending->depth = Depth::Full;
     pending->report = check_image(data, origin, c.targets, "", Depth::Full, c.machine);
   }
-  release_checked_pages(*pending);
-  // Read to its headers only: no kernel to index (each is looked up as it registers: descriptors_fit).
-  if (pending->depth == Depth::Headers) pending->report.code_objects.clear();
-  add_hotswap(pending->report, c);
   // Nothing selected for any target: there is nothing to check in full.
   bool selected = false;
   for (const auto& vv : pending->report.verdicts) selected = selected || vv.selection != Selection::None;
   if (!selected) pending->depth = Depth::Full;
+  release_checked_pages(*pending);
+  // Read to its headers only: no kernel to index (each is looked up as it registers: descriptors_fit).
+  if (pending->depth == Depth::Headers) pending->report.code_objects.clear();
+  add_hotswap(pending->report, c);
   if (logs_debug())  // not built per fat binary otherwise: a library registers hundreds
     log("debug", "registered fat binary of " + origin + " (" + std::string(to_string(pending->report.kind)) + ", " +
                      std::to_string(pending->report.entry_ids.size()) + " bundle entries)");
@@ -231,6 +257,9 @@ void Guard::on_registered_fatbin(const void* handle) try {
   if (!t_pending_fatbin) return;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
+  // The previous fat binary's kernels are registered (or this handle's earlier
+  // registration is replaced): release what its registration read.
+  release_pending_reads(s.fatbins, s.reads_pending);
   // A null handle (the runtime refused outright) still gets its report kept, keyed by null.
   FatbinState& fb = s.fatbins[handle];
   s.forget_kernels_of(handle, fb);  // registered anew under the same handle: its kernels are registered anew
@@ -243,10 +272,8 @@ void Guard::on_registered_fatbin(const void* handle) try {
   fb.origin.reset();
   fb.readonly = std::move(t_pending_fatbin->readonly);
   fb.lookups.reset();
-  // The previous fat binary's kernels are registered: release what their registration read.
-  if (s.reads_pending && s.reads_pending != handle)
-    if (auto prev = s.fatbins.find(s.reads_pending); prev != s.fatbins.end()) release_registration_reads(prev->second);
-  s.reads_pending = fb.depth == Depth::Headers ? handle : nullptr;
+  fb.looks_up = fb.depth == Depth::Headers;
+  s.reads_pending = fb.looks_up ? handle : nullptr;
   if (fb.depth != Depth::Full && s.fatbins_not_checked_in_full++ == 0)
     g_launch_gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
   t_pending_fatbin.reset();
@@ -288,8 +315,10 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
       g_launch_gate.fetch_or(kGateUnindexed, std::memory_order_release);
     // Strict mode: a kernel that a selected code object lacks, or whose
     // static LDS is over the limit, stops the program here, still before main.
-    if (s.config.mode == Mode::Strict && fb.depth == Depth::Headers) {
+    if (s.config.mode == Mode::Strict && fb.looks_up) {  // also once a kernel before had it checked in full
       confirm = !descriptors_fit(fb, device_name, s.config.targets);
+      // Two fat binaries' registrations interleaved (threads): this one's reads are not the pending ones.
+      if (s.reads_pending != handle) release_registration_reads(fb);
     } else if (s.config.mode == Mode::Strict && fb.depth != Depth::Selection) {
       if (!fb.index) {
         fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets, fb.depth == Depth::Full));
@@ -366,6 +395,7 @@ void Guard::index_kernel(const void* key) {
   State& s = state();
   if (s.find(key)) return;
   std::lock_guard<std::mutex> lock(s.mu);
+  release_pending_reads(s.fatbins, s.reads_pending);  // registration is over
   if (s.find(key)) return;
   auto owner = s.stub_owner.find(key);
   if (owner == s.stub_owner.end()) return index_pending_kernels();

@@ -150,6 +150,7 @@ struct FatbinState {
     uint64_t lds_limit = 0;
   };
   std::optional<std::vector<Selected>> lookups;
+  bool looks_up = false;  // registered at Depth::Headers: its kernels are looked up as they register, checked in full or not
   std::vector<const void*> host_functions;  // indexed kernels (in the kernel table)
   // Registered, not indexed yet: host function and device name. A name in a
   // read-only segment of the object that registered the fat binary (readonly;
@@ -191,7 +192,8 @@ struct Guard::State {
   const void* last_fatbin_handle = nullptr;
   FatbinState* last_fatbin = nullptr;
   // The fat binary registered last at Depth::Headers: the pages its registration
-  // read are released when the next one registers (release_registration_reads).
+  // read are released when the next one registers, or at the first launch or
+  // lookup (release_registration_reads).
   const void* reads_pending = nullptr;
   std::map<const void*, ModuleInfo> modules;
   // Fat binaries and modules seen but gone, for the report: one per distinct

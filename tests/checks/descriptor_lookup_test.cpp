@@ -7,6 +7,8 @@
 #include <llvm/Object/ELF.h>
 #include <llvm/Support/MemoryBuffer.h>
 
+#include <cstddef>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -44,7 +46,11 @@ void compare(Bytes image, const std::string& what, Tally& t) {
   ASSERT_TRUE(lookup) << what;
   ++t.objects;
   for (const auto& k : full->kernels) {
-    if (!k.descriptor || k.symbol != k.name + ".kd") continue;
+    if (!k.descriptor) {  // the full read rejects it (HG406): the lookup must not clear it
+      EXPECT_FALSE(lookup->find(k.name)) << what << ": " << k.name;
+      continue;
+    }
+    if (k.symbol != k.name + ".kd") continue;
     std::optional<KernelDescriptor> d = lookup->find(k.name);
     ASSERT_TRUE(d) << what << ": " << k.name;
     EXPECT_TRUE(same(*d, *k.descriptor)) << what << ": " << k.name;
@@ -109,16 +115,52 @@ TEST(DescriptorLookup, FindsWhatTheFullReadFindsInRocmLibraries) {
   }
 }
 
+// A descriptor symbol that points outside its section or the image, or names
+// no section, is not cleared; a symbol table that points outside the image
+// gives no lookup. (fuzz_code_object runs the lookup on arbitrary bytes.)
 TEST(DescriptorLookup, NothingOutsideTheImage) {
-  std::vector<uint8_t> co = hgtest::make_code_object(hgtest::CodeObjectSpec{});
-  std::optional<DescriptorLookup> whole = DescriptorLookup::open(Bytes(co.data(), co.size()));
-  ASSERT_TRUE(whole);
-  EXPECT_TRUE(whole->find(hgtest::CodeObjectSpec{}.kernels[0].name));
-  // Every truncation: no lookup, or one that reads inside the truncated image (ASan checks the reads).
-  for (size_t n = 0; n < co.size(); ++n) {
-    std::vector<uint8_t> cut(co.begin(), co.begin() + n);
-    if (auto l = DescriptorLookup::open(Bytes(cut.data(), cut.size()))) l->find(hgtest::CodeObjectSpec{}.kernels[0].name);
+  using ELFT = llvm::object::ELF64LE;
+  const hgtest::CodeObjectSpec spec;
+  const std::string name = spec.kernels[0].name;
+  const std::vector<uint8_t> co = hgtest::make_code_object(spec);
+  {
+    std::optional<DescriptorLookup> whole = DescriptorLookup::open(Bytes(co.data(), co.size()));
+    ASSERT_TRUE(whole);
+    EXPECT_TRUE(whole->find(name));
   }
+  // Offsets in `co` of the descriptor's symbol and of the symbol table's section header.
+  auto file = llvm::cantFail(llvm::object::ELFFile<ELFT>::create(
+      llvm::StringRef(reinterpret_cast<const char*>(co.data()), co.size())));
+  auto sections = llvm::cantFail(file.sections());
+  uint64_t sym_at = 0, table_header_at = 0;
+  for (const auto& sec : sections) {
+    if (sec.sh_type != llvm::ELF::SHT_SYMTAB && sec.sh_type != llvm::ELF::SHT_DYNSYM) continue;
+    table_header_at = reinterpret_cast<const uint8_t*>(&sec) - co.data();
+    auto strtab = llvm::cantFail(file.getStringTableForSymtab(sec, sections));
+    for (const auto& sym : llvm::cantFail(file.symbols(&sec)))
+      if (llvm::cantFail(sym.getName(strtab)) == name + ".kd") sym_at = reinterpret_cast<const uint8_t*>(&sym) - co.data();
+  }
+  ASSERT_NE(sym_at, 0u);
+  auto changed = [&](uint64_t at, uint64_t value, size_t bytes) {
+    std::vector<uint8_t> c = co;
+    std::memcpy(c.data() + at, &value, bytes);
+    return c;
+  };
+  using Sym = llvm::ELF::Elf64_Sym;  // plain structs with the ABI's layout
+  using Shdr = llvm::ELF::Elf64_Shdr;
+  for (const auto& [what, c] : std::vector<std::pair<std::string, std::vector<uint8_t>>>{
+           {"value past its section", changed(sym_at + offsetof(Sym, st_value), 1ull << 40, 8)},
+           {"value before its section", changed(sym_at + offsetof(Sym, st_value), 0, 8)},
+           {"no such section", changed(sym_at + offsetof(Sym, st_shndx), 0xfff0, 2)},
+           {"undefined", changed(sym_at + offsetof(Sym, st_shndx), 0, 2)}}) {
+    std::optional<DescriptorLookup> l = DescriptorLookup::open(Bytes(c.data(), c.size()));
+    ASSERT_TRUE(l) << what;
+    EXPECT_FALSE(l->find(name)) << what;
+  }
+  for (const auto& [what, c] : std::vector<std::pair<std::string, std::vector<uint8_t>>>{
+           {"symbol table past the image", changed(table_header_at + offsetof(Shdr, sh_offset), co.size(), 8)},
+           {"string table link out of range", changed(table_header_at + offsetof(Shdr, sh_link), 0xffff, 4)}})
+    EXPECT_FALSE(DescriptorLookup::open(Bytes(c.data(), c.size()))) << what;
 }
 
 // Depth::Headers decides what needs no kernel as Depth::Full does, and reads no kernel.
@@ -154,6 +196,7 @@ TEST(HeadersDepth, DecidesTheHeaderErrorsAndReadsNoKernel) {
     if (*c.code) EXPECT_TRUE(found) << c.what;
     ASSERT_EQ(headers.verdicts.size(), full.verdicts.size());
     EXPECT_EQ(headers.verdicts[0].selected, full.verdicts[0].selected) << c.what;
+    ASSERT_FALSE(headers.code_objects.empty()) << c.what;
     for (const auto& co : headers.code_objects) EXPECT_TRUE(co.co.kernels.empty()) << c.what;
   }
 }

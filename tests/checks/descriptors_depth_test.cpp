@@ -1,10 +1,12 @@
-// Depth::Descriptors (strict mode's registration check) against Depth::Full:
-// without reading the metadata it finds the errors of the ELF header, the
-// selection and the kernel descriptors, each of which the full check finds too;
-// what the metadata decides waits for the full check. Real objects (corpus,
-// hipcc), crafted ones for each error, every truncation and many byte changes
-// of a metadata document, and the Guard: strict mode stops before main only
-// for what the full check confirms.
+// Depth::Descriptors (strict mode's registration check of a compressed bundle)
+// against Depth::Full: without reading the metadata it finds the errors of the
+// ELF header, the selection and the kernel descriptors, each of which the full
+// check finds too; what the metadata decides waits for the full check. Real
+// objects (corpus, hipcc), crafted ones for each error, every truncation and
+// many byte changes of a metadata document, and the Guard (uncompressed
+// bundles: Depth::Headers and each registered kernel's descriptor looked up;
+// compressed: Depth::Descriptors): strict mode stops before main only for what
+// the full check confirms.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <llvm/BinaryFormat/MsgPackReader.h>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ccob.h"
 #include "check_util.h"
 #include "code_object.h"
 #include "hipguard/check.h"
@@ -348,7 +351,8 @@ TEST_F(StrictRegistration, DescriptorErrorsStopAtRegistrationWarningsWaitForFirs
 
   // (A name without a descriptor makes the Guard check the fat binary in full
   // at once, to confirm with the metadata: registered before any launch, the
-  // warnings would be said here.)
+  // warnings would be said here. This fat binary was checked in full at the
+  // launch above; its kernels are still looked up as they register.)
   testing::internal::CaptureStderr();
   EXPECT_EQ(g.on_register_function(&handle, &host_gamma, "gamma").action, Action::Exit);
   err = testing::internal::GetCapturedStderr();
@@ -426,6 +430,65 @@ TEST_F(StrictRegistration, NoStopTheFullCheckDoesNotConfirm) {
   err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.find("HG409"), std::string::npos) << err;
   EXPECT_EQ(g.on_launch(&host_aliased, 0, "hipLaunchKernel").action, Action::Forward);
+  g.on_unregister_fatbin(&handle2);
+}
+
+// Once one kernel had its fat binary checked in full (a metadata name its
+// descriptor does not carry), the kernels registered after it are still
+// looked up: one with static LDS over the limit stops the program, whatever
+// the order. A metadata error of the confirmed kernel (HG304) refuses its first
+// launch instead, as when nothing was confirmed.
+TEST_F(StrictRegistration, KernelsAfterACheckInFullAreStillLookedUp) {
+  Guard& g = Guard::get();
+  hgtest::CodeObjectSpec spec;
+  spec.kernels[0].name = "renamed";
+  spec.kernels[0].max_flat = 0;  // HG304: CLR rejects the code object at its first use
+  hgtest::KernelSpec over;
+  over.name = "over";
+  over.kd_lds = 70000;
+  spec.kernels.push_back(over);
+  std::string blob = hgtest::metadata_blob(spec);
+  size_t at = blob.find("\xa7renamed");  // the .name value; .symbol stays "renamed.kd"
+  ASSERT_NE(at, std::string::npos);
+  blob.replace(at + 1, 7, "aliased");
+  spec.raw_metadata = blob;
+  std::vector<uint8_t> b = bundle_of(spec);
+  static int handle, host_aliased, host_over;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(register_fatbin(g, b, &handle), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle, &host_aliased, "aliased").action, Action::Forward)
+      << "checked in full: found by its metadata; HG304 waits for its launch";
+  EXPECT_EQ(g.on_register_function(&handle, &host_over, "over").action, Action::Exit);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("error HG301 [gfx942"), std::string::npos) << err;
+  EXPECT_NE(err.find("strict mode: stopping"), std::string::npos) << err;
+  g.on_unregister_fatbin(&handle);
+}
+
+// A compressed bundle's code objects are not kept: its descriptors are read at
+// its registration (Depth::Descriptors), where static LDS over the limit stops
+// the program; a missing kernel stops it at its __hipRegisterFunction.
+TEST_F(StrictRegistration, ACompressedBundleIsJudgedByItsDescriptorsAtRegistration) {
+  Guard& g = Guard::get();
+  hgtest::CodeObjectSpec spec = two_kernels();  // names of their own: each finding is said once per process
+  spec.kernels[0].name = "packed_alpha";
+  spec.kernels[1].name = "packed_beta";
+  hgtest::CodeObjectSpec over = spec;
+  over.kernels[0].kd_lds = 70000;
+  std::vector<uint8_t> bad = hgtest::make_ccob(bundle_of(over), 3, hgtest::kCcobZstd);
+  std::vector<uint8_t> good = hgtest::make_ccob(bundle_of(spec), 3, hgtest::kCcobZstd);
+  static int handle1, handle2, host_alpha, host_gamma;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(register_fatbin(g, bad, &handle1), Action::Exit);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("error HG301 [gfx942"), std::string::npos) << err;
+  EXPECT_NE(err.find("packed_alpha"), std::string::npos) << err;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(register_fatbin(g, good, &handle2), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle2, &host_alpha, "packed_alpha").action, Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle2, &host_gamma, "packed_gamma").action, Action::Exit);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("error HG409 [gfx942"), std::string::npos) << err;
   g.on_unregister_fatbin(&handle2);
 }
 
