@@ -392,7 +392,8 @@ std::optional<DescriptorLookup> DescriptorLookup::open(Bytes image) {
       llvm::consumeError(name.takeError());
       continue;
     }
-    if (name->size() > 3 && name->ends_with(".kd")) l.by_name_[name->drop_back(3)] = static_cast<uint32_t>(i);
+    if (is_descriptor(std::string_view(name->data(), name->size()), {ELF::STT_OBJECT, sym.st_shndx, sym.st_value, sym.st_size}))
+      l.by_name_[name->drop_back(3)] = static_cast<uint32_t>(i);
   }
   return l;
 }
