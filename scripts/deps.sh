@@ -6,6 +6,7 @@ set -euo pipefail
 build_pkgs=(
   cmake ninja-build g++ pkg-config
   llvm-16-dev libzstd-dev zlib1g-dev      # static LLVM: Object, BinaryFormat, Support
+  libxxhash-dev                            # XXH3 for symbol names (header-only use)
   libarchive-dev                           # the CLI reads .deb, .whl/.zip, .tar.*, .a in place
   libspdlog-dev libfmt-dev                 # logging (header-only use)
   dpkg-dev file                            # packages: dpkg-shlibdeps computes the .deb's Depends
