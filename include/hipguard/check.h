@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -100,11 +101,43 @@ struct Machine {
   bool one_process = false;
 };
 
+// Which entry each target selects in an uncompressed bundle checked to
+// Depth::Selection or Depth::Headers (the shim's registration), by the bundle's entry IDs: selection depends on the IDs
+// alone (not on offsets, sizes or contents) once something fits every target,
+// and a library's hundreds of fat binaries share a few tables of IDs
+// (rocSOLVER: 301 fat binaries). Kept only for selections without a finding,
+// every target native or generic; for one set of targets and machine (another
+// clears it). At most kMaxTables tables. Thread-safe.
+class SelectionMemo {
+ public:
+  struct Choice {
+    Selection selection;
+    size_t entry;  // index into the bundle's entries
+  };
+  static constexpr size_t kMaxTables = 64;
+  // The choices remembered for `ids` (the entry IDs joined by '\0'), one per target.
+  std::optional<std::vector<Choice>> find(const std::vector<TargetId>& targets, const Machine& machine,
+                                          const std::string& ids) const;
+  void remember(const std::vector<TargetId>& targets, const Machine& machine, std::string ids,
+                std::vector<Choice> choices);
+  size_t size() const;  // tables remembered
+
+ private:
+  bool same_context(const std::vector<TargetId>& targets, const Machine& machine) const;
+  mutable std::mutex mu_;
+  std::vector<TargetId> targets_;
+  const RuntimeInfo* runtime_ = nullptr;
+  bool one_process_ = false;
+  std::map<std::string, std::vector<Choice>> tables_;
+};
+
 // Checks one payload (offload bundle, compressed bundle or raw code object)
 // against `targets`. With no targets only structural checks run, over every
-// AMDGPU entry (Full depth only). `data` must be readable in full.
+// AMDGPU entry (Full depth only). `data` must be readable in full. With a
+// memo, an uncompressed bundle checked to Depth::Selection or Headers is selected from
+// it when its entry IDs are there, and its clean selection is added to it.
 ImageReport check_image(Bytes data, const std::string& origin, const std::vector<TargetId>& targets,
                         const std::string& location = "", Depth depth = Depth::Full,
-                        const Machine& machine = {});
+                        const Machine& machine = {}, SelectionMemo* memo = nullptr);
 
 }  // namespace hipguard

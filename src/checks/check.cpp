@@ -20,9 +20,10 @@ class Checker {
 
  public:
   Checker(Bytes data, const std::string& origin, const std::vector<TargetId>& targets, const std::string& location,
-          Depth depth, const Machine& machine)
-      : data_(data), targets_(targets), depth_(depth),
-        runtime_(machine.runtime ? *machine.runtime : default_runtime()), one_process_(machine.one_process) {
+          Depth depth, const Machine& machine, SelectionMemo* memo)
+      : data_(data), targets_(targets), depth_(depth), machine_(machine),
+        runtime_(machine.runtime ? *machine.runtime : default_runtime()), one_process_(machine.one_process),
+        memo_(memo) {
     report_.origin = origin;
     report_.location = location;
   }
@@ -317,20 +318,68 @@ class Checker {
     report_.ccob_version = b.ccob_version;
     report_.ccob_method = b.ccob_method;
     report_.entries = std::move(b.entries);  // candidates point into report_.entries from here on
-    Entries entries = collect_candidates(b.compressed);
-    if (targets_.empty()) {
-      if (depth_ != Depth::Selection)
-        for (const auto& c : entries.candidates) entry_code_object(b, *c.entry);
-      return;
-    }
+    std::string ids;  // the memo's key
+    bool memoized = memo_ && (depth_ == Depth::Selection || depth_ == Depth::Headers) && !b.compressed &&
+                    !targets_.empty();
+    std::vector<Candidate> remembered;  // what the memo selected, one per target
+    Entries entries;                    // or what selection chose from
     std::vector<const Candidate*> chosen;
-    for (auto& v : report_.verdicts) {
-      chosen.push_back(select(v, entries, b));
-      if (chosen.back()) v.selected = chosen.back()->entry->id;
+    if (memoized && select_from_memo(ids, remembered)) {
+      for (const auto& c : remembered) chosen.push_back(&c);
+    } else {
+      entries = collect_candidates(b.compressed);
+      if (targets_.empty()) {
+        if (depth_ != Depth::Selection)
+          for (const auto& c : entries.candidates) entry_code_object(b, *c.entry);
+        return;
+      }
+      for (auto& v : report_.verdicts) {
+        chosen.push_back(select(v, entries, b));
+        if (chosen.back()) v.selected = chosen.back()->entry->id;
+      }
+      if (batch_applies(entries)) batch_lookup(entries, chosen);
+      if (memoized) remember_selection(std::move(ids), chosen);
     }
-    if (batch_applies(entries)) batch_lookup(entries, chosen);
     for (size_t i = 0; i < chosen.size(); ++i)
       if (chosen[i] && depth_ != Depth::Selection) check_selected(report_.verdicts[i], *chosen[i], b);
+  }
+
+  // SelectionMemo: the entry IDs, each after its length, as the key; a
+  // remembered selection applied to this bundle's entries (check_selected
+  // needs the entry of each candidate only).
+  bool select_from_memo(std::string& ids, std::vector<Candidate>& chosen) {
+    size_t n = 0;
+    for (const auto& e : report_.entries) n += e.id.size() + sizeof(uint32_t);
+    ids.reserve(n);
+    for (const auto& e : report_.entries) {
+      uint32_t len = static_cast<uint32_t>(e.id.size());  // parse_bundle bounds IDs (4 KiB)
+      ids.append(reinterpret_cast<const char*>(&len), sizeof len).append(e.id);
+    }
+    auto hit = memo_->find(targets_, machine_, ids);
+    if (!hit || hit->size() != report_.verdicts.size()) return false;
+    for (const auto& c : *hit)
+      if (c.entry >= report_.entries.size()) return false;
+    for (const auto& e : report_.entries) report_.entry_ids.push_back(e.id);
+    chosen.reserve(hit->size());
+    for (size_t i = 0; i < hit->size(); ++i) {
+      const BundleEntry& e = report_.entries[(*hit)[i].entry];
+      report_.verdicts[i].selection = (*hit)[i].selection;
+      report_.verdicts[i].selected = e.id;
+      chosen.push_back({&e, TargetId{}});
+    }
+    return true;
+  }
+
+  // Only a selection without any finding, every target native or generic.
+  void remember_selection(std::string ids, const std::vector<const Candidate*>& chosen) {
+    if (!report_.diagnostics.empty()) return;
+    std::vector<SelectionMemo::Choice> choices;
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      Selection how = report_.verdicts[i].selection;
+      if (!chosen[i] || (how != Selection::Native && how != Selection::Generic)) return;
+      choices.push_back({how, static_cast<size_t>(chosen[i]->entry - report_.entries.data())});
+    }
+    memo_->remember(targets_, machine_, std::move(ids), std::move(choices));
   }
 
   // The name a runtime that keeps the device's features asks for as the
@@ -684,8 +733,10 @@ class Checker {
   Bytes data_;
   const std::vector<TargetId>& targets_;
   Depth depth_;
+  const Machine& machine_;
   const RuntimeInfo& runtime_;
   bool one_process_;
+  SelectionMemo* memo_;
   ImageReport report_;
   std::map<std::string, const CodeObject*> parsed_;
   std::optional<CodeObject> unlisted_;  // a raw code object built for other processors (check_raw)
@@ -716,8 +767,8 @@ bool ImageReport::ok() const {
 }
 
 ImageReport check_image(Bytes data, const std::string& origin, const std::vector<TargetId>& targets,
-                        const std::string& location, Depth depth, const Machine& machine) {
-  return Checker(data, origin, targets, location, depth, machine).run();
+                        const std::string& location, Depth depth, const Machine& machine, SelectionMemo* memo) {
+  return Checker(data, origin, targets, location, depth, machine, memo).run();
 }
 
 }  // namespace hipguard

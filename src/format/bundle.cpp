@@ -273,7 +273,7 @@ PayloadKind classify(Bytes head) {
 BundleEntryId parse_entry_id(std::string_view id) {
   BundleEntryId out;
   size_t dash = id.find('-');
-  out.kind = std::string(id.substr(0, dash));
+  out.kind.assign(id.substr(0, dash));
   if (dash == std::string_view::npos) return out;
   std::string_view rest = id.substr(dash + 1);
   // The triple has four '-'-separated fields (env may be empty); what follows is the target ID,
@@ -290,10 +290,10 @@ BundleEntryId parse_entry_id(std::string_view id) {
     pos = next + 1;
   }
   if (pos == std::string_view::npos) {
-    out.triple = std::string(rest);
+    out.triple.assign(rest);
   } else {
-    out.triple = std::string(rest.substr(0, pos - 1));
-    out.target_id = std::string(rest.substr(pos));
+    out.triple.assign(rest.substr(0, pos - 1));
+    out.target_id.assign(rest.substr(pos));
   }
   return out;
 }

@@ -223,7 +223,7 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
                                                           : Depth::Descriptors;
   pending->data = data;
   pending->readonly = readonly_segments_of(wrapper);
-  pending->report = check_image(data, origin, c.targets, "", pending->depth, c.machine);
+  pending->report = check_image(data, origin, c.targets, "", pending->depth, c.machine, &state().selection_memo);
   // A verdict "cannot run" found without the metadata is confirmed by the check in full
   // before it is said: the metadata may describe the kernel otherwise, and the
   // stop then names every error of the fat binary.

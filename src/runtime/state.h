@@ -187,6 +187,8 @@ struct Guard::State {
   // report under the run, not as more log lines. Bounded.
   std::vector<Diagnostic> consequences;
   std::map<const void*, FatbinState> fatbins;
+  // Warn-mode registration: selections by bundle entry IDs (its own lock).
+  SelectionMemo selection_memo;
   // The fat binary __hipRegisterFunction last found (its kernels come one after
   // another): no map lookup per kernel. Reset when fat binaries go.
   const void* last_fatbin_handle = nullptr;
