@@ -376,11 +376,13 @@ struct Node : Hook {
   Decision before() const { return kernel ? launch_decision(kernel->func, kernel->sharedMemBytes, api) : Decision{}; }
 };
 
+// The registration and load hooks carry the check from before() to after().
 struct RegisterFatbin : Hook {
   const void* data;
+  mutable hipguard::PendingFatbinPtr pending;
   explicit RegisterFatbin(const void* d) : data(d) {}
-  Decision before() const { return guard().on_register_fatbin(data); }
-  void after(void** handle) const { guard().on_registered_fatbin(handle); }
+  Decision before() const { return guard().on_register_fatbin(data, pending); }
+  void after(void** handle) const { guard().on_registered_fatbin(handle, std::move(pending)); }
   static constexpr bool after_missing = true;  // a null handle still keeps its report
 };
 
@@ -406,10 +408,11 @@ template <class Handle>
 struct LoadFile : Hook {
   Handle* out;
   const char* path;
+  mutable hipguard::PendingModulePtr pending;
   LoadFile(Handle* o, const char* p) : out(o), path(p) {}
-  Decision before() const { return guard().on_module_load_file(path); }
+  Decision before() const { return guard().on_module_load_file(path, pending); }
   void after(hipError_t r) const {
-    if (r == kHipSuccess && out) guard().on_module_loaded(*out);
+    if (r == kHipSuccess && out) guard().on_module_loaded(*out, std::move(pending));
   }
 };
 
@@ -417,10 +420,11 @@ template <class Handle>
 struct LoadData : Hook {
   Handle* out;
   const void* image;
+  mutable hipguard::PendingModulePtr pending;
   LoadData(Handle* o, const void* i, const char* name = nullptr) : Hook{name}, out(o), image(i) {}
-  Decision before() const { return guard().on_module_load_data(image, api); }
+  Decision before() const { return guard().on_module_load_data(image, pending, api); }
   void after(hipError_t r) const {
-    if (r == kHipSuccess && out) guard().on_module_loaded(*out);
+    if (r == kHipSuccess && out) guard().on_module_loaded(*out, std::move(pending));
   }
 };
 

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -121,6 +122,18 @@ void guarded(F&& f) noexcept {
 // Its members live one concern per file: guard.cpp (state, configuration,
 // logging), registration.cpp, modules.cpp, launch_gate.cpp, probe.cpp,
 // kernel_index.cpp, report_output.cpp, exit_status.cpp.
+// What a registration or a module load learned before the runtime's call:
+// the shim's hook carries it to the guard's call after it (on_registered_fatbin,
+// on_module_loaded). Defined in state.h.
+struct PendingFatbin;
+struct ModuleInfo;
+struct PendingDelete {
+  void operator()(PendingFatbin* p) const noexcept;
+  void operator()(ModuleInfo* p) const noexcept;
+};
+using PendingFatbinPtr = std::unique_ptr<PendingFatbin, PendingDelete>;
+using PendingModulePtr = std::unique_ptr<ModuleInfo, PendingDelete>;
+
 class Guard {
  public:
   // The process-wide guard. It reads no environment: its configuration is
@@ -135,9 +148,10 @@ class Guard {
 
   const GuardConfig& config();
 
-  // __hipRegisterFatBinary(wrapper), then its result. `wrapper` is untrusted memory.
-  Decision on_register_fatbin(const void* wrapper);
-  void on_registered_fatbin(const void* handle);
+  // __hipRegisterFatBinary(wrapper), then its result. `wrapper` is untrusted
+  // memory. The check goes from the first call to the second in `pending`.
+  Decision on_register_fatbin(const void* wrapper, PendingFatbinPtr& pending);
+  void on_registered_fatbin(const void* handle, PendingFatbinPtr pending);
   // __hipRegisterFunction(handle, host_function, device_name). Strict mode may
   // stop here: a kernel missing from the selected code object (HG409).
   Decision on_register_function(const void* handle, const void* host_function, const char* device_name);
@@ -145,10 +159,11 @@ class Guard {
 
   // hipModuleLoad(path) / hipModuleLoadData(Ex)(image) / hipModuleLoadFatBinary /
   // hipLibraryLoadData / hipLibraryLoadFromFile, then the loaded module (or
-  // library: its handle is the key, like a module's). `api` names the call in messages.
-  Decision on_module_load_file(const char* path);
-  Decision on_module_load_data(const void* image, const char* api = "hipModuleLoadData");
-  void on_module_loaded(const void* module);
+  // library: its handle is the key, like a module's), the check going from
+  // one call to the other in `pending`. `api` names the call in messages.
+  Decision on_module_load_file(const char* path, PendingModulePtr& pending);
+  Decision on_module_load_data(const void* image, PendingModulePtr& pending, const char* api = "hipModuleLoadData");
+  void on_module_loaded(const void* module, PendingModulePtr pending);
   void on_module_unloaded(const void* module);
   // hipModuleGetFunction / hipLibraryGetKernel: before (strict may refuse a
   // device function) and after.
@@ -187,6 +202,8 @@ class Guard {
   struct State;
   State& state();
   Decision judge(const ImageReport& report, bool registration);
+  // A fat binary's check stops the process: its report goes into the report file.
+  void stopping_at(const ImageReport& report);
   void open_report(State& s);
   void journal(State& s, const Diagnostic& d);
   void reopen_report_if_forked(State& s);

@@ -12,7 +12,7 @@
 
 namespace hipguard {
 
-thread_local std::unique_ptr<ModuleInfo> t_pending_module;
+void PendingDelete::operator()(ModuleInfo* p) const noexcept { delete p; }
 
 // Strict mode with a refused setting, at a module load: the same stop as at a
 // fat binary's registration (the shim's strict_exit), from here.
@@ -24,7 +24,7 @@ void Guard::stop_for_settings() {
   _exit(c.exit_code);
 }
 
-Decision Guard::on_module_load_file(const char* path) try {
+Decision Guard::on_module_load_file(const char* path, PendingModulePtr& pending) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off || !path) return {};
   if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
@@ -34,7 +34,7 @@ Decision Guard::on_module_load_file(const char* path) try {
   FileReport fr = check_file(path, c.targets, options);
   for (const auto& d : fr.diagnostics)
     if (d.code == code::kUnreadable) return {};  // let the runtime report hipErrorFileNotFound itself
-  auto info = std::make_unique<ModuleInfo>();
+  PendingModulePtr info(new ModuleInfo());
   info->origin = path;
   bool structurally_ok = true;
   for (const auto& d : fr.diagnostics) report_once(d);
@@ -50,14 +50,14 @@ Decision Guard::on_module_load_file(const char* path) try {
   info->images = std::move(fr.images);
   bool ok = fr.ok();
   for (const auto& img : info->images) ok = ok && img.ok();
-  t_pending_module = std::move(info);
+  pending = std::move(info);
   if (ok || c.mode != Mode::Strict) return {};
   return {Action::Refuse, structurally_ok ? kHipErrorNoBinaryForGpu : kHipErrorInvalidImage};
 } catch (...) {
   return {};
 }
 
-Decision Guard::on_module_load_data(const void* image, const char* api) try {
+Decision Guard::on_module_load_data(const void* image, PendingModulePtr& pending, const char* api) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off || !image) return {};
   if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
@@ -77,7 +77,7 @@ Decision Guard::on_module_load_data(const void* image, const char* api) try {
     report = check_image(data, origin, c.targets, "", Depth::Full, c.machine);
     add_hotswap(report, c);
   }
-  auto info = std::make_unique<ModuleInfo>();
+  PendingModulePtr info(new ModuleInfo());
   info->origin = origin;
   for (const auto& co : report.code_objects) {
     for (const auto& k : co.co.kernels) info->kernels.insert(k.name);
@@ -85,19 +85,18 @@ Decision Guard::on_module_load_data(const void* image, const char* api) try {
   }
   Decision v = judge(report, false);
   info->images.push_back(std::move(report));
-  t_pending_module = std::move(info);
+  pending = std::move(info);
   return v;
 } catch (...) {
   return {};
 }
 
-void Guard::on_module_loaded(const void* module) try {
-  if (!module || !t_pending_module) return;
+void Guard::on_module_loaded(const void* module, PendingModulePtr pending) try {
+  if (!module || !pending) return;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  t_pending_module->seq = ++s.seq;
-  s.modules[module] = std::move(*t_pending_module);
-  t_pending_module.reset();
+  pending->seq = ++s.seq;
+  s.modules[module] = std::move(*pending);
 } catch (...) {
 }
 

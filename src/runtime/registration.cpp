@@ -15,8 +15,6 @@
 
 namespace hipguard {
 
-thread_local std::unique_ptr<PendingFatbin> t_pending_fatbin;
-
 namespace {
 
 // A read fault on a file mapping maps every page of the page cache in the
@@ -152,7 +150,9 @@ std::vector<Diagnostic> blocking_findings(std::string_view name, const ImageInde
 
 }  // namespace
 
-Decision Guard::on_register_fatbin(const void* wrapper) try {
+void PendingDelete::operator()(PendingFatbin* p) const noexcept { delete p; }
+
+Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& out) try {
   const GuardConfig& c = config();
   if (c.mode == Mode::Off) return {};
   if (c.mode == Mode::Strict && c.config_error) {
@@ -162,13 +162,14 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
   }
   std::string origin = origin_of(wrapper);
   auto fail = [&](std::string_view code, std::string msg) {
-    auto r = std::make_unique<PendingFatbin>();
+    PendingFatbinPtr r(new PendingFatbin());
     r->report.origin = origin;
     r->report.diagnostics.push_back(make_diagnostic(
         code, origin, std::move(msg), "the program's fat binary is damaged or not produced by a HIP compiler; rebuild it"));
     r->report.structurally_ok = false;
     Decision v = judge(r->report, true);
-    t_pending_fatbin = std::move(r);
+    if (v.action == Action::Exit) stopping_at(r->report);
+    out = std::move(r);
     return v;
   };
   if (readable_extent(wrapper, sizeof(FatbinWrapper)) < sizeof(FatbinWrapper))
@@ -177,7 +178,7 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
   memcpy(&w, wrapper, sizeof w);
   if (w.magic == kHipkMagic && w.version == 1) {
     // Valid for current CLR: not an error, but nothing hipguard can check.
-    t_pending_fatbin.reset();
+    out.reset();
     report_once(make_diagnostic(code::kKpackNotChecked, origin,
                                 "kpack fat binary (HIPK wrapper): its code objects are in an archive beside the "
                                 "program, which hipguard does not read; its kernels are not checked",
@@ -215,7 +216,7 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
   // use, where strict mode refuses the launch. Reading every kernel's metadata
   // here made strict start-up 8x slower than the runtime's on rocSPARSE. Raw
   // code objects: in full.
-  auto pending = std::make_unique<PendingFatbin>();
+  PendingFatbinPtr pending(new PendingFatbin());
   PayloadKind kind = classify(data);
   if ((kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) && !c.targets.empty())
     pending->depth = c.mode != Mode::Strict                ? Depth::Selection
@@ -244,17 +245,25 @@ Decision Guard::on_register_fatbin(const void* wrapper) try {
                      std::to_string(pending->report.entry_ids.size()) + " bundle entries)");
   Decision v = judge(pending->report, true);
 
-  if (v.action == Action::Exit)
+  if (v.action == Action::Exit) {
     log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
                      std::to_string(c.exit_code) + ")");
-  t_pending_fatbin = std::move(pending);
+    stopping_at(pending->report);
+  }
+  out = std::move(pending);
   return v;
 } catch (...) {
   return {};  // never let hipguard be the reason a program fails
 }
 
-void Guard::on_registered_fatbin(const void* handle) try {
-  if (!t_pending_fatbin) return;
+void Guard::stopping_at(const ImageReport& report) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.stopped_at = report;
+}
+
+void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) try {
+  if (!pending) return;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   // The previous fat binary's kernels are registered (or this handle's earlier
@@ -265,18 +274,17 @@ void Guard::on_registered_fatbin(const void* handle) try {
   s.forget_kernels_of(handle, fb);  // registered anew under the same handle: its kernels are registered anew
   fb.seq = ++s.seq;
   if (fb.depth != Depth::Full) --s.fatbins_not_checked_in_full;  // re-registered under the same handle
-  fb.report = std::move(t_pending_fatbin->report);
-  fb.data = t_pending_fatbin->data;
-  fb.depth = t_pending_fatbin->depth;
+  fb.report = std::move(pending->report);
+  fb.data = pending->data;
+  fb.depth = pending->depth;
   fb.index.reset();
   fb.origin.reset();
-  fb.readonly = std::move(t_pending_fatbin->readonly);
+  fb.readonly = std::move(pending->readonly);
   fb.lookups.reset();
   fb.looks_up = fb.depth == Depth::Headers;
   s.reads_pending = fb.looks_up ? handle : nullptr;
   if (fb.depth != Depth::Full && s.fatbins_not_checked_in_full++ == 0)
     g_launch_gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
-  t_pending_fatbin.reset();
 } catch (...) {
 }
 

@@ -111,7 +111,7 @@ void Guard::write_report() try {
     for (const auto& g : s.unregistered)
       if (g.seq > s.fork_seq) add(g.report);
     // A strict-mode stop comes between a fat binary's check and its registration.
-    if (t_pending_fatbin) add(t_pending_fatbin->report);
+    if (s.stopped_at) add(*s.stopped_at);
     run.program = self_exe();
     run.pid = getpid();
     run.mode = s.config.mode == Mode::Strict ? "strict" : s.config.mode == Mode::Off ? "off" : "warn";

@@ -187,6 +187,9 @@ struct Guard::State {
   // report under the run, not as more log lines. Bounded.
   std::vector<Diagnostic> consequences;
   std::map<const void*, FatbinState> fatbins;
+  // The fat binary whose check stops the process (strict mode): its report,
+  // for the report file, as it never reaches on_registered_fatbin.
+  std::optional<ImageReport> stopped_at;
   // Warn-mode registration: selections by bundle entry IDs (its own lock).
   SelectionMemo selection_memo;
   // The fat binary __hipRegisterFunction last found (its kernels come one after
@@ -328,8 +331,6 @@ struct PendingFatbin {
   std::vector<std::pair<uintptr_t, uintptr_t>> readonly;
   Depth depth = Depth::Full;
 };
-extern thread_local std::unique_ptr<PendingFatbin> t_pending_fatbin;  // between register call and its handle
-extern thread_local std::unique_ptr<ModuleInfo> t_pending_module;   // between load call and its module
 
 // Set once the guard's state exists: the process called HIP. The exit status
 // handler does nothing before that.

@@ -306,8 +306,9 @@ std::vector<uint8_t> bundle_of(const hgtest::CodeObjectSpec& spec) {
 // as the runtime would call it: what the Guard decides.
 Action register_fatbin(Guard& g, const std::vector<uint8_t>& bundle, const void* handle) {
   FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
-  Action a = g.on_register_fatbin(&w).action;
-  if (a == Action::Forward) g.on_registered_fatbin(handle);
+  PendingFatbinPtr pending;
+  Action a = g.on_register_fatbin(&w, pending).action;
+  if (a == Action::Forward) g.on_registered_fatbin(handle, std::move(pending));
   return a;
 }
 }  // namespace

@@ -47,8 +47,7 @@ TEST(GuardHostile, RegisteredNamesAreCopied) {
   FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
   static int handle, host;
   Guard& g = Guard::get();
-  g.on_register_fatbin(&w);
-  g.on_registered_fatbin(&handle);
+  hgtest::register_fatbin(g, &w, &handle);
   // A name the code object lacks: its launch is explained by name (HG409).
   char* name = strdup("_Z14not_in_the_objv");
   g.on_register_function(&handle, &host, name);
@@ -73,12 +72,12 @@ TEST(GuardHostile, ModuleLoadOfFifoOrDeviceIsForwardedUntouched) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(write(fd, "\x7f" "ELF", 4), 4);
   Guard& g = Guard::get();
-  EXPECT_EQ(g.on_module_load_file(fifo.c_str()).action, Action::Forward);
+  EXPECT_EQ(hgtest::check_module_file(g, fifo.c_str()).action, Action::Forward);
   char buf[8];
   EXPECT_EQ(read(fd, buf, sizeof buf), 4) << "the data is still there for the runtime";
   close(fd);
   for (const char* dev : {"/dev/zero", "/dev/null", "/dev/urandom"})
-    EXPECT_EQ(g.on_module_load_file(dev).action, Action::Forward) << dev;
+    EXPECT_EQ(hgtest::check_module_file(g, dev).action, Action::Forward) << dev;
   fs::remove_all(dir);
 }
 
@@ -100,7 +99,7 @@ TEST(GuardHostile, ModuleFilesAreCopiedSoTruncationCannotFault) {
   for (uint8_t b : data->bytes()) sum += b;  // every page touched after the truncation
   EXPECT_EQ(sum, static_cast<uint64_t>('x'));
   // The shim's path: the same file, truncated, then loaded: no finding, no fault.
-  EXPECT_EQ(Guard::get().on_module_load_file(file.c_str()).action, Action::Forward);
+  EXPECT_EQ(hgtest::check_module_file(Guard::get(), file.c_str()).action, Action::Forward);
   fs::remove_all(dir);
 }
 
@@ -184,8 +183,7 @@ TEST(GuardLaunchPath, CleanKernelsSkipTheGuardWhileOthersArePending) {
                                     std::tuple{&pending, &host_pending, "_Z10vector_addPKfS0_Pfi"},
                                     std::tuple{&pending, &host_absent, "_Z9absent_v2v"}}) {
     if (host != &host_absent) {
-      g.on_register_fatbin(&w);
-      g.on_registered_fatbin(handle);
+      hgtest::register_fatbin(g, &w, handle);
     }
     g.on_register_function(handle, host, name);
   }
@@ -219,8 +217,7 @@ TEST(GuardLaunchPath, ALaunchIndexesOnlyItsOwnFatBinary) {
   static int clean, other, host_clean, host_other, host_absent;
   Guard& g = Guard::get();
   for (int* handle : {&clean, &other}) {
-    g.on_register_fatbin(&w);
-    g.on_registered_fatbin(handle);
+    hgtest::register_fatbin(g, &w, handle);
   }
   g.on_register_function(&clean, &host_clean, "_Z10vector_addPKfS0_Pfi");
   g.on_register_function(&other, &host_other, "_Z10vector_addPKfS0_Pfi");
@@ -238,8 +235,7 @@ TEST(GuardLaunchPath, ALaunchIndexesOnlyItsOwnFatBinary) {
 
   // A key that no fat binary registered indexes everything at once (not searched for again).
   static int third, host_third;
-  g.on_register_fatbin(&w);
-  g.on_registered_fatbin(&third);
+  hgtest::register_fatbin(g, &w, &third);
   g.on_register_function(&third, &host_third, "_Z10vector_addPKfS0_Pfi");
   ASSERT_TRUE(gate() & kGateUnindexed);
   int unknown = 0;
@@ -260,13 +256,11 @@ TEST(GuardLaunchPath, AKernelRegisteredAgainIsDecidedOnItsFirstRegistration) {
   FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
   static int first, second, host;
   Guard& g = Guard::get();
-  g.on_register_fatbin(&w);
-  g.on_registered_fatbin(&first);
+  hgtest::register_fatbin(g, &w, &first);
   g.on_register_function(&first, &host, "_Z10vector_addPKfS0_Pfi");
   EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward);
   ASSERT_TRUE(launch_known_clean(&host, 0));
-  g.on_register_fatbin(&w);
-  g.on_registered_fatbin(&second);
+  hgtest::register_fatbin(g, &w, &second);
   testing::internal::CaptureStderr();
   g.on_register_function(&second, &host, "_Z9absent_v2v");
   EXPECT_TRUE(launch_known_clean(&host, 0)) << "still the first registration's facts";
@@ -295,8 +289,7 @@ TEST(GuardLaunchPath, LaunchCacheCollisionsFallBackToTheSlowPath) {
   const void* b = &hosts[LaunchCache::kSlots * 16];
   ASSERT_EQ(LaunchCache::index(a), LaunchCache::index(b));
   Guard& g = Guard::get();
-  g.on_register_fatbin(&w);
-  g.on_registered_fatbin(&handle);
+  hgtest::register_fatbin(g, &w, &handle);
   g.on_register_function(&handle, a, "_Z10vector_addPKfS0_Pfi");
   g.on_register_function(&handle, b, "_Z10vector_addPKfS0_Pfi");
   EXPECT_EQ(g.on_launch(a, 0, "hipLaunchKernel").action, Action::Forward);

@@ -52,8 +52,7 @@ TEST_F(GuardMemory, ModuleLoadLaunchUnloadCyclesKeepNothing) {
   double per_cycle = growth_per_cycle(20000, [&](size_t i) {
     const void* module = &handles[(2 * i) % handles.size()];
     const void* function = &handles[(2 * i + 1) % handles.size()];
-    g.on_module_load_data(image.data());
-    g.on_module_loaded(module);
+    hgtest::load_module_data(g, image.data(), module);
     g.on_module_get_function(module, "_Z10vector_addPKfS0_Pfi", function, 0);
     g.on_launch(function, 0, "hipModuleLaunchKernel");
     g.on_module_unloaded(module);
@@ -71,8 +70,7 @@ TEST_F(GuardMemory, FatbinRegisterUnregisterCyclesKeepNothing) {
   double per_cycle = growth_per_cycle(20000, [&](size_t i) {
     const void* handle = &handles[(2 * i) % handles.size()];
     const void* host = &handles[(2 * i + 1) % handles.size()];
-    g.on_register_fatbin(&w);
-    g.on_registered_fatbin(handle);
+    hgtest::register_fatbin(g, &w, handle);
     std::string name = "_Z10vector_addPKfS0_Pfi";
     g.on_register_function(handle, host, name.c_str());
     g.on_launch(host, 0, "hipLaunchKernel");

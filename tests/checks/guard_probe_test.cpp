@@ -42,8 +42,7 @@ TEST_F(GuardProbe, OnlyTheLaunchedFatBinaryIsProbed) {
   Guard& g = Guard::get();
   testing::internal::CaptureStderr();
   for (auto [handle, host] : {std::pair{&handle_c, &host_c}, std::pair{&handle_d, &host_d}}) {
-    g.on_register_fatbin(&w);
-    g.on_registered_fatbin(handle);
+    hgtest::register_fatbin(g, &w, handle);
     g.on_register_function(handle, host, "_Z12probe_kernelv");  // a name of its own: its lines are not deduplicated away
   }
   ProbeFunctions fns;
@@ -73,8 +72,7 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   Guard& g = Guard::get();
 
   testing::internal::CaptureStderr();
-  EXPECT_EQ(g.on_register_fatbin(&w).action, Action::Exit) << "gfx90a-only code on gfx942, strict mode";
-  g.on_registered_fatbin(&handle_a);
+  EXPECT_EQ(hgtest::register_fatbin(g, &w, &handle_a).action, Action::Exit) << "gfx90a-only code on gfx942, strict mode";
   g.on_register_function(&handle_a, &host_a, "_Z10vector_addPKfS0_Pfi");
   ProbeFunctions fns;
   fns.func_get_attributes = fake_func_get_attributes;  // no hipGetFuncBySymbol
@@ -96,14 +94,12 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
 
   // A second library registered later is probed too; a runtime without a GPU switches the probe off.
   testing::internal::CaptureStderr();
-  g.on_register_fatbin(&w);
-  g.on_registered_fatbin(&handle_b);
+  hgtest::register_fatbin(g, &w, &handle_b);
   g.on_register_function(&handle_b, &host_b, "_Z10vector_addPKfS0_Pfi");
   g_attr_result = 101;  // hipErrorInvalidDevice
   g.on_launch(&host_b, 0, "hipLaunchKernel");
   g_attr_result = 98;
-  g.on_register_fatbin(&w);
-  g.on_registered_fatbin(&handle_a);
+  hgtest::register_fatbin(g, &w, &handle_a);
   g.on_register_function(&handle_a, &host_a, "_Z10vector_addPKfS0_Pfi");
   g.on_launch(&host_a, 0, "hipLaunchKernel");
   err = testing::internal::GetCapturedStderr();
@@ -122,7 +118,7 @@ TEST_F(GuardProbe, KpackFatBinaryIsANoteNotAnError) {
   static const unsigned char metadata[64] = {0x80};  // an empty MessagePack map: never read
   FatbinWrapper w{kHipkMagic, 1, metadata, nullptr};
   testing::internal::CaptureStderr();
-  Decision v = Guard::get().on_register_fatbin(&w);
+  Decision v = hgtest::check_fatbin(Guard::get(), &w);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(v.action, Action::Forward) << err;
   EXPECT_NE(err.find("note HG209"), std::string::npos) << err;
@@ -130,7 +126,7 @@ TEST_F(GuardProbe, KpackFatBinaryIsANoteNotAnError) {
   // Any other magic still is HG102.
   FatbinWrapper bad{0x12345678, 1, metadata, nullptr};
   testing::internal::CaptureStderr();
-  v = Guard::get().on_register_fatbin(&bad);
+  v = hgtest::check_fatbin(Guard::get(), &bad);
   err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(v.action, Action::Exit) << err;
   EXPECT_NE(err.find("error HG102"), std::string::npos) << err;

@@ -52,12 +52,12 @@ class WildPointers : public ::testing::Test {
 TEST_F(WildPointers, WrapperInUnmappedMemory) {
   Guarded g(1);
   Decision v;
-  std::string err = capture([&] { v = Guard::get().on_register_fatbin(g.guard); });
+  std::string err = capture([&] { v = hgtest::check_fatbin(Guard::get(), g.guard); });
   EXPECT_EQ(v.action, Action::Exit) << "strict mode stops a program whose fat binary cannot be read";
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;
   EXPECT_NE(err.find("wrapper"), std::string::npos) << err;
   // A wrapper straddling the end of the mapping is unreadable too.
-  err = capture([&] { Guard::get().on_register_fatbin(g.guard - 8); });
+  err = capture([&] { hgtest::check_fatbin(Guard::get(), g.guard - 8); });
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;
 }
 
@@ -65,10 +65,10 @@ TEST_F(WildPointers, BinaryPointerInUnmappedMemory) {
   Guarded g(1);
   auto* w = reinterpret_cast<FatbinWrapper*>(g.base);
   *w = FatbinWrapper{kHipFatbinMagic, 1, g.guard, nullptr};
-  std::string err = capture([&] { Guard::get().on_register_fatbin(w); });
+  std::string err = capture([&] { hgtest::check_fatbin(Guard::get(), w); });
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;
   *w = FatbinWrapper{kHipFatbinMagic, 1, reinterpret_cast<const void*>(uintptr_t{16}), nullptr};
-  err = capture([&] { Guard::get().on_register_fatbin(w); });
+  err = capture([&] { hgtest::check_fatbin(Guard::get(), w); });
   EXPECT_NE(err.find("HG101"), std::string::npos) << "a near-null pointer: " << err;
 }
 
@@ -81,7 +81,7 @@ TEST_F(WildPointers, BundleWhoseTableRunsPastTheMapping) {
   memcpy(b + 24, &count, 8);
   auto* w = reinterpret_cast<FatbinWrapper*>(g.base);
   *w = FatbinWrapper{kHipFatbinMagic, 1, b, nullptr};
-  std::string err = capture([&] { Guard::get().on_register_fatbin(w); });
+  std::string err = capture([&] { hgtest::check_fatbin(Guard::get(), w); });
   EXPECT_NE(err.find("HG104"), std::string::npos) << err;
   // One entry whose payload offset/size point past the mapping.
   count = 1;
@@ -89,7 +89,7 @@ TEST_F(WildPointers, BundleWhoseTableRunsPastTheMapping) {
   uint64_t entry[3] = {4096, 1 << 20, 8};
   memcpy(b + 32, entry, sizeof entry);
   memcpy(b + 56, "hipv4-x", 8);
-  err = capture([&] { Guard::get().on_register_fatbin(w); });
+  err = capture([&] { hgtest::check_fatbin(Guard::get(), w); });
   EXPECT_NE(err.find("HG104"), std::string::npos) << err;
 }
 
@@ -108,7 +108,7 @@ TEST_F(WildPointers, ElfWhoseHeadersClaimMoreThanIsMapped) {
   memcpy(e + 58, &shentsize, 2);
   memcpy(e + 60, &shnum, 2);
   Decision v;
-  std::string err = capture([&] { v = Guard::get().on_module_load_data(e); });
+  std::string err = capture([&] { v = hgtest::check_module_data(Guard::get(), e); });
   EXPECT_EQ(v.action, Action::Refuse);
   EXPECT_EQ(v.hip_error, kHipErrorInvalidImage);
   EXPECT_NE(err.find("HG106"), std::string::npos) << err;
@@ -117,7 +117,7 @@ TEST_F(WildPointers, ElfWhoseHeadersClaimMoreThanIsMapped) {
 TEST_F(WildPointers, ModuleImageInUnmappedMemory) {
   Guarded g(1);
   Decision v;
-  std::string err = capture([&] { v = Guard::get().on_module_load_data(g.guard); });
+  std::string err = capture([&] { v = hgtest::check_module_data(Guard::get(), g.guard); });
   EXPECT_EQ(v.action, Action::Refuse);
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;
   EXPECT_EQ(readable_extent(g.guard, 1 << 20), 0u);

@@ -1,5 +1,6 @@
 // The in-process guard's configuration for a test, from HIPGUARD_* values
-// given here: the guard reads no environment (the shim reads it in a real process).
+// given here (the guard reads no environment: the shim reads it in a real
+// process), and the guard's call pairs as the shim's hooks make them.
 #pragma once
 
 #include <map>
@@ -22,6 +23,36 @@ inline hipguard::GuardConfig guard_config(const std::map<std::string, std::strin
 // Configures the process's guard (the first call in a process wins).
 inline hipguard::Guard& init_guard(const std::map<std::string, std::string>& vars) {
   return hipguard::Guard::init(guard_config(vars));
+}
+
+// __hipRegisterFatBinary as the shim's hook drives the guard: the check, then
+// the registration under `handle` (what the check found goes from one call to the other).
+inline hipguard::Decision register_fatbin(hipguard::Guard& g, const void* wrapper, const void* handle) {
+  hipguard::PendingFatbinPtr pending;
+  hipguard::Decision d = g.on_register_fatbin(wrapper, pending);
+  g.on_registered_fatbin(handle, std::move(pending));
+  return d;
+}
+// The check alone (the runtime refused, or the test asks only for the decision).
+inline hipguard::Decision check_fatbin(hipguard::Guard& g, const void* wrapper) {
+  hipguard::PendingFatbinPtr pending;
+  return g.on_register_fatbin(wrapper, pending);
+}
+
+// hipModuleLoadData: the check, then the loaded `module`.
+inline hipguard::Decision load_module_data(hipguard::Guard& g, const void* image, const void* module) {
+  hipguard::PendingModulePtr pending;
+  hipguard::Decision d = g.on_module_load_data(image, pending);
+  g.on_module_loaded(module, std::move(pending));
+  return d;
+}
+inline hipguard::Decision check_module_data(hipguard::Guard& g, const void* image) {
+  hipguard::PendingModulePtr pending;
+  return g.on_module_load_data(image, pending);
+}
+inline hipguard::Decision check_module_file(hipguard::Guard& g, const char* path) {
+  hipguard::PendingModulePtr pending;
+  return g.on_module_load_file(path, pending);
 }
 
 }  // namespace hgtest

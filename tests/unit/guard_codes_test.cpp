@@ -18,7 +18,7 @@ TEST(GuardCodes, BadWrapperIsHG102AndDeviceFunctionIsHG408) {
   // HG102: a wrapper whose magic is not "HIPF" (0x48495046).
   FatbinWrapper bad{0x12345678, 1, nullptr, nullptr};
   testing::internal::CaptureStderr();
-  Decision v = g.on_register_fatbin(&bad);
+  Decision v = hgtest::check_fatbin(g, &bad);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(v.action, Action::Forward) << "warn mode never changes what the program does";
   EXPECT_NE(err.find(std::string(code::kBadFatbinWrapper)), std::string::npos) << err;
@@ -26,7 +26,7 @@ TEST(GuardCodes, BadWrapperIsHG102AndDeviceFunctionIsHG408) {
   // Version must be 1.
   FatbinWrapper bad_version{kHipFatbinMagic, 2, nullptr, nullptr};
   testing::internal::CaptureStderr();
-  g.on_register_fatbin(&bad_version);
+  hgtest::check_fatbin(g, &bad_version);
   err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find(std::string(code::kBadFatbinWrapper)), std::string::npos) << err;
 
@@ -36,9 +36,8 @@ TEST(GuardCodes, BadWrapperIsHG102AndDeviceFunctionIsHG408) {
   s.device_functions = {"_Z6helperf"};
   ByteVec image = make_code_object(s);
   testing::internal::CaptureStderr();
-  g.on_module_load_data(image.data());
   int fake_module = 0;
-  g.on_module_loaded(&fake_module);
+  hgtest::load_module_data(g, image.data(), &fake_module);
   // The shim asks before forwarding (warn mode: forward anyway), then reports the result.
   EXPECT_EQ(g.before_module_get_function(&fake_module, "_Z6helperf").action, Action::Forward);
   g.on_module_get_function(&fake_module, "_Z6helperf", nullptr, 500 /* hipErrorNotFound */);
