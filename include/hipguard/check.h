@@ -106,8 +106,12 @@ struct Machine {
 // alone (not on offsets, sizes or contents) once something fits every target,
 // and a library's hundreds of fat binaries share a few tables of IDs
 // (rocSOLVER: 301 fat binaries). Kept only for selections without a finding,
-// every target native or generic; for one set of targets and machine (another
-// clears it). At most kMaxTables tables. Thread-safe.
+// every target native or generic (a bundle with nothing for a target is
+// searched for kernels, which reads its entries' contents: never kept); for
+// one set of targets and machine (another clears it). At most kMaxTables
+// tables of at most kMaxKeyBytes of IDs each. Thread-safe; lock() and unlock()
+// hold its lock across fork() (the shim's fork handlers), so that a child
+// never starts with it held.
 class SelectionMemo {
  public:
   struct Choice {
@@ -115,12 +119,15 @@ class SelectionMemo {
     size_t entry;  // index into the bundle's entries
   };
   static constexpr size_t kMaxTables = 64;
-  // The choices remembered for `ids` (the entry IDs joined by '\0'), one per target.
+  static constexpr size_t kMaxKeyBytes = 64 * 1024;
+  // The choices remembered for `ids` (the entry IDs, each after its length), one per target.
   std::optional<std::vector<Choice>> find(const std::vector<TargetId>& targets, const Machine& machine,
                                           const std::string& ids) const;
   void remember(const std::vector<TargetId>& targets, const Machine& machine, std::string ids,
                 std::vector<Choice> choices);
   size_t size() const;  // tables remembered
+  void lock() const { mu_.lock(); }
+  void unlock() const { mu_.unlock(); }
 
  private:
   bool same_context(const std::vector<TargetId>& targets, const Machine& machine) const;

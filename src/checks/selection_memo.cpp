@@ -31,7 +31,7 @@ void SelectionMemo::remember(const std::vector<TargetId>& targets, const Machine
     runtime_ = machine.runtime;
     one_process_ = machine.one_process;
   }
-  if (tables_.size() < kMaxTables) tables_.emplace(std::move(ids), std::move(choices));
+  if (tables_.size() < kMaxTables && ids.size() <= kMaxKeyBytes) tables_.emplace(std::move(ids), std::move(choices));
 }
 
 }  // namespace hipguard

@@ -256,10 +256,12 @@ Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& out) t
   return {};  // never let hipguard be the reason a program fails
 }
 
-void Guard::stopping_at(const ImageReport& report) {
+// No exception leaves it: the stop it comes with must not turn into a forward.
+void Guard::stopping_at(const ImageReport& report) try {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   s.stopped_at = report;
+} catch (...) {
 }
 
 void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) try {

@@ -32,6 +32,7 @@ void Guard::open_report(State& s) {
 // counts and lists only what it does itself.
 void Guard::before_fork() {
   State& s = state();
+  s.selection_memo.lock();  // its own lock, never held with s.mu: no order to keep
   s.mu.lock();
   if (!is_per_process_path(s.config.report_path)) s.report_file.prepare_fork();  // with "%p" the child opens a file of its own
 }
@@ -52,6 +53,7 @@ void Guard::after_fork(bool child) {
     s.report_file.parent_after_fork();
   }
   s.mu.unlock();
+  s.selection_memo.unlock();
 }
 
 // Under the state mutex: a forked child with "%p" in the path opens its own

@@ -188,9 +188,11 @@ struct Guard::State {
   std::vector<Diagnostic> consequences;
   std::map<const void*, FatbinState> fatbins;
   // The fat binary whose check stops the process (strict mode): its report,
-  // for the report file, as it never reaches on_registered_fatbin.
+  // for the report file, as it never reaches on_registered_fatbin. Set once:
+  // the process exits right after (tests that go on keep the last one).
   std::optional<ImageReport> stopped_at;
-  // Warn-mode registration: selections by bundle entry IDs (its own lock).
+  // Registration's selections by bundle entry IDs (warn and strict mode): its
+  // own lock, taken by check_image outside this mutex.
   SelectionMemo selection_memo;
   // The fat binary __hipRegisterFunction last found (its kernels come one after
   // another): no map lookup per kernel. Reset when fat binaries go.

@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "ccob.h"
 #include "check_util.h"
 #include "hipguard/bundle.h"
 #include "hipguard/check.h"
+#include "hipguard/runtime_version.h"
 
 using namespace hipguard;
 using namespace checks;
@@ -113,20 +115,55 @@ TEST(SelectionMemo, SelectsAsWithoutItInRocmLibraries) {
   }
 }
 
+// Every runtime hipguard models (generic entries taken or not, the batch
+// lookup of one process), and two GPUs of one processor with different xnack
+// modes in one process, where the batch lookup gives a bare entry to one of
+// them only (HG212: not remembered).
 TEST(SelectionMemo, SelectsAsWithoutItInHipccPrograms) {
   if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb")) GTEST_SKIP() << "hipcc test apps not built";
   for (const char* app : {"vector_add_gfx90a.hipfb", "vector_add_multi.hipfb", "fill_gfx1100.hipfb", "device_vars_only.hipfb"}) {
     std::vector<uint8_t> b = read_bytes(kApps + "/" + app);
-    for (auto targets : {targets_of({"gfx90a"}), targets_of({"gfx1030"}), targets_of({"gfx90a:xnack+", "gfx1030"}),
-                         targets_of({"gfx1100"}), targets_of({"gfx942"})}) {
-      SelectionMemo memo;
-      SelectionMemo strict;
-      for (int round = 0; round < 2; ++round) {  // the second round selects from the memo
-        expect_same(Bytes(b.data(), b.size()), targets, {}, memo, app);
-        expect_same(Bytes(b.data(), b.size()), targets, {}, strict, app, Depth::Headers);
-      }
-    }
+    for (const RuntimeInfo& rt : all_runtimes())
+      for (bool one_process : {false, true})
+        for (auto targets : {targets_of({"gfx90a"}), targets_of({"gfx1030"}), targets_of({"gfx90a:xnack+", "gfx1030"}),
+                             targets_of({"gfx90a:xnack+", "gfx90a:xnack-"}), targets_of({"gfx1100"}),
+                             targets_of({"gfx1101"}), targets_of({"gfx942"})}) {
+          SelectionMemo memo, strict;
+          for (int round = 0; round < 2; ++round) {  // the second round selects from the memo
+            expect_same(Bytes(b.data(), b.size()), targets, {&rt, one_process}, memo, app);
+            expect_same(Bytes(b.data(), b.size()), targets, {&rt, one_process}, strict, app, Depth::Headers);
+          }
+        }
   }
+  // HG212: one bare gfx90a entry, two gfx90a GPUs with different xnack modes in one process.
+  std::vector<uint8_t> b = read_bytes(kApps + "/vector_add_gfx90a.hipfb");
+  SelectionMemo memo;
+  ImageReport starved = check_image(Bytes(b.data(), b.size()), "app", targets_of({"gfx90a:xnack+", "gfx90a:xnack-"}),
+                                    "", Depth::Selection, {nullptr, true}, &memo);
+  EXPECT_NE(codes(starved).find("HG212"), std::string::npos) << codes(starved);
+  EXPECT_EQ(memo.size(), 0u);
+}
+
+// The memo gives the entry; what Depth::Headers reads of it is this bundle's
+// own: an entry with the remembered IDs whose code object is built for another
+// processor is still rejected (HG202), as without the memo.
+TEST(SelectionMemo, TheSelectedEntryIsStillReadFromEachBundle) {
+  if (kApps.empty() || !exists(kApps + "/vector_add_gfx90a.hipfb")) GTEST_SKIP() << "hipcc test apps not built";
+  std::vector<uint8_t> b = read_bytes(kApps + "/vector_add_gfx90a.hipfb");
+  auto targets = targets_of({"gfx90a"});
+  SelectionMemo memo;
+  ASSERT_TRUE(check_image(Bytes(b.data(), b.size()), "good", targets, "", Depth::Headers, {}, &memo).ok());
+  ASSERT_EQ(memo.size(), 1u);
+  Result<Bundle> parsed = parse_bundle(Bytes(b.data(), b.size()));
+  ASSERT_TRUE(parsed);
+  std::vector<uint8_t> other = b;
+  for (const auto& e : parsed->entries)
+    if (e.parsed.target_id == "gfx90a") other[e.offset + 48] = 0x36;  // e_flags: EF_AMDGPU_MACH_AMDGCN_GFX1030
+  ImageReport plain = check_image(Bytes(other.data(), other.size()), "other", targets, "", Depth::Headers);
+  ImageReport memoized = check_image(Bytes(other.data(), other.size()), "other", targets, "", Depth::Headers, {}, &memo);
+  EXPECT_NE(codes(plain).find("HG202"), std::string::npos) << codes(plain);
+  EXPECT_EQ(codes(memoized), codes(plain));
+  EXPECT_FALSE(memoized.ok());
 }
 
 // A bundle with the IDs of a remembered one whose table runs past its end is
@@ -165,8 +202,12 @@ TEST(SelectionMemo, OnlyCleanSelectionsForOneSetOfTargets) {
   EXPECT_TRUE(check_image(data, "app", targets_of({"gfx90a:xnack+"}), "", Depth::Selection, {}, &memo).ok());
   EXPECT_EQ(memo.size(), 1u) << "another set of targets starts afresh";
   EXPECT_FALSE(check_image(data, "app", targets_of({"gfx1030"}), "", Depth::Selection, {}, &memo).ok());
-  // Depths that read more than the headers never use it.
+  // Depths that read more than the headers never use it, nor do compressed bundles.
   SelectionMemo unused;
-  EXPECT_TRUE(check_image(data, "app", targets_of({"gfx90a"}), "", Depth::Full, {}, &unused).ok());
+  for (Depth d : {Depth::Full, Depth::Descriptors, Depth::ForTargets})
+    EXPECT_TRUE(check_image(data, "app", targets_of({"gfx90a"}), "", d, {}, &unused).ok());
+  std::vector<uint8_t> ccob = hgtest::make_ccob(b, 3, 1);
+  EXPECT_TRUE(check_image(Bytes(ccob.data(), ccob.size()), "ccob", targets_of({"gfx90a"}), "", Depth::Selection, {},
+                          &unused).ok());
   EXPECT_EQ(unused.size(), 0u);
 }
