@@ -34,6 +34,8 @@ bad() { echo "FAIL - $*"; fail=1; }
 [[ -x $HG && -f ${SHIM##*:} ]] || { echo "build hipguard first (scripts/build.sh)"; exit 2; }
 HIPCC=${HIPCC:-$(command -v hipcc || true)}
 [[ -n $HIPCC ]] || { echo "hipcc not found"; exit 2; }
+# hipcc's temporary directories in $WORK: Debian's (clang-15) leaves two empty ones per build.
+hipcc() { TMPDIR="$WORK" "$HIPCC" "$@"; }
 
 # 1. Which GPU? The shim reads the KFD topology itself; here we need the target
 #    to build for. rocminfo names it when ROCm is installed.
@@ -55,10 +57,10 @@ fi
 proc=${gpu%%:*}
 
 # 2. Build the test program for that GPU.
-"$HIPCC" --offload-arch="$proc" -O2 -o "$WORK/vector_add" "$ROOT/tests/apps/vector_add.hip" >/dev/null
+hipcc --offload-arch="$proc" -O2 -o "$WORK/vector_add" "$ROOT/tests/apps/vector_add.hip" >/dev/null
 other=gfx1030
 [[ $proc == gfx1030 ]] && other=gfx90a
-"$HIPCC" --offload-arch="$other" -O2 -o "$WORK/vector_add_other" "$ROOT/tests/apps/vector_add.hip" >/dev/null
+hipcc --offload-arch="$other" -O2 -o "$WORK/vector_add_other" "$ROOT/tests/apps/vector_add.hip" >/dev/null
 
 # 3. The right build, strict mode: runs, launches, hipguard silent.
 out=$(env "${run_env[@]}" HIPGUARD_MODE=strict LD_PRELOAD="$SHIM" "$WORK/vector_add" 2>"$WORK/err") && st=0 || st=$?
