@@ -102,9 +102,10 @@ struct Machine {
 };
 
 // Which entry each target selects in an uncompressed bundle checked to
-// Depth::Selection or Depth::Headers (the shim's registration), by the bundle's entry IDs: selection depends on the IDs
-// alone (not on offsets, sizes or contents) once something fits every target,
-// and a library's hundreds of fat binaries share a few tables of IDs
+// Depth::Selection or Depth::Headers (the shim's registration), by the
+// bundle's entry IDs: selection depends on the IDs alone (not on offsets,
+// sizes or contents) once something fits every target, and a library's
+// hundreds of fat binaries share a few tables of IDs
 // (rocSOLVER: 301 fat binaries). Kept only for selections without a finding,
 // every target native or generic (a bundle with nothing for a target is
 // searched for kernels, which reads its entries' contents: never kept); for
@@ -141,8 +142,9 @@ class SelectionMemo {
 // Checks one payload (offload bundle, compressed bundle or raw code object)
 // against `targets`. With no targets only structural checks run, over every
 // AMDGPU entry (Full depth only). `data` must be readable in full. With a
-// memo, an uncompressed bundle checked to Depth::Selection or Headers is selected from
-// it when its entry IDs are there, and its clean selection is added to it.
+// memo, an uncompressed bundle checked to Depth::Selection or Headers is
+// selected from it when its entry IDs are there, and its clean selection is
+// added to it.
 ImageReport check_image(Bytes data, const std::string& origin, const std::vector<TargetId>& targets,
                         const std::string& location = "", Depth depth = Depth::Full,
                         const Machine& machine = {}, SelectionMemo* memo = nullptr);

@@ -318,6 +318,7 @@ class Checker {
     report_.ccob_version = b.ccob_version;
     report_.ccob_method = b.ccob_method;
     report_.entries = std::move(b.entries);  // candidates point into report_.entries from here on
+    for (const auto& e : report_.entries) report_.entry_ids.push_back(e.id);
     std::string ids;  // the memo's key
     bool memoized = memo_ && (depth_ == Depth::Selection || depth_ == Depth::Headers) && !b.compressed &&
                     !targets_.empty();
@@ -359,7 +360,6 @@ class Checker {
     if (!hit || hit->size() != report_.verdicts.size()) return false;
     for (const auto& c : *hit)
       if (c.entry >= report_.entries.size()) return false;
-    for (const auto& e : report_.entries) report_.entry_ids.push_back(e.id);
     chosen.reserve(hit->size());
     for (size_t i = 0; i < hit->size(); ++i) {
       const BundleEntry& e = report_.entries[(*hit)[i].entry];
@@ -485,7 +485,6 @@ class Checker {
     Entries out;
     out.compressed = compressed;
     for (const auto& e : report_.entries) {
-      report_.entry_ids.push_back(e.id);
       if (is_spirv(e) && !out.spirv) out.spirv = &e;
       if (!may_select(e, compressed)) continue;
       std::string err;

@@ -32,11 +32,11 @@ Result<CodeObject> read_code_object_header(Bytes data);
 // table (.dynsym: the global symbols, not a Tensile object's 430k local
 // labels; .symtab when there is none): each defined STT_OBJECT "<name>.kd"
 // once, by a hash of its name (a view into the string table), then one hash
-// per lookup. Strict
-// registration asks once per registered kernel (rocSOLVER: 22.8 k). It only
-// clears a kernel: a name it does not find, or whose descriptor lies outside
-// its section, is for the full read (read_code_object, which prefers .symtab)
-// to decide. Views into the image: valid while the image is.
+// per lookup. Strict registration asks once per registered kernel
+// (rocSOLVER: 22.8 k). It only clears a kernel: a name it does not find, or
+// whose descriptor lies outside its section, is for the full read
+// (read_code_object, which prefers .symtab) to decide. Views into the image:
+// valid while the image is.
 class DescriptorLookup {
  public:
   // nullopt when `image` is no 64-bit AMDGPU HSA ELF with a symbol table

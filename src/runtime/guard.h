@@ -119,9 +119,6 @@ void guarded(F&& f) noexcept {
   }
 }
 
-// Its members live one concern per file: guard.cpp (state, configuration,
-// logging), registration.cpp, modules.cpp, launch_gate.cpp, probe.cpp,
-// kernel_index.cpp, report_output.cpp, exit_status.cpp.
 // What a registration or a module load learned before the runtime's call:
 // the shim's hook carries it to the guard's call after it (on_registered_fatbin,
 // on_module_loaded). Defined in state.h.
@@ -134,6 +131,9 @@ struct PendingDelete {
 using PendingFatbinPtr = std::unique_ptr<PendingFatbin, PendingDelete>;
 using PendingModulePtr = std::unique_ptr<ModuleInfo, PendingDelete>;
 
+// Its members live one concern per file: guard.cpp (state, configuration,
+// logging), registration.cpp, modules.cpp, launch_gate.cpp, probe.cpp,
+// kernel_index.cpp, report_output.cpp, exit_status.cpp.
 class Guard {
  public:
   // The process-wide guard. It reads no environment: its configuration is
