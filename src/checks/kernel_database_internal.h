@@ -64,6 +64,7 @@ class Findings {
 };
 
 bool is_regular_file(const std::string& path);
+bool is_directory(const std::string& path);
 // A whole file of at most `limit` bytes (mapped when large), or nullopt with *error.
 std::optional<FileData> read_file(const std::string& path, uint64_t limit, std::string* error);
 std::string_view text_of(const FileData& f);
@@ -86,6 +87,11 @@ DatabaseReport check_kernel_database(const DatabaseDir& db, const std::vector<Ta
 // Reads the Tensile placeholder databases the targets need into `cache` (nothing reported).
 void prefetch_kernel_database(const DatabaseDir& db, const std::vector<TargetId>& targets, FactsCache& cache);
 
+// Tensile: one target's check of a rocBLAS or hipBLASLt library directory (tensile_database.cpp).
+void check_tensile_target(const DatabaseDir& db, const TargetId& t, FactsCache& cache, Findings& f);
+// Tensile: the placeholder databases "<base>/<prefix>.dat", each read once per cache (by several threads).
+std::vector<const ParsedDat*> read_placeholders(const std::string& base, const std::vector<std::string>& prefixes,
+                                                 FactsCache& cache);
 // AITER: one target's check of an hsa/ directory (aiter_database.cpp).
 void check_aiter_target(const std::string& hsa, const TargetId& t, FactsCache& cache, Findings& f);
 // AITER: the processors an hsa/ directory ships (its gfx* subdirectories).

@@ -46,6 +46,7 @@ struct ReportSummary {
   void add_diagnostic(const Diagnostic& d);
 };
 
+std::unique_ptr<ReportWriter> make_junit_writer(llvm::raw_ostream& os, const std::vector<TargetId>& targets);
 std::unique_ptr<ReportWriter> make_sarif_writer(llvm::raw_ostream& os, const std::vector<TargetId>& targets);
 
 // docs/diagnostics.md as built into hipguard (generated at build time), and
