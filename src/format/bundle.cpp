@@ -98,6 +98,97 @@ bool decompress_declared(Bytes input, uint64_t claimed, std::vector<uint8_t>& ou
   return true;
 }
 
+// The output of a streamed decompression. It grows with what the stream
+// really yields: a header that claims gigabytes costs memory only if the
+// compressed data delivers them.
+struct GrowingOutput {
+  std::vector<uint8_t>& out;
+  uint64_t want;          // bytes wanted
+  uint64_t produced = 0;  // bytes written to out so far
+  // Free bytes at out.data() + produced, grown (doubling, at most to `want`) when none are left.
+  uint64_t room() {
+    if (out.size() == produced && out.size() < want)
+      out.resize(std::min<uint64_t>(want, std::max<uint64_t>(out.size() * 2, 1 << 16)));
+    return out.size() - produced;
+  }
+};
+
+// decompress_prefix for a zstd frame.
+bool zstd_prefix(Bytes input, uint64_t claimed, GrowingOutput& g, std::string* error, bool to_end) {
+  ZSTD_DCtx* dctx = ZSTD_createDCtx();
+  if (!dctx) return *error = "out of memory", false;
+  // Bundles use long-distance matching (windows up to 2^31), but a compressor
+  // never uses a window larger than its input (zstd shrinks windowLog to the
+  // source size). A frame asking for more than the claimed uncompressed size
+  // fails at its header and is decoded by decompress_declared instead of
+  // allocating its window (a few bytes could ask for 2 GiB).
+  ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, zstd_window_log(claimed));
+  ZSTD_inBuffer in{input.data(), input.size(), 0};
+  bool ok = true, window_too_large = false;
+  size_t r = 1;
+  while (g.produced < g.want || (to_end && r != 0)) {
+    uint64_t space = g.room();
+    ZSTD_outBuffer o{g.out.data() + g.produced, space, 0};
+    r = ZSTD_decompressStream(dctx, &o, &in);
+    g.produced += o.pos;
+    if (ZSTD_isError(r)) {
+      window_too_large = ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge;
+      *error = std::string("zstd: ") + ZSTD_getErrorName(r);
+      ok = false;
+      break;
+    }
+    if (o.pos == 0 && in.pos == in.size) break;  // input exhausted
+    if (r == 0 && g.produced < g.want) break;      // frame ended early
+  }
+  ZSTD_freeDCtx(dctx);
+  // Streaming writers (the zstd tool reading a pipe, --long, --ultra) leave the
+  // content size out and keep their level's window however small the input.
+  if (!ok && window_too_large) {
+    if (!decompress_declared(input, claimed, g.out, error)) return false;
+    g.produced = g.out.size();
+    return true;
+  }
+  if (!ok) return false;
+  if (to_end && r != 0) return *error = "zstd frame does not end where the uncompressed size says", false;
+  return true;
+}
+
+// decompress_prefix for a zlib stream.
+bool zlib_prefix(Bytes input, GrowingOutput& g, std::string* error, bool to_end) {
+  z_stream z{};
+  if (inflateInit(&z) != Z_OK) return *error = "zlib: inflateInit failed", false;
+  z.next_in = const_cast<Bytef*>(input.data());
+  bool ok = true;
+  uint64_t fed = 0;
+  bool ended = false;
+  while (g.produced < g.want || (to_end && !ended)) {
+    uInt chunk_in = static_cast<uInt>(std::min<uint64_t>(input.size() - fed, 1u << 30));
+    z.avail_in = chunk_in;
+    z.next_in = const_cast<Bytef*>(input.data() + fed);
+    uint64_t space = g.room();
+    z.next_out = g.out.data() + g.produced;
+    z.avail_out = static_cast<uInt>(std::min<uint64_t>(space, 1u << 30));
+    uInt before_out = z.avail_out;
+    int r = inflate(&z, Z_NO_FLUSH);
+    g.produced += before_out - z.avail_out;
+    fed += chunk_in - z.avail_in;
+    if (r == Z_STREAM_END) {
+      ended = true;
+      break;
+    }
+    if (r != Z_OK && r != Z_BUF_ERROR) {
+      *error = std::string("zlib: ") + (z.msg ? z.msg : "inflate failed");
+      ok = false;
+      break;
+    }
+    if (before_out == z.avail_out && chunk_in == z.avail_in) break;  // no progress: input exhausted
+  }
+  inflateEnd(&z);
+  if (!ok) return false;
+  if (to_end && !ended) return *error = "zlib stream does not end where the uncompressed size says", false;
+  return true;
+}
+
 // Streams the first `want` bytes out of a zlib stream or zstd frame, so the
 // bundle table can be read without inflating every code object. With `to_end`
 // (want is the whole uncompressed size) the stream must also end there, with
@@ -105,82 +196,12 @@ bool decompress_declared(Bytes input, uint64_t claimed, std::vector<uint8_t>& ou
 // `claimed` is the header's uncompressed size (bounds the zstd window).
 bool decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t claimed, std::vector<uint8_t>& out,
                        std::string* error, bool to_end = false) {
-  // The output grows with what the stream really yields: a header that claims
-  // gigabytes costs memory only if the compressed data delivers them.
   out.clear();
-  uint64_t produced = 0;
-  auto room = [&]() -> uint64_t {
-    if (out.size() == produced && out.size() < want)
-      out.resize(std::min<uint64_t>(want, std::max<uint64_t>(out.size() * 2, 1 << 16)));
-    return out.size() - produced;
-  };
-  if (method == 1) {
-    ZSTD_DCtx* dctx = ZSTD_createDCtx();
-    if (!dctx) return *error = "out of memory", false;
-    // Bundles use long-distance matching (windows up to 2^31), but a compressor
-    // never uses a window larger than its input (zstd shrinks windowLog to the
-    // source size). A frame asking for more than the claimed uncompressed size
-    // fails at its header and is decoded by decompress_declared instead of
-    // allocating its window (a few bytes could ask for 2 GiB).
-    ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, zstd_window_log(claimed));
-    ZSTD_inBuffer in{input.data(), input.size(), 0};
-    bool ok = true, window_too_large = false;
-    size_t r = 1;
-    while (produced < want || (to_end && r != 0)) {
-      uint64_t space = room();
-      ZSTD_outBuffer o{out.data() + produced, space, 0};
-      r = ZSTD_decompressStream(dctx, &o, &in);
-      produced += o.pos;
-      if (ZSTD_isError(r)) {
-        window_too_large = ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge;
-        *error = std::string("zstd: ") + ZSTD_getErrorName(r);
-        ok = false;
-        break;
-      }
-      if (o.pos == 0 && in.pos == in.size) break;  // input exhausted
-      if (r == 0 && produced < want) break;          // frame ended early
-    }
-    ZSTD_freeDCtx(dctx);
-    // Streaming writers (the zstd tool reading a pipe, --long, --ultra) leave the
-    // content size out and keep their level's window however small the input.
-    if (!ok && window_too_large) return decompress_declared(input, claimed, out, error);
-    if (!ok) return false;
-    if (to_end && r != 0) return *error = "zstd frame does not end where the uncompressed size says", false;
-  } else {
-    z_stream z{};
-    if (inflateInit(&z) != Z_OK) return *error = "zlib: inflateInit failed", false;
-    z.next_in = const_cast<Bytef*>(input.data());
-    bool ok = true;
-    uint64_t fed = 0;
-    bool ended = false;
-    while (produced < want || (to_end && !ended)) {
-      uInt chunk_in = static_cast<uInt>(std::min<uint64_t>(input.size() - fed, 1u << 30));
-      z.avail_in = chunk_in;
-      z.next_in = const_cast<Bytef*>(input.data() + fed);
-      uint64_t space = room();
-      z.next_out = out.data() + produced;
-      z.avail_out = static_cast<uInt>(std::min<uint64_t>(space, 1u << 30));
-      uInt before_out = z.avail_out;
-      int r = inflate(&z, Z_NO_FLUSH);
-      produced += before_out - z.avail_out;
-      fed += chunk_in - z.avail_in;
-      if (r == Z_STREAM_END) {
-        ended = true;
-        break;
-      }
-      if (r != Z_OK && r != Z_BUF_ERROR) {
-        *error = std::string("zlib: ") + (z.msg ? z.msg : "inflate failed");
-        ok = false;
-        break;
-      }
-      if (before_out == z.avail_out && chunk_in == z.avail_in) break;  // no progress: input exhausted
-    }
-    inflateEnd(&z);
-    if (!ok) return false;
-    if (to_end && !ended) return *error = "zlib stream does not end where the uncompressed size says", false;
-  }
-  if (produced < want) {
-    *error = "compressed data ends after " + std::to_string(produced) + " of " + std::to_string(want) + " bytes";
+  GrowingOutput g{out, want};
+  if (!(method == 1 ? zstd_prefix(input, claimed, g, error, to_end) : zlib_prefix(input, g, error, to_end)))
+    return false;
+  if (g.produced < want) {
+    *error = "compressed data ends after " + std::to_string(g.produced) + " of " + std::to_string(want) + " bytes";
     return false;
   }
   return true;

@@ -21,6 +21,9 @@
 
 namespace hipguard {
 
+struct FileReport;  // hipguard/inputs.h
+struct RunInfo;     // hipguard/report.h
+
 // HG210: the fat binary `report` holds a gfx1250 entry that CLR's HotSwap
 // forwarding (HSA_TOOLS_LIB naming `tool`) hands to the tool instead of loading
 // the code object selected for a gfx942 / gfx950 target. Empty when `tool` is.
@@ -202,9 +205,13 @@ class Guard {
   struct State;
   State& state();
   Decision judge(const ImageReport& report, bool registration);
+  // The registration check of the readable fat binary `data` (of `wrapper`), its read pages released.
+  PendingFatbinPtr check_registration(const void* wrapper, Bytes data, const std::string& origin);
   // A fat binary's check stops the process: its report goes into the report file.
   void stopping_at(const ImageReport& report);
   void open_report(State& s);
+  std::vector<FileReport> reported_files(State& s);  // state mutex held
+  RunInfo reported_run(State& s);                    // state mutex held
   void journal(State& s, const Diagnostic& d);
   void reopen_report_if_forked(State& s);
   void before_fork();

@@ -64,12 +64,65 @@ bool first_said(std::atomic<bool>& flag, std::atomic<bool>* also) {
   return !said;
 }
 
+// HG501: a kernel with findings is launched.
+Diagnostic launch_with_findings(const KernelState& k, const char* api, bool strict) {
+  Diagnostic d;
+  d.code = std::string(code::kLaunchWithFindings);
+  d.severity = k.blocking ? Severity::Error : Severity::Warning;
+  d.file = k.file_name();
+  d.kernel = k.name;
+  d.message = std::string(api) + " of a kernel with findings: " + first_finding(k) +
+              (k.blocking ? (strict ? "; strict mode: launch refused with hipErrorInvalidDeviceFunction"
+                                    : "; the launch is forwarded and will fail or misbehave")
+                          : "");
+  d.fix = k.findings().front().fix;
+  return d;
+}
+
+// The LDS of a launch (bytes): the limit of the device launched on when its
+// target is known, else the kernel's tightest over the targets.
+struct LaunchLds {
+  uint64_t max_dynamic, static_lds, limit;
+  std::string target;
+};
+
+LaunchLds launch_lds(const KernelState& k, const GuardConfig& c, int device) {
+  if (device >= 0 && static_cast<size_t>(device) < c.device_targets.size()) {
+    int t = c.device_targets[device];
+    if (t >= 0 && static_cast<size_t>(t) < k.lds_by_target.size() && k.lds_by_target[t].max_dynamic != UINT64_MAX) {
+      const auto& own = k.lds_by_target[t];
+      return {own.max_dynamic, own.static_lds, own.limit, c.targets[t].label()};
+    }
+  }
+  return {k.max_dynamic_lds, k.static_lds, k.lds_limit, k.lds_target};
+}
+
+// HG502: a launch asks for more dynamic LDS than the kernel can have.
+Diagnostic launch_over_lds(const KernelState& k, const LaunchLds& l, uint64_t dynamic_lds, const char* api,
+                           bool strict) {
+  Diagnostic d;
+  d.code = std::string(code::kLaunchLds);
+  d.file = k.file_name();
+  d.kernel = k.name;
+  d.target = l.target;
+  d.message = std::string(api) + " asks for " + std::to_string(l.static_lds) + " bytes of static + " +
+              std::to_string(dynamic_lds) + " bytes of dynamic LDS = " + std::to_string(l.static_lds + dynamic_lds) +
+              "; " + l.target + " provides " + std::to_string(l.limit) + " bytes per workgroup" +
+              (strict ? "; strict mode: launch refused with hipErrorInvalidConfiguration" : "");
+  d.fix = "pass at most " + std::to_string(l.max_dynamic) + " bytes of dynamic shared memory for this kernel";
+  d.value = l.static_lds + dynamic_lds;
+  d.limit = l.limit;
+  return d;
+}
+
 }  // namespace
 
 Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api) {
   return on_launch(key, dynamic_lds, api, -1);
 }
 
+// A launch that missed the fast path: its kernel indexed, its fat binary
+// probed and checked in full at first use; then its findings and its LDS.
 Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device) try {
   State& s = state();
   if (s.config.mode == Mode::Off) return {};
@@ -91,56 +144,20 @@ Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api
   // Counted for the report only: an atomic add on a shared line costs every launching thread.
   if (!s.config.report_path.empty()) k->launches.fetch_add(1, std::memory_order_relaxed);
   bool strict = s.config.mode == Mode::Strict;
+  // A hipFunction_t's state says a finding for its stub's too: once per kernel.
   const KernelState* stub = k->stub ? s.find(k->stub) : nullptr;
   if (!k->findings().empty()) {
-    if (first_said(k->warned, stub ? &stub->warned : nullptr)) {
-      Diagnostic d;
-      d.code = std::string(code::kLaunchWithFindings);
-      d.severity = k->blocking ? Severity::Error : Severity::Warning;
-      d.file = k->file_name();
-      d.kernel = k->name;
-      d.message = std::string(api) + " of a kernel with findings: " + first_finding(*k) +
-                  (k->blocking ? (strict ? "; strict mode: launch refused with hipErrorInvalidDeviceFunction"
-                                         : "; the launch is forwarded and will fail or misbehave")
-                               : "");
-      d.fix = k->findings().front().fix;
-      report_consequence(d, &k->findings().front());
-    }
+    if (first_said(k->warned, stub ? &stub->warned : nullptr))
+      report_consequence(launch_with_findings(*k, api, strict), &k->findings().front());
     if (strict && k->blocking) {
       k->blocked.fetch_add(1, std::memory_order_relaxed);
       note_refused_launch(kHipErrorInvalidDeviceFunction);
       return {Action::Refuse, kHipErrorInvalidDeviceFunction};
     }
   }
-  uint64_t max_dynamic = k->max_dynamic_lds, static_lds = k->static_lds, limit = k->lds_limit;
-  int device_target = -1;  // the device's own limit applies (its target's label is said)
-  if (device >= 0 && static_cast<size_t>(device) < s.config.device_targets.size()) {
-    int t = s.config.device_targets[device];
-    if (t >= 0 && static_cast<size_t>(t) < k->lds_by_target.size() &&
-        k->lds_by_target[t].max_dynamic != UINT64_MAX) {  // that device's own limit
-      max_dynamic = k->lds_by_target[t].max_dynamic;
-      static_lds = k->lds_by_target[t].static_lds;
-      limit = k->lds_by_target[t].limit;
-      device_target = t;
-    }
-  }
-  if (dynamic_lds > max_dynamic) {
-    if (first_said(k->lds_warned, stub ? &stub->lds_warned : nullptr)) {
-      Diagnostic d;
-      d.code = std::string(code::kLaunchLds);
-      d.file = k->file_name();
-      d.kernel = k->name;
-      std::string lds_target = device_target >= 0 ? s.config.targets[device_target].label() : k->lds_target;
-      d.target = lds_target;
-      d.message = std::string(api) + " asks for " + std::to_string(static_lds) + " bytes of static + " +
-                  std::to_string(dynamic_lds) + " bytes of dynamic LDS = " + std::to_string(static_lds + dynamic_lds) +
-                  "; " + lds_target + " provides " + std::to_string(limit) + " bytes per workgroup" +
-                  (strict ? "; strict mode: launch refused with hipErrorInvalidConfiguration" : "");
-      d.fix = "pass at most " + std::to_string(max_dynamic) + " bytes of dynamic shared memory for this kernel";
-      d.value = static_lds + dynamic_lds;
-      d.limit = limit;
-      report_once(d);
-    }
+  if (LaunchLds lds = launch_lds(*k, s.config, device); dynamic_lds > lds.max_dynamic) {
+    if (first_said(k->lds_warned, stub ? &stub->lds_warned : nullptr))
+      report_once(launch_over_lds(*k, lds, dynamic_lds, api, strict));
     if (strict) {
       k->blocked.fetch_add(1, std::memory_order_relaxed);
       note_refused_launch(kHipErrorInvalidConfiguration);

@@ -152,76 +152,95 @@ std::vector<Diagnostic> blocking_findings(std::string_view name, const ImageInde
 
 void PendingDelete::operator()(PendingFatbin* p) const noexcept { delete p; }
 
-Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& out) try {
-  const GuardConfig& c = config();
-  if (c.mode == Mode::Off) return {};
-  if (c.mode == Mode::Strict && c.config_error) {
-    log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
-                     std::to_string(c.exit_code) + "): the hipguard settings above are not accepted");
-    return {Action::Exit, 0};
+namespace {
+
+// A __hipRegisterFatBinary wrapper as read: its fat binary's bytes, a kpack
+// wrapper (nothing to check), or why it cannot be read.
+struct WrapperRead {
+  enum { FatBinary, Kpack, Broken } kind = Broken;
+  Bytes data;
+  std::string_view code;  // Broken: the diagnostic
+  std::string message;
+};
+
+WrapperRead read_wrapper(const void* wrapper) {
+  WrapperRead r;
+  if (readable_extent(wrapper, sizeof(FatbinWrapper)) < sizeof(FatbinWrapper)) {
+    r.code = code::kUnreadable;
+    r.message = "fat binary wrapper at " + hex(wrapper) + " is not readable memory";
+    return r;
   }
-  std::string origin = origin_of(wrapper);
-  auto fail = [&](std::string_view code, std::string msg) {
-    PendingFatbinPtr r(new PendingFatbin());
-    r->report.origin = origin;
-    r->report.diagnostics.push_back(make_diagnostic(
-        code, origin, std::move(msg), "the program's fat binary is damaged or not produced by a HIP compiler; rebuild it"));
-    r->report.structurally_ok = false;
-    Decision v = judge(r->report, true);
-    if (v.action == Action::Exit) stopping_at(r->report);
-    out = std::move(r);
-    return v;
-  };
-  if (readable_extent(wrapper, sizeof(FatbinWrapper)) < sizeof(FatbinWrapper))
-    return fail(code::kUnreadable, "fat binary wrapper at " + hex(wrapper) + " is not readable memory");
   FatbinWrapper w;
   memcpy(&w, wrapper, sizeof w);
   if (w.magic == kHipkMagic && w.version == 1) {
-    // Valid for current CLR: not an error, but nothing hipguard can check.
-    out.reset();
-    report_once(make_diagnostic(code::kKpackNotChecked, origin,
-                                "kpack fat binary (HIPK wrapper): its code objects are in an archive beside the "
-                                "program, which hipguard does not read; its kernels are not checked",
-                                "check the archive's code objects with 'hipguard check' offline"));
-    return {};
+    r.kind = WrapperRead::Kpack;
+    return r;
   }
   if (w.magic != kHipFatbinMagic || w.version != 1) {
     char buf[160];
     snprintf(buf, sizeof buf, "fat binary wrapper has magic 0x%08x version %u (expected 0x%08x HIPF or 0x%08x HIPK, version 1)",
              w.magic, w.version, kHipFatbinMagic, kHipkMagic);
-    return fail(code::kBadFatbinWrapper, buf);
+    r.code = code::kBadFatbinWrapper;
+    r.message = buf;
+    return r;
   }
   uint64_t extent = readable_extent(w.binary, kMaxDecompressedBytes);
-  if (extent == 0) return fail(code::kUnreadable, "fat binary at " + hex(w.binary) + " is not readable memory");
-  Bytes data(static_cast<const uint8_t*>(w.binary), extent);
-  // A raw code object (AITER registers .co files this way): size it from its headers.
-  if (classify(data) == PayloadKind::CodeObject) {
-    if (auto size = elf_image_size(data); size && *size <= extent) data = data.first(*size);
+  if (extent == 0) {
+    r.code = code::kUnreadable;
+    r.message = "fat binary at " + hex(w.binary) + " is not readable memory";
+    return r;
   }
-  // Warn mode, bundles: checked to selection now (a library may carry hundreds
-  // of fat binaries whose kernels are never launched); each fat binary is
-  // checked in full at the first launch or lookup of one of its kernels.
-  // Selection itself cannot wait for first use: a ROCm 5.2 runtime extracts
-  // every registered fat binary's code objects when HIP initialises and aborts
-  // if one has none for the device (hipamd hip_fatbin.cpp ExtractFatBinary,
-  // guarantee; later ones log it and fail at first use), before any launch.
-  // Strict mode also reads what the loader decides without the metadata, so
-  // that such a kernel stops the program before main: the selected code
-  // objects' ELF headers and notes now (Depth::Headers), and each registered
-  // kernel's descriptor (static LDS over the limit, or none: HG409) as it
-  // registers (descriptors_fit), found by name, not by reading every symbol
-  // and descriptor; a compressed bundle's code objects are not kept, so their
-  // descriptors are read now (Depth::Descriptors). What the metadata decides
-  // (broken metadata, register counts) waits for the check in full at first
-  // use, where strict mode refuses the launch. Reading every kernel's metadata
-  // here made strict start-up 8x slower than the runtime's on rocSPARSE. Raw
-  // code objects: in full.
-  PendingFatbinPtr pending(new PendingFatbin());
+  r.kind = WrapperRead::FatBinary;
+  r.data = Bytes(static_cast<const uint8_t*>(w.binary), extent);
+  // A raw code object (AITER registers .co files this way): size it from its headers.
+  if (classify(r.data) == PayloadKind::CodeObject) {
+    if (auto size = elf_image_size(r.data); size && *size <= extent) r.data = r.data.first(*size);
+  }
+  return r;
+}
+
+// The registration of a fat binary that cannot be read: one structural error.
+PendingFatbinPtr broken_fatbin(const std::string& origin, std::string_view code, std::string message) {
+  PendingFatbinPtr r(new PendingFatbin());
+  r->report.origin = origin;
+  r->report.diagnostics.push_back(make_diagnostic(
+      code, origin, std::move(message), "the program's fat binary is damaged or not produced by a HIP compiler; rebuild it"));
+  r->report.structurally_ok = false;
+  return r;
+}
+
+// Warn mode, bundles: checked to selection now (a library may carry hundreds
+// of fat binaries whose kernels are never launched); each fat binary is
+// checked in full at the first launch or lookup of one of its kernels.
+// Selection itself cannot wait for first use: a ROCm 5.2 runtime extracts
+// every registered fat binary's code objects when HIP initialises and aborts
+// if one has none for the device (hipamd hip_fatbin.cpp ExtractFatBinary,
+// guarantee; later ones log it and fail at first use), before any launch.
+// Strict mode also reads what the loader decides without the metadata, so
+// that such a kernel stops the program before main: the selected code
+// objects' ELF headers and notes now (Depth::Headers), and each registered
+// kernel's descriptor (static LDS over the limit, or none: HG409) as it
+// registers (descriptors_fit), found by name, not by reading every symbol
+// and descriptor; a compressed bundle's code objects are not kept, so their
+// descriptors are read now (Depth::Descriptors). What the metadata decides
+// (broken metadata, register counts) waits for the check in full at first
+// use, where strict mode refuses the launch. Reading every kernel's metadata
+// here made strict start-up 8x slower than the runtime's on rocSPARSE. Raw
+// code objects: in full.
+Depth registration_depth(Bytes data, const GuardConfig& c) {
   PayloadKind kind = classify(data);
-  if ((kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle) && !c.targets.empty())
-    pending->depth = c.mode != Mode::Strict                ? Depth::Selection
-                     : kind == PayloadKind::OffloadBundle ? Depth::Headers
-                                                          : Depth::Descriptors;
+  if ((kind != PayloadKind::OffloadBundle && kind != PayloadKind::CompressedBundle) || c.targets.empty())
+    return Depth::Full;
+  if (c.mode != Mode::Strict) return Depth::Selection;
+  return kind == PayloadKind::OffloadBundle ? Depth::Headers : Depth::Descriptors;
+}
+
+}  // namespace
+
+PendingFatbinPtr Guard::check_registration(const void* wrapper, Bytes data, const std::string& origin) {
+  const GuardConfig& c = config();
+  PendingFatbinPtr pending(new PendingFatbin());
+  pending->depth = registration_depth(data, c);
   pending->data = data;
   pending->readonly = readonly_segments_of(wrapper);
   pending->report = check_image(data, origin, c.targets, "", pending->depth, c.machine, &state().selection_memo);
@@ -243,11 +262,35 @@ Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& out) t
   if (logs_debug())  // not built per fat binary otherwise: a library registers hundreds
     log("debug", "registered fat binary of " + origin + " (" + std::string(to_string(pending->report.kind)) + ", " +
                      std::to_string(pending->report.entry_ids.size()) + " bundle entries)");
-  Decision v = judge(pending->report, true);
+  return pending;
+}
 
-  if (v.action == Action::Exit) {
+Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& out) try {
+  const GuardConfig& c = config();
+  if (c.mode == Mode::Off) return {};
+  if (c.mode == Mode::Strict && c.config_error) {
     log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
-                     std::to_string(c.exit_code) + ")");
+                     std::to_string(c.exit_code) + "): the hipguard settings above are not accepted");
+    return {Action::Exit, 0};
+  }
+  std::string origin = origin_of(wrapper);
+  WrapperRead read = read_wrapper(wrapper);
+  if (read.kind == WrapperRead::Kpack) {
+    // Valid for current CLR: not an error, but nothing hipguard can check.
+    out.reset();
+    report_once(make_diagnostic(code::kKpackNotChecked, origin,
+                                "kpack fat binary (HIPK wrapper): its code objects are in an archive beside the "
+                                "program, which hipguard does not read; its kernels are not checked",
+                                "check the archive's code objects with 'hipguard check' offline"));
+    return {};
+  }
+  PendingFatbinPtr pending = read.kind == WrapperRead::Broken ? broken_fatbin(origin, read.code, std::move(read.message))
+                                                              : check_registration(wrapper, read.data, origin);
+  Decision v = judge(pending->report, true);
+  if (v.action == Action::Exit) {
+    if (read.kind == WrapperRead::FatBinary)
+      log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
+                       std::to_string(c.exit_code) + ")");
     stopping_at(pending->report);
   }
   out = std::move(pending);

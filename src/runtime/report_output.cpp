@@ -71,6 +71,66 @@ void Guard::journal(State& s, const Diagnostic& d) {
 }
 
 
+// State mutex held: what this process registered or loaded itself (a forked
+// child: after the fork), a file per origin, in registration order.
+std::vector<FileReport> Guard::reported_files(State& s) {
+  std::vector<FileReport> files;
+  std::map<std::string, size_t> by_origin;
+  auto add = [&](const ImageReport& img) {
+    auto [it, fresh] = by_origin.emplace(img.origin, files.size());
+    if (fresh) {
+      files.emplace_back();
+      files.back().path = img.origin;
+      files.back().hip = true;
+    }
+    files[it->second].images.push_back(img);
+  };
+  for (const auto& [h, fb] : s.fatbins)
+    if (fb.seq > s.fork_seq) add(fb.report);
+  for (const auto& [m, mi] : s.modules)
+    if (mi.seq > s.fork_seq)
+      for (const auto& img : mi.images) add(img);
+  for (const auto& g : s.unregistered)
+    if (g.seq > s.fork_seq) add(g.report);
+  // A strict-mode stop comes between a fat binary's check and its registration.
+  if (s.stopped_at) add(*s.stopped_at);
+  return files;
+}
+
+// State mutex held: the report's "run": the process, its runtime events, and
+// its kernels with findings or launches.
+RunInfo Guard::reported_run(State& s) {
+  RunInfo run;
+  run.program = self_exe();
+  run.pid = getpid();
+  run.mode = s.config.mode == Mode::Strict ? "strict" : s.config.mode == Mode::Off ? "off" : "warn";
+  run.target_source = s.config.target_source;
+  for (const auto& t : s.config.targets) run.devices.push_back(t.label());
+  run.consequences.assign(s.consequences.begin() + std::min(s.consequences_at_fork, s.consequences.size()),
+                          s.consequences.end());
+  for (const auto& [id, gone] : s.gone_kernels)
+    if (gone.seq > s.fork_seq) run.kernels.push_back(gone.record);
+  run.not_listed = s.not_listed;
+  // One record per kernel: launches by its host stub and by the hipFunction_t
+  // hipGetFuncBySymbol returned for it (the same name, file and findings) are summed.
+  std::map<std::tuple<std::string, std::string, std::vector<std::string>>, size_t> listed;
+  for (const auto& k : s.kernels) {
+    if (k.superseded || k.retired || k.seq <= s.fork_seq || (k.findings().empty() && k.launches == 0)) continue;
+    KernelRecord rec{k.name, k.file_name(), k.launches.load(), k.blocked.load(), {}};
+    for (const auto& d : k.findings()) rec.codes.push_back(d.code);
+    auto [at, fresh] = listed.try_emplace({rec.name, rec.file, rec.codes}, run.kernels.size());
+    if (fresh) {
+      run.kernels.push_back(std::move(rec));
+    } else {
+      run.kernels[at->second].launches += rec.launches;
+      run.kernels[at->second].blocked += rec.blocked;
+    }
+  }
+  return run;
+}
+
+// Once per process: every kernel indexed and checked in full, then the
+// report (JSON, and JUnit for a .xml path) finishes the report file.
 void Guard::write_report() try {
   State& s = state();
   if (s.config.report_path.empty()) return;
@@ -94,51 +154,8 @@ void Guard::write_report() try {
   RunInfo run;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    std::map<std::string, size_t> by_origin;
-    auto add = [&](const ImageReport& img) {
-      auto [it, fresh] = by_origin.emplace(img.origin, files.size());
-      if (fresh) {
-        files.emplace_back();
-        files.back().path = img.origin;
-        files.back().hip = true;
-      }
-      files[it->second].images.push_back(img);
-    };
-    // A forked child lists what it registered or loaded itself (seq after the fork).
-    for (const auto& [h, fb] : s.fatbins)
-      if (fb.seq > s.fork_seq) add(fb.report);
-    for (const auto& [m, mi] : s.modules)
-      if (mi.seq > s.fork_seq)
-        for (const auto& img : mi.images) add(img);
-    for (const auto& g : s.unregistered)
-      if (g.seq > s.fork_seq) add(g.report);
-    // A strict-mode stop comes between a fat binary's check and its registration.
-    if (s.stopped_at) add(*s.stopped_at);
-    run.program = self_exe();
-    run.pid = getpid();
-    run.mode = s.config.mode == Mode::Strict ? "strict" : s.config.mode == Mode::Off ? "off" : "warn";
-    run.target_source = s.config.target_source;
-    for (const auto& t : s.config.targets) run.devices.push_back(t.label());
-    run.consequences.assign(s.consequences.begin() + std::min(s.consequences_at_fork, s.consequences.size()),
-                            s.consequences.end());
-    for (const auto& [id, gone] : s.gone_kernels)
-      if (gone.seq > s.fork_seq) run.kernels.push_back(gone.record);
-    run.not_listed = s.not_listed;
-    // One record per kernel: launches by its host stub and by the hipFunction_t
-    // hipGetFuncBySymbol returned for it (the same name, file and findings) are summed.
-    std::map<std::tuple<std::string, std::string, std::vector<std::string>>, size_t> listed;
-    for (const auto& k : s.kernels) {
-      if (k.superseded || k.retired || k.seq <= s.fork_seq || (k.findings().empty() && k.launches == 0)) continue;
-      KernelRecord rec{k.name, k.file_name(), k.launches.load(), k.blocked.load(), {}};
-      for (const auto& d : k.findings()) rec.codes.push_back(d.code);
-      auto [at, fresh] = listed.try_emplace({rec.name, rec.file, rec.codes}, run.kernels.size());
-      if (fresh) {
-        run.kernels.push_back(std::move(rec));
-      } else {
-        run.kernels[at->second].launches += rec.launches;
-        run.kernels[at->second].blocked += rec.blocked;
-      }
-    }
+    files = reported_files(s);
+    run = reported_run(s);
   }
   bool xml = is_junit_path(s.config.report_path);
   llvm::json::Object record;

@@ -76,13 +76,15 @@ KfdNode parse_kfd_properties(std::string_view text) {
   return n;
 }
 
-std::vector<Device> discover_devices(const std::string& sysfs_root, const EnvLookup& env) {
+namespace {
+
+// The GPU nodes of the KFD topology under `sysfs_root`, by node number (CPU nodes left out).
+std::vector<KfdNode> kfd_gpu_nodes(const std::string& sysfs_root) {
   namespace fs = std::filesystem;
-  std::vector<Device> out;
+  std::vector<KfdNode> gpus;
   fs::path nodes = fs::path(sysfs_root) / "class/kfd/kfd/topology/nodes";
   std::error_code ec;
-  if (!fs::is_directory(nodes, ec)) return out;
-  std::vector<std::pair<unsigned, KfdNode>> gpus;
+  if (!fs::is_directory(nodes, ec)) return gpus;
   for (const auto& entry : fs::directory_iterator(nodes, ec)) {
     uint64_t num = 0;
     if (!parse_u64(entry.path().filename().string(), &num) || num > 1u << 20) continue;
@@ -91,73 +93,83 @@ std::vector<Device> discover_devices(const std::string& sysfs_root, const EnvLoo
     KfdNode n = parse_kfd_properties(text);
     n.node = static_cast<unsigned>(num);
     if (n.simd_count == 0 || n.gfx_target_version == 0) continue;  // CPU node
-    gpus.emplace_back(n.node, n);
+    gpus.push_back(n);
   }
-  std::sort(gpus.begin(), gpus.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::sort(gpus.begin(), gpus.end(), [](const KfdNode& a, const KfdNode& b) { return a.node < b.node; });
+  return gpus;
+}
 
-  // HSA_OVERRIDE_GFX_VERSION=maj.min.step replaces every GPU's version (libhsakmt).
-  std::optional<uint64_t> override_version;
+// One GPU node as the runtime sees it: its processor (HSA_OVERRIDE_GFX_VERSION
+// replaces every GPU's version, as libhsakmt does), LDS, and the sramecc and
+// xnack modes (HSA_ENABLE_SRAMECC, HSA_XNACK).
+Device device_of(const KfdNode& n, unsigned index, const EnvLookup& env) {
+  uint64_t v = n.gfx_target_version;
   if (const char* o = env("HSA_OVERRIDE_GFX_VERSION"); o && *o) {
     unsigned maj, min, step;
-    if (sscanf(o, "%u.%u.%u", &maj, &min, &step) == 3) override_version = maj * 10000ull + min * 100 + step;
+    if (sscanf(o, "%u.%u.%u", &maj, &min, &step) == 3) v = maj * 10000ull + min * 100 + step;
   }
+  const ProcessorInfo* p = find_processor_by_version(unsigned(v / 10000 % 100), unsigned(v / 100 % 100), unsigned(v % 100));
+  Device d;
+  d.index = index;
+  d.node = n.node;
+  // A value no GPU has (KFD reports at most a few hundred KiB) is ignored, not
+  // multiplied into an overflow that would shrink the limit.
+  d.lds_bytes = n.lds_size_in_kb <= kMaxLdsKib ? n.lds_size_in_kb * 1024 : 0;
+  d.target.lds_bytes = d.lds_bytes;
+  if (!p) {
+    d.target.processor = "gfx-unknown-" + std::to_string(v);
+    return d;
+  }
+  d.target.processor = std::string(p->name);
+  d.target.sramecc = Feature::Unsupported;
+  d.target.xnack = Feature::Unsupported;
   const char* xnack_env = env("HSA_XNACK");
   const char* sramecc_env = env("HSA_ENABLE_SRAMECC");
-  unsigned index = 0;
-  for (auto& [num, n] : gpus) {
-    uint64_t v = override_version.value_or(n.gfx_target_version);
-    const ProcessorInfo* p = find_processor_by_version(unsigned(v / 10000 % 100), unsigned(v / 100 % 100), unsigned(v % 100));
-    Device d;
-    d.index = index++;
-    d.node = num;
-    // A value no GPU has (KFD reports at most a few hundred KiB) is ignored, not
-    // multiplied into an overflow that would shrink the limit.
-    d.lds_bytes = n.lds_size_in_kb <= kMaxLdsKib ? n.lds_size_in_kb * 1024 : 0;
-    d.target.lds_bytes = d.lds_bytes;
-    if (!p) {
-      d.target.processor = "gfx-unknown-" + std::to_string(v);
-      out.push_back(d);
-      continue;
-    }
-    d.target.processor = std::string(p->name);
-    d.target.sramecc = Feature::Unsupported;
-    d.target.xnack = Feature::Unsupported;
-    if (p->sramecc) {
-      bool on = (n.capability & kCapSramEdc) != 0;
-      if (sramecc_env && std::string_view(sramecc_env) == "0") on = false;
-      if (sramecc_env && std::string_view(sramecc_env) == "1") on = true;
-      d.target.sramecc = on ? Feature::On : Feature::Off;
-    }
-    if (p->xnack) {
-      // Without HSA_XNACK the process gets the driver's mode (the processor
-      // table's default_xnack: off where amdgpu's noretry defaults to 1).
-      d.target.xnack = p->default_xnack;
-      if (xnack_env && std::string_view(xnack_env) == "1") d.target.xnack = Feature::On;
-      if (xnack_env && std::string_view(xnack_env) == "0") d.target.xnack = Feature::Off;
-    }
-    out.push_back(d);
+  if (p->sramecc) {
+    bool on = (n.capability & kCapSramEdc) != 0;
+    if (sramecc_env && std::string_view(sramecc_env) == "0") on = false;
+    if (sramecc_env && std::string_view(sramecc_env) == "1") on = true;
+    d.target.sramecc = on ? Feature::On : Feature::Off;
   }
+  if (p->xnack) {
+    // Without HSA_XNACK the process gets the driver's mode (the processor
+    // table's default_xnack: off where amdgpu's noretry defaults to 1).
+    d.target.xnack = p->default_xnack;
+    if (xnack_env && std::string_view(xnack_env) == "1") d.target.xnack = Feature::On;
+    if (xnack_env && std::string_view(xnack_env) == "0") d.target.xnack = Feature::Off;
+  }
+  return d;
+}
+
+// The devices a visibility variable (a list of indices) selects, in its
+// order; the list stops at the first entry that is not a valid index (as the
+// runtimes do). Unset: all of them.
+void select_visible(std::vector<Device>& devs, const char* list_or_null) {
+  if (!list_or_null) return;
+  std::vector<Device> chosen;
+  std::string_view list(list_or_null);
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    std::string_view item = list.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    pos = comma == std::string_view::npos ? list.size() + 1 : comma + 1;
+    uint64_t idx;
+    if (!parse_u64(item, &idx) || idx >= devs.size()) break;
+    chosen.push_back(devs[idx]);
+  }
+  devs = std::move(chosen);
+}
+
+}  // namespace
+
+std::vector<Device> discover_devices(const std::string& sysfs_root, const EnvLookup& env) {
+  std::vector<Device> out;
+  unsigned index = 0;
+  for (const KfdNode& n : kfd_gpu_nodes(sysfs_root)) out.push_back(device_of(n, index++, env));
   // ROCR_VISIBLE_DEVICES selects among the KFD GPUs, then HIP_VISIBLE_DEVICES
-  // (or CUDA_VISIBLE_DEVICES) among those; indices only, a list stops at the
-  // first entry that is not a valid index (as the runtimes do).
-  auto select = [&env](std::vector<Device>& devs, const char* var) {
-    const char* v = env(var);
-    if (!v) return;
-    std::vector<Device> chosen;
-    std::string_view list(v);
-    size_t pos = 0;
-    while (pos <= list.size()) {
-      size_t comma = list.find(',', pos);
-      std::string_view item = list.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
-      pos = comma == std::string_view::npos ? list.size() + 1 : comma + 1;
-      uint64_t idx;
-      if (!parse_u64(item, &idx) || idx >= devs.size()) break;
-      chosen.push_back(devs[idx]);
-    }
-    devs = std::move(chosen);
-  };
-  select(out, "ROCR_VISIBLE_DEVICES");
-  select(out, env("HIP_VISIBLE_DEVICES") ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES");
+  // (or CUDA_VISIBLE_DEVICES) among those.
+  select_visible(out, env("ROCR_VISIBLE_DEVICES"));
+  select_visible(out, env("HIP_VISIBLE_DEVICES") ? env("HIP_VISIBLE_DEVICES") : env("CUDA_VISIBLE_DEVICES"));
   for (size_t i = 0; i < out.size(); ++i) out[i].index = static_cast<unsigned>(i);
   return out;
 }
