@@ -1,23 +1,16 @@
 // libhipguard.so: LD_PRELOAD shim. One wrapper per line of hip_api.def, with
 // libamdhip64's signature and symbol version (hipguard.map): it asks the core
-// (Guard) what to do through the line's hook and forwards to the real runtime.
-// The shim is also the one place that reads the environment for the guard.
-#include <dlfcn.h>
-#include <link.h>
-#include <strings.h>
-#include <sys/auxv.h>
-#include <unistd.h>
-
+// (Guard) what to do through the line's hook and forwards to the real runtime
+// (process.cpp finds it and configures the guard).
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "hip_abi.h"
+#include "process.h"
 #include "runtime/guard.h"
 #include "runtime/kernel_table.h"
 
@@ -28,140 +21,12 @@ using hipguard::guarded;
 
 namespace {
 
-using hipguard::kHipErrorNotInitialized;
-using hipguard::kHipErrorNotSupported;
 using hipguard::kHipSuccess;
-
-// The HIP runtime version selection follows: the real file name behind the
-// loaded libamdhip64 (libamdhip64.so.6 -> libamdhip64.so.6.4.43484). Unknown
-// (not loaded yet, or a name without major.minor): the newest, the strictest.
-void runtime_version(hipguard::GuardConfig& config) {
-  std::string loaded;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) -> int {
-        if (!info->dlpi_name || !strstr(info->dlpi_name, "libamdhip64.so")) return 0;
-        *static_cast<std::string*>(data) = info->dlpi_name;
-        return 1;
-      },
-      &loaded);
-  if (loaded.empty()) return;
-  std::string real = loaded;
-  if (char* resolved = realpath(loaded.c_str(), nullptr)) {
-    real = resolved;
-    free(resolved);
-  }
-  if (const hipguard::RuntimeInfo* r = hipguard::runtime_for_library(real)) {
-    config.machine.runtime = r;
-    config.runtime_source = real;
-  }
-}
-
-// The guard, configured from this process's environment at the shim's first
-// call into it, whichever wrapper that is (hipcc's registration constructors
-// may run before or after the shim's own constructor).
-Guard& guard() {
-  static Guard& g = []() -> Guard& {
-    std::vector<std::string> names;  // HIPGUARD_* in any case: misspellings are said
-    for (char** e = environ; e && *e; ++e)
-      if (strncasecmp(*e, "HIPGUARD_", 9) == 0)
-        if (const char* eq = strchr(*e, '=')) names.emplace_back(*e, static_cast<size_t>(eq - *e));
-    hipguard::GuardConfig config = hipguard::config_from(
-        [](const char* name) -> const char* { return getenv(name); }, getauxval(AT_SECURE) != 0, names);
-    runtime_version(config);
-    return Guard::init(std::move(config));
-  }();
-  return g;
-}
-
-// Logs the line `message()` builds: building it may throw too.
-template <class Message>
-void log_line(const char* level, Message message) {
-  guarded([&] { guard().log(level, message()); });
-}
+using namespace hipguard::shim;
 
 // ---------------------------------------------------------------- the real runtime
 
-// The loaded libamdhip64, found even when the application does not link it
-// and a HIP library was dlopen'ed RTLD_LOCAL (dlsym(RTLD_NEXT) is NULL then).
-// Allocates nothing: it runs outside guarded().
-void* find_runtime_handle() {
-  const char* path = nullptr;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) -> int {
-        if (info->dlpi_name && strstr(info->dlpi_name, "libamdhip64.so")) {
-          *static_cast<const char**>(data) = info->dlpi_name;
-          return 1;
-        }
-        return 0;
-      },
-      &path);
-  if (path) return dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-  for (const char* name : {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"})
-    if (void* h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD)) return h;
-  return nullptr;
-}
-
-void* resolve(const char* name, const char* version, bool optional = false) {
-  void* p = dlvsym(RTLD_NEXT, name, version);
-  if (!p) p = dlsym(RTLD_NEXT, name);
-  if (!p) {
-    if (void* h = find_runtime_handle()) {
-      p = dlvsym(h, name, version);
-      if (!p) p = dlsym(h, name);
-    }
-  }
-  if (p) {
-    Dl_info info{};
-    if (dladdr(p, &info) && info.dli_fname)
-      log_line("debug", [&] { return std::string("forwarding ") + name + " to " + info.dli_fname; });
-  } else if (!optional) {
-    if (void* h = find_runtime_handle()) {
-      // Loaded, but older than the function (e.g. ROCm 5.2 and a HIP 7 entry
-      // point a program looked up by name): the wrapper answers hipErrorNotSupported.
-      dlclose(h);
-      log_line("debug", [&] { return std::string("the loaded HIP runtime has no ") + name + "@" + version; });
-    } else {
-      log_line("error", [&] {
-        return std::string("cannot find the HIP runtime's ") + name + "@" + version + "; is libamdhip64 loaded?";
-      });
-    }
-  }
-  return p;
-}
-
-// What a wrapper returns when the runtime function it forwards to is missing:
-// hipErrorNotSupported when a runtime is loaded that lacks it (older ROCm),
-// hipErrorNotInitialized when no runtime is loaded at all.
-hipError_t missing_runtime_function() {
-  void* h = find_runtime_handle();
-  if (!h) return kHipErrorNotInitialized;
-  dlclose(h);
-  return kHipErrorNotSupported;
-}
-
-// The table's lines: an index each, a cached runtime pointer each.
-enum Api : unsigned {
-#define HG_API(sym, ...) api_##sym,
-#define HG_SKIP(...)
-#include "hip_api.def"
-#undef HG_SKIP
-#undef HG_API
-  kApiCount
-};
-
-struct ApiEntry {
-  const char* name;
-  const char* node;
-};
-constexpr ApiEntry kApis[] = {
-#define HG_API(sym, node, ...) {#sym, #node},
-#define HG_SKIP(...)
-#include "hip_api.def"
-#undef HG_SKIP
-#undef HG_API
-};
-static_assert(sizeof kApis / sizeof kApis[0] == kApiCount);
-
+// The runtime's function for each line of the table, once resolved.
 std::atomic<void*> g_slots[kApiCount];
 
 // The runtime symbol a line falls back to when its own is missing: the other
@@ -196,31 +61,6 @@ Fn real(Api api) {
 
 // ---------------------------------------------------------------- helpers of the hooks
 
-// _exit, not exit: the program's own atexit handlers and destructors must not
-// run half-initialised. The report (HIPGUARD_REPORT) is the one thing written first.
-[[noreturn]] void strict_exit() {
-  guarded([] { guard().write_report(); });
-  _exit(guarded(hipguard::kDefaultExitCode, [] { return guard().config().exit_code; }));
-}
-
-// The exit status of a process that saw errors and exits with 0 (strict mode,
-// HIPGUARD_FAIL_ON): registered before the program's own exit handlers, so it runs after them.
-__attribute__((constructor)) void install_exit_status() {
-  guarded([] { hipguard::install_exit_status_handler(); });
-}
-
-// The probe runs at the first launch; hand the core the runtime's lookup functions then.
-void provide_probe_functions() {
-  static std::atomic<bool> done{false};
-  if (done.load(std::memory_order_acquire) || done.exchange(true)) return;  // no locked exchange per launch
-  hipguard::ProbeFunctions f;
-  f.get_func_by_symbol = reinterpret_cast<int (*)(void**, const void*)>(resolve("hipGetFuncBySymbol", "hip_6.2", true));
-  f.func_get_attributes = reinterpret_cast<int (*)(void*, const void*)>(resolve("hipFuncGetAttributes", "hip_4.2", true));
-  f.get_last_error = reinterpret_cast<int (*)()>(resolve("hipGetLastError", "hip_4.2", true));
-  f.peek_at_last_error = reinterpret_cast<int (*)()>(resolve("hipPeekAtLastError", "hip_4.2", true));
-  guard().set_probe_functions(f);
-}
-
 // A launch the fast path did not let through: the guard decides.
 Decision launch_decision(const void* key, uint64_t dynamic_lds, const char* api, int device = -1) {
   if (!hipguard::launch_needs_check(dynamic_lds)) return {};
@@ -228,68 +68,9 @@ Decision launch_decision(const void* key, uint64_t dynamic_lds, const char* api,
   return guard().on_launch(key, dynamic_lds, api, device);
 }
 
-// The HIP device of a multi-device launch entry (its stream's: CLR rejects null streams there), or -1.
-std::atomic<void*> g_stream_get_device;
-int stream_device(hipStream_t stream) {
-  using Fn = hipError_t (*)(hipStream_t, int*);
-  if (!stream) return -1;
-  void* p = g_stream_get_device.load(std::memory_order_acquire);
-  if (!p) {
-    p = resolve("hipStreamGetDevice", "hip_4.2", /*optional=*/true);
-    if (!p) return -1;
-    g_stream_get_device.store(p, std::memory_order_release);
-  }
-  int device = -1;
-  return reinterpret_cast<Fn>(p)(stream, &device) == kHipSuccess ? device : -1;
-}
-
 // hipLaunchByPtr launches what the last hipConfigureCall configured (CLR
 // PlatformState::popExec): that call's dynamic LDS, per thread.
 thread_local std::vector<size_t> t_configured_lds;
-
-// CLR's hipGetProcAddress / hipGetDriverEntryPoint(_spt) dlsym the runtime's
-// own handle (appending "_spt" for per-thread-stream requests), which hands out
-// the runtime's functions and so bypasses an LD_PRELOAD shim. When the runtime
-// found a function and it is one hipguard interposes, the caller gets the
-// shim's wrapper instead: the same symbol, under the same version node.
-void* self_handle() {
-  static void* h = [] {
-    Dl_info info{};
-    if (!dladdr(reinterpret_cast<void*>(&self_handle), &info) || !info.dli_fname) return static_cast<void*>(nullptr);
-    return dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-  }();
-  return h;
-}
-
-const ApiEntry* find_api(const char* name) {
-  if (!name) return nullptr;
-  for (const auto& a : kApis)
-    if (strcmp(a.name, name) == 0) return &a;
-  return nullptr;
-}
-
-// `requested` is what the caller asked for; `per_thread` whether the runtime
-// looked up the "_spt" form first. The runtime's answer names the function it
-// chose (dladdr); failing that, the same rule as CLR's picks it.
-void redirect(const char* requested, bool per_thread, void** pfn) {
-  if (!pfn || !*pfn) return;
-  const ApiEntry* api = nullptr;
-  Dl_info info{};
-  if (dladdr(*pfn, &info) && info.dli_sname) api = find_api(info.dli_sname);
-  if (!api && requested) {
-    std::string name = requested;
-    if (per_thread) api = find_api((name + "_spt").c_str());
-    if (!api) api = find_api(requested);
-  }
-  if (!api) return;
-  void* self = self_handle();
-  void* mine = self ? dlvsym(self, api->name, api->node) : nullptr;
-  if (!mine || mine == *pfn) return;
-  log_line("debug", [&] {
-    return std::string(requested ? requested : "?") + ": handing out hipguard's " + api->name + " instead of the runtime's";
-  });
-  *pfn = mine;
-}
 
 // ---------------------------------------------------------------- hooks: one per argument shape
 // A hook is built from a wrapper's arguments (the last field of its line).
