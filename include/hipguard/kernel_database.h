@@ -52,6 +52,7 @@
 
 #include "hipguard/code_object.h"
 #include "hipguard/diagnostic.h"
+#include "hipguard/result.h"
 #include "hipguard/target.h"
 
 namespace hipguard {
@@ -121,7 +122,7 @@ uint64_t kernel_name_hash(std::string_view name);
 CodeObjectFacts::Entry facts_of(const CodeObject& co);
 
 // The solutions of one Tensile .dat (msgpack): each solution's kernel and
-// whether it is a source kernel. Fails (false, *error) on anything the
+// whether it is a source kernel. Fails (HG702, kDatabaseMalformed) on anything the
 // library's loader would reject: not msgpack, not a map, "solutions" not an
 // array of maps, a solution without a string "name", no "library". A
 // "library" after "solutions" (as Tensile writes them) is not read: its
@@ -131,10 +132,10 @@ struct TensileSolution {
   std::string kernel;  // "kernelName" when present (hipBLASLt), else "name"
   bool source_kernel = false;
 };
-bool read_tensile_solutions(std::string_view data, std::vector<TensileSolution>* out, std::string* error);
+Result<std::vector<TensileSolution>> read_tensile_solutions(std::string_view data);
 // The "Placeholder" library names of a lazy Tensile database, in file order,
 // without repeats. Fails as read_tensile_solutions does.
-bool read_tensile_placeholders(std::string_view data, std::vector<std::string>* out, std::string* error);
+Result<std::vector<std::string>> read_tensile_placeholders(std::string_view data);
 
 // The entries of hipBLASLt's hipblasltExtOpLibrary.dat for one processor
 // ({processor: {op: {type: [{func_name, co_path, ...}]}}}, ROCm/rocm-libraries
@@ -144,7 +145,6 @@ bool read_tensile_placeholders(std::string_view data, std::vector<std::string>* 
 struct ExtOpEntry {
   std::string kernel, code_object;
 };
-bool read_extop_entries(std::string_view data, std::string_view processor, std::vector<ExtOpEntry>* out,
-                        std::string* error);
+Result<std::vector<ExtOpEntry>> read_extop_entries(std::string_view data, std::string_view processor);
 
 }  // namespace hipguard

@@ -80,10 +80,10 @@ std::vector<std::string> csv_files(const std::string& dir) {
 // One csv: every row's code object and kernel.
 void check_csv(const std::string& csv, const std::string& proc_dir, const TargetId& t, FactsCache& cache,
                Findings& f, std::set<uint64_t>& kernels) {
-  std::string error;
-  auto file = read_file(csv, kMaxCsvBytes, &error);
+  auto file = read_file(csv, kMaxCsvBytes);
   if (!file) {
-    f.add(code::kDatabaseMalformed, csv, "", "cannot read this AITER kernel list: " + error, "check the file");
+    f.add(code::kDatabaseMalformed, csv, "", "cannot read this AITER kernel list: " + file.error().message,
+          "check the file");
     return;
   }
   ++f.counts().databases;

@@ -46,25 +46,25 @@ bool FileReport::ok() const {
 namespace {
 
 
-// Finds .hip_fatbin in a host ELF, and the new offload driver's
-// SHT_LLVM_OFFLOADING section (.llvm.offloading). Returns false when the file
-// is not a usable ELF of the host kind.
-bool find_fatbin_section(Bytes data, Bytes* section, std::string* error, Bytes* offloading) {
+// The device code sections of a host ELF: .hip_fatbin, and the new offload
+// driver's SHT_LLVM_OFFLOADING section (.llvm.offloading), which counts only
+// without .hip_fatbin. Empty when absent.
+struct HostSections {
+  Bytes hip_fatbin, offloading;
+};
+
+// HG106 (kMalformedElf) when the file is not a usable ELF of the host kind.
+Result<HostSections> find_host_sections(Bytes data) {
+  auto malformed = [](std::string why) { return ParseError{std::string(code::kMalformedElf), std::move(why)}; };
   using ElfFile = llvm::object::ELFFile<llvm::object::ELF64LE>;
   auto file = ElfFile::create(llvm::StringRef(reinterpret_cast<const char*>(data.data()), data.size()));
-  if (!file) {
-    *error = llvm::toString(file.takeError());
-    return false;
-  }
+  if (!file) return malformed(llvm::toString(file.takeError()));
   auto sections = file->sections();
-  if (!sections) {
-    *error = llvm::toString(sections.takeError());
-    return false;
-  }
-  *section = *offloading = {};
+  if (!sections) return malformed(llvm::toString(sections.takeError()));
+  HostSections out;
   for (const auto& sec : *sections) {
-    if (sec.sh_type == llvm::ELF::SHT_LLVM_OFFLOADING && offloading->empty()) {
-      if (auto contents = file->getSectionContents(sec)) *offloading = Bytes(contents->data(), contents->size());
+    if (sec.sh_type == llvm::ELF::SHT_LLVM_OFFLOADING && out.offloading.empty()) {
+      if (auto contents = file->getSectionContents(sec)) out.offloading = Bytes(contents->data(), contents->size());
       else llvm::consumeError(contents.takeError());
       continue;
     }
@@ -75,14 +75,11 @@ bool find_fatbin_section(Bytes data, Bytes* section, std::string* error, Bytes* 
     }
     if (*name != ".hip_fatbin") continue;
     auto contents = file->getSectionContents(sec);
-    if (!contents) {
-      *error = ".hip_fatbin: " + llvm::toString(contents.takeError());
-      return false;
-    }
-    *section = Bytes(contents->data(), contents->size());
-    return true;  // .hip_fatbin first: .llvm.offloading counts only without it
+    if (!contents) return malformed(".hip_fatbin: " + llvm::toString(contents.takeError()));
+    out.hip_fatbin = Bytes(contents->data(), contents->size());
+    return out;
   }
-  return true;
+  return out;
 }
 
 // The AMDGPU code objects of a .llvm.offloading section, each an image of `r`
@@ -90,16 +87,17 @@ bool find_fatbin_section(Bytes data, Bytes* section, std::string* error, Bytes* 
 // only when the program is linked: nothing to check, said when `explicit_arg`.
 void check_offloading(Bytes section, const std::string& path, const std::vector<TargetId>& targets,
                       const CheckFileOptions& options, FileReport& r) {
-  std::vector<OffloadingImage> images;
-  std::string error, kinds;
-  if (!read_offloading_section(section, &images, &error)) {
+  auto images = read_offloading_section(section);
+  if (!images) {
     if (options.explicit_arg)
-      r.diagnostics.push_back(make_diagnostic(code::kMalformedElf, path, "cannot read .llvm.offloading: " + error,
+      r.diagnostics.push_back(make_diagnostic(images.error().code, path,
+                                              "cannot read .llvm.offloading: " + images.error().message,
                                               "the file is damaged; rebuild it"));
     return;
   }
+  std::string kinds;
   size_t n = 0;
-  for (auto& image : images) {
+  for (auto& image : *images) {
     kinds += (kinds.empty() ? "" : ", ") + image.kind + " for " + image.arch;
     if (!image.code_object) continue;
     r.hip = true;
@@ -178,14 +176,15 @@ FileReport& check_data(Bytes data, const FileData& file, const std::string& path
     return r;
   bool elf = data.size() >= 64 && std::equal(data.begin(), data.begin() + 4, "\x7f" "ELF");
   if (elf && data[4] == 2 && data[5] == 1) {
-    Bytes section, offloading;
-    std::string error;
-    if (!find_fatbin_section(data, &section, &error, &offloading)) {
+    auto sections = find_host_sections(data);
+    if (!sections) {
       if (explicit_arg)
-        r.diagnostics.push_back(make_diagnostic(code::kMalformedElf, path, "cannot read the host ELF: " + error,
-                                          "the file is damaged; rebuild it"));
+        r.diagnostics.push_back(make_diagnostic(sections.error().code, path,
+                                                "cannot read the host ELF: " + sections.error().message,
+                                                "the file is damaged; rebuild it"));
       return r;
     }
+    Bytes section = sections->hip_fatbin, offloading = sections->offloading;
     if (!section.empty()) {
       r.hip = true;
       size_t images = 0;

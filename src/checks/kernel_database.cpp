@@ -42,10 +42,11 @@ bool is_regular_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-std::optional<FileData> read_file(const std::string& path, uint64_t limit, std::string* error) {
+Result<FileData> read_file(const std::string& path, uint64_t limit) {
   auto file = FileData::open(path, kCliMapAbove);  // mapped above 1 MiB: parsed in place, never copied
-  if (!file) return *error = file.error().message, std::nullopt;
-  if (file->bytes().size() > limit) return *error = "larger than " + std::to_string(limit) + " bytes", std::nullopt;
+  if (!file) return file.error();
+  if (file->bytes().size() > limit)
+    return ParseError{std::string(code::kBudgetExceeded), "larger than " + std::to_string(limit) + " bytes"};
   return std::move(*file);
 }
 
@@ -248,11 +249,11 @@ void prefetch_kernel_database(const DatabaseDir& db, const std::vector<TargetId>
   std::set<std::string> done;
   for (const auto& t : targets.empty() ? shipped_targets(db) : targets) {
     if (!done.insert(t.processor).second) continue;
-    std::string base = db.path, error;
+    std::string base = db.path;
     if (is_directory(base + "/" + t.processor)) base += "/" + t.processor;
-    auto file = read_file(base + "/TensileLibrary_lazy_" + t.processor + ".dat", kMaxDatabaseFileBytes, &error);
-    std::vector<std::string> prefixes;
-    if (file && read_tensile_placeholders(text_of(*file), &prefixes, &error)) read_placeholders(base, prefixes, cache);
+    auto file = read_file(base + "/TensileLibrary_lazy_" + t.processor + ".dat", kMaxDatabaseFileBytes);
+    if (!file) continue;
+    if (auto prefixes = read_tensile_placeholders(text_of(*file))) read_placeholders(base, *prefixes, cache);
   }
 }
 

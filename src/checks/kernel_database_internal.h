@@ -65,8 +65,8 @@ class Findings {
 
 bool is_regular_file(const std::string& path);
 bool is_directory(const std::string& path);
-// A whole file of at most `limit` bytes (mapped when large), or nullopt with *error.
-std::optional<FileData> read_file(const std::string& path, uint64_t limit, std::string* error);
+// A whole file of at most `limit` bytes (mapped when large); HG101 when it cannot be read, HG111 when it is larger.
+Result<FileData> read_file(const std::string& path, uint64_t limit);
 std::string_view text_of(const FileData& f);
 // Can the runtime load a code object with these facts on `t` (hipModuleLoadData,
 // __hipRegisterFatBinary of a raw code object)? *why says why not.

@@ -1,6 +1,8 @@
 // The .llvm.offloading section of host objects (clang's new offload driver) read with LLVM's OffloadBinary.
 #include "checks/offloading.h"
 
+#include "hipguard/diagnostic.h"
+
 #include <llvm/Object/OffloadBinary.h>
 #include <llvm/Support/Alignment.h>
 #include <llvm/Support/Error.h>
@@ -34,7 +36,9 @@ bool within(const char* p, uint64_t size, std::string* error) {
 }
 }  // namespace
 
-bool read_offloading_section(Bytes section, std::vector<OffloadingImage>* images, std::string* error) {
+Result<std::vector<OffloadingImage>> read_offloading_section(Bytes section) {
+  auto malformed = [](std::string why) { return ParseError{std::string(code::kMalformedElf), std::move(why)}; };
+  std::vector<OffloadingImage> images;
   llvm::StringRef all(reinterpret_cast<const char*>(section.data()), section.size());
   uint64_t offset = 0;
   while (offset < all.size()) {
@@ -44,17 +48,17 @@ bool read_offloading_section(Bytes section, std::vector<OffloadingImage>* images
     if (rest.size() >= sizeof(OffloadBinary::Header)) std::memcpy(&size, rest.data() + 8, sizeof size);  // Header::Size
     std::string why = "image at offset " + std::to_string(offset) + ": ";
     if (size < sizeof(OffloadBinary::Header) || size > rest.size())
-      return *error = why + "size " + std::to_string(size) + " outside the section", false;
+      return malformed(why + "size " + std::to_string(size) + " outside the section");
     std::unique_ptr<llvm::MemoryBuffer> buffer =
         llvm::MemoryBuffer::getMemBuffer(rest.take_front(size), "", /*RequiresNullTerminator=*/false);
     if (!llvm::isAddrAligned(llvm::Align(OffloadBinary::getAlignment()), buffer->getBufferStart()))
       buffer = llvm::MemoryBuffer::getMemBufferCopy(buffer->getBuffer());
     if (rest.size() < 8 || std::memcmp(rest.data(), "\x10\xff\x10\xad", 4) != 0)
-      return *error = why + "no OffloadBinary magic", false;
+      return malformed(why + "no OffloadBinary magic");
     std::string bounds;
-    if (!within(buffer->getBufferStart(), size, &bounds)) return *error = why + bounds, false;
+    if (!within(buffer->getBufferStart(), size, &bounds)) return malformed(why + bounds);
     auto binary = OffloadBinary::create(*buffer);
-    if (!binary) return *error = why + llvm::toString(binary.takeError()), false;
+    if (!binary) return malformed(why + llvm::toString(binary.takeError()));
     const OffloadBinary& b = **binary;
     OffloadingImage image;
     image.triple = b.getTriple().str();
@@ -64,10 +68,10 @@ bool read_offloading_section(Bytes section, std::vector<OffloadingImage>* images
                                                                 : llvm::object::getImageKindName(b.getImageKind()).str();
     image.code_object = b.getImageKind() == llvm::object::IMG_Object && llvm::StringRef(image.triple).startswith("amdgcn");
     image.bytes = b.getImage().str();
-    images->push_back(std::move(image));
+    images.push_back(std::move(image));
     offset = llvm::alignTo(offset + size, OffloadBinary::getAlignment());
   }
-  return true;
+  return images;
 }
 
 }  // namespace hipguard

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "hipguard/bundle.h"
+#include "hipguard/result.h"
 
 namespace hipguard {
 
@@ -19,7 +20,7 @@ struct OffloadingImage {
 // The images of one SHT_LLVM_OFFLOADING section's contents, in order (the
 // section holds OffloadBinary blobs back to back, each padded to 8 bytes; read
 // with llvm::object::OffloadBinary, version 1 as clang 16 to 21 write it).
-// False, with `error`, when the contents are not such a list.
-bool read_offloading_section(Bytes section, std::vector<OffloadingImage>* images, std::string* error);
+// HG106 (kMalformedElf) when the contents are not such a list.
+Result<std::vector<OffloadingImage>> read_offloading_section(Bytes section);
 
 }  // namespace hipguard

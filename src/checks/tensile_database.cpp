@@ -30,13 +30,15 @@ std::vector<const ParsedDat*> read_placeholders(const std::string& base, const s
       std::string path = base + "/" + prefixes[todo[j].first] + ".dat";
       d.exists = is_regular_file(path);
       if (!d.exists) continue;
-      auto file = read_file(path, kMaxDatabaseFileBytes, &d.error);
-      std::vector<TensileSolution> sols;
-      if (file && !read_tensile_solutions(text_of(*file), &sols, &d.error) && d.error.empty()) d.error = "unreadable";
-      if (!d.error.empty()) continue;
-      d.solutions.reserve(sols.size());
-      for (size_t k = 0; k < sols.size() && k <= UINT32_MAX; ++k)
-        d.solutions.push_back({kernel_name_hash(sols[k].kernel), uint32_t(k), sols[k].source_kernel});
+      auto file = read_file(path, kMaxDatabaseFileBytes);
+      auto sols = file ? read_tensile_solutions(text_of(*file)) : file.error();
+      if (!sols) {
+        d.error = sols.error().message.empty() ? "unreadable" : sols.error().message;
+        continue;
+      }
+      d.solutions.reserve(sols->size());
+      for (size_t k = 0; k < sols->size() && k <= UINT32_MAX; ++k)
+        d.solutions.push_back({kernel_name_hash((*sols)[k].kernel), uint32_t(k), (*sols)[k].source_kernel});
     }
   };
   unsigned n = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), todo.size());
@@ -129,10 +131,9 @@ const CodeObjectFacts::Entry* TensileCheck::load(const std::string& name, const 
 
 // The kernel of solution `index` of a .dat (read again: only names that go into a finding are kept).
 std::string solution_name(const std::string& dat, uint32_t index) {
-  std::string error;
-  std::vector<TensileSolution> sols;
-  auto file = read_file(dat, kMaxDatabaseFileBytes, &error);
-  if (file && read_tensile_solutions(text_of(*file), &sols, &error) && index < sols.size()) return sols[index].kernel;
+  auto file = read_file(dat, kMaxDatabaseFileBytes);
+  auto sols = file ? read_tensile_solutions(text_of(*file)) : file.error();
+  if (sols && index < sols->size()) return (*sols)[index].kernel;
   return "#" + std::to_string(index);
 }
 
@@ -191,15 +192,16 @@ void TensileCheck::check_placeholder(const std::string& prefix, const ParsedDat&
 
 // hipBLASLt's extension ops: each entry's code object (beside the .dat) and kernel, for this processor.
 void TensileCheck::check_extops() {
-  std::string dat = db_.path + "/hipblasltExtOpLibrary.dat", error;
+  std::string dat = db_.path + "/hipblasltExtOpLibrary.dat";
   if (!lite() || !is_regular_file(dat)) return;
-  std::vector<ExtOpEntry> entries;
-  auto file = read_file(dat, kMaxDatabaseFileBytes, &error);
-  if (!file || !read_extop_entries(text_of(*file), p_, &entries, &error)) {
-    f_.add(code::kDatabaseMalformed, dat, "", "cannot read hipBLASLt's extension op database: " + error,
+  auto file = read_file(dat, kMaxDatabaseFileBytes);
+  auto read = file ? read_extop_entries(text_of(*file), p_) : file.error();
+  if (!read) {
+    f_.add(code::kDatabaseMalformed, dat, "", "cannot read hipBLASLt's extension op database: " + read.error().message,
            "reinstall the library; the file is damaged");
     return;
   }
+  const std::vector<ExtOpEntry>& entries = *read;
   if (entries.empty()) return;  // no ext ops for this processor: hipBLASLt's softmax etc. are then not supported
   ++f_.counts().databases;
   f_.counts().entries += entries.size();
@@ -228,7 +230,7 @@ void TensileCheck::run() {
   if (top.empty()) return;
   ++f_.counts().databases;
   // The helper code object SolutionAdapter::initializeLazyLoading loads (its failure is ignored).
-  std::string helper = "Kernels.so-000-" + p_ + ".hsaco", error;
+  std::string helper = "Kernels.so-000-" + p_ + ".hsaco";
   bool any = false;
   for (const char* v : {"", "-xnack-", "-xnack+"}) {
     std::string path = base_ + "/Kernels.so-000-" + p_ + v + ".hsaco", why;
@@ -246,18 +248,20 @@ void TensileCheck::run() {
            "reinstall the library; the file belongs to its package");
   std::string name = fs::path(top).filename().string();
   bool lazy = name.rfind("TensileLibrary_lazy_", 0) == 0;
-  auto file = read_file(top, kMaxDatabaseFileBytes, &error);
+  auto file = read_file(top, kMaxDatabaseFileBytes);
   if (!file) {
-    f_.add(code::kDatabaseMalformed, top, "", "cannot read: " + error, "check the file's permissions");
+    f_.add(code::kDatabaseMalformed, top, "", "cannot read: " + file.error().message, "check the file's permissions");
   } else if (lazy) {
-    std::vector<std::string> prefixes;
-    if (!read_tensile_placeholders(text_of(*file), &prefixes, &error))
+    // A lazy database the library cannot read loads nothing: its placeholders are not checked (one cause, one line).
+    if (auto prefixes = read_tensile_placeholders(text_of(*file))) {
+      std::vector<const ParsedDat*> parsed = read_placeholders(base_, *prefixes, cache_);
+      for (size_t i = 0; i < prefixes->size(); ++i) check_placeholder((*prefixes)[i], *parsed[i]);
+    } else {
       f_.add(code::kDatabaseMalformed, top, "",
-             "cannot read this lazy Tensile database: " + error + "; the library reports \"" +
+             "cannot read this lazy Tensile database: " + prefixes.error().message + "; the library reports \"" +
                  (lite() ? "rocblaslt error: Could not load " : "rocBLAS error: Could not load ") + top + "\"",
              "reinstall the library; the file is damaged");
-    std::vector<const ParsedDat*> parsed = read_placeholders(base_, prefixes, cache_);
-    for (size_t i = 0; i < prefixes.size(); ++i) check_placeholder(prefixes[i], *parsed[i]);
+    }
     check_extops();
   } else {
     // A whole (not lazy) database: its solutions are in the file itself, their kernels in the code objects

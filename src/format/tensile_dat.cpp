@@ -137,12 +137,16 @@ bool read_root(Cursor& c, std::string* error, F on_key) {
 
 Next go(bool ok) { return ok ? Next::Continue : Next::Fail; }
 
+ParseError malformed(std::string message) { return {std::string(code::kDatabaseMalformed), std::move(message)}; }
+
 }  // namespace
 
-bool read_tensile_solutions(std::string_view data, std::vector<TensileSolution>* out, std::string* error) {
+Result<std::vector<TensileSolution>> read_tensile_solutions(std::string_view data) {
   Cursor c(data);
+  std::vector<TensileSolution> out;
+  std::string error;
   bool seen = false, library = false;
-  bool ok = read_root(c, error, [&](std::string_view k, const Obj& v) {
+  bool ok = read_root(c, &error, [&](std::string_view k, const Obj& v) {
     if (k == "library" && seen) return library = true, Next::Stop;  // its value is not needed (20 % of the bytes)
     if (k == "library") library = true;
     if (k != "solutions") return go(c.skip(v, 1));
@@ -152,31 +156,36 @@ bool read_tensile_solutions(std::string_view data, std::vector<TensileSolution>*
       Obj m;
       TensileSolution s;
       if (!c.next(m) || !read_solution(c, m, &s)) return Next::Fail;
-      out->push_back(std::move(s));
+      out.push_back(std::move(s));
     }
     return Next::Continue;
   });
-  if (ok && !seen) *error = "no \"solutions\" array (required by Tensile's MasterSolutionLibrary mapping)", ok = false;
-  if (ok && !library) *error = "no \"library\" (required by Tensile's MasterSolutionLibrary mapping)", ok = false;
-  return ok;
+  if (!ok) return malformed(error);
+  if (!seen) return malformed("no \"solutions\" array (required by Tensile's MasterSolutionLibrary mapping)");
+  if (!library) return malformed("no \"library\" (required by Tensile's MasterSolutionLibrary mapping)");
+  return out;
 }
 
-bool read_tensile_placeholders(std::string_view data, std::vector<std::string>* out, std::string* error) {
+Result<std::vector<std::string>> read_tensile_placeholders(std::string_view data) {
   Cursor c(data);
+  std::vector<std::string> out;
+  std::string error;
   std::unordered_set<std::string> seen;
   bool library = false;
-  bool ok = read_root(c, error, [&](std::string_view k, const Obj& v) {
+  bool ok = read_root(c, &error, [&](std::string_view k, const Obj& v) {
     if (k != "library") return go(c.skip(v, 1));
     library = true;
-    return go(collect_placeholders(c, v, 1, out, &seen));
+    return go(collect_placeholders(c, v, 1, &out, &seen));
   });
-  if (ok && !library) *error = "no \"library\" (required by Tensile's MasterSolutionLibrary mapping)", ok = false;
-  return ok;
+  if (!ok) return malformed(error);
+  if (!library) return malformed("no \"library\" (required by Tensile's MasterSolutionLibrary mapping)");
+  return out;
 }
 
-bool read_extop_entries(std::string_view data, std::string_view processor, std::vector<ExtOpEntry>* out,
-                        std::string* error) {
+Result<std::vector<ExtOpEntry>> read_extop_entries(std::string_view data, std::string_view processor) {
   Cursor c(data);
+  std::vector<ExtOpEntry> out;
+  std::string error;
   // { processor: { op: { type: [ { "func_name": s, "co_path": s, ... } ] } } }
   auto entry = [&](const Obj& m) {
     if (m.Kind != Type::Map) return c.fail("an ext op entry is not a map");
@@ -190,7 +199,7 @@ bool read_extop_entries(std::string_view data, std::string_view processor, std::
       else if (!c.skip(v, 4)) return false;
     }
     if (e.kernel.empty() || e.code_object.empty()) return c.fail("an ext op entry has no func_name or co_path");
-    out->push_back(std::move(e));
+    out.push_back(std::move(e));
     return true;
   };
   auto level = [&](auto&& self, const Obj& o, int depth) -> bool {  // the op and type maps, then the arrays
@@ -210,9 +219,11 @@ bool read_extop_entries(std::string_view data, std::string_view processor, std::
     }
     return true;
   };
-  return read_root(c, error, [&](std::string_view k, const Obj& v) {
+  bool ok = read_root(c, &error, [&](std::string_view k, const Obj& v) {
     return go(k == processor ? level(level, v, 0) : c.skip(v, 1));
   });
+  if (!ok) return malformed(error);
+  return out;
 }
 
 }  // namespace hipguard

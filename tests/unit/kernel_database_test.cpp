@@ -63,90 +63,70 @@ std::string valid_lazy_dat() {
 }
 
 TEST(KernelDatabase, ReadsSolutionsAsTensileNamesThem) {
-  std::vector<TensileSolution> s;
-  std::string error;
-  ASSERT_TRUE(read_tensile_solutions(valid_placeholder_dat(), &s, &error)) << error;
-  ASSERT_EQ(s.size(), 2u);
-  EXPECT_EQ(s[0].kernel, "Cijk_A");  // rocBLAS: "name"
-  EXPECT_TRUE(s[0].source_kernel);
-  EXPECT_EQ(s[1].kernel, "Cijk_B");  // hipBLASLt: "kernelName"
-  EXPECT_FALSE(s[1].source_kernel);
+  auto s = read_tensile_solutions(valid_placeholder_dat());
+  ASSERT_TRUE(s) << s.error().message;
+  ASSERT_EQ(s->size(), 2u);
+  EXPECT_EQ((*s)[0].kernel, "Cijk_A");  // rocBLAS: "name"
+  EXPECT_TRUE((*s)[0].source_kernel);
+  EXPECT_EQ((*s)[1].kernel, "Cijk_B");  // hipBLASLt: "kernelName"
+  EXPECT_FALSE((*s)[1].source_kernel);
 }
 
 TEST(KernelDatabase, ReadsPlaceholdersOnceInFileOrder) {
-  std::vector<std::string> p;
-  std::string error;
-  ASSERT_TRUE(read_tensile_placeholders(valid_lazy_dat(), &p, &error)) << error;
-  EXPECT_EQ(p, (std::vector<std::string>{"TensileLibrary_X_gfx90a", "TensileLibrary_Y_gfx90a"}));
+  auto p = read_tensile_placeholders(valid_lazy_dat());
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(*p, (std::vector<std::string>{"TensileLibrary_X_gfx90a", "TensileLibrary_Y_gfx90a"}));
 }
 
 TEST(KernelDatabase, EveryTruncationFailsCleanly) {
   std::string sol = valid_placeholder_dat(), lazy = valid_lazy_dat();
   // Cut anywhere before the value of "library" (which is not read: kernel_database.h).
   for (size_t n = 0; n < sol.find("\xa7library") + 8; ++n) {
-    std::vector<TensileSolution> s;
-    std::string error;
-    EXPECT_FALSE(read_tensile_solutions(sol.substr(0, n), &s, &error)) << "prefix " << n;
-    EXPECT_FALSE(error.empty()) << "prefix " << n;
+    auto s = read_tensile_solutions(sol.substr(0, n));
+    ASSERT_FALSE(s) << "prefix " << n;
+    EXPECT_EQ(s.error().code, code::kDatabaseMalformed) << "prefix " << n;
+    EXPECT_FALSE(s.error().message.empty()) << "prefix " << n;
   }
-  for (size_t n = 0; n < lazy.size(); ++n) {
-    std::vector<std::string> p;
-    std::string error;
-    EXPECT_FALSE(read_tensile_placeholders(lazy.substr(0, n), &p, &error)) << "prefix " << n;
-  }
+  for (size_t n = 0; n < lazy.size(); ++n) EXPECT_FALSE(read_tensile_placeholders(lazy.substr(0, n))) << "prefix " << n;
 }
 
 TEST(KernelDatabase, WrongTypesAreRejected) {
-  std::vector<TensileSolution> s;
-  std::string error;
-  EXPECT_FALSE(read_tensile_solutions(Mp().arr(0).b, &s, &error));  // root not a map
-  EXPECT_NE(error.find("not a map"), std::string::npos) << error;
-  error.clear();
-  EXPECT_FALSE(read_tensile_solutions(Mp().map(1).str("solutions").str("x").b, &s, &error));
-  EXPECT_NE(error.find("not an array"), std::string::npos) << error;
-  error.clear();
-  EXPECT_FALSE(read_tensile_solutions(Mp().map(1).str("solutions").arr(1).map(1).str("name").integer(3).b, &s, &error));
-  EXPECT_NE(error.find("\"name\""), std::string::npos) << error;
-  error.clear();
-  EXPECT_FALSE(read_tensile_solutions(Mp().map(1).integer(1).str("x").b, &s, &error));  // key not a string
-  EXPECT_NE(error.find("key"), std::string::npos) << error;
-  error.clear();
-  EXPECT_FALSE(read_tensile_solutions(Mp().map(1).str("library").map(0).b, &s, &error));  // no solutions
-  std::vector<std::string> p;
+  auto why = [](const Result<std::vector<TensileSolution>>& r) { return r ? std::string("(read)") : r.error().message; };
+  EXPECT_NE(why(read_tensile_solutions(Mp().arr(0).b)).find("not a map"), std::string::npos);  // root not a map
+  EXPECT_NE(why(read_tensile_solutions(Mp().map(1).str("solutions").str("x").b)).find("not an array"), std::string::npos);
+  EXPECT_NE(why(read_tensile_solutions(Mp().map(1).str("solutions").arr(1).map(1).str("name").integer(3).b)).find("\"name\""),
+            std::string::npos);
+  EXPECT_NE(why(read_tensile_solutions(Mp().map(1).integer(1).str("x").b)).find("key"), std::string::npos);  // key not a string
+  EXPECT_FALSE(read_tensile_solutions(Mp().map(1).str("library").map(0).b));  // no solutions
   Mp ph;
   ph.map(1).str("library").map(1).str("type").str("Placeholder");  // no value
-  EXPECT_FALSE(read_tensile_placeholders(ph.b, &p, &error));
-  EXPECT_FALSE(read_tensile_placeholders("\xc1", &p, &error));  // never-used type byte
+  EXPECT_FALSE(read_tensile_placeholders(ph.b));
+  EXPECT_FALSE(read_tensile_placeholders("\xc1"));  // never-used type byte
 }
 
 TEST(KernelDatabase, HugeCountsFailWithoutAllocating) {
-  // 4 billion solutions announced, none present: each one read fails at the end of the data.
-  std::vector<TensileSolution> s;
-  std::string error;
-  EXPECT_FALSE(read_tensile_solutions(Mp().map(1).str("solutions").arr(0xffffffffu).b, &s, &error));
-  EXPECT_TRUE(s.empty());
-  std::vector<std::string> p;
-  EXPECT_FALSE(read_tensile_placeholders(Mp().map(1).str("library").arr(0xffffffffu).b, &p, &error));
+  // 4 billion solutions announced, none present: each one read fails at the end of the data (a reserve of
+  // that many would throw std::bad_alloc out of the reader).
+  EXPECT_FALSE(read_tensile_solutions(Mp().map(1).str("solutions").arr(0xffffffffu).b));
+  EXPECT_FALSE(read_tensile_placeholders(Mp().map(1).str("library").arr(0xffffffffu).b));
   // A string claiming more bytes than there are.
   Mp big;
   big.map(1).str("solutions").arr(1).map(1).str("name");
   big.b += "\xdb\xff\xff\xff\xff";
-  EXPECT_FALSE(read_tensile_solutions(big.b, &s, &error));
+  EXPECT_FALSE(read_tensile_solutions(big.b));
 }
 
 TEST(KernelDatabase, DeepNestingStopsAtTheLimit) {
   Mp m;
   m.map(1).str("library");
   for (int i = 0; i < 100000; ++i) m.arr(1);
-  std::vector<std::string> p;
-  std::string error;
-  EXPECT_FALSE(read_tensile_placeholders(m.b, &p, &error));
-  EXPECT_NE(error.find("deeper"), std::string::npos) << error;
+  auto p = read_tensile_placeholders(m.b);
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message.find("deeper"), std::string::npos) << p.error().message;
   Mp n;
   n.map(1).str("other");
   for (int i = 0; i < 100000; ++i) n.arr(1);
-  std::vector<TensileSolution> s;
-  EXPECT_FALSE(read_tensile_solutions(n.b, &s, &error));  // skipped subtrees are bounded too
+  EXPECT_FALSE(read_tensile_solutions(n.b));  // skipped subtrees are bounded too
 }
 
 TEST(KernelDatabase, ExtOpEntriesOfOneProcessor) {
@@ -154,20 +134,20 @@ TEST(KernelDatabase, ExtOpEntriesOfOneProcessor) {
   m.map(2).str("gfx908").map(0).str("gfx90a").map(1).str("Softmax").map(1).str("S").arr(2);
   m.map(3).str("func_name").str("Softmax_S").str("co_path").str("extop_gfx90a.co").str("num_workitems").integer(255);
   m.map(2).str("func_name").str("Softmax_T").str("co_path").str("extop_gfx90a.co");
-  std::vector<ExtOpEntry> e;
-  std::string error;
-  ASSERT_TRUE(read_extop_entries(m.b, "gfx90a", &e, &error)) << error;
-  ASSERT_EQ(e.size(), 2u);
-  EXPECT_EQ(e[1].kernel, "Softmax_T");
-  EXPECT_EQ(e[1].code_object, "extop_gfx90a.co");
-  e.clear();
-  ASSERT_TRUE(read_extop_entries(m.b, "gfx1100", &e, &error));  // not shipped for it: nothing
-  EXPECT_TRUE(e.empty());
-  for (size_t n = 0; n < m.b.size(); ++n) EXPECT_FALSE(read_extop_entries(m.b.substr(0, n), "gfx90a", &e, &error)) << n;
+  auto e = read_extop_entries(m.b, "gfx90a");
+  ASSERT_TRUE(e) << e.error().message;
+  ASSERT_EQ(e->size(), 2u);
+  EXPECT_EQ((*e)[1].kernel, "Softmax_T");
+  EXPECT_EQ((*e)[1].code_object, "extop_gfx90a.co");
+  auto other = read_extop_entries(m.b, "gfx1100");  // not shipped for it: nothing
+  ASSERT_TRUE(other);
+  EXPECT_TRUE(other->empty());
+  for (size_t n = 0; n < m.b.size(); ++n) EXPECT_FALSE(read_extop_entries(m.b.substr(0, n), "gfx90a")) << n;
   Mp bad;
   bad.map(1).str("gfx90a").map(1).str("AMax").map(1).str("S").arr(1).map(1).str("func_name").str("k");  // no co_path
-  EXPECT_FALSE(read_extop_entries(bad.b, "gfx90a", &e, &error));
-  EXPECT_NE(error.find("co_path"), std::string::npos) << error;
+  auto no_co = read_extop_entries(bad.b, "gfx90a");
+  ASSERT_FALSE(no_co);
+  EXPECT_NE(no_co.error().message.find("co_path"), std::string::npos) << no_co.error().message;
 }
 
 // A scratch directory removed at the end.

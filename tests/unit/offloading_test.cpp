@@ -100,16 +100,14 @@ TEST(Offloading, HostileSectionsAreErrorsNotReads) {
   // string offset@40, string count@48, image offset@56, image size@64.
   for (const std::string& bad : {patch(8, 0), patch(8, 1ull << 40), patch(16, good.size() - 8), patch(48, 1ull << 59),
                                  patch(56, good.size()), patch(64, 1ull << 40), patch(40, 3), good.substr(0, 40)}) {
-    std::vector<OffloadingImage> images;
-    std::string error;
-    EXPECT_FALSE(read_offloading_section(Bytes(reinterpret_cast<const uint8_t*>(bad.data()), bad.size()), &images, &error));
-    EXPECT_FALSE(error.empty());
+    auto images = read_offloading_section(Bytes(reinterpret_cast<const uint8_t*>(bad.data()), bad.size()));
+    ASSERT_FALSE(images);
+    EXPECT_EQ(images.error().code, code::kMalformedElf);
+    EXPECT_FALSE(images.error().message.empty());
   }
-  std::vector<OffloadingImage> images;
-  std::string error;
-  ASSERT_TRUE(read_offloading_section(Bytes(reinterpret_cast<const uint8_t*>(good.data()), good.size()), &images, &error))
-      << error;
-  ASSERT_EQ(images.size(), 1u);
-  EXPECT_TRUE(images[0].code_object);
-  EXPECT_EQ(images[0].arch, "gfx942");
+  auto images = read_offloading_section(Bytes(reinterpret_cast<const uint8_t*>(good.data()), good.size()));
+  ASSERT_TRUE(images) << images.error().message;
+  ASSERT_EQ(images->size(), 1u);
+  EXPECT_TRUE((*images)[0].code_object);
+  EXPECT_EQ((*images)[0].arch, "gfx942");
 }
