@@ -19,9 +19,9 @@ void Guard::on_process_exit(int status) try {
   size_t failing = 0;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (s.findings_pid != getpid() || s.failing == 0) return;
-    failing = s.failing;
-    first = s.first_failing;
+    if (s.findings.findings_pid != getpid() || s.findings.failing == 0) return;
+    failing = s.findings.failing;
+    first = s.findings.first_failing;
   }
   const GuardConfig& c = s.config;
   fflush(nullptr);  // the program's buffered output first: _exit below skips stdio's own flush

@@ -98,11 +98,11 @@ void Guard::report_once(const Diagnostic& d) {
   {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mu);
-    if (!s.logged.insert(line).second) return;
-    if (s.report_file.is_open() || s.report_reopen) journal(s, d);
+    if (!s.findings.logged.insert(line).second) return;
+    if (s.findings.report_file.is_open() || s.findings.report_reopen) journal(s, d);
     if (s.config.fails_on(d.severity)) {
-      if (s.findings_pid != getpid()) s.findings_pid = getpid(), s.failing = 0;
-      if (s.failing++ == 0) s.first_failing = d.code + (d.kernel.empty() ? "" : " kernel '" + d.kernel + "'");
+      if (s.findings.findings_pid != getpid()) s.findings.findings_pid = getpid(), s.findings.failing = 0;
+      if (s.findings.failing++ == 0) s.findings.first_failing = d.code + (d.kernel.empty() ? "" : " kernel '" + d.kernel + "'");
     }
   }
   log(d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warn" : "info", line);
@@ -114,8 +114,8 @@ void Guard::report_consequence(const Diagnostic& d, const Diagnostic* cause) {
     bool said;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      said = s.logged.count(format_line(*cause)) != 0;
-      if (said && s.consequences.size() < kMaxConsequences) s.consequences.push_back(d);
+      said = s.findings.logged.count(format_line(*cause)) != 0;
+      if (said && s.findings.consequences.size() < kMaxConsequences) s.findings.consequences.push_back(d);
     }
     if (said) {  // at debug level, as a note: it adds nothing the user must act on
       Diagnostic note = d;

@@ -32,7 +32,7 @@ void note_refused_launch(int hip_error) { t_refused_error = t_refused_command_er
 void Guard::set_probe_functions(const ProbeFunctions& f) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  s.probe = f;
+  s.probe.functions = f;
 }
 
 void Guard::run_probe(const void* fatbin_handle) {
@@ -41,18 +41,18 @@ void Guard::run_probe(const void* fatbin_handle) {
   ProbeFunctions fns;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (s.probe_off) return;
-    fns = s.probe;
-    auto it = s.unprobed.find(fatbin_handle);
-    if (it == s.unprobed.end()) return;
+    if (s.probe.off) return;
+    fns = s.probe.functions;
+    auto it = s.probe.unprobed.find(fatbin_handle);
+    if (it == s.probe.unprobed.end()) return;
     todo.swap(it->second);  // each kernel is probed once, by whichever launch gets here first
-    s.unprobed.erase(it);
+    s.probe.unprobed.erase(it);
     for (const auto& [host, registered] : todo)
       if (const KernelState* k = s.find(host)) {
         k->probed.store(true, std::memory_order_release);
-        refresh_clean(*k, s.probe_off);
+        refresh_clean(*k, s.probe.off);
       }
-    if (s.unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
+    if (s.probe.unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
   }
   if (todo.empty() || (!fns.get_func_by_symbol && !fns.func_get_attributes)) return;
   const char* via = fns.get_func_by_symbol ? "hipGetFuncBySymbol" : "hipFuncGetAttributes";
@@ -76,8 +76,8 @@ void Guard::run_probe(const void* fatbin_handle) {
       log("debug", std::string("registration probe off: the runtime has no usable GPU (") + via + " returned " +
                        std::to_string(r) + ")");
       std::lock_guard<std::mutex> lock(s.mu);
-      s.probe_off = true;
-      s.unprobed.clear();
+      s.probe.off = true;
+      s.probe.unprobed.clear();
       g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
       return;
     }

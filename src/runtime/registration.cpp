@@ -303,7 +303,7 @@ Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& out) t
 void Guard::stopping_at(const ImageReport& report) try {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  s.stopped_at = report;
+  s.findings.stopped_at = report;
 } catch (...) {
 }
 
@@ -416,11 +416,11 @@ void Guard::index_kernels_of(const void* handle) {
     k.fatbin = handle;
     k.depth = fb.depth;
     fill_kernel(k, *fb.index);
-    refresh_clean(k, s.probe_off);
+    refresh_clean(k, s.probe.off);
     k.seq = fb.seq;  // a forked child's report lists the kernels of what it registered itself
     fb.host_functions.push_back(host_function);
     s.table.insert(host_function, &k);
-    if (!s.probe_off) s.unprobed[handle].emplace_back(host_function, &k);  // gate set below
+    if (!s.probe.off) s.probe.unprobed[handle].emplace_back(host_function, &k);  // gate set below
     findings = findings || !k.findings().empty();
   }
   fb.unindexed.clear();
@@ -428,7 +428,7 @@ void Guard::index_kernels_of(const void* handle) {
   fb.unindexed_names.clear();
   fb.unindexed_names.shrink_to_fit();
   if (findings) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
-  if (!s.probe_off) g_launch_gate.fetch_or(kGateProbe, std::memory_order_release);
+  if (!s.probe.off) g_launch_gate.fetch_or(kGateProbe, std::memory_order_release);
 }
 
 void Guard::index_pending_kernels() {
@@ -468,7 +468,7 @@ void Guard::on_unregister_fatbin(const void* handle) try {
   s.forget_kernels_of(handle, it->second);
   if (it->second.depth != Depth::Full && --s.fatbins_not_checked_in_full == 0)
     g_launch_gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
-  if (!s.config.report_path.empty()) s.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
+  if (!s.config.report_path.empty()) s.findings.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
   s.fatbins.erase(it);
   if (s.reads_pending == handle) s.reads_pending = nullptr;
   s.last_fatbin_handle = nullptr;

@@ -19,7 +19,7 @@ namespace hipguard {
 void Guard::open_report(State& s) {
   std::string path = s.config.report_path;
   for (size_t p; (p = path.find("%p")) != std::string::npos;) path.replace(p, 2, std::to_string(getpid()));
-  if (auto why = s.report_file.open(path, llvm::json::Object{{"program", self_exe()}})) {
+  if (auto why = s.findings.report_file.open(path, llvm::json::Object{{"program", self_exe()}})) {
     Diagnostic d = make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT not written: " + *why,
                                    "give HIPGUARD_REPORT the path of a regular file (or of one to create), e.g. "
                                    "hipguard-%p.json");
@@ -34,23 +34,23 @@ void Guard::before_fork() {
   State& s = state();
   s.selection_memo.lock();  // its own lock, never held with s.mu: no order to keep
   s.mu.lock();
-  if (!is_per_process_path(s.config.report_path)) s.report_file.prepare_fork();  // with "%p" the child opens a file of its own
+  if (!is_per_process_path(s.config.report_path)) s.findings.report_file.prepare_fork();  // with "%p" the child opens a file of its own
 }
 
 void Guard::after_fork(bool child) {
   State& s = state();
   if (child) {
     s.fork_seq = s.seq;
-    s.consequences_at_fork = s.consequences.size();
-    s.report_written_by = 0;
+    s.findings.consequences_at_fork = s.findings.consequences.size();
+    s.findings.report_written_by = 0;
     if (is_per_process_path(s.config.report_path)) {
-      s.report_file.close_inherited();
-      s.report_reopen = true;
+      s.findings.report_file.close_inherited();
+      s.findings.report_reopen = true;
     } else {
-      s.report_file.child_after_fork();
+      s.findings.report_file.child_after_fork();
     }
   } else {
-    s.report_file.parent_after_fork();
+    s.findings.report_file.parent_after_fork();
   }
   s.mu.unlock();
   s.selection_memo.unlock();
@@ -59,15 +59,15 @@ void Guard::after_fork(bool child) {
 // Under the state mutex: a forked child with "%p" in the path opens its own
 // file at its first record.
 void Guard::reopen_report_if_forked(State& s) {
-  if (!s.report_reopen) return;
-  s.report_reopen = false;
+  if (!s.findings.report_reopen) return;
+  s.findings.report_reopen = false;
   open_report(s);
 }
 
 // Under the state mutex: the journal record of a finding just said.
 void Guard::journal(State& s, const Diagnostic& d) {
   reopen_report_if_forked(s);
-  s.report_file.append(llvm::json::Object{{"diagnostic", diagnostic_json(d)}});
+  s.findings.report_file.append(llvm::json::Object{{"diagnostic", diagnostic_json(d)}});
 }
 
 
@@ -90,10 +90,10 @@ std::vector<FileReport> Guard::reported_files(State& s) {
   for (const auto& [m, mi] : s.modules)
     if (mi.seq > s.fork_seq)
       for (const auto& img : mi.images) add(img);
-  for (const auto& g : s.unregistered)
+  for (const auto& g : s.findings.unregistered)
     if (g.seq > s.fork_seq) add(g.report);
   // A strict-mode stop comes between a fat binary's check and its registration.
-  if (s.stopped_at) add(*s.stopped_at);
+  if (s.findings.stopped_at) add(*s.findings.stopped_at);
   return files;
 }
 
@@ -106,11 +106,11 @@ RunInfo Guard::reported_run(State& s) {
   run.mode = s.config.mode == Mode::Strict ? "strict" : s.config.mode == Mode::Off ? "off" : "warn";
   run.target_source = s.config.target_source;
   for (const auto& t : s.config.targets) run.devices.push_back(t.label());
-  run.consequences.assign(s.consequences.begin() + std::min(s.consequences_at_fork, s.consequences.size()),
-                          s.consequences.end());
-  for (const auto& [id, gone] : s.gone_kernels)
+  run.consequences.assign(s.findings.consequences.begin() + std::min(s.findings.consequences_at_fork, s.findings.consequences.size()),
+                          s.findings.consequences.end());
+  for (const auto& [id, gone] : s.findings.gone_kernels)
     if (gone.seq > s.fork_seq) run.kernels.push_back(gone.record);
-  run.not_listed = s.not_listed;
+  run.not_listed = s.findings.not_listed;
   // One record per kernel: launches by its host stub and by the hipFunction_t
   // hipGetFuncBySymbol returned for it (the same name, file and findings) are summed.
   std::map<std::tuple<std::string, std::string, std::vector<std::string>>, size_t> listed;
@@ -136,8 +136,8 @@ void Guard::write_report() try {
   if (s.config.report_path.empty()) return;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (s.report_written_by == getpid()) return;
-    s.report_written_by = getpid();
+    if (s.findings.report_written_by == getpid()) return;
+    s.findings.report_written_by = getpid();
   }
   std::vector<const void*> not_in_full;  // the report covers every kernel: check their fat binaries in full
   {
@@ -171,8 +171,8 @@ void Guard::write_report() try {
   {
     std::lock_guard<std::mutex> lock(s.mu);
     reopen_report_if_forked(s);
-    path = s.report_file.path();
-    problem = s.report_file.finish(std::move(record), xml);
+    path = s.findings.report_file.path();
+    problem = s.findings.report_file.finish(std::move(record), xml);
   }
   if (problem) {
     report_once(make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT is incomplete: " + *problem,

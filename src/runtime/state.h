@@ -1,6 +1,8 @@
-// The guard's registry (internal): what it knows of each kernel, fat binary
-// and module, and their lifetimes. Guard's parts
-// (guard.cpp, probe.cpp, report_output.cpp, exit_status.cpp) share it.
+// The guard's state (internal): its registry (what it knows of each kernel,
+// fat binary and module, and their lifetimes), with the findings sink
+// (findings.h) and the probe's state (probe.h) beside it, under one mutex.
+// Guard's parts (registration, modules, launch_gate, probe, report_output,
+// exit_status) share it.
 #pragma once
 
 #include <spdlog/spdlog.h>
@@ -25,9 +27,10 @@
 #include "llvm/ADT/StringRef.h"
 #include "format/name_hash.h"
 #include "format/read_code_object.h"
+#include "runtime/findings.h"
 #include "runtime/guard.h"
 #include "runtime/kernel_table.h"
-#include "report/report_file.h"
+#include "runtime/probe.h"
 
 namespace hipguard {
 
@@ -182,15 +185,9 @@ struct Guard::State {
   std::mutex mu;
   GuardConfig config;
   std::shared_ptr<spdlog::logger> logger;
-  std::set<std::string> logged;  // diagnostics already reported
-  // Runtime events (HG501/HG502/HG503) whose cause was said already: in the
-  // report under the run, not as more log lines. Bounded.
-  std::vector<Diagnostic> consequences;
+  FindingsSink findings;  // what was said, what the report keeps, the exit status's counts
+  ProbeState probe;
   std::map<const void*, FatbinState> fatbins;
-  // The fat binary whose check stops the process (strict mode): its report,
-  // for the report file, as it never reaches on_registered_fatbin. Set once:
-  // the process exits right after (tests that go on keep the last one).
-  std::optional<ImageReport> stopped_at;
   // Registration's selections by bundle entry IDs (warn and strict mode): its
   // own lock, taken by check_image outside this mutex.
   SelectionMemo selection_memo;
@@ -203,37 +200,15 @@ struct Guard::State {
   // lookup (release_registration_reads).
   const void* reads_pending = nullptr;
   std::map<const void*, ModuleInfo> modules;
-  // Fat binaries and modules seen but gone, for the report: one per distinct
-  // (origin, findings), at most kMaxGoneImages; the rest are counted.
-  struct GoneImage {
-    ImageReport report;
-    uint64_t seq;
-  };
-  std::deque<GoneImage> unregistered;  // no copies on growth
-  std::set<std::string> unregistered_keys;
-  // Kernels of unloaded modules / unregistered fat binaries that had findings
-  // or launches, summed per (name, file), at most kMaxGoneKernels.
-  struct GoneKernel {
-    KernelRecord record;
-    uint64_t seq;  // of the last one summed in
-  };
-  std::map<std::pair<std::string, std::string>, GoneKernel> gone_kernels;
   // Counts registrations, module loads and kernel states; a forked child's
   // report lists only what has a seq above fork_seq (what it did itself).
   uint64_t seq = 0;
   uint64_t fork_seq = 0;
-  size_t consequences_at_fork = 0;
-  // HIPGUARD_REPORT: findings appended as said, the document at exit.
-  ReportFile report_file;
-  bool report_reopen = false;  // a forked child with "%p" in the path opens its own
-  size_t not_listed = 0;  // images and kernels over those bounds
   std::deque<KernelState> kernels;        // stable addresses: the table points into it
   // Retired kernel states wait here before reuse: a launch racing with the
   // unload of its own kernel (a program bug) still reads a valid state.
   std::deque<KernelState*> quarantine;
   static constexpr size_t kQuarantine = 256;
-  static constexpr size_t kMaxGoneImages = 256;
-  static constexpr size_t kMaxGoneKernels = 1024;
 
   KernelState& new_kernel() {
     KernelState* k;
@@ -248,26 +223,15 @@ struct Guard::State {
     return *k;
   }
   // Forgets `key` in the kernel table; its state goes to quarantine (and, with
-  // a report, what it found or how often it ran into gone_kernels).
+  // a report, what it found or how often it ran into findings.gone_kernels).
   void retire(const void* key) {
     const KernelState* k = find(key);
     table.erase(key);
     if (!k || k->retired) return;
     if (!k->superseded && !config.report_path.empty() && (!k->findings().empty() || k->launches != 0)) {
-      auto id = std::make_pair(k->name, k->file_name());
-      auto it = gone_kernels.find(id);
-      if (it == gone_kernels.end() && gone_kernels.size() < kMaxGoneKernels) {
-        KernelRecord rec{k->name, k->file_name(), 0, 0, {}};
-        for (const auto& d : k->findings()) rec.codes.push_back(d.code);
-        it = gone_kernels.emplace(id, GoneKernel{std::move(rec), 0}).first;
-      }
-      if (it != gone_kernels.end()) {
-        it->second.record.launches += k->launches.load();
-        it->second.record.blocked += k->blocked.load();
-        it->second.seq = k->seq;
-      } else {
-        ++not_listed;
-      }
+      KernelRecord rec{k->name, k->file_name(), k->launches.load(), k->blocked.load(), {}};
+      for (const auto& d : k->findings()) rec.codes.push_back(d.code);
+      findings.keep_gone_kernel(std::move(rec), k->seq);
     }
     k->retired = true;
     k->set_clean(false);
@@ -285,31 +249,13 @@ struct Guard::State {
     fb.host_functions.clear();
     fb.unindexed.clear();
     fb.unindexed_names.clear();
-    if (unprobed.erase(handle) && unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_release);
+    if (probe.unprobed.erase(handle) && probe.unprobed.empty())
+      g_launch_gate.fetch_and(~kGateProbe, std::memory_order_release);
     // Its handle may be reused by a fat binary registered later, which must not take this one's place in the order.
     std::erase(unindexed_order, handle);
   }
-  // Keeps `img` for the report unless one like it is kept already.
-  void keep_gone_image(ImageReport&& img, uint64_t image_seq) {
-    std::string key = img.origin;
-    for (const auto& d : img.diagnostics) key.append("\n").append(format_line(d));
-    if (unregistered_keys.count(key)) return;
-    if (unregistered.size() >= kMaxGoneImages) {
-      ++not_listed;
-      return;
-    }
-    unregistered_keys.insert(std::move(key));
-    unregistered.push_back(GoneImage{std::move(img), image_seq});
-  }
   KernelTable<LaunchFacts> table;  // values are KernelStates
   const KernelState* find(const void* key) const { return static_cast<const KernelState*>(table.find(key)); }
-  ProbeFunctions probe;
-  // Indexed kernels not probed yet, by fat binary (handle): probed at the first
-  // launch of one of them, so the runtime never loads code objects for us that
-  // the program does not use.
-  std::unordered_map<const void*, std::vector<std::pair<const void*, const KernelState*>>> unprobed;
-  bool probe_off = false;  // the runtime has no usable GPU: probing says nothing
-  pid_t report_written_by = 0;  // the report is written once per process (a forked child writes its own)
   size_t fatbins_not_checked_in_full = 0;  // registered fat binaries checked to selection only
   std::vector<const void*> unindexed_order;  // fat binaries with unindexed kernels, in registration order
   // Host stub -> the fat binary (handle) whose registration of it counts: the
@@ -320,11 +266,6 @@ struct Guard::State {
     static unsigned getHashValue(const void* p) { return static_cast<unsigned>(hash_pointer(p)); }
   };
   llvm::DenseMap<const void*, const void*, StubHash> stub_owner;
-  // The findings this process reported (for HIPGUARD_FAIL_ON / strict exit status):
-  // the most severe, how many at or above config.fail_on, the first of them.
-  pid_t findings_pid = 0;  // a forked child starts counting afresh
-  size_t failing = 0;
-  std::string first_failing;
 };
 
 struct PendingFatbin {
