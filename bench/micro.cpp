@@ -51,7 +51,7 @@ BENCHMARK(BM_ParseCodeObject);
 void BM_SelectAndCheck(benchmark::State& st) {
   auto v = rocsparse_bundle();
   if (v.empty()) return st.SkipWithError("librocsparse0 not installed");
-  std::vector<TargetId> t = {*parse_target("gfx90a:xnack-", nullptr)};
+  std::vector<TargetId> t = {*parse_target("gfx90a:xnack-")};
   for (auto _ : st) benchmark::DoNotOptimize(check_image(Bytes(v.data(), v.size()), "b", t));
 }
 BENCHMARK(BM_SelectAndCheck);
@@ -59,13 +59,13 @@ BENCHMARK(BM_SelectAndCheck);
 void BM_SelectNoMatch(benchmark::State& st) {
   auto v = rocsparse_bundle();
   if (v.empty()) return st.SkipWithError("librocsparse0 not installed");
-  std::vector<TargetId> t = {*parse_target("gfx942", nullptr)};
+  std::vector<TargetId> t = {*parse_target("gfx942")};
   for (auto _ : st) benchmark::DoNotOptimize(check_image(Bytes(v.data(), v.size()), "b", t));
 }
 BENCHMARK(BM_SelectNoMatch);
 
 void BM_ParseTarget(benchmark::State& st) {
-  for (auto _ : st) benchmark::DoNotOptimize(parse_target("mi300x:sramecc+:xnack-", nullptr));
+  for (auto _ : st) benchmark::DoNotOptimize(parse_target("mi300x:sramecc+:xnack-"));
 }
 BENCHMARK(BM_ParseTarget);
 

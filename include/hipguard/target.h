@@ -27,6 +27,8 @@
 #include <string_view>
 #include <vector>
 
+#include "hipguard/result.h"
+
 namespace hipguard {
 
 // A target-ID feature setting (xnack, sramecc).
@@ -99,14 +101,14 @@ struct TargetId {
 
 // Parses "gfx942", "gfx942:xnack-", "gfx90a:sramecc+:xnack+". Rejects unknown
 // processors, unknown or repeated features and features the processor lacks.
-// On failure returns nullopt and sets *error.
-std::optional<TargetId> parse_target_id(std::string_view text, std::string* error);
+// HG206 (kBadTarget) on failure, saying why.
+Result<TargetId> parse_target_id(std::string_view text);
 
 // As parse_target_id, and also accepts product names (all_products(): mi300x,
 // mi325x, mi355x, mi250x, ...), optionally followed by features
 // ("mi250x:xnack+"). A product means the configuration it ships with: every
 // feature not given is the product's default (mi300x -> gfx942:sramecc+:xnack-).
-std::optional<TargetId> parse_target(std::string_view text, std::string* error);
+Result<TargetId> parse_target(std::string_view text);
 
 // What a user's target names, as the GPUs run it: a product as parse_target;
 // a target ID whose features are not all given is checked in every
@@ -114,8 +116,8 @@ std::optional<TargetId> parse_target(std::string_view text, std::string* error);
 // gfx90a:sramecc+:xnack-; gfx906 -> sramecc+ (MI50, MI60) and sramecc- (Radeon
 // VII)); the alias says which GPUs each configuration stands for. A processor
 // with no known product keeps its driver's xnack default and "any" elsewhere.
-// Empty on failure, with *error set.
-std::vector<TargetId> resolve_target(std::string_view text, std::string* error);
+// Never empty; HG206 (kBadTarget) on failure, as parse_target.
+Result<std::vector<TargetId>> resolve_target(std::string_view text);
 
 // Static + dynamic LDS one workgroup of `t` may use, bytes: the processor's
 // addressable LDS, or less when the GPU reports less (shared reference,

@@ -50,7 +50,8 @@ std::optional<TargetId> Checker::generic_query(const TargetId& t, const RuntimeI
     bare.sramecc = bare.xnack = Feature::Any;
     return bare;
   }
-  return parse_target_id(bare.str(), nullptr);
+  auto g = parse_target_id(bare.str());
+  return g ? std::optional<TargetId>(*g) : std::nullopt;
 }
 
 bool Checker::batch_applies(const Entries& entries) const {
@@ -133,8 +134,7 @@ Checker::Entries Checker::collect_candidates(bool compressed) {
   for (const auto& e : report_.entries) {
     if (is_spirv(e) && !out.spirv) out.spirv = &e;
     if (!may_select(e, compressed)) continue;
-    std::string err;
-    auto tid = parse_target_id(e.parsed.target_id, &err);
+    auto tid = parse_target_id(e.parsed.target_id);
     if (!tid) continue;  // unknown processor: cannot be selected for any known target
     out.candidates.push_back({&e, *tid});
   }

@@ -52,13 +52,12 @@ std::string human_bytes(uint64_t b) {
 
 bool resolve_targets(const std::vector<std::string>& values, std::vector<TargetId>* targets, std::string* error) {
   for (const auto& text : values) {
-    std::string why;
-    std::vector<TargetId> resolved = resolve_target(text, &why);
-    if (resolved.empty()) {
-      *error = "bad target '" + text + "': " + why;
+    auto resolved = resolve_target(text);
+    if (!resolved) {
+      *error = "bad target '" + text + "': " + resolved.error().message;
       return false;
     }
-    for (auto& t : resolved) {
+    for (auto& t : *resolved) {
       auto same = std::find_if(targets->begin(), targets->end(), [&](const TargetId& o) { return o.str() == t.str(); });
       if (same == targets->end()) targets->push_back(std::move(t));
       else if (!t.alias.empty() && same->alias.find(t.alias) == std::string::npos)

@@ -50,13 +50,12 @@ std::string match_reason(const TargetId& code, unsigned generic_version, const T
 void print_candidates(const ImageReport& img, const TargetId& t) {
   for (const auto& e : img.entries) {
     if (!e.parsed.is_amdgcn()) continue;
-    std::string err;
-    auto code = parse_target_id(e.parsed.target_id, &err);
+    auto code = parse_target_id(e.parsed.target_id);
     unsigned generic = 0;
     for (const auto& c : img.code_objects)
       if (c.entry == e.id) generic = c.co.generic_version;
     printf("      %-52s %s\n", escape_text(e.id).c_str(),
-           code ? match_reason(*code, generic, t).c_str() : ("unreadable target ID: " + err).c_str());
+           code ? match_reason(*code, generic, t).c_str() : ("unreadable target ID: " + code.error().message).c_str());
   }
   if (img.kind == PayloadKind::CodeObject)
     for (const auto& c : img.code_objects)

@@ -54,11 +54,10 @@ bool target_setting(const std::vector<std::string>& values, std::string* targets
     return false;
   };
   for (const auto& value : values) {
-    std::string err;
     if (value.empty()) return fail("--target needs a value");
     if (value.find_first_of(" \t,;") != std::string::npos)
       return fail("bad target '" + value + "': give one target per --target, without spaces");
-    if (!parse_target(value, &err)) return fail("bad target '" + value + "': " + err);
+    if (auto t = parse_target(value); !t) return fail("bad target '" + value + "': " + t.error().message);
     *targets += (targets->empty() ? "" : ",") + value;
   }
   return true;

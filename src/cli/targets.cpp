@@ -24,8 +24,7 @@ void print_products() {
   printf("Products (checked as shipped; NAME:xnack+ etc. for another setting)\n");
   printf("  %-11s %-24s %-26s %-10s %s\n", "NAME", "GPU", "TARGET ID", "LDS", "WAVE");
   for (const auto& p : all_products()) {
-    std::string err;
-    auto t = parse_target(p.name, &err);
+    auto t = parse_target(p.name);
     const ProcessorInfo* info = find_processor(p.processor);
     if (!t || !info) continue;
     printf("  %-11s %-24s %-26s %-10s %s\n", std::string(p.name).c_str(), std::string(p.display).c_str(),
@@ -38,8 +37,9 @@ void print_processors() {
   printf("  %-16s %-10s %-6s %-7s %-8s %-14s %s\n", "PROCESSOR", "LDS", "WAVE", "XNACK", "SRAMECC", "XNACK DEFAULT",
          "CHECKED AS");
   for (const auto& p : all_processors()) {
-    std::string err, as;
-    for (const auto& t : resolve_target(p.name, &err)) as += (as.empty() ? "" : ", ") + t.str();
+    std::string as;
+    if (auto ts = resolve_target(p.name))
+      for (const auto& t : *ts) as += (as.empty() ? "" : ", ") + t.str();
     printf("  %-16s %-10s %-6s %-7s %-8s %-14s %s%s\n", std::string(p.name).c_str(), human_bytes(p.lds_bytes).c_str(),
            waves(p).c_str(), p.xnack ? "yes" : "no", p.sramecc ? "yes" : "no",
            p.xnack ? feature_name(p.default_xnack).c_str() : "n/a", as.c_str(),

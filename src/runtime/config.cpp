@@ -166,12 +166,15 @@ class ConfigReader {
       std::string err;
       if (item.empty()) err = "empty entry";
       else if (item.find_first_of(" \t;") != std::string::npos) err = "separate targets with ',' and no spaces";
-      if (err.empty())
-        if (auto ts = resolve_target(item, &err); !ts.empty()) {
-          if (ts.size() > 1) c_.machine.one_process = false;  // alternatives, not GPUs side by side
-          c_.targets.insert(c_.targets.end(), ts.begin(), ts.end());
+      if (err.empty()) {
+        auto ts = resolve_target(item);
+        if (ts) {
+          if (ts->size() > 1) c_.machine.one_process = false;  // alternatives, not GPUs side by side
+          c_.targets.insert(c_.targets.end(), ts->begin(), ts->end());
           continue;
         }
+        err = ts.error().message;
+      }
       setup(code::kBadTarget, "HIPGUARD_TARGET entry '" + item + "' is not a target: " + err,
             "use a comma-separated list of target IDs such as gfx942, gfx942:sramecc+:xnack- or product names such "
             "as mi300x");

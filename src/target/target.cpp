@@ -1,6 +1,8 @@
 // The processor table and target IDs (gfx942:sramecc+:xnack-): parsing, matching, compatibility.
 #include "hipguard/target.h"
 
+#include "hipguard/diagnostic.h"
+
 #include <llvm/ADT/StringRef.h>
 #include <llvm/BinaryFormat/ELF.h>
 
@@ -179,11 +181,8 @@ std::string TargetId::str() const {
   return s;
 }
 
-std::optional<TargetId> parse_target_id(std::string_view text, std::string* error) {
-  auto fail = [&](std::string msg) -> std::optional<TargetId> {
-    if (error) *error = std::move(msg);
-    return std::nullopt;
-  };
+Result<TargetId> parse_target_id(std::string_view text) {
+  auto fail = [](std::string msg) { return ParseError{std::string(code::kBadTarget), std::move(msg)}; };
   size_t colon = text.find(':');
   std::string proc = llvm::StringRef(text.substr(0, colon)).lower();
   const ProcessorInfo* info = find_processor(proc);
@@ -219,11 +218,11 @@ std::optional<TargetId> parse_target_id(std::string_view text, std::string* erro
   return id;
 }
 
-std::optional<TargetId> parse_target(std::string_view text, std::string* error) {
+Result<TargetId> parse_target(std::string_view text) {
   std::string head = llvm::StringRef(text.substr(0, text.find(':'))).lower();
   const ProductInfo* product = find_product(head);
-  if (!product) return parse_target_id(text, error);
-  auto id = parse_target_id(std::string(product->processor) + std::string(text.substr(head.size())), error);
+  if (!product) return parse_target_id(text);
+  auto id = parse_target_id(std::string(product->processor) + std::string(text.substr(head.size())));
   if (!id) return id;
   id->alias = head;
   if (id->sramecc == Feature::Any) id->sramecc = product->sramecc;
@@ -231,11 +230,11 @@ std::optional<TargetId> parse_target(std::string_view text, std::string* error) 
   return id;
 }
 
-std::vector<TargetId> resolve_target(std::string_view text, std::string* error) {
-  auto id = parse_target(text, error);
-  if (!id) return {};
+Result<std::vector<TargetId>> resolve_target(std::string_view text) {
+  auto id = parse_target(text);
+  if (!id) return id.error();
   bool open = id->sramecc == Feature::Any || id->xnack == Feature::Any;
-  if (!id->alias.empty() || !open) return {*id};
+  if (!id->alias.empty() || !open) return std::vector<TargetId>{*id};
   // Every configuration GPUs of this processor ship with, in product order.
   std::vector<TargetId> out;
   for (const auto& p : kProducts) {

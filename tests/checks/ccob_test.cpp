@@ -69,7 +69,7 @@ TEST_P(Ccob, TableFromAPrefixEntriesOnDemand) {
   ASSERT_EQ(got.size(), want.size());
   EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin()));
   // Selection through the compressed bundle is the same as through the plain one.
-  auto t = parse_target("gfx90a", nullptr);
+  auto t = parse_target("gfx90a");
   ImageReport r = check_image(Bytes(ccob.data(), ccob.size()), "x.ccob", {*t});
   EXPECT_EQ(r.kind, PayloadKind::CompressedBundle);
   EXPECT_TRUE(r.ok());
@@ -146,7 +146,7 @@ TEST_F(Ccob, SeveralFittingEntriesAreAmbiguousOnlyWhenCompressed) {
   ASSERT_FALSE(co.empty());
   const std::string hip = "hipv4-amdgcn-amd-amdhsa--";
   auto plain = make_bundle({{hip + "gfx90a", co}, {hip + "gfx90a:xnack-", co}});
-  auto gfx90a = *parse_target("gfx90a:sramecc+:xnack-", nullptr);
+  auto gfx90a = *parse_target("gfx90a:sramecc+:xnack-");
   ImageReport u = check_image(Bytes(plain.data(), plain.size()), "plain", {gfx90a});
   for (const auto& d : u.diagnostics) EXPECT_NE(d.code, "HG208") << d.message;
   auto packed = bundler_ccob(plain, 3, 1);
@@ -174,7 +174,7 @@ TEST_F(Ccob, OpenmpEntriesAreCandidatesOnlyWhenCompressed) {
   auto co = app_code_object("vector_add_multi.hipfb", "gfx90a");
   ASSERT_FALSE(co.empty());
   auto plain = make_bundle({{"openmp-amdgcn-amd-amdhsa--gfx90a", co}});
-  auto gfx90a = *parse_target("gfx90a", nullptr);
+  auto gfx90a = *parse_target("gfx90a");
   EXPECT_EQ(check_image(Bytes(plain.data(), plain.size()), "plain", {gfx90a}).verdicts[0].selection, Selection::None);
   auto packed = bundler_ccob(plain, 2, 1);
   ImageReport c = check_image(Bytes(packed.data(), packed.size()), "ccob", {gfx90a});
@@ -188,8 +188,8 @@ TEST_F(Ccob, OpenmpEntriesAreCandidatesOnlyWhenCompressed) {
 // and comgr decode it in one call into the header's uncompressed size; the same
 // bundle compressed by OffloadBundler must give the same entries and verdict.
 TEST_F(Ccob, StreamedZstdWithoutContentSizeReadsLikeTheBundlersOwn) {
-  auto gfx90a = *parse_target("gfx90a", nullptr);
-  auto gfx942 = *parse_target("gfx942", nullptr);
+  auto gfx90a = *parse_target("gfx90a");
+  auto gfx942 = *parse_target("gfx942");
   auto ref_ccob = bundler_ccob(plain_, 3, 1);
   ImageReport ref = check_image(Bytes(ref_ccob.data(), ref_ccob.size()), "ccob", {gfx90a, gfx942});
   ASSERT_TRUE(ref.verdicts[0].can_run);
@@ -229,7 +229,7 @@ TEST_F(Ccob, StreamedZstdThatIsBrokenOrMisSizedIsHG105) {
     auto b = parse_bundle(Bytes(ccob.data(), ccob.size()));
     if (b) {  // the table may be readable: then the last entry must not be
       EXPECT_TRUE(entry_bytes(*b, Bytes(ccob.data(), ccob.size()), b->entries.back()).empty()) << what;
-      auto t = *parse_target("gfx90a", nullptr);
+      auto t = *parse_target("gfx90a");
       ImageReport r = check_image(Bytes(ccob.data(), ccob.size()), "ccob", {t});
       EXPECT_FALSE(r.ok()) << what;
       return;
@@ -247,7 +247,7 @@ TEST_F(Ccob, StreamedZstdThatIsBrokenOrMisSizedIsHG105) {
 // zlib's window is at most 32 KiB, so any zlib writer's stream (here a 512-byte
 // window, sync-flushed every 4 KiB) streams within the claim.
 TEST_F(Ccob, ZlibFromAnotherWriterReadsLikeTheBundlersOwn) {
-  auto gfx90a = *parse_target("gfx90a", nullptr);
+  auto gfx90a = *parse_target("gfx90a");
   auto ccob = hgtest::ccob_around(hgtest::zlib_stream_compress(plain_), 0, plain_.size());
   ImageReport r = check_image(Bytes(ccob.data(), ccob.size()), "ccob", {gfx90a});
   EXPECT_TRUE(r.ok());

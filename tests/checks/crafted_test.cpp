@@ -67,9 +67,8 @@ size_t symbol_offset(const std::vector<uint8_t>& co, const std::string& name) {
 }
 
 std::vector<Diagnostic> run(const std::vector<uint8_t>& co, const std::string& target) {
-  std::string err;
-  auto t = parse_target(target, &err);
-  EXPECT_TRUE(t) << err;
+  auto t = parse_target(target);
+  EXPECT_TRUE(t) << t.error().message;
   return check_image(Bytes(co.data(), co.size()), "crafted.co", {*t}).diagnostics;
 }
 
@@ -192,7 +191,7 @@ TEST_F(Crafted, DynamicStackIsNoted) {
   ASSERT_EQ(n.size(), 1u);
   EXPECT_EQ(n[0]->severity, Severity::Note);
   // A note alone does not make the kernel unrunnable.
-  auto r = check_image(Bytes(co_.data(), co_.size()), "crafted.co", {*parse_target("gfx90a", nullptr)});
+  auto r = check_image(Bytes(co_.data(), co_.size()), "crafted.co", {*parse_target("gfx90a")});
   EXPECT_TRUE(r.ok());
 }
 
@@ -233,7 +232,7 @@ TEST_F(Crafted, MetadataNamesAMissingDescriptor) {
   auto orphan = with_code(ds, "HG407");
   ASSERT_EQ(orphan.size(), 1u);
   EXPECT_EQ(orphan[0]->kernel, kKernel);
-  auto r = check_image(Bytes(co_.data(), co_.size()), "crafted.co", {*parse_target("gfx90a", nullptr)});
+  auto r = check_image(Bytes(co_.data(), co_.size()), "crafted.co", {*parse_target("gfx90a")});
   EXPECT_FALSE(r.ok());
   ASSERT_EQ(r.code_objects.size(), 1u);
   EXPECT_EQ(r.code_objects[0].co.kernels_without_metadata, std::vector<std::string>{kKernel});

@@ -165,7 +165,7 @@ TEST(DescriptorLookup, NothingOutsideTheImage) {
 
 // Depth::Headers decides what needs no kernel as Depth::Full does, and reads no kernel.
 TEST(HeadersDepth, DecidesTheHeaderErrorsAndReadsNoKernel) {
-  auto gfx942 = std::vector<TargetId>{*parse_target_id("gfx942", nullptr)};
+  auto gfx942 = std::vector<TargetId>{*parse_target_id("gfx942")};
   auto bundled = [](const std::vector<uint8_t>& co, const std::string& id) {
     return make_bundle({{"host-x86_64-unknown-linux-gnu-", {}}, {"hipv4-amdgcn-amd-amdhsa--" + id, co}});
   };
@@ -186,7 +186,7 @@ TEST(HeadersDepth, DecidesTheHeaderErrorsAndReadsNoKernel) {
                              {"static LDS over the limit: the kernel's registration decides", "", lds, "gfx942"}};
   for (const auto& c : cases) {
     std::vector<uint8_t> b = bundled(hgtest::make_code_object(c.spec), c.label);
-    auto targets = c.label == "gfx942:xnack-" ? std::vector<TargetId>{*parse_target_id("gfx942:xnack-", nullptr)} : gfx942;
+    auto targets = c.label == "gfx942:xnack-" ? std::vector<TargetId>{*parse_target_id("gfx942:xnack-")} : gfx942;
     ImageReport full = check_image(Bytes(b.data(), b.size()), "x", targets, "", Depth::Full);
     ImageReport headers = check_image(Bytes(b.data(), b.size()), "x", targets, "", Depth::Headers);
     EXPECT_FALSE(full.ok()) << c.what;

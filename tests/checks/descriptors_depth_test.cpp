@@ -35,7 +35,7 @@ const std::string kHip = "hipv4-amdgcn-amd-amdhsa--";
 
 std::vector<TargetId> targets_of(std::initializer_list<const char*> names) {
   std::vector<TargetId> out;
-  for (const char* n : names) out.push_back(*parse_target_id(n, nullptr));
+  for (const char* n : names) out.push_back(*parse_target_id(n));
   return out;
 }
 

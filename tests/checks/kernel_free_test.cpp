@@ -30,8 +30,8 @@ size_t count_code(const ImageReport& r, std::string_view c) {
 TEST(KernelFree, NothingForTheGpuButNoKernelsRuns) {
   if (kApps.empty() || !exists(kApps + "/device_vars_only.hipfb")) GTEST_SKIP() << "hipcc test apps not built";
   auto vars = read_bytes(kApps + "/device_vars_only.hipfb");
-  auto gfx942 = *parse_target("gfx942", nullptr);
-  auto gfx90a = *parse_target("gfx90a", nullptr);
+  auto gfx942 = *parse_target("gfx942");
+  auto gfx90a = *parse_target("gfx90a");
   for (bool compressed : {false, true}) {
     SCOPED_TRACE(compressed ? "CCOB" : "plain");
     auto data = compressed ? hgtest::make_ccob(vars, 3, 1) : vars;
@@ -80,7 +80,7 @@ TEST(KernelFree, RealRocfft) {
   if (!exists(root + "/.hipguard-root")) GTEST_SKIP() << "no ROCm root at '" << root << "' (scripts/rocm-root.sh builds it)";
   std::string lib = root + "/usr/lib/x86_64-linux-gnu/librocfft.so.0";
   ASSERT_TRUE(exists(lib)) << lib << " is missing from the ROCm root";
-  auto gfx942 = *parse_target("gfx942", nullptr);
+  auto gfx942 = *parse_target("gfx942");
   FileReport f = check_file(lib, {gfx942});
   ASSERT_FALSE(f.images.empty());
   size_t hg211 = 0;

@@ -22,7 +22,7 @@ namespace {
 using namespace checks;
 const std::string kRocsparse = "/usr/lib/x86_64-linux-gnu/librocsparse.so.0";
 
-TargetId target(const char* t) { return *parse_target(t, nullptr); }
+TargetId target(const char* t) { return *parse_target(t); }
 
 }  // namespace
 

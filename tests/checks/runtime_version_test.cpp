@@ -32,9 +32,8 @@ const hgtest::ByteVec& gfx9_generic() { static auto co = code_object(0x051, "gfx
 std::vector<TargetId> targets(const std::vector<std::string>& names) {
   std::vector<TargetId> out;
   for (const auto& n : names) {
-    std::string err;
-    auto t = parse_target(n, &err);
-    EXPECT_TRUE(t) << err;
+    auto t = parse_target(n);
+    EXPECT_TRUE(t) << t.error().message;
     if (t) out.push_back(*t);
   }
   return out;

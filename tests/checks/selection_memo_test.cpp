@@ -24,7 +24,7 @@ namespace {
 std::vector<TargetId> targets_of(std::initializer_list<const char*> names) {
   std::vector<TargetId> out;
   for (const char* n : names) {
-    auto t = parse_target(n, nullptr);
+    auto t = parse_target(n);
     EXPECT_TRUE(t) << n;
     if (t) out.push_back(*t);
   }

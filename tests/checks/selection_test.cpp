@@ -20,9 +20,8 @@ namespace {
 using namespace checks;
 
 TargetVerdict verdict(const std::vector<uint8_t>& data, const std::string& target, ImageReport* out = nullptr) {
-  std::string err;
-  auto t = parse_target(target, &err);
-  EXPECT_TRUE(t) << err;
+  auto t = parse_target(target);
+  EXPECT_TRUE(t) << t.error().message;
   ImageReport r = check_image(Bytes(data.data(), data.size()), "bundle", {*t});
   TargetVerdict v = r.verdicts.at(0);
   if (out) *out = std::move(r);

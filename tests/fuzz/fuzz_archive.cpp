@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const hipguard::ArchiveLimits limits{8ull << 20, 32ull << 20, hipguard::kMaxArchiveNesting};
   static const auto reader = hipguard::make_archive_reader(limits);
   hgfuzz::Budget budget(size, hgfuzz::kPlainFactor, (3ull << 29) + 2 * limits.member_bytes);
-  static const std::vector<hipguard::TargetId> targets = {*hipguard::parse_target_id("gfx942", nullptr)};
+  static const std::vector<hipguard::TargetId> targets = {*hipguard::parse_target_id("gfx942")};
   hipguard::Bytes bytes(data, size);
   if (!reader->is_archive(bytes)) return 0;
   const std::string path = "fuzz.tar";

@@ -16,8 +16,8 @@ static bool decided_without_metadata(const std::string& c) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   hgfuzz::Budget budget(size, hgfuzz::kCompressedFactor);  // fuzz_common.h: past it is a finding
-  static const std::vector<hipguard::TargetId> targets = {*hipguard::parse_target_id("gfx942", nullptr),
-                                                          *hipguard::parse_target_id("gfx950:xnack+", nullptr)};
+  static const std::vector<hipguard::TargetId> targets = {*hipguard::parse_target_id("gfx942"),
+                                                          *hipguard::parse_target_id("gfx950:xnack+")};
   static const std::vector<hipguard::TargetId> none;
   hipguard::Bytes bytes(data, size);
   for (const auto* ts : {&targets, &none}) {

@@ -97,10 +97,9 @@ class Exact {
 // ---- Targets and diagnostics ---------------------------------------------------
 
 inline hipguard::TargetId target(std::string_view s) {
-  std::string err;
-  auto t = hipguard::parse_target_id(s, &err);
-  if (!t) ADD_FAILURE() << "bad target " << s << ": " << err;
-  return t.value_or(hipguard::TargetId{});
+  auto t = hipguard::parse_target_id(s);
+  if (!t) ADD_FAILURE() << "bad target " << s << ": " << t.error().message;
+  return t ? *t : hipguard::TargetId{};
 }
 
 // An error-severity diagnostic whose code is HG1xx (input / framing / ELF) or

@@ -5,6 +5,7 @@
 // "Generic Processors"): gfx942 and gfx950 are members of gfx9-4-generic,
 // gfx1030 of gfx10-3-generic; gfx1030 has neither xnack nor sramecc; a feature
 // left unspecified matches either setting; generic version must be >= 1.
+#include "hipguard/diagnostic.h"
 #include "hipguard/target.h"
 
 #include <gtest/gtest.h>
@@ -14,27 +15,24 @@ using namespace hipguard;
 namespace {
 
 TargetId must_parse(std::string_view text) {
-  std::string err;
-  auto t = parse_target(text, &err);
-  EXPECT_TRUE(t) << text << ": " << err;
-  return t.value_or(TargetId{});
+  auto t = parse_target(text);
+  EXPECT_TRUE(t) << text << ": " << t.error().message;
+  return t ? *t : TargetId{};
 }
 
 }  // namespace
 
 TEST(Target, ParsesFeaturesCanonically) {
-  std::string err;
-  auto t = parse_target_id("gfx942:xnack-:sramecc+", &err);
-  ASSERT_TRUE(t) << err;
+  auto t = parse_target_id("gfx942:xnack-:sramecc+");
+  ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->str(), "gfx942:sramecc+:xnack-");
   EXPECT_EQ(t->sramecc, Feature::On);
   EXPECT_EQ(t->xnack, Feature::Off);
 }
 
 TEST(Target, PlainProcessorLeavesFeaturesAny) {
-  std::string err;
-  auto t = parse_target_id("gfx942", &err);
-  ASSERT_TRUE(t) << err;
+  auto t = parse_target_id("gfx942");
+  ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->processor, "gfx942");
   EXPECT_EQ(t->xnack, Feature::Any);
   EXPECT_EQ(t->sramecc, Feature::Any);
@@ -44,18 +42,16 @@ TEST(Target, PlainProcessorLeavesFeaturesAny) {
 
 TEST(Target, ProcessorWithoutFeaturesMarksThemUnsupported) {
   // gfx1030 (RDNA2) supports neither xnack nor sramecc (AMDGPUUsage processor table).
-  std::string err;
-  auto t = parse_target_id("gfx1030", &err);
-  ASSERT_TRUE(t) << err;
+  auto t = parse_target_id("gfx1030");
+  ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->xnack, Feature::Unsupported);
   EXPECT_EQ(t->sramecc, Feature::Unsupported);
   EXPECT_EQ(t->str(), "gfx1030");
 }
 
 TEST(Target, SingleFeature) {
-  std::string err;
-  auto t = parse_target_id("gfx90a:xnack+", &err);
-  ASSERT_TRUE(t) << err;
+  auto t = parse_target_id("gfx90a:xnack+");
+  ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->processor, "gfx90a");
   EXPECT_EQ(t->xnack, Feature::On);
   EXPECT_EQ(t->sramecc, Feature::Any);
@@ -63,36 +59,34 @@ TEST(Target, SingleFeature) {
 }
 
 TEST(Target, GenericProcessorIsATargetId) {
-  std::string err;
-  auto t = parse_target_id("gfx10-3-generic", &err);
-  ASSERT_TRUE(t) << err;
+  auto t = parse_target_id("gfx10-3-generic");
+  ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->processor, "gfx10-3-generic");
 }
 
 TEST(Target, RejectsFeatureTheProcessorLacks) {
-  std::string err;
-  EXPECT_FALSE(parse_target_id("gfx1030:xnack+", &err));
-  EXPECT_NE(err.find("no xnack"), std::string::npos) << err;
-  err.clear();
-  EXPECT_FALSE(parse_target_id("gfx1100:sramecc-", &err));
-  EXPECT_FALSE(err.empty());
+  auto t = parse_target_id("gfx1030:xnack+");
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().code, code::kBadTarget);
+  EXPECT_NE(t.error().message.find("no xnack"), std::string::npos) << t.error().message;
+  auto u = parse_target_id("gfx1100:sramecc-");
+  ASSERT_FALSE(u);
+  EXPECT_FALSE(u.error().message.empty());
 }
 
 TEST(Target, RejectsBadInputs) {
   for (const char* bad : {"", "gfx", "gfx9999", "nvidia", "sm_90", "gfx942:xnack", "gfx942:xnack*", "gfx942:",
                           "gfx942:xnack+:xnack-", "gfx942:sramecc+:sramecc+", "gfx942:foo+", "gfx942::xnack+",
                           ":xnack+", "gfx942 "}) {
-    std::string err;
-    EXPECT_FALSE(parse_target_id(bad, &err)) << "'" << bad << "' was accepted";
-    EXPECT_FALSE(err.empty()) << "no error message for '" << bad << "'";
-    err.clear();
-    EXPECT_FALSE(parse_target(bad, &err)) << "'" << bad << "' was accepted by parse_target";
+    auto t = parse_target_id(bad);
+    ASSERT_FALSE(t) << "'" << bad << "' was accepted";
+    EXPECT_FALSE(t.error().message.empty()) << "no error message for '" << bad << "'";
+    EXPECT_FALSE(parse_target(bad)) << "'" << bad << "' was accepted by parse_target";
   }
 }
 
 TEST(Target, ProductNamesAreNotTargetIds) {
-  std::string err;
-  EXPECT_FALSE(parse_target_id("mi300x", &err));
+  EXPECT_FALSE(parse_target_id("mi300x"));
 }
 
 TEST(Target, ProductAliases) {
@@ -134,18 +128,17 @@ TEST(Target, ProductAliasWithFeatures) {
   EXPECT_EQ(t.xnack, Feature::On);
   EXPECT_EQ(t.str(), "gfx942:sramecc+:xnack+") << "the named setting, the shipped default for the other";
   EXPECT_EQ(must_parse("mi250x:sramecc-").str(), "gfx90a:sramecc-:xnack-");
-  std::string err;
-  EXPECT_FALSE(parse_target("mi300x:bogus+", &err));
-  EXPECT_FALSE(parse_target("mi999x", &err));
+  EXPECT_FALSE(parse_target("mi300x:bogus+"));
+  EXPECT_FALSE(parse_target("mi999x"));
 }
 
 // A bare processor is checked in every configuration its GPUs ship with.
 TEST(Target, BareProcessorResolvesToShippedConfigurations) {
   auto ids = [](std::string_view text) {
-    std::string err;
+    auto ts = resolve_target(text);
+    if (!ts) return std::vector<std::string>{"error: " + ts.error().message};
     std::vector<std::string> out;
-    for (const auto& t : resolve_target(text, &err)) out.push_back(t.str());
-    if (out.empty()) out.push_back("error: " + err);
+    for (const auto& t : *ts) out.push_back(t.str());
     return out;
   };
   using V = std::vector<std::string>;
@@ -161,11 +154,11 @@ TEST(Target, BareProcessorResolvesToShippedConfigurations) {
   EXPECT_EQ(ids("gfx902"), (V{"gfx902"})) << "no known default: either setting";
   EXPECT_EQ(ids("mi250x:xnack+"), (V{"gfx90a:sramecc+:xnack+"}));
   EXPECT_EQ(ids("gfx9422"), (V{"error: unknown processor 'gfx9422'"}));
-  std::string err;
-  auto gfx906 = resolve_target("gfx906", &err);
-  ASSERT_EQ(gfx906.size(), 2u);
-  EXPECT_EQ(gfx906[0].alias, "gfx906 as shipped in MI50, MI60");
-  EXPECT_EQ(gfx906[1].alias, "gfx906 as shipped in AMD Radeon VII");
+  auto gfx906 = resolve_target("gfx906");
+  ASSERT_TRUE(gfx906);
+  ASSERT_EQ(gfx906->size(), 2u);
+  EXPECT_EQ((*gfx906)[0].alias, "gfx906 as shipped in MI50, MI60");
+  EXPECT_EQ((*gfx906)[1].alias, "gfx906 as shipped in AMD Radeon VII");
 }
 
 TEST(Target, ProcessorTableFacts) {

@@ -109,10 +109,9 @@ inline std::string dump(const std::vector<hipguard::Diagnostic>& ds) {
 }
 
 inline hipguard::TargetId target(std::string_view text) {
-  std::string err;
-  auto t = hipguard::parse_target(text, &err);
-  EXPECT_TRUE(t) << text << ": " << err;
-  return t.value_or(hipguard::TargetId{});
+  auto t = hipguard::parse_target(text);
+  EXPECT_TRUE(t) << text << ": " << t.error().message;
+  return t ? *t : hipguard::TargetId{};
 }
 
 }  // namespace hgtest
