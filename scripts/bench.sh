@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Whole-process figures P1-P7, R1-R3 (real ROCm 6.4 libraries) and the micro-benchmarks (docs/performance.md).
+# Whole-process figures P1-P8, R1-R3 (real ROCm 6.4 libraries) and the micro-benchmarks (docs/performance.md).
 # Figures, not tests: the script always exits 0 unless something fails to run.
 #   scripts/bench.sh            (Release build in build-bench, inputs in a temp dir)
 #   BENCH_BASELINE=old/bin/hipguard scripts/bench.sh   (before/after rows of P1, P5, P6 in one run)
@@ -231,6 +231,21 @@ if want P7 && [[ -x $B/bench/launch_loop && -e $NULLRT/libamdhip64.so.5 ]]; then
       row P7 "launch loop, $t thread(s), $(basename "$lib") loaded: ${w1} ms vs ${w0} ms" "${r}x" "target <=1.05x: $met"
     done
   done
+fi
+
+# ---- P8: what 20 000 module load -> hipModuleGetFunction -> launch -> unload
+# cycles keep (bench/module_cycles.hip, simrt): VmRSS after the last cycle minus
+# after the first, with the shim (and a report) vs without.
+if want P8 && [[ -x $B/bench/module_cycles && -e $B/bench/cycle_kernel.co ]]; then
+  kept_kib() {  # VmRSS growth over the cycles, KiB
+    env LD_LIBRARY_PATH="$SIMRT" HIPGUARD_SIM_GPUS=gfx90a:sramecc-:xnack- HIPGUARD_TARGET=gfx90a:sramecc-:xnack- "$@" \
+      "$B/bench/module_cycles" "$B/bench/cycle_kernel.co" 20000 |
+      sed -n 's/.*VmRSS \([0-9]*\) KiB after the first, \([0-9]*\) KiB after the last.*/\2 \1/p' | awk '{print $1 - $2}'
+  }
+  k0=$(kept_kib); k1=$(kept_kib LD_PRELOAD="$SHIM" HIPGUARD_REPORT="$WORK/p8-report.json")
+  d=$((k1 - k0))
+  met=$(awk -v d="$d" 'BEGIN {print (d <= 512) ? "met" : "NOT met"}')
+  row P8 "20 000 module load/launch/unload cycles keep: $k1 KiB vs $k0 KiB" "+$d KiB" "target <=+512 KiB: $met"
 fi
 
 # ---- P4: start-up cost of preloading the shim into /bin/true
