@@ -136,11 +136,13 @@ hipError_t missing_runtime_function() {
   _exit(guarded(hipguard::kDefaultExitCode, [] { return guard().config().exit_code; }));
 }
 
+namespace {
 // The exit status of a process that saw errors and exits with 0 (strict mode,
 // HIPGUARD_FAIL_ON): registered before the program's own exit handlers, so it runs after them.
 __attribute__((constructor)) void install_exit_status() {
   guarded([] { hipguard::install_exit_status_handler(); });
 }
+}  // namespace
 
 void provide_probe_functions() {
   static std::atomic<bool> done{false};
@@ -153,7 +155,10 @@ void provide_probe_functions() {
   guard().set_probe_functions(f);
 }
 
-std::atomic<void*> g_stream_get_device;
+namespace {
+std::atomic<void*> g_stream_get_device;  // hipStreamGetDevice, once resolved
+}  // namespace
+
 int stream_device(hipStream_t stream) {
   using Fn = hipError_t (*)(hipStream_t, int*);
   if (!stream) return -1;

@@ -103,8 +103,6 @@ class JUnitWriter final : public ReportWriter {
 
 }  // namespace
 
-// escape_text (no control characters or invalid UTF-8 survive: XML 1.0 allows
-// neither), then XML's own escapes.
 std::string junit_failed_case(const std::string& suite, const std::string& name, const std::string& type,
                               const std::string& message, const std::string& xml_body) {
   std::string s = "  <testcase classname=\"hipguard." + xml_escape(suite) + "\" name=\"" + xml_escape(name) +
@@ -113,6 +111,8 @@ std::string junit_failed_case(const std::string& suite, const std::string& name,
   return s + "</testcase>\n";
 }
 
+// escape_text (no control characters or invalid UTF-8 survive: XML 1.0 allows
+// neither), then XML's own escapes.
 std::string xml_escape(const std::string& text) {
   std::string o, s = escape_text(text);
   o.reserve(s.size());

@@ -178,13 +178,13 @@ class ConfigReader {
       setup(code::kBadTarget, "HIPGUARD_TARGET entry '" + item + "' is not a target: " + err,
             "use a comma-separated list of target IDs such as gfx942, gfx942:sramecc+:xnack- or product names such "
             "as mi300x");
-  }
-  c_.target_source = "HIPGUARD_TARGET";
-  if (c_.targets.empty())
-    setup(code::kDeviceChecksSkipped,
-          "HIPGUARD_TARGET='" + targets + "' has no valid entry: device checks skipped, structural checks only" +
-              (c_.mode == Mode::Strict ? " (strict mode stops the program instead)" : ""),
-          "set HIPGUARD_TARGET to valid targets (gfx942, mi300x, ...)");
+    }
+    c_.target_source = "HIPGUARD_TARGET";
+    if (c_.targets.empty())
+      setup(code::kDeviceChecksSkipped,
+            "HIPGUARD_TARGET='" + targets + "' has no valid entry: device checks skipped, structural checks only" +
+                (c_.mode == Mode::Strict ? " (strict mode stops the program instead)" : ""),
+            "set HIPGUARD_TARGET to valid targets (gfx942, mi300x, ...)");
   }
 
   // No HIPGUARD_TARGET: the GPUs of this machine (KFD topology under sysfs).
@@ -202,13 +202,13 @@ class ConfigReader {
         c_.device_targets[d.index] = static_cast<int>(c_.targets.size());
       }
       c_.targets.push_back(t);
-      c_.target_source += (c_.target_source.empty() ? "" : ", ") + ("GPU " + std::to_string(d.index) + " (KFD node " +
-                                                                   std::to_string(d.node) + ")");
-  }
-  if (c_.targets.empty())
-    setup(code::kDeviceChecksSkipped,
-          "no AMD GPU found and HIPGUARD_TARGET not set: device checks skipped, structural checks only",
-          "set HIPGUARD_TARGET=gfx942 (or mi300x, mi355x, ...) to check against a GPU this machine lacks");
+      c_.target_source += (c_.target_source.empty() ? "" : ", ") +
+                          ("GPU " + std::to_string(d.index) + " (KFD node " + std::to_string(d.node) + ")");
+    }
+    if (c_.targets.empty())
+      setup(code::kDeviceChecksSkipped,
+            "no AMD GPU found and HIPGUARD_TARGET not set: device checks skipped, structural checks only",
+            "set HIPGUARD_TARGET=gfx942 (or mi300x, mi355x, ...) to check against a GPU this machine lacks");
   }
 
   const EnvLookup& env_;

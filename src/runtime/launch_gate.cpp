@@ -80,10 +80,11 @@ Diagnostic launch_with_findings(const KernelState& k, const char* api, bool stri
 }
 
 // The LDS of a launch (bytes): the limit of the device launched on when its
-// target is known, else the kernel's tightest over the targets.
+// target is known, else the kernel's tightest over the targets. No string is
+// built here: this runs at every launch that misses the fast path.
 struct LaunchLds {
   uint64_t max_dynamic, static_lds, limit;
-  std::string target;
+  const TargetId* device_target;  // the device's own target, or null: the kernel's lds_target
 };
 
 LaunchLds launch_lds(const KernelState& k, const GuardConfig& c, int device) {
@@ -91,10 +92,10 @@ LaunchLds launch_lds(const KernelState& k, const GuardConfig& c, int device) {
     int t = c.device_targets[device];
     if (t >= 0 && static_cast<size_t>(t) < k.lds_by_target.size() && k.lds_by_target[t].max_dynamic != UINT64_MAX) {
       const auto& own = k.lds_by_target[t];
-      return {own.max_dynamic, own.static_lds, own.limit, c.targets[t].label()};
+      return {own.max_dynamic, own.static_lds, own.limit, &c.targets[t]};
     }
   }
-  return {k.max_dynamic_lds, k.static_lds, k.lds_limit, k.lds_target};
+  return {k.max_dynamic_lds, k.static_lds, k.lds_limit, nullptr};
 }
 
 // HG502: a launch asks for more dynamic LDS than the kernel can have.
@@ -104,10 +105,10 @@ Diagnostic launch_over_lds(const KernelState& k, const LaunchLds& l, uint64_t dy
   d.code = std::string(code::kLaunchLds);
   d.file = k.file_name();
   d.kernel = k.name;
-  d.target = l.target;
+  d.target = l.device_target ? l.device_target->label() : k.lds_target;
   d.message = std::string(api) + " asks for " + std::to_string(l.static_lds) + " bytes of static + " +
               std::to_string(dynamic_lds) + " bytes of dynamic LDS = " + std::to_string(l.static_lds + dynamic_lds) +
-              "; " + l.target + " provides " + std::to_string(l.limit) + " bytes per workgroup" +
+              "; " + d.target + " provides " + std::to_string(l.limit) + " bytes per workgroup" +
               (strict ? "; strict mode: launch refused with hipErrorInvalidConfiguration" : "");
   d.fix = "pass at most " + std::to_string(l.max_dynamic) + " bytes of dynamic shared memory for this kernel";
   d.value = l.static_lds + dynamic_lds;

@@ -72,7 +72,8 @@ void Guard::journal(State& s, const Diagnostic& d) {
 
 
 // State mutex held: what this process registered or loaded itself (a forked
-// child: after the fork), a file per origin, in registration order.
+// child: after the fork), a file per origin: fat binaries, then modules, then
+// gone images, then the one a strict stop is at.
 std::vector<FileReport> Guard::reported_files(State& s) {
   std::vector<FileReport> files;
   std::map<std::string, size_t> by_origin;

@@ -194,6 +194,25 @@ TEST(KernelDatabase, TensileDirectoryWithoutTheProcessorOrWithADamagedDatabase) 
   EXPECT_EQ(codes(r), (std::vector<std::string>{"HG706", "HG702", "HG703", "HG707"}));
 }
 
+// A lazy database cut after its first placeholder: the library loads nothing from it, so HG702 says it
+// once and the placeholder read before the damage (X, whose .dat is missing: HG703) is not checked.
+TEST(KernelDatabase, UnreadableLazyDatabaseChecksNoPlaceholder) {
+  TempDir t;
+  std::string lazy = valid_lazy_dat();
+  size_t y = lazy.find("TensileLibrary_Y_gfx90a");
+  ASSERT_NE(y, std::string::npos);
+  ASSERT_NE(lazy.find("TensileLibrary_X_gfx90a"), std::string::npos);
+  ASSERT_LT(lazy.find("TensileLibrary_X_gfx90a"), y);
+  t.write("TensileLibrary_lazy_gfx90a.dat", lazy.substr(0, y));
+  auto dbs = find_kernel_databases(t.path.string());
+  ASSERT_EQ(dbs.size(), 1u);
+  DatabaseReport r = check_kernel_database(dbs[0], {*parse_target_id("gfx90a")});
+  EXPECT_EQ(codes(r), (std::vector<std::string>{"HG706", "HG702", "HG707"}));
+  ASSERT_GE(r.diagnostics.size(), 2u);
+  EXPECT_NE(r.diagnostics[1].message.find("cannot read this lazy Tensile database"), std::string::npos)
+      << r.diagnostics[1].message;
+}
+
 TEST(KernelDatabase, AiterListWithoutItsColumns) {
   TempDir t;
   t.write("hsa/gfx942/fmoe/fmoe.csv", "// a comment line\nkernel,file\nk,x.co\n");
