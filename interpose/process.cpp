@@ -19,21 +19,28 @@ namespace hipguard::shim {
 
 namespace {
 
+// The path under which the first loaded libamdhip64 was loaded (the loader's
+// own string, valid while it stays loaded), or null. Allocates nothing.
+const char* loaded_runtime_path() {
+  const char* path = nullptr;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        if (!info->dlpi_name || !strstr(info->dlpi_name, "libamdhip64.so")) return 0;
+        *static_cast<const char**>(data) = info->dlpi_name;
+        return 1;
+      },
+      &path);
+  return path;
+}
+
 // The HIP runtime version selection follows: the real file name behind the
 // loaded libamdhip64 (libamdhip64.so.6 -> libamdhip64.so.6.4.43484). Unknown
 // (not loaded yet, or a name without major.minor): the newest, the strictest.
 void runtime_version(hipguard::GuardConfig& config) {
-  std::string loaded;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) -> int {
-        if (!info->dlpi_name || !strstr(info->dlpi_name, "libamdhip64.so")) return 0;
-        *static_cast<std::string*>(data) = info->dlpi_name;
-        return 1;
-      },
-      &loaded);
-  if (loaded.empty()) return;
+  const char* loaded = loaded_runtime_path();
+  if (!loaded) return;
   std::string real = loaded;
-  if (char* resolved = realpath(loaded.c_str(), nullptr)) {
+  if (char* resolved = realpath(loaded, nullptr)) {
     real = resolved;
     free(resolved);
   }
@@ -47,17 +54,7 @@ void runtime_version(hipguard::GuardConfig& config) {
 // and a HIP library was dlopen'ed RTLD_LOCAL (dlsym(RTLD_NEXT) is NULL then).
 // Allocates nothing: it runs outside guarded().
 void* find_runtime_handle() {
-  const char* path = nullptr;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) -> int {
-        if (info->dlpi_name && strstr(info->dlpi_name, "libamdhip64.so")) {
-          *static_cast<const char**>(data) = info->dlpi_name;
-          return 1;
-        }
-        return 0;
-      },
-      &path);
-  if (path) return dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+  if (const char* path = loaded_runtime_path()) return dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
   for (const char* name : {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"})
     if (void* h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD)) return h;
   return nullptr;
