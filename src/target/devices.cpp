@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace hipguard {
@@ -99,15 +100,28 @@ std::vector<KfdNode> kfd_gpu_nodes(const std::string& sysfs_root) {
   return gpus;
 }
 
-// One GPU node as the runtime sees it: its processor (HSA_OVERRIDE_GFX_VERSION
-// replaces every GPU's version, as libhsakmt does), LDS, and the sramecc and
-// xnack modes (HSA_ENABLE_SRAMECC, HSA_XNACK).
-Device device_of(const KfdNode& n, unsigned index, const EnvLookup& env) {
-  uint64_t v = n.gfx_target_version;
+// The runtime's settings that apply to every GPU, read once: HSA_OVERRIDE_GFX_VERSION
+// (maj.min.step replaces every GPU's version, as libhsakmt does), HSA_XNACK, HSA_ENABLE_SRAMECC.
+struct DeviceSettings {
+  std::optional<uint64_t> override_version;
+  const char* xnack = nullptr;
+  const char* sramecc = nullptr;
+};
+
+DeviceSettings device_settings(const EnvLookup& env) {
+  DeviceSettings s;
   if (const char* o = env("HSA_OVERRIDE_GFX_VERSION"); o && *o) {
     unsigned maj, min, step;
-    if (sscanf(o, "%u.%u.%u", &maj, &min, &step) == 3) v = maj * 10000ull + min * 100 + step;
+    if (sscanf(o, "%u.%u.%u", &maj, &min, &step) == 3) s.override_version = maj * 10000ull + min * 100 + step;
   }
+  s.xnack = env("HSA_XNACK");
+  s.sramecc = env("HSA_ENABLE_SRAMECC");
+  return s;
+}
+
+// One GPU node as the runtime sees it: its processor, LDS, and the sramecc and xnack modes.
+Device device_of(const KfdNode& n, unsigned index, const DeviceSettings& settings) {
+  uint64_t v = settings.override_version.value_or(n.gfx_target_version);
   const ProcessorInfo* p = find_processor_by_version(unsigned(v / 10000 % 100), unsigned(v / 100 % 100), unsigned(v % 100));
   Device d;
   d.index = index;
@@ -123,8 +137,8 @@ Device device_of(const KfdNode& n, unsigned index, const EnvLookup& env) {
   d.target.processor = std::string(p->name);
   d.target.sramecc = Feature::Unsupported;
   d.target.xnack = Feature::Unsupported;
-  const char* xnack_env = env("HSA_XNACK");
-  const char* sramecc_env = env("HSA_ENABLE_SRAMECC");
+  const char* xnack_env = settings.xnack;
+  const char* sramecc_env = settings.sramecc;
   if (p->sramecc) {
     bool on = (n.capability & kCapSramEdc) != 0;
     if (sramecc_env && std::string_view(sramecc_env) == "0") on = false;
@@ -164,8 +178,9 @@ void select_visible(std::vector<Device>& devs, const char* list_or_null) {
 
 std::vector<Device> discover_devices(const std::string& sysfs_root, const EnvLookup& env) {
   std::vector<Device> out;
+  DeviceSettings settings = device_settings(env);
   unsigned index = 0;
-  for (const KfdNode& n : kfd_gpu_nodes(sysfs_root)) out.push_back(device_of(n, index++, env));
+  for (const KfdNode& n : kfd_gpu_nodes(sysfs_root)) out.push_back(device_of(n, index++, settings));
   // ROCR_VISIBLE_DEVICES selects among the KFD GPUs, then HIP_VISIBLE_DEVICES
   // (or CUDA_VISIBLE_DEVICES) among those.
   select_visible(out, env("ROCR_VISIBLE_DEVICES"));
