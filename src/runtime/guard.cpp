@@ -40,18 +40,25 @@ Guard& Guard::init(GuardConfig config) {
   return get();
 }
 
+Guard::Guard() = default;
+
+Guard::Guard(GuardConfig config) : own_(std::make_unique<State>(nullptr, nullptr)) {
+  own_->config = std::move(config);
+  start_logging(*own_);
+  if (!own_->config.report_path.empty()) open_report(*own_);
+}
+
+Guard::~Guard() = default;
+
 Guard::State& Guard::state() {
+  if (own_) return *own_;
   static State* s = [] {
-    auto* st = new State();
+    auto* st = new State(&g_launch_gate, &g_launch_cache);
     {
       std::lock_guard<std::mutex> lock(g_config_mu);
       if (g_config) st->config = std::move(*g_config);
     }
-    auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-    st->logger = std::make_shared<spdlog::logger>("hipguard", sink);
-    st->logger->set_pattern("hipguard: %v");
-    st->logger->set_level(static_cast<spdlog::level::level_enum>(st->config.log_level));
-    st->logger->flush_on(spdlog::level::trace);
+    start_logging(*st);
     if (!st->config.report_path.empty()) {
       Guard::get().open_report(*st);
       atexit([] { guarded([] { Guard::get().write_report(); }); });
@@ -68,8 +75,7 @@ Guard::State& Guard::state() {
 const GuardConfig& Guard::config() {
   State& s = state();
   // Set-up findings (bad HIPGUARD_TARGET, no target) are said once, at first use.
-  static std::once_flag once;
-  std::call_once(once, [&] {
+  std::call_once(s.setup_said, [&] {
     for (const auto& d : s.config.setup_diagnostics) report_once(d);
     if (!s.config.targets.empty()) {
       std::string list;
@@ -84,6 +90,14 @@ const GuardConfig& Guard::config() {
                      ")" + (s.config.machine.one_process && s.config.targets.size() > 1 ? ", the targets as one process's GPUs" : ""));
   });
   return s.config;
+}
+
+void Guard::start_logging(State& st) {
+  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  st.logger = std::make_shared<spdlog::logger>("hipguard", sink);
+  st.logger->set_pattern("hipguard: %v");
+  st.logger->set_level(static_cast<spdlog::level::level_enum>(st.config.log_level));
+  st.logger->flush_on(spdlog::level::trace);
 }
 
 void Guard::log(std::string_view level, const std::string& line) {

@@ -139,15 +139,27 @@ using PendingModulePtr = std::unique_ptr<ModuleInfo, PendingDelete>;
 // kernel_index.cpp, report_output.cpp, exit_status.cpp.
 class Guard {
  public:
-  // The process-wide guard. It reads no environment: its configuration is
-  // passed in (init) by whoever embeds it: the shim builds it from the
-  // environment, the tests directly.
+  // The process's guard, the shim's. It reads no environment: its
+  // configuration is passed in (init) by whoever embeds it: the shim builds it
+  // from the environment, the tests directly. It keeps the process-wide launch
+  // gate and cache that the shim's launch wrappers read, writes its report at
+  // exit and follows fork.
   static Guard& get();
-  // Sets the configuration of the guard's state, which is built at its first
-  // use (so processes that never call HIP print nothing). The first call
+  // Sets the configuration of the process's guard, whose state is built at its
+  // first use (so processes that never call HIP print nothing). The first call
   // wins; a call after the state exists changes nothing; without a call, the
   // state uses GuardConfig's defaults. Returns get().
   static Guard& init(GuardConfig config);
+  // A guard of its own on `config`, beside the process's (tests build several,
+  // each on its own settings): its own registrations, kernel table, findings
+  // and launch gate. Nothing reads its gate but itself, it installs no exit or
+  // fork handler, and it writes its report (config.report_path) when
+  // write_report() is called. What the runtime keeps per thread stays per
+  // thread: a launch it refuses is what hipGetLastError reports on that thread.
+  explicit Guard(GuardConfig config);
+  ~Guard();
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
 
   const GuardConfig& config();
 
@@ -201,9 +213,11 @@ class Guard {
   void on_process_exit(int status);
 
  private:
-  Guard() = default;
+  Guard();  // the process's (get())
   struct State;
   State& state();
+  std::unique_ptr<State> own_;  // a guard of its own: its state; the process's guard: null
+  static void start_logging(State& s);  // hipguard's lines on stderr, at the configured level
   Decision judge(const ImageReport& report, bool registration);
   // The registration check of the readable fat binary `data` (of `wrapper`), its read pages released.
   PendingFatbinPtr check_registration(const void* wrapper, Bytes data, const std::string& origin);

@@ -190,9 +190,10 @@ inline bool launch_known_clean(const void* key, uint64_t dynamic_lds_bytes) noex
 
 // A launch of `key` with `facts` (from the kernel table) was decided on the slow path: later
 // launches of it take the fast path while its facts stay clean.
-inline void launch_cache_remember(const void* key, const LaunchFacts* facts) noexcept {
-  if (facts && facts->key.load(std::memory_order_acquire) == key && facts->clean())
-    g_launch_cache.slots[LaunchCache::index(key)].store(facts, std::memory_order_release);
+// Into `cache`, when there is one (a guard built on its own has none).
+inline void launch_cache_remember(LaunchCache* cache, const void* key, const LaunchFacts* facts) noexcept {
+  if (cache && facts && facts->key.load(std::memory_order_acquire) == key && facts->clean())
+    cache->slots[LaunchCache::index(key)].store(facts, std::memory_order_release);
 }
 
 }  // namespace hipguard

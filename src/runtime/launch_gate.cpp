@@ -47,9 +47,9 @@ void Guard::check_in_full(const void* handle) {
       s.table.insert(f, &k);
       findings = findings || !k.findings().empty();
     }
-    if (findings) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
+    if (findings) s.gate.fetch_or(kGateFindings, std::memory_order_release);
     if (--s.fatbins_not_checked_in_full == 0)
-      g_launch_gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
+      s.gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
   }
   for (const auto& d : said) report_once(d);
 }
@@ -130,7 +130,7 @@ Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api
   index_kernel(key);
   const KernelState* k = s.find(key);
   if (!k) return {};
-  if ((g_launch_gate.load(std::memory_order_acquire) & kGateProbe) && !k->probed.load(std::memory_order_acquire)) {
+  if ((s.gate.load(std::memory_order_acquire) & kGateProbe) && !k->probed.load(std::memory_order_acquire)) {
     // The runtime is initialised by now (a launch is under way) and loads this
     // fat binary's code object for the launch anyway: probe its kernels.
     run_probe(k->fatbin);
@@ -165,7 +165,7 @@ Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api
       return {Action::Refuse, kHipErrorInvalidConfiguration};
     }
   }
-  launch_cache_remember(key, k);  // its next launches take the fast path
+  launch_cache_remember(s.launch_cache, key, k);  // its next launches take the fast path
   return {};
 } catch (...) {
   return {};

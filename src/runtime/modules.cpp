@@ -156,7 +156,7 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
     refresh_clean(k, s.probe.off);
     m.functions.push_back(function);
     s.table.insert(function, &k);
-    if (!k.findings().empty()) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
+    if (!k.findings().empty()) s.gate.fetch_or(kGateFindings, std::memory_order_release);
     return;
   }
   if (m.device_functions.count(name)) return;  // HG408 was said before the call
@@ -210,7 +210,7 @@ void Guard::index_function_of(const void* host_function, const void* function) {
   refresh_clean(f, s.probe.off);
   fb.host_functions.push_back(function);
   s.table.insert(function, &f);
-  if (!f.findings().empty()) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
+  if (!f.findings().empty()) s.gate.fetch_or(kGateFindings, std::memory_order_release);
 }
 
 void Guard::on_get_func_by_symbol(const void* host_function, int result, const void* function) try {

@@ -52,7 +52,7 @@ void Guard::run_probe(const void* fatbin_handle) {
         k->probed.store(true, std::memory_order_release);
         refresh_clean(*k, s.probe.off);
       }
-    if (s.probe.unprobed.empty()) g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
+    if (s.probe.unprobed.empty()) s.gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
   }
   if (todo.empty() || (!fns.get_func_by_symbol && !fns.func_get_attributes)) return;
   const char* via = fns.get_func_by_symbol ? "hipGetFuncBySymbol" : "hipFuncGetAttributes";
@@ -78,7 +78,7 @@ void Guard::run_probe(const void* fatbin_handle) {
       std::lock_guard<std::mutex> lock(s.mu);
       s.probe.off = true;
       s.probe.unprobed.clear();
-      g_launch_gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
+      s.gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
       return;
     }
     if (r == 0) continue;

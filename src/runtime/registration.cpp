@@ -329,7 +329,7 @@ void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) t
   fb.looks_up = fb.depth == Depth::Headers;
   s.reads_pending = fb.looks_up ? handle : nullptr;
   if (fb.depth != Depth::Full && s.fatbins_not_checked_in_full++ == 0)
-    g_launch_gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
+    s.gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
 } catch (...) {
 }
 
@@ -364,8 +364,8 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
       fb.unindexed.push_back({host_function, nullptr, fb.unindexed_names.size()});
       fb.unindexed_names.append(device_name).push_back('\0');
     }
-    if (!(g_launch_gate.load(std::memory_order_relaxed) & kGateUnindexed))
-      g_launch_gate.fetch_or(kGateUnindexed, std::memory_order_release);
+    if (!(s.gate.load(std::memory_order_relaxed) & kGateUnindexed))
+      s.gate.fetch_or(kGateUnindexed, std::memory_order_release);
     // Strict mode: a kernel that a selected code object lacks, or whose
     // static LDS is over the limit, stops the program here, still before main.
     if (s.config.mode == Mode::Strict && fb.looks_up) {  // also once a kernel before had it checked in full
@@ -427,15 +427,15 @@ void Guard::index_kernels_of(const void* handle) {
   fb.unindexed.shrink_to_fit();
   fb.unindexed_names.clear();
   fb.unindexed_names.shrink_to_fit();
-  if (findings) g_launch_gate.fetch_or(kGateFindings, std::memory_order_release);
-  if (!s.probe.off) g_launch_gate.fetch_or(kGateProbe, std::memory_order_release);
+  if (findings) s.gate.fetch_or(kGateFindings, std::memory_order_release);
+  if (!s.probe.off) s.gate.fetch_or(kGateProbe, std::memory_order_release);
 }
 
 void Guard::index_pending_kernels() {
   State& s = state();
   for (const void* h : s.unindexed_order) index_kernels_of(h);
   s.unindexed_order.clear();
-  g_launch_gate.fetch_and(~kGateUnindexed, std::memory_order_release);
+  s.gate.fetch_and(~kGateUnindexed, std::memory_order_release);
 }
 
 // Only the fat binary whose registration of `key` counts (stub_owner) is
@@ -444,8 +444,8 @@ void Guard::index_pending_kernels() {
 // report. A key that no fat binary registered indexes them all, so that the
 // gate stops asking (a program may launch such a key over and over).
 void Guard::index_kernel(const void* key) {
-  if (!(g_launch_gate.load(std::memory_order_acquire) & kGateUnindexed)) return;
   State& s = state();
+  if (!(s.gate.load(std::memory_order_acquire) & kGateUnindexed)) return;
   if (s.find(key)) return;
   std::lock_guard<std::mutex> lock(s.mu);
   release_pending_reads(s.fatbins, s.reads_pending);  // registration is over
@@ -455,7 +455,7 @@ void Guard::index_kernel(const void* key) {
   const void* handle = owner->second;
   index_kernels_of(handle);
   std::erase(s.unindexed_order, handle);
-  if (s.unindexed_order.empty()) g_launch_gate.fetch_and(~kGateUnindexed, std::memory_order_release);
+  if (s.unindexed_order.empty()) s.gate.fetch_and(~kGateUnindexed, std::memory_order_release);
 }
 
 void Guard::on_unregister_fatbin(const void* handle) try {
@@ -467,7 +467,7 @@ void Guard::on_unregister_fatbin(const void* handle) try {
   if (!s.config.report_path.empty()) index_kernels_of(handle);
   s.forget_kernels_of(handle, it->second);
   if (it->second.depth != Depth::Full && --s.fatbins_not_checked_in_full == 0)
-    g_launch_gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
+    s.gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
   if (!s.config.report_path.empty()) s.findings.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
   s.fatbins.erase(it);
   if (s.reads_pending == handle) s.reads_pending = nullptr;

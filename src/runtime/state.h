@@ -182,9 +182,18 @@ struct ModuleInfo {
 };
 
 struct Guard::State {
+  // The process's guard (Guard::get()) keeps the process-wide launch gate and
+  // cache, which the shim's launch wrappers read; a guard built on its own
+  // keeps its own gate and no cache (no wrapper reads it).
+  State(std::atomic<unsigned>* launch_gate, LaunchCache* cache)
+      : gate(launch_gate ? *launch_gate : own_gate), launch_cache(cache) {}
   std::mutex mu;
   GuardConfig config;
   std::shared_ptr<spdlog::logger> logger;
+  std::once_flag setup_said;  // the set-up findings, said at first use (config())
+  std::atomic<unsigned> own_gate{0};
+  std::atomic<unsigned>& gate;  // the kGate* bits (guard.h): g_launch_gate or own_gate
+  LaunchCache* launch_cache;     // g_launch_cache, or null
   FindingsSink findings;  // what was said, what the report keeps, the exit status's counts
   ProbeState probe;
   std::map<const void*, FatbinState> fatbins;
@@ -250,7 +259,7 @@ struct Guard::State {
     fb.unindexed.clear();
     fb.unindexed_names.clear();
     if (probe.unprobed.erase(handle) && probe.unprobed.empty())
-      g_launch_gate.fetch_and(~kGateProbe, std::memory_order_release);
+      gate.fetch_and(~kGateProbe, std::memory_order_release);
     // Its handle may be reused by a fat binary registered later, which must not take this one's place in the order.
     std::erase(unindexed_order, handle);
   }

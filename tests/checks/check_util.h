@@ -37,8 +37,9 @@ inline std::vector<uint8_t> app_code_object(const std::string& file, const std::
   return {};
 }
 
-// The Guard takes its configuration once per process: every Guard test in this
-// binary uses the same one (gfx942, strict, info).
+// The process's guard takes its configuration once per process: every test in
+// this binary that uses it has the same one (gfx942, strict, info). A test that
+// needs other settings builds a guard of its own (Guard(GuardConfig)).
 inline void configure_guard_for_tests() {
   hgtest::init_guard({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_LOG_LEVEL", "info"}});
 }

@@ -1,0 +1,78 @@
+// Several guards in one process, each on its own settings (Guard(GuardConfig)):
+// what one registers, finds and decides is its own, and none touches the
+// process's guard, launch gate or launch cache.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "check_util.h"
+#include "runtime/guard.h"
+#include "runtime/kernel_table.h"  // launch_known_clean
+
+using namespace hipguard;
+
+namespace {
+
+using checks::kApps;
+
+Guard make_guard(const char* target, const char* mode) {
+  return Guard(hgtest::guard_config({{"HIPGUARD_TARGET", target}, {"HIPGUARD_MODE", mode}, {"HIPGUARD_LOG_LEVEL", "info"}}));
+}
+
+}  // namespace
+
+TEST(GuardInstances, EachDecidesOnItsOwnSettings) {
+  std::string path = kApps + "/vector_add_gfx90a.hipfb";
+  if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
+  std::vector<uint8_t> bundle = checks::read_bytes(path);
+  FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
+  static int handle, host, host_absent;
+  unsigned process_gate = g_launch_gate.load();
+
+  Guard warn_gfx90a = make_guard("gfx90a:xnack-", "warn");
+  Guard strict_gfx90a = make_guard("gfx90a:xnack+", "strict");
+  Guard strict_gfx942 = make_guard("gfx942", "strict");
+  Guard strict_gfx942_too = make_guard("gfx942", "strict");
+
+  // Registration: only the gfx942 guards find no code object for their GPU,
+  // and each says so itself (its own set of lines said).
+  for (Guard* g : {&warn_gfx90a, &strict_gfx90a}) {
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(hgtest::register_fatbin(*g, &w, &handle).action, Action::Forward);
+    std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(err.find("HG201"), std::string::npos) << err;
+  }
+  for (Guard* g : {&strict_gfx942, &strict_gfx942_too}) {
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(hgtest::check_fatbin(*g, &w).action, Action::Exit);
+    std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("HG201"), std::string::npos) << err;
+  }
+
+  // A kernel the code object lacks (HG409) stops the program at its
+  // registration in strict mode, and is refused at launch; the warn guard
+  // forwards both. A kernel it has is forwarded by both.
+  testing::internal::CaptureStderr();
+  for (Guard* g : {&warn_gfx90a, &strict_gfx90a})
+    EXPECT_EQ(g->on_register_function(&handle, &host, "_Z10vector_addPKfS0_Pfi").action, Action::Forward);
+  EXPECT_EQ(warn_gfx90a.on_register_function(&handle, &host_absent, "_Z9absent_v2v").action, Action::Forward);
+  EXPECT_EQ(strict_gfx90a.on_register_function(&handle, &host_absent, "_Z9absent_v2v").action, Action::Exit);
+  EXPECT_EQ(warn_gfx90a.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward);
+  EXPECT_EQ(warn_gfx90a.on_launch(&host_absent, 0, "hipLaunchKernel").action, Action::Forward);
+  EXPECT_EQ(strict_gfx90a.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward);
+  Decision refused = strict_gfx90a.on_launch(&host_absent, 0, "hipLaunchKernel");
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(refused.action, Action::Refuse) << err;
+  EXPECT_EQ(refused.hip_error, kHipErrorInvalidDeviceFunction) << err;
+  EXPECT_NE(err.find("HG409"), std::string::npos) << err;
+  refused_launch_error(true);  // the refusal left its error on this thread, as the runtime would
+  refused_launch_command_error(true);
+
+  // The process's guard saw none of it: its gate is as it was, and no kernel
+  // of these guards entered the launch cache the shim's wrappers read.
+  EXPECT_EQ(g_launch_gate.load(), process_gate);
+  EXPECT_FALSE(launch_known_clean(&host, 0)) << "launched clean by two guards, yet not in the process's cache";
+
+  for (Guard* g : {&warn_gfx90a, &strict_gfx90a}) g->on_unregister_fatbin(&handle);
+}
