@@ -15,8 +15,8 @@ void Guard::check_in_full(const void* handle) {
   std::vector<Diagnostic> said;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    auto it = s.fatbins.find(handle);
-    if (it == s.fatbins.end() || it->second.depth == Depth::Full) return;
+    auto it = s.registry.fatbins.find(handle);
+    if (it == s.registry.fatbins.end() || it->second.depth == Depth::Full) return;
     FatbinState& fb = it->second;
     fb.report = check_image(fb.data, fb.report.origin, s.config.targets, "", Depth::Full, s.config.machine);
     add_hotswap(fb.report, s.config);
@@ -26,12 +26,12 @@ void Guard::check_in_full(const void* handle) {
     // Fresh kernel states (readers may hold the old ones, which stay valid).
     bool findings = false;
     for (const void* f : fb.host_functions) {
-      const KernelState* old = s.find(f);
+      const KernelState* old = s.registry.find(f);
       if (!old) continue;
       old->superseded = true;
       old->set_clean(false);
-      KernelState& k = s.new_kernel();
-      s.quarantine.push_back(const_cast<KernelState*>(old));  // after new_kernel: never reused as its own successor
+      KernelState& k = s.registry.new_kernel();
+      s.registry.quarantine.push_back(const_cast<KernelState*>(old));  // after new_kernel: never reused as its own successor
       k.name = old->name;
       k.file = old->file;
       k.fatbin = handle;
@@ -44,11 +44,11 @@ void Guard::check_in_full(const void* handle) {
       k.probed = old->probed.load();
       k.seq = old->seq;
       refresh_clean(k, s.probe.off);
-      s.table.insert(f, &k);
+      s.registry.table.insert(f, &k);
       findings = findings || !k.findings().empty();
     }
     if (findings) s.gate.fetch_or(kGateFindings, std::memory_order_release);
-    if (--s.fatbins_not_checked_in_full == 0)
+    if (--s.registry.fatbins_not_checked_in_full == 0)
       s.gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
   }
   for (const auto& d : said) report_once(d);
@@ -128,25 +128,25 @@ Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api
   State& s = state();
   if (s.config.mode == Mode::Off) return {};
   index_kernel(key);
-  const KernelState* k = s.find(key);
+  const KernelState* k = s.registry.find(key);
   if (!k) return {};
   if ((s.gate.load(std::memory_order_acquire) & kGateProbe) && !k->probed.load(std::memory_order_acquire)) {
     // The runtime is initialised by now (a launch is under way) and loads this
     // fat binary's code object for the launch anyway: probe its kernels.
     run_probe(k->fatbin);
-    k = s.find(key);
+    k = s.registry.find(key);
     if (!k) return {};
   }
   if (k->depth != Depth::Full) {
     check_in_full(k->fatbin);  // first use of this fat binary: check it in full now
-    k = s.find(key);
+    k = s.registry.find(key);
     if (!k) return {};
   }
   // Counted for the report only: an atomic add on a shared line costs every launching thread.
   if (!s.config.report_path.empty()) k->launches.fetch_add(1, std::memory_order_relaxed);
   bool strict = s.config.mode == Mode::Strict;
   // A hipFunction_t's state says a finding for its stub's too: once per kernel.
-  const KernelState* stub = k->stub ? s.find(k->stub) : nullptr;
+  const KernelState* stub = k->stub ? s.registry.find(k->stub) : nullptr;
   if (!k->findings().empty()) {
     if (first_said(k->warned, stub ? &stub->warned : nullptr))
       report_consequence(launch_with_findings(*k, api, strict), &k->findings().front());

@@ -95,20 +95,20 @@ void Guard::on_module_loaded(const void* module, PendingModulePtr pending) try {
   if (!module || !pending) return;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  pending->seq = ++s.seq;
-  s.modules[module] = std::move(*pending);
+  pending->seq = ++s.registry.seq;
+  s.registry.modules[module] = std::move(*pending);
 } catch (...) {
 }
 
 void Guard::on_module_unloaded(const void* module) try {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.modules.find(module);
-  if (it == s.modules.end()) return;
+  auto it = s.registry.modules.find(module);
+  if (it == s.registry.modules.end()) return;
   for (const void* f : it->second.functions) s.retire(f);
   if (!s.config.report_path.empty())  // only the report reads them
     for (auto& img : it->second.images) s.findings.keep_gone_image(std::move(img), it->second.seq);
-  s.modules.erase(it);
+  s.registry.modules.erase(it);
 } catch (...) {
 }
 
@@ -118,8 +118,8 @@ Decision Guard::before_module_get_function(const void* module, const char* name,
   {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mu);
-    auto it = s.modules.find(module);
-    if (it == s.modules.end() || !it->second.device_functions.count(name)) return {};
+    auto it = s.registry.modules.find(module);
+    if (it == s.registry.modules.end() || !it->second.device_functions.count(name)) return {};
     std::string kernels;
     for (const auto& k : it->second.kernels) kernels += (kernels.empty() ? "" : ", ") + k;
     d.code = std::string(code::kDeviceFunction);
@@ -142,20 +142,20 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
   State& s = state();
   if (s.config.mode == Mode::Off) return;
   std::unique_lock<std::mutex> lock(s.mu);
-  auto it = s.modules.find(module);
-  if (it == s.modules.end()) return;
+  auto it = s.registry.modules.find(module);
+  if (it == s.registry.modules.end()) return;
   ModuleInfo& m = it->second;
   if (result == 0 && function) {
     // The runtime hands out the same hipFunction_t for the same name again: known already.
-    if (const KernelState* known = s.find(function); known && known->name == name) return;
-    KernelState& k = s.new_kernel();
+    if (const KernelState* known = s.registry.find(function); known && known->name == name) return;
+    KernelState& k = s.registry.new_kernel();
     k.name = name;
     k.probed = true;  // module kernels are checked at load and lookup, not probed
     k.file = std::make_shared<const std::string>(m.origin);
     for (const auto& img : m.images) fill_kernel(k, build_index(img, s.config.targets));
     refresh_clean(k, s.probe.off);
     m.functions.push_back(function);
-    s.table.insert(function, &k);
+    s.registry.table.insert(function, &k);
     if (!k.findings().empty()) s.gate.fetch_or(kGateFindings, std::memory_order_release);
     return;
   }
@@ -194,12 +194,12 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
 // checked in full, renewed and forgotten with them. State mutex held.
 void Guard::index_function_of(const void* host_function, const void* function) {
   State& s = state();
-  const KernelState* k = s.find(host_function);
-  if (!k || !k->fatbin || s.find(function)) return;  // not registered, or looked up before
-  auto it = s.fatbins.find(k->fatbin);
-  if (it == s.fatbins.end() || !it->second.index) return;
+  const KernelState* k = s.registry.find(host_function);
+  if (!k || !k->fatbin || s.registry.find(function)) return;  // not registered, or looked up before
+  auto it = s.registry.fatbins.find(k->fatbin);
+  if (it == s.registry.fatbins.end() || !it->second.index) return;
   FatbinState& fb = it->second;
-  KernelState& f = s.new_kernel();
+  KernelState& f = s.registry.new_kernel();
   f.name = k->name;
   f.file = k->file;
   f.fatbin = k->fatbin;
@@ -209,7 +209,7 @@ void Guard::index_function_of(const void* host_function, const void* function) {
   f.probed = true;  // the runtime found the kernel for this device: what a probe asks
   refresh_clean(f, s.probe.off);
   fb.host_functions.push_back(function);
-  s.table.insert(function, &f);
+  s.registry.table.insert(function, &f);
   if (!f.findings().empty()) s.gate.fetch_or(kGateFindings, std::memory_order_release);
 }
 
@@ -223,10 +223,10 @@ void Guard::on_get_func_by_symbol(const void* host_function, int result, const v
     std::lock_guard<std::mutex> lock(s.mu);
     return index_function_of(host_function, function);
   }
-  const KernelState* k = s.find(host_function);
+  const KernelState* k = s.registry.find(host_function);
   if (k && k->depth != Depth::Full) {
     check_in_full(k->fatbin);
-    k = s.find(host_function);
+    k = s.registry.find(host_function);
   }
   Diagnostic d;
   d.code = std::string(code::kLookupFailed);

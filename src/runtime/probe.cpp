@@ -48,7 +48,7 @@ void Guard::run_probe(const void* fatbin_handle) {
     todo.swap(it->second);  // each kernel is probed once, by whichever launch gets here first
     s.probe.unprobed.erase(it);
     for (const auto& [host, registered] : todo)
-      if (const KernelState* k = s.find(host)) {
+      if (const KernelState* k = s.registry.find(host)) {
         k->probed.store(true, std::memory_order_release);
         refresh_clean(*k, s.probe.off);
       }
@@ -65,7 +65,7 @@ void Guard::run_probe(const void* fatbin_handle) {
     if (prior != 0) t_restored_error = prior;
   };
   for (const auto& [host, registered] : todo) {
-    const KernelState* k = s.find(host);  // the current state (a first use may have refined it)
+    const KernelState* k = s.registry.find(host);  // the current state (a first use may have refined it)
     if (!k) continue;  // unregistered meanwhile
     alignas(16) unsigned char attr[512] = {};  // hipFuncAttributes is far smaller
     void* fn = nullptr;
@@ -84,7 +84,7 @@ void Guard::run_probe(const void* fatbin_handle) {
     if (r == 0) continue;
     if (k->depth != Depth::Full) {  // explain the rejection with the full check of its fat binary
       check_in_full(k->fatbin);
-      if (const KernelState* fresh = s.find(host)) k = fresh;
+      if (const KernelState* fresh = s.registry.find(host)) k = fresh;
     }
     Diagnostic d;
     d.code = std::string(code::kRuntimeRejected);

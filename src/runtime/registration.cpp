@@ -313,12 +313,12 @@ void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) t
   std::lock_guard<std::mutex> lock(s.mu);
   // The previous fat binary's kernels are registered (or this handle's earlier
   // registration is replaced): release what its registration read.
-  release_pending_reads(s.fatbins, s.reads_pending);
+  release_pending_reads(s.registry.fatbins, s.registry.reads_pending);
   // A null handle (the runtime refused outright) still gets its report kept, keyed by null.
-  FatbinState& fb = s.fatbins[handle];
+  FatbinState& fb = s.registry.fatbins[handle];
   s.forget_kernels_of(handle, fb);  // registered anew under the same handle: its kernels are registered anew
-  fb.seq = ++s.seq;
-  if (fb.depth != Depth::Full) --s.fatbins_not_checked_in_full;  // re-registered under the same handle
+  fb.seq = ++s.registry.seq;
+  if (fb.depth != Depth::Full) --s.registry.fatbins_not_checked_in_full;  // re-registered under the same handle
   fb.report = std::move(pending->report);
   fb.data = pending->data;
   fb.depth = pending->depth;
@@ -327,8 +327,8 @@ void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) t
   fb.readonly = std::move(pending->readonly);
   fb.lookups.reset();
   fb.looks_up = fb.depth == Depth::Headers;
-  s.reads_pending = fb.looks_up ? handle : nullptr;
-  if (fb.depth != Depth::Full && s.fatbins_not_checked_in_full++ == 0)
+  s.registry.reads_pending = fb.looks_up ? handle : nullptr;
+  if (fb.depth != Depth::Full && s.registry.fatbins_not_checked_in_full++ == 0)
     s.gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
 } catch (...) {
 }
@@ -344,17 +344,17 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
   bool confirm = false;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (handle != s.last_fatbin_handle || !s.last_fatbin) {
-      auto it = s.fatbins.find(handle);
-      if (it == s.fatbins.end()) return {};
-      s.last_fatbin_handle = handle;
-      s.last_fatbin = &it->second;
+    if (handle != s.registry.last_fatbin_handle || !s.registry.last_fatbin) {
+      auto it = s.registry.fatbins.find(handle);
+      if (it == s.registry.fatbins.end()) return {};
+      s.registry.last_fatbin_handle = handle;
+      s.registry.last_fatbin = &it->second;
     }
-    FatbinState& fb = *s.last_fatbin;
+    FatbinState& fb = *s.registry.last_fatbin;
     // A stub registered already, by a fat binary still registered: the runtime
     // drops this registration, whatever its code objects hold (stub_owner).
-    if (!s.stub_owner.try_emplace(host_function, handle).second) return {};
-    if (fb.unindexed.empty()) s.unindexed_order.push_back(handle);
+    if (!s.registry.stub_owner.try_emplace(host_function, handle).second) return {};
+    if (fb.unindexed.empty()) s.registry.unindexed_order.push_back(handle);
     uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
     bool in_image = false;
     for (const auto& [lo, hi] : fb.readonly) in_image = in_image || (at >= lo && at < hi);
@@ -371,7 +371,7 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
     if (s.config.mode == Mode::Strict && fb.looks_up) {  // also once a kernel before had it checked in full
       confirm = !descriptors_fit(fb, device_name, s.config.targets);
       // Two fat binaries' registrations interleaved (threads): this one's reads are not the pending ones.
-      if (s.reads_pending != handle) release_registration_reads(fb);
+      if (s.registry.reads_pending != handle) release_registration_reads(fb);
     } else if (s.config.mode == Mode::Strict && fb.depth != Depth::Selection) {
       if (!fb.index) {
         fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets, fb.depth == Depth::Full));
@@ -388,8 +388,8 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
     // another size. Decide on the check in full.
     check_in_full(handle);
     std::lock_guard<std::mutex> lock(s.mu);
-    auto it = s.fatbins.find(handle);
-    missing = it != s.fatbins.end() && it->second.index ? blocking_findings(device_name, *it->second.index)
+    auto it = s.registry.fatbins.find(handle);
+    missing = it != s.registry.fatbins.end() && it->second.index ? blocking_findings(device_name, *it->second.index)
                                                         : std::vector<Diagnostic>{};
   }
   if (missing.empty()) return {};
@@ -403,14 +403,14 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
 
 void Guard::index_kernels_of(const void* handle) {
   State& s = state();
-  auto it = s.fatbins.find(handle);
-  if (it == s.fatbins.end() || it->second.unindexed.empty()) return;
+  auto it = s.registry.fatbins.find(handle);
+  if (it == s.registry.fatbins.end() || it->second.unindexed.empty()) return;
   FatbinState& fb = it->second;
   if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
   if (!fb.origin) fb.origin = std::make_shared<const std::string>(fb.report.origin);
   bool findings = false;
   for (const auto& [host_function, name_in_image, name_at] : fb.unindexed) {
-    KernelState& k = s.new_kernel();
+    KernelState& k = s.registry.new_kernel();
     k.name = name_in_image ? name_in_image : fb.unindexed_names.c_str() + name_at;
     k.file = fb.origin;
     k.fatbin = handle;
@@ -419,7 +419,7 @@ void Guard::index_kernels_of(const void* handle) {
     refresh_clean(k, s.probe.off);
     k.seq = fb.seq;  // a forked child's report lists the kernels of what it registered itself
     fb.host_functions.push_back(host_function);
-    s.table.insert(host_function, &k);
+    s.registry.table.insert(host_function, &k);
     if (!s.probe.off) s.probe.unprobed[handle].emplace_back(host_function, &k);  // gate set below
     findings = findings || !k.findings().empty();
   }
@@ -433,8 +433,8 @@ void Guard::index_kernels_of(const void* handle) {
 
 void Guard::index_pending_kernels() {
   State& s = state();
-  for (const void* h : s.unindexed_order) index_kernels_of(h);
-  s.unindexed_order.clear();
+  for (const void* h : s.registry.unindexed_order) index_kernels_of(h);
+  s.registry.unindexed_order.clear();
   s.gate.fetch_and(~kGateUnindexed, std::memory_order_release);
 }
 
@@ -446,33 +446,33 @@ void Guard::index_pending_kernels() {
 void Guard::index_kernel(const void* key) {
   State& s = state();
   if (!(s.gate.load(std::memory_order_acquire) & kGateUnindexed)) return;
-  if (s.find(key)) return;
+  if (s.registry.find(key)) return;
   std::lock_guard<std::mutex> lock(s.mu);
-  release_pending_reads(s.fatbins, s.reads_pending);  // registration is over
-  if (s.find(key)) return;
-  auto owner = s.stub_owner.find(key);
-  if (owner == s.stub_owner.end()) return index_pending_kernels();
+  release_pending_reads(s.registry.fatbins, s.registry.reads_pending);  // registration is over
+  if (s.registry.find(key)) return;
+  auto owner = s.registry.stub_owner.find(key);
+  if (owner == s.registry.stub_owner.end()) return index_pending_kernels();
   const void* handle = owner->second;
   index_kernels_of(handle);
-  std::erase(s.unindexed_order, handle);
-  if (s.unindexed_order.empty()) s.gate.fetch_and(~kGateUnindexed, std::memory_order_release);
+  std::erase(s.registry.unindexed_order, handle);
+  if (s.registry.unindexed_order.empty()) s.gate.fetch_and(~kGateUnindexed, std::memory_order_release);
 }
 
 void Guard::on_unregister_fatbin(const void* handle) try {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.fatbins.find(handle);
-  if (it == s.fatbins.end()) return;
+  auto it = s.registry.fatbins.find(handle);
+  if (it == s.registry.fatbins.end()) return;
   // The report lists kernels with findings: index them while their names are valid.
   if (!s.config.report_path.empty()) index_kernels_of(handle);
   s.forget_kernels_of(handle, it->second);
-  if (it->second.depth != Depth::Full && --s.fatbins_not_checked_in_full == 0)
+  if (it->second.depth != Depth::Full && --s.registry.fatbins_not_checked_in_full == 0)
     s.gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
   if (!s.config.report_path.empty()) s.findings.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
-  s.fatbins.erase(it);
-  if (s.reads_pending == handle) s.reads_pending = nullptr;
-  s.last_fatbin_handle = nullptr;
-  s.last_fatbin = nullptr;
+  s.registry.fatbins.erase(it);
+  if (s.registry.reads_pending == handle) s.registry.reads_pending = nullptr;
+  s.registry.last_fatbin_handle = nullptr;
+  s.registry.last_fatbin = nullptr;
 } catch (...) {
 }
 

@@ -40,7 +40,7 @@ void Guard::before_fork() {
 void Guard::after_fork(bool child) {
   State& s = state();
   if (child) {
-    s.fork_seq = s.seq;
+    s.fork_seq = s.registry.seq;
     s.findings.consequences_at_fork = s.findings.consequences.size();
     s.findings.report_written_by = 0;
     if (is_per_process_path(s.config.report_path)) {
@@ -86,9 +86,9 @@ std::vector<FileReport> Guard::reported_files(State& s) {
     }
     files[it->second].images.push_back(img);
   };
-  for (const auto& [h, fb] : s.fatbins)
+  for (const auto& [h, fb] : s.registry.fatbins)
     if (fb.seq > s.fork_seq) add(fb.report);
-  for (const auto& [m, mi] : s.modules)
+  for (const auto& [m, mi] : s.registry.modules)
     if (mi.seq > s.fork_seq)
       for (const auto& img : mi.images) add(img);
   for (const auto& g : s.findings.unregistered)
@@ -115,7 +115,7 @@ RunInfo Guard::reported_run(State& s) {
   // One record per kernel: launches by its host stub and by the hipFunction_t
   // hipGetFuncBySymbol returned for it (the same name, file and findings) are summed.
   std::map<std::tuple<std::string, std::string, std::vector<std::string>>, size_t> listed;
-  for (const auto& k : s.kernels) {
+  for (const auto& k : s.registry.kernels) {
     if (k.superseded || k.retired || k.seq <= s.fork_seq || (k.findings().empty() && k.launches == 0)) continue;
     KernelRecord rec{k.name, k.file_name(), k.launches.load(), k.blocked.load(), {}};
     for (const auto& d : k.findings()) rec.codes.push_back(d.code);
@@ -145,9 +145,9 @@ void Guard::write_report() try {
     std::lock_guard<std::mutex> lock(s.mu);
     // The kernels of what this process registered itself (a forked child
     // leaves what it inherited as it is), in registration order.
-    for (const void* h : s.unindexed_order)
-      if (auto it = s.fatbins.find(h); it != s.fatbins.end() && it->second.seq > s.fork_seq) index_kernels_of(h);
-    for (const auto& [h, fb] : s.fatbins)
+    for (const void* h : s.registry.unindexed_order)
+      if (auto it = s.registry.fatbins.find(h); it != s.registry.fatbins.end() && it->second.seq > s.fork_seq) index_kernels_of(h);
+    for (const auto& [h, fb] : s.registry.fatbins)
       if (fb.depth != Depth::Full && fb.seq > s.fork_seq) not_in_full.push_back(h);
   }
   for (const void* h : not_in_full) check_in_full(h);
