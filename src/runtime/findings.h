@@ -23,7 +23,7 @@
 namespace hipguard {
 
 struct FindingsSink {
-  // Every line said (format_line): a finding is said once per process.
+  // Every line said (format_line): a finding is said once per guard.
   std::set<std::string> logged;
   // Runtime events (HG501/HG502/HG503) whose cause was said already: in the
   // report under the run, not as more log lines. Bounded (Guard::kMaxConsequences).
@@ -38,7 +38,7 @@ struct FindingsSink {
   // (origin, findings), at most kMaxGoneImages; the rest are counted in not_listed.
   struct GoneImage {
     ImageReport report;
-    uint64_t seq;  // registration order (Guard::State::seq)
+    uint64_t seq;  // registration order (Registry::seq)
   };
   std::deque<GoneImage> unregistered;  // no copies on growth
   std::set<std::string> unregistered_keys;

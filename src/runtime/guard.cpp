@@ -48,7 +48,10 @@ Guard::Guard(GuardConfig config) : own_(std::make_unique<State>(nullptr, nullptr
   if (!own_->config.report_path.empty()) open_report(*own_);
 }
 
-Guard::~Guard() = default;
+// A guard of its own writes its report as it goes (the process's writes it at exit).
+Guard::~Guard() {
+  if (own_ && !own_->config.report_path.empty()) guarded([this] { write_report(); });
+}
 
 Guard::State& Guard::state() {
   if (own_) return *own_;

@@ -154,7 +154,7 @@ class Guard {
   // each on its own settings): its own registrations, kernel table, findings
   // and launch gate. Nothing reads its gate but itself, it installs no exit or
   // fork handler, and it writes its report (config.report_path) when
-  // write_report() is called. What the runtime keeps per thread stays per
+  // write_report() is called and when it is destroyed. What the runtime keeps per thread stays per
   // thread: a launch it refuses is what hipGetLastError reports on that thread.
   explicit Guard(GuardConfig config);
   ~Guard();

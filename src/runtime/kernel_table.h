@@ -66,7 +66,8 @@ class KernelTable {
   bool empty() const { return live_ == 0; }
 
   // Caller holds the writer lock. `value` must stay valid for the life of the
-  // process (a launch cache entry may point to it); it records `key`.
+  // process when the launch cache may point to it (the process's guard); a
+  // guard of its own has no cache, and its values die with it. It records `key`.
   void insert(const void* key, const V* value) {
     if (!value) return erase(key);
     value->key.store(key, std::memory_order_release);

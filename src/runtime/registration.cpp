@@ -127,7 +127,7 @@ void release_registration_reads(FatbinState& fb) {
   fb.lookups.reset();
 }
 
-// The same for the fat binary whose release is pending (State::reads_pending):
+// The same for the fat binary whose release is pending (Registry::reads_pending):
 // at the next registration, or the first launch or lookup.
 void release_pending_reads(std::map<const void*, FatbinState>& fatbins, const void*& pending) {
   if (!pending) return;

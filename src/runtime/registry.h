@@ -60,9 +60,9 @@ struct KernelState : LaunchFacts {
   // one, so it is kept, but the report lists only the current state).
   mutable bool superseded = false;  // written and read under the state mutex
   // Its module was unloaded or its fat binary unregistered: in quarantine,
-  // then reused (Guard::State::new_kernel). Under the state mutex.
+  // then reused (Registry::new_kernel). Under the state mutex.
   mutable bool retired = false;
-  uint64_t seq = 0;  // Guard::State::seq when created: a forked child reports only what came after the fork
+  uint64_t seq = 0;  // Registry::seq when created: a forked child reports only what came after the fork
   mutable std::atomic<uint64_t> launches{0}, blocked{0};
   mutable std::atomic<bool> warned{false}, lds_warned{false};
   // Its fat binary's kernels were probed (or are never probed: module kernels):
@@ -141,7 +141,7 @@ struct FatbinState {
   // target, the selected code object, where each registered
   // kernel's descriptor is looked up, and the target's LDS limit (bytes). Built
   // at its first registered kernel; dropped, and the pages read released, when
-  // the next fat binary registers (State::reads_pending).
+  // the next fat binary registers (Registry::reads_pending).
   struct Selected {
     std::optional<DescriptorLookup> lookup;  // none: no lookup possible, every kernel goes to the check in full
     uint64_t lds_limit = 0;

@@ -66,12 +66,15 @@ TEST(GuardInstances, EachDecidesOnItsOwnSettings) {
   EXPECT_EQ(refused.action, Action::Refuse) << err;
   EXPECT_EQ(refused.hip_error, kHipErrorInvalidDeviceFunction) << err;
   EXPECT_NE(err.find("HG409"), std::string::npos) << err;
-  refused_launch_error(true);  // the refusal left its error on this thread, as the runtime would
+  // The refusal left its error on this thread, as the runtime would.
+  EXPECT_EQ(refused_launch_error(true), kHipErrorInvalidDeviceFunction);
   refused_launch_command_error(true);
 
   // The process's guard saw none of it: its gate is as it was, and no kernel
   // of these guards entered the launch cache the shim's wrappers read.
-  EXPECT_EQ(g_launch_gate.load(), process_gate);
+  // (Run alone, as ctest runs it: in one process with the other tests, the
+  // process's guard may have raised kGateFindings already.)
+  if (!(process_gate & kGateFindings)) EXPECT_EQ(g_launch_gate.load(), process_gate);
   EXPECT_FALSE(launch_known_clean(&host, 0)) << "launched clean by two guards, yet not in the process's cache";
 
   for (Guard* g : {&warn_gfx90a, &strict_gfx90a}) g->on_unregister_fatbin(&handle);
