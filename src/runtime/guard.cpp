@@ -44,11 +44,10 @@ Guard::Guard() = default;
 
 Guard::Guard(GuardConfig config) : own_(std::make_unique<State>(nullptr, nullptr)) {
   own_->config = std::move(config);
-  start_logging(*own_);
-  if (!own_->config.report_path.empty()) open_report(*own_);
+  start(*own_);
 }
 
-// A guard of its own writes its report as it goes (the process's writes it at exit).
+// A guard of its own writes its report when it goes (the process's, at exit).
 Guard::~Guard() {
   if (own_ && !own_->config.report_path.empty()) guarded([this] { write_report(); });
 }
@@ -61,9 +60,8 @@ Guard::State& Guard::state() {
       std::lock_guard<std::mutex> lock(g_config_mu);
       if (g_config) st->config = std::move(*g_config);
     }
-    start_logging(*st);
+    Guard::get().start(*st);
     if (!st->config.report_path.empty()) {
-      Guard::get().open_report(*st);
       atexit([] { guarded([] { Guard::get().write_report(); }); });
       pthread_atfork([] { guarded([] { Guard::get().before_fork(); }); },
                      [] { guarded([] { Guard::get().after_fork(false); }); },
@@ -95,12 +93,13 @@ const GuardConfig& Guard::config() {
   return s.config;
 }
 
-void Guard::start_logging(State& st) {
+void Guard::start(State& st) {
   auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
   st.logger = std::make_shared<spdlog::logger>("hipguard", sink);
   st.logger->set_pattern("hipguard: %v");
   st.logger->set_level(static_cast<spdlog::level::level_enum>(st.config.log_level));
   st.logger->flush_on(spdlog::level::trace);
+  if (!st.config.report_path.empty()) open_report(st);
 }
 
 void Guard::log(std::string_view level, const std::string& line) {

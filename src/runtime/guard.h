@@ -154,8 +154,9 @@ class Guard {
   // each on its own settings): its own registrations, kernel table, findings
   // and launch gate. Nothing reads its gate but itself, it installs no exit or
   // fork handler, and it writes its report (config.report_path) when
-  // write_report() is called and when it is destroyed. What the runtime keeps per thread stays per
-  // thread: a launch it refuses is what hipGetLastError reports on that thread.
+  // write_report() is called and when it is destroyed. What the runtime keeps
+  // per thread stays per thread: a launch it refuses is what hipGetLastError
+  // reports on that thread.
   explicit Guard(GuardConfig config);
   ~Guard();
   Guard(const Guard&) = delete;
@@ -217,7 +218,9 @@ class Guard {
   struct State;
   State& state();
   std::unique_ptr<State> own_;  // a guard of its own: its state; the process's guard: null
-  static void start_logging(State& s);  // hipguard's lines on stderr, at the configured level
+  // A new state's first steps, once its configuration is in: hipguard's lines
+  // on stderr at the configured level, the report file opened when one is asked.
+  void start(State& s);
   Decision judge(const ImageReport& report, bool registration);
   // The registration check of the readable fat binary `data` (of `wrapper`), its read pages released.
   PendingFatbinPtr check_registration(const void* wrapper, Bytes data, const std::string& origin);
