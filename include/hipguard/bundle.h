@@ -109,6 +109,13 @@ inline constexpr uint64_t max_claimed_uncompressed(uint64_t payload_bytes) {
 // than max_claimed_uncompressed of its payload).
 Result<Bundle> parse_bundle(Bytes data);
 
+// The table of an uncompressed bundle `total` bytes long, from a copy of its
+// first bytes `head` (the shim reads them from the file the bundle is mapped
+// from, so that its pages are not faulted in). Entries are bounds-checked
+// against `total`, as parse_bundle does against its data. When the table runs
+// past `head`, fails with *need_more set: parse the bundle itself.
+Result<Bundle> parse_bundle_table(Bytes head, uint64_t total, bool* need_more);
+
 // Bytes of the entry's payload: a view into `data` for uncompressed bundles;
 // for compressed ones the prefix of the bundle up to the entry's end is
 // decoded (only when an entry is asked for) into bundle.storage. Empty when

@@ -144,9 +144,13 @@ class SelectionMemo {
 // AMDGPU entry (Full depth only). `data` must be readable in full. With a
 // memo, an uncompressed bundle checked to Depth::Selection or Headers is
 // selected from it when its entry IDs are there, and its clean selection is
-// added to it.
+// added to it. `head`, when given, is a copy of data's first bytes (the shim
+// reads them from the file `data` is mapped from): classification and an
+// uncompressed bundle's table are read from it, so that a check to
+// Depth::Selection whose table lies within it reads nothing of `data`
+// (unless a target has nothing selected: then its entries are searched for kernels).
 ImageReport check_image(Bytes data, const std::string& origin, const std::vector<TargetId>& targets,
                         const std::string& location = "", Depth depth = Depth::Full,
-                        const Machine& machine = {}, SelectionMemo* memo = nullptr);
+                        const Machine& machine = {}, SelectionMemo* memo = nullptr, Bytes head = {});
 
 }  // namespace hipguard

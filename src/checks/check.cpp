@@ -10,7 +10,7 @@
 namespace hipguard {
 
 ImageReport Checker::run() {
-  report_.kind = classify(data_);
+  report_.kind = classify(head_.empty() ? data_ : head_);
   for (const auto& t : targets_) {
     TargetVerdict v;
     v.target = t;
@@ -256,8 +256,17 @@ std::string Checker::feature_fix(const TargetId& code, const TargetId& device) {
   return fix;
 }
 
+Result<Bundle> Checker::read_bundle() const {
+  if (!head_.empty() && report_.kind == PayloadKind::OffloadBundle) {
+    bool need_more = false;
+    Result<Bundle> table = parse_bundle_table(head_, data_.size(), &need_more);
+    if (table || !need_more) return table;
+  }
+  return parse_bundle(data_);
+}
+
 void Checker::check_bundle() {
-  Result<Bundle> parsed = parse_bundle(data_);
+  Result<Bundle> parsed = read_bundle();
   if (!parsed) {
     structural(parsed.error().code, "", "", parsed.error().message,
                parsed.error().code == code::kBudgetExceeded
@@ -359,8 +368,9 @@ bool ImageReport::ok() const {
 }
 
 ImageReport check_image(Bytes data, const std::string& origin, const std::vector<TargetId>& targets,
-                        const std::string& location, Depth depth, const Machine& machine, SelectionMemo* memo) {
-  return Checker(data, origin, targets, location, depth, machine, memo).run();
+                        const std::string& location, Depth depth, const Machine& machine, SelectionMemo* memo,
+                        Bytes head) {
+  return Checker(data, origin, targets, location, depth, machine, memo, head).run();
 }
 
 }  // namespace hipguard

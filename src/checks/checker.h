@@ -16,8 +16,8 @@ namespace hipguard {
 class Checker {
  public:
   Checker(Bytes data, const std::string& origin, const std::vector<TargetId>& targets, const std::string& location,
-          Depth depth, const Machine& machine, SelectionMemo* memo)
-      : data_(data), targets_(targets), depth_(depth), machine_(machine),
+          Depth depth, const Machine& machine, SelectionMemo* memo, Bytes head = {})
+      : data_(data), head_(head.size() > data.size() ? head.first(data.size()) : head), targets_(targets), depth_(depth), machine_(machine),
         runtime_(machine.runtime ? *machine.runtime : default_runtime()), one_process_(machine.one_process),
         memo_(memo) {
     report_.origin = origin;
@@ -93,6 +93,8 @@ class Checker {
   // An offload bundle: its entries, then for each target the entry the
   // runtime selects and that entry's code object.
   void check_bundle();
+  // The bundle, its table from head_ when that holds it (check_image's head).
+  Result<Bundle> read_bundle() const;
 
   // The selected entry's code object on v.target: the loader's own e_flags
   // check, the generic version, then every kernel.
@@ -185,6 +187,7 @@ class Checker {
                 const std::string& why = "");
 
   Bytes data_;
+  Bytes head_;  // a copy of data_'s first bytes, or empty (check_image)
   const std::vector<TargetId>& targets_;
   Depth depth_;
   const Machine& machine_;

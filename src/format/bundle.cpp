@@ -319,6 +319,11 @@ BundleEntryId parse_entry_id(std::string_view id) {
   return out;
 }
 
+Result<Bundle> parse_bundle_table(Bytes head, uint64_t total, bool* need_more) {
+  if (head.size() > total) head = head.first(total);
+  return parse_table(head, total, need_more);
+}
+
 Result<Bundle> parse_bundle(Bytes data) {
   switch (classify(data)) {
     case PayloadKind::OffloadBundle: return parse_plain(data);

@@ -8,14 +8,18 @@
 #include <fcntl.h>
 #include <link.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace hipguard {
 
@@ -206,6 +210,120 @@ uint64_t release_clean_runs(int pagemap, uintptr_t lo, uintptr_t hi, uintptr_t p
 }
 
 }  // namespace
+
+namespace {
+
+// Where [addr, addr + size) lies: a loaded object (dl_iterate_phdr) and, when
+// its segment is read-only and the bytes are the file's, their file offset.
+struct SegmentOf {
+  uintptr_t addr = 0;
+  uint64_t size = 0;
+  uintptr_t base = 0;
+  const char* name = nullptr;
+  unsigned long long subs = 0;
+  bool from_file = false;  // in the file-backed bytes of a read-only segment, no text relocations
+  uint64_t file_offset = 0;
+};
+
+// DT_TEXTREL or DF_TEXTREL: the loader writes the object's read-only
+// segments, which then differ from its file.
+bool has_textrel(const dl_phdr_info* info) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_DYNAMIC) continue;
+    const auto* d = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + ph.p_vaddr);
+    for (size_t n = ph.p_memsz / sizeof(ElfW(Dyn)); n > 0 && d->d_tag != DT_NULL; --n, ++d)
+      if (d->d_tag == DT_TEXTREL || (d->d_tag == DT_FLAGS && (d->d_un.d_val & DF_TEXTREL))) return true;
+  }
+  return false;
+}
+
+int find_segment(dl_phdr_info* info, size_t info_size, void* data) {
+  auto* c = static_cast<SegmentOf*>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type != PT_LOAD || c->addr < lo || c->addr - lo >= ph.p_memsz) continue;
+    c->base = info->dlpi_addr;
+    c->name = info->dlpi_name;
+    if (info_size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) c->subs = info->dlpi_subs;
+    uint64_t at = c->addr - lo;
+    c->from_file = (ph.p_flags & PF_R) && !(ph.p_flags & PF_W) && at <= ph.p_filesz && c->size <= ph.p_filesz - at &&
+                   !has_textrel(info);
+    c->file_offset = ph.p_offset + at;
+    return 1;
+  }
+  return 0;
+}
+
+// The device, inode and file offset /proc/self/maps gives for `addr`.
+struct MapsEntry {
+  unsigned major = 0, minor = 0;
+  unsigned long long ino = 0, offset = 0;
+};
+std::optional<MapsEntry> maps_entry_of(uintptr_t addr) {
+  FILE* f = fopen("/proc/self/maps", "re");
+  if (!f) return std::nullopt;
+  std::optional<MapsEntry> out;
+  char* line = nullptr;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    unsigned long long lo, hi, off, ino;
+    unsigned maj, min;
+    if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu", &lo, &hi, &off, &maj, &min, &ino) != 6) continue;
+    if (addr >= hi) continue;
+    if (addr >= lo) out = MapsEntry{maj, min, ino, off + (addr - lo)};
+    break;  // lines are sorted by address
+  }
+  free(line);
+  fclose(f);
+  return out;
+}
+
+bool pread_all(int fd, uint8_t* out, uint64_t size, uint64_t offset) {
+  while (size > 0) {
+    ssize_t got = pread(fd, out, size, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    out += got;
+    size -= static_cast<uint64_t>(got);
+    offset += static_cast<uint64_t>(got);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool read_from_file(const void* p, uint64_t size, uint8_t* out, std::vector<MappedFile>& known) {
+  SegmentOf seg;
+  seg.addr = reinterpret_cast<uintptr_t>(p);
+  seg.size = size;
+  if (!p || size == 0 || size > static_cast<uint64_t>(SSIZE_MAX)) return false;
+  dl_iterate_phdr(find_segment, &seg);
+  if (!seg.from_file) return false;
+  std::string path = seg.name && *seg.name ? seg.name : "/proc/self/exe";  // the program's name is empty
+  if (path[0] != '/') return false;  // the vDSO, or a name that is not a path
+  auto it = std::find_if(known.begin(), known.end(),
+                         [&](const MappedFile& m) { return m.base == seg.base && m.path == path; });
+  if (it != known.end() && it->subs != seg.subs) {  // an object was unloaded since: check again
+    known.erase(it);
+    it = known.end();
+  }
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (ok && it == known.end()) {
+    // Once per object: the file opened is the one mapped, at this offset.
+    std::optional<MapsEntry> m = maps_entry_of(seg.addr);
+    ok = m && m->major == major(st.st_dev) && m->minor == minor(st.st_dev) && m->ino == st.st_ino &&
+         m->offset == seg.file_offset;
+    if (ok) it = known.insert(known.end(), {seg.base, path, st.st_dev, st.st_ino, seg.subs});
+  }
+  ok = ok && it->dev == st.st_dev && it->ino == st.st_ino && pread_all(fd, out, size, seg.file_offset);
+  close(fd);
+  return ok;
+}
 
 uint64_t release_read_pages(const std::vector<std::pair<const void*, uint64_t>>& ranges,
                             const std::vector<std::pair<uintptr_t, uintptr_t>>& readonly) {

@@ -23,6 +23,24 @@ uint64_t readable_extent(const void* p, uint64_t cap);
 // that holds `p`: what lies there stays as it is while the object is loaded.
 // Empty when `p` is in no loaded object.
 std::vector<std::pair<uintptr_t, uintptr_t>> readonly_segments_of(const void* p);
+// The file a loaded object maps, checked to be the one mapped there:
+// /proc/self/maps names each mapping's device, inode and offset, which must be
+// the file's (the object's path may name another file since it was loaded).
+struct MappedFile {
+  uintptr_t base = 0;  // the object's load address (dlpi_addr)
+  std::string path;    // its file; /proc/self/exe for the program
+  uint64_t dev = 0, ino = 0;
+  unsigned long long subs = 0;  // dlpi_subs when checked: an object unloaded since, it is checked again
+};
+// Copies [p, p + size) into `out` from the file mapped there, without touching
+// p's pages (a read fault maps the page cache's 64 KiB window around it into
+// the program's RSS, release_read_pages's work), when p lies within the
+// file-backed bytes of a read-only PT_LOAD segment of a loaded object that has
+// no text relocations: pages the program cannot have written, so memory and
+// file agree. `known` keeps each object's checked file (a library registers
+// hundreds of fat binaries; the check reads /proc/self/maps). Returns false,
+// `out` unspecified, when the bytes cannot be read so: read the memory then.
+bool read_from_file(const void* p, uint64_t size, uint8_t* out, std::vector<MappedFile>& known);
 // Unmaps from this process the clean file-backed pages of [p, p + size) that
 // lie wholly in one of the `readonly` ranges (MADV_DONTNEED), so that the pages
 // a check read (and the kernel's fault-around, 64 KiB per touch) stop counting

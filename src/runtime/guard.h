@@ -222,8 +222,12 @@ class Guard {
   // on stderr at the configured level, the report file opened when one is asked.
   void start(State& s);
   Decision judge(const ImageReport& report, bool registration);
-  // The registration check of the readable fat binary `data` (of `wrapper`), its read pages released.
-  PendingFatbinPtr check_registration(const void* wrapper, Bytes data, const std::string& origin);
+  // The registration check of the readable fat binary `data` (of `wrapper`),
+  // `head` a copy of its first bytes or empty; its read pages released.
+  PendingFatbinPtr check_registration(const void* wrapper, Bytes data, Bytes head, const std::string& origin);
+  // A copy of `data`'s first bytes (a bundle's table) read from the file it is
+  // mapped from (read_from_file), or empty: then read the memory.
+  std::vector<uint8_t> head_from_file(Bytes data);
   // A fat binary's check stops the process: its report goes into the report file.
   void stopping_at(const ImageReport& report);
   void open_report(State& s);

@@ -52,12 +52,13 @@ void add_window(Bytes data, uint64_t offset, uint64_t size, Windows& out) {
 }
 
 // What a registration check at `depth` read of `data`: a raw code object; an
-// uncompressed bundle's table and, past Depth::Selection, its selected entries.
-Windows checked_windows(Bytes data, const ImageReport& r, Depth depth) {
+// uncompressed bundle's table (unless read from a copy, check_image's head)
+// and, past Depth::Selection, its selected entries.
+Windows checked_windows(Bytes data, const ImageReport& r, Depth depth, uint64_t head_bytes = 0) {
   Windows out;
   if (r.kind == PayloadKind::CodeObject) add_window(data, 0, data.size(), out);
   if (r.kind != PayloadKind::OffloadBundle) return out;
-  add_window(data, 0, bundle_table_bytes(r), out);
+  if (bundle_table_bytes(r) > head_bytes) add_window(data, 0, bundle_table_bytes(r), out);
   if (depth == Depth::Selection) return out;
   std::vector<const BundleEntry*> added;  // an entry selected for several targets, once
   for (const auto& v : r.verdicts)
@@ -69,11 +70,12 @@ Windows checked_windows(Bytes data, const ImageReport& r, Depth depth) {
   return out;
 }
 
-void release_checked_pages(const PendingFatbin& p) {
+void release_checked_pages(const PendingFatbin& p, uint64_t head_bytes) {
   // Depth::Headers: the lookups read the selected entries again as the kernels
   // register; all is released after them, in one go (release_registration_reads).
   if (p.depth == Depth::Headers) return;
-  release_read_pages(checked_windows(p.data, p.report, p.depth), p.readonly);
+  Windows read = checked_windows(p.data, p.report, p.depth, head_bytes);
+  if (!read.empty()) release_read_pages(read, p.readonly);
 }
 
 // Strict registration of an uncompressed bundle: the code object selected for
@@ -159,11 +161,13 @@ namespace {
 struct WrapperRead {
   enum { FatBinary, Kpack, Broken } kind = Broken;
   Bytes data;
+  std::vector<uint8_t> head;  // a copy of data's first bytes from its file, or empty (Guard::head_from_file)
   std::string_view code;  // Broken: the diagnostic
   std::string message;
 };
 
-WrapperRead read_wrapper(const void* wrapper) {
+template <class HeadOf>
+WrapperRead read_wrapper(const void* wrapper, HeadOf&& head_of) {
   WrapperRead r;
   if (readable_extent(wrapper, sizeof(FatbinWrapper)) < sizeof(FatbinWrapper)) {
     r.code = code::kUnreadable;
@@ -192,8 +196,9 @@ WrapperRead read_wrapper(const void* wrapper) {
   }
   r.kind = WrapperRead::FatBinary;
   r.data = Bytes(static_cast<const uint8_t*>(w.binary), extent);
+  r.head = head_of(r.data);
   // A raw code object (AITER registers .co files this way): size it from its headers.
-  if (classify(r.data) == PayloadKind::CodeObject) {
+  if (classify(r.head.empty() ? r.data : Bytes(r.head)) == PayloadKind::CodeObject) {
     if (auto size = elf_image_size(r.data); size && *size <= extent) r.data = r.data.first(*size);
   }
   return r;
@@ -237,13 +242,28 @@ Depth registration_depth(Bytes data, const GuardConfig& c) {
 
 }  // namespace
 
-PendingFatbinPtr Guard::check_registration(const void* wrapper, Bytes data, const std::string& origin) {
+// Warn mode reads an uncompressed bundle's table (the first 4 KiB hold a
+// dozen entries' IDs) from the library's file rather than its mapping: the
+// mapping's pages are never faulted in, so there is nothing to release.
+// Per fat binary (rocSOLVER has 301) ~6 us for open, pread and close, where
+// the fault, /proc/self/pagemap and madvise took ~15 us (docs/performance.md).
+constexpr uint64_t kHeadBytes = 4096;
+
+std::vector<uint8_t> Guard::head_from_file(Bytes data) {
+  std::vector<uint8_t> head(std::min<uint64_t>(data.size(), kHeadBytes));
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!read_from_file(data.data(), head.size(), head.data(), s.mapped_files)) head.clear();
+  return head;
+}
+
+PendingFatbinPtr Guard::check_registration(const void* wrapper, Bytes data, Bytes head, const std::string& origin) {
   const GuardConfig& c = config();
   PendingFatbinPtr pending(new PendingFatbin());
-  pending->depth = registration_depth(data, c);
+  pending->depth = registration_depth(head.empty() ? data : head, c);
   pending->data = data;
   pending->readonly = readonly_segments_of(wrapper);
-  pending->report = check_image(data, origin, c.targets, "", pending->depth, c.machine, &state().selection_memo);
+  pending->report = check_image(data, origin, c.targets, "", pending->depth, c.machine, &state().selection_memo, head);
   // A verdict "cannot run" found without the metadata is confirmed by the check in full
   // before it is said: the metadata may describe the kernel otherwise, and the
   // stop then names every error of the fat binary.
@@ -255,7 +275,7 @@ PendingFatbinPtr Guard::check_registration(const void* wrapper, Bytes data, cons
   bool selected = false;
   for (const auto& vv : pending->report.verdicts) selected = selected || vv.selection != Selection::None;
   if (!selected) pending->depth = Depth::Full;
-  release_checked_pages(*pending);
+  release_checked_pages(*pending, head.size());
   // Read to its headers only: no kernel to index (each is looked up as it registers: descriptors_fit).
   if (pending->depth == Depth::Headers) pending->report.code_objects.clear();
   add_hotswap(pending->report, c);
@@ -274,7 +294,10 @@ Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& out) t
     return {Action::Exit, 0};
   }
   std::string origin = origin_of(wrapper);
-  WrapperRead read = read_wrapper(wrapper);
+  // Strict mode reads the selected code objects' headers from the mapping: its table too.
+  bool table_from_file = c.mode == Mode::Warn && !c.targets.empty();
+  WrapperRead read = read_wrapper(
+      wrapper, [&](Bytes data) { return table_from_file ? head_from_file(data) : std::vector<uint8_t>{}; });
   if (read.kind == WrapperRead::Kpack) {
     // Valid for current CLR: not an error, but nothing hipguard can check.
     out.reset();
@@ -285,7 +308,7 @@ Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& out) t
     return {};
   }
   PendingFatbinPtr pending = read.kind == WrapperRead::Broken ? broken_fatbin(origin, read.code, std::move(read.message))
-                                                              : check_registration(wrapper, read.data, origin);
+                                                              : check_registration(wrapper, read.data, read.head, origin);
   Decision v = judge(pending->report, true);
   if (v.action == Action::Exit) {
     if (read.kind == WrapperRead::FatBinary)

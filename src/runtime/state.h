@@ -17,6 +17,7 @@
 
 #include "hipguard/check.h"
 #include "hipguard/report.h"
+#include "runtime/address.h"
 #include "runtime/findings.h"
 #include "runtime/guard.h"
 #include "runtime/kernel_table.h"
@@ -44,6 +45,9 @@ struct Guard::State {
   // Registration's selections by bundle entry IDs (warn and strict mode): its
   // own lock, taken by check_image outside this mutex.
   SelectionMemo selection_memo;
+  // The files of the loaded objects whose fat binaries' tables registration
+  // read from the file (Guard::head_from_file), each checked once.
+  std::vector<MappedFile> mapped_files;
   uint64_t fork_seq = 0;  // registry.seq at the last fork: a child's report lists what has a seq above it
 
   // What crosses the parts: a kernel leaving the registry leaves what it found

@@ -2,8 +2,13 @@
 // same verdicts, entries and findings as selection without it, over every fat
 // binary of the ROCm 6.4 libraries and the hipcc test programs; nothing
 // remembered that a finding came with; another set of targets starts afresh.
+// Also the table read from a copy of the bundle's first bytes (check_image's
+// head, the shim's warn-mode registration): the same, and the bundle's first
+// page never read.
 #include <gtest/gtest.h>
 #include <llvm/Object/ELF.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <algorithm>
@@ -58,6 +63,31 @@ void expect_same(Bytes data, const std::vector<TargetId>& targets, const Machine
   }
 }
 
+// `data` checked to Depth::Selection with its table from a copy of its first
+// 4 KiB (check_image's head), its first page made unreadable meanwhile: the
+// same report as reading it, and no read there (it would fault). Returns false
+// when `data` does not start a page (nothing checked).
+bool expect_same_from_head(Bytes data, const std::vector<TargetId>& targets, const Machine& m,
+                           const std::string& what) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  auto* first = const_cast<uint8_t*>(data.data());
+  if (reinterpret_cast<uintptr_t>(first) % page != 0 || data.size() < page) return false;
+  std::vector<uint8_t> head(data.begin(), data.begin() + 4096);
+  ImageReport plain = check_image(data, what, targets, "", Depth::Selection, m);
+  EXPECT_EQ(mprotect(first, page, PROT_NONE), 0);
+  ImageReport copied = check_image(data, what, targets, "", Depth::Selection, m, nullptr, head);
+  EXPECT_EQ(mprotect(first, page, PROT_READ), 0);
+  EXPECT_EQ(copied.entry_ids, plain.entry_ids) << what;
+  EXPECT_EQ(codes(copied), codes(plain)) << what;
+  EXPECT_EQ(copied.ok(), plain.ok()) << what;
+  EXPECT_EQ(copied.verdicts.size(), plain.verdicts.size()) << what;
+  for (size_t i = 0; i < plain.verdicts.size() && i < copied.verdicts.size(); ++i) {
+    EXPECT_EQ(copied.verdicts[i].selected, plain.verdicts[i].selected) << what;
+    EXPECT_EQ(copied.verdicts[i].can_run, plain.verdicts[i].can_run) << what;
+  }
+  return true;
+}
+
 // Every fat binary of a library's .hip_fatbin section.
 template <class Fn>
 size_t each_fatbin(const std::string& path, Fn fn) {
@@ -99,12 +129,15 @@ TEST(SelectionMemo, SelectsAsWithoutItInRocmLibraries) {
     for (const auto& c : cases) {
       SelectionMemo memo, strict;
       size_t clean = 0;  // fat binaries selected without a finding: the memo's to remember
+      size_t from_head = 0;
       size_t n = each_fatbin(root + "/usr/lib/x86_64-linux-gnu/" + lib, [&](Bytes fatbin) {
         expect_same(fatbin, c.targets, c.machine, memo, lib);
         expect_same(fatbin, c.targets, c.machine, strict, lib, Depth::Headers);
         clean += check_image(fatbin, lib, c.targets, "", Depth::Selection, c.machine).diagnostics.empty();
+        from_head += expect_same_from_head(fatbin, c.targets, c.machine, lib);
       });
       EXPECT_GT(n, 0u) << lib;
+      EXPECT_EQ(from_head, n) << lib << ": each fat binary starts a page of the mapped file";
       std::cout << lib << " for " << c.targets.front().str() << (c.targets.size() > 1 ? ",..." : "") << ": " << n
                 << " fat binaries, " << clean << " selected without a finding from " << memo.size()
                 << " tables of entry IDs\n";

@@ -3,13 +3,17 @@
 // claim sizes beyond the mapping, must be reported as unreadable or malformed:
 // never a SIGSEGV in the host program. Memory here comes from mmap with a
 // PROT_NONE guard page, so any over-read faults.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -164,4 +168,78 @@ TEST(ReleaseReadPages, DropsCleanFilePagesKeepsWrittenOnesAndStaysInItsRanges) {
   EXPECT_EQ(release_read_pages(nullptr, kPage, readonly), 0u);
   EXPECT_EQ(release_read_pages(base, 0, readonly), 0u);
   munmap(base, bytes.size());
+}
+
+namespace {
+// The first read-only PT_LOAD segment of the loaded object `path`: its address, or null.
+const uint8_t* readonly_segment(const std::string& path) {
+  struct Ctx {
+    const std::string& path;
+    const uint8_t* found;
+  } ctx{path, nullptr};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* c = static_cast<Ctx*>(data);
+        if (!info->dlpi_name || c->path != info->dlpi_name) return 0;
+        for (int i = 0; i < info->dlpi_phnum && !c->found; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type == PT_LOAD && !(ph.p_flags & PF_W) && ph.p_filesz >= 64)
+            c->found = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
+        }
+        return 1;
+      },
+      &ctx);
+  return ctx.found;
+}
+}  // namespace
+
+// Warn-mode registration reads a bundle's table from the file mapped at its
+// address (read_from_file): the program's own (its name is empty to the
+// loader) and a library's read-only bytes, never a writable segment or the
+// heap, nor a file that has since replaced the mapped one at its path.
+TEST(ReadFromFile, CopiesReadOnlyBytesFromTheMappedFileOnly) {
+  std::vector<MappedFile> known;
+  static const char kLiteral[] = "a string literal, in the program's read-only data";
+  std::vector<uint8_t> out(sizeof kLiteral);
+  ASSERT_TRUE(read_from_file(kLiteral, sizeof kLiteral, out.data(), known));
+  EXPECT_EQ(memcmp(out.data(), kLiteral, sizeof kLiteral), 0);
+  ASSERT_EQ(known.size(), 1u);
+  EXPECT_EQ(known[0].path, "/proc/self/exe");
+  ASSERT_TRUE(read_from_file(kLiteral, sizeof kLiteral, out.data(), known));  // from what is known
+  EXPECT_EQ(known.size(), 1u);
+  static char writable[64] = "in the program's writable data";
+  EXPECT_FALSE(read_from_file(writable, sizeof writable, out.data(), known));
+  std::vector<uint8_t> heap(64, 1);
+  EXPECT_FALSE(read_from_file(heap.data(), heap.size(), out.data(), known));
+  EXPECT_FALSE(read_from_file(nullptr, 8, out.data(), known));
+
+  // A copy of libz in a directory of its own: a library of its own to the loader.
+  void* system = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(system, nullptr) << dlerror();
+  link_map* lm = nullptr;
+  ASSERT_EQ(dlinfo(system, RTLD_DI_LINKMAP, &lm), 0);
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("hipguard-mapped-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string copy = (dir / "libz-copy.so").string();
+  std::filesystem::copy_file(lm->l_name, copy, std::filesystem::copy_options::overwrite_existing);
+  void* lib = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  const uint8_t* ro = readonly_segment(copy);
+  ASSERT_NE(ro, nullptr);
+  std::vector<uint8_t> bytes(64);
+  ASSERT_TRUE(read_from_file(ro, bytes.size(), bytes.data(), known));
+  EXPECT_EQ(memcmp(bytes.data(), ro, bytes.size()), 0);
+  EXPECT_EQ(known.back().path, copy);
+
+  // Another file renamed over the library's path: its mapping is still the old file.
+  const std::string other = copy + ".new";
+  std::filesystem::copy_file(copy, other, std::filesystem::copy_options::overwrite_existing);
+  ASSERT_EQ(rename(other.c_str(), copy.c_str()), 0);
+  EXPECT_FALSE(read_from_file(ro, bytes.size(), bytes.data(), known)) << "the known file is no longer at its path";
+  std::vector<MappedFile> fresh;
+  EXPECT_FALSE(read_from_file(ro, bytes.size(), bytes.data(), fresh)) << "/proc/self/maps names another inode";
+  EXPECT_TRUE(fresh.empty());
+  dlclose(lib);
+  dlclose(system);
+  std::filesystem::remove_all(dir);
 }
