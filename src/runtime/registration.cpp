@@ -376,7 +376,7 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
     FatbinState& fb = *s.registry.last_fatbin;
     // A stub registered already, by a fat binary still registered: the runtime
     // drops this registration, whatever its code objects hold (stub_owner).
-    if (!s.registry.stub_owner.try_emplace(host_function, handle).second) return {};
+    if (!s.registry.claim_stub(host_function, handle, fb.seq)) return {};
     if (fb.unindexed.empty()) s.registry.unindexed_order.push_back(handle);
     uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
     bool in_image = false;
@@ -473,9 +473,8 @@ void Guard::index_kernel(const void* key) {
   std::lock_guard<std::mutex> lock(s.mu);
   release_pending_reads(s.registry.fatbins, s.registry.reads_pending);  // registration is over
   if (s.registry.find(key)) return;
-  auto owner = s.registry.stub_owner.find(key);
-  if (owner == s.registry.stub_owner.end()) return index_pending_kernels();
-  const void* handle = owner->second;
+  const void* handle = s.registry.owner_of(key);
+  if (!handle) return index_pending_kernels();
   index_kernels_of(handle);
   std::erase(s.registry.unindexed_order, handle);
   if (s.registry.unindexed_order.empty()) s.gate.fetch_and(~kGateUnindexed, std::memory_order_release);

@@ -176,8 +176,8 @@ struct ModuleInfo {
 };
 
 // Its invariants: every kernel in the table is a live state of `kernels`
-// (retired ones wait in `quarantine` before reuse); a stub has an owner while
-// the fat binary that registered it first is registered; `unindexed_order`
+// (retired ones wait in `quarantine` before reuse); a stub's owner counts
+// while the fat binary that registered it first is registered (owner_of); `unindexed_order`
 // lists exactly the fat binaries with unindexed kernels;
 // `fatbins_not_checked_in_full` counts the fat binaries below Depth::Full.
 struct Registry {
@@ -202,14 +202,45 @@ struct Registry {
   KernelTable<LaunchFacts> table;  // values are KernelStates
   size_t fatbins_not_checked_in_full = 0;  // registered fat binaries checked to selection only
   std::vector<const void*> unindexed_order;  // fat binaries with unindexed kernels, in registration order
-  // Host stub -> the fat binary (handle) whose registration of it counts: the
-  // first. The runtime keeps a stub's first registration and drops any later
-  // one until that fat binary is unregistered, when the stub is gone (CLR
-  // hip_code_object.cpp, StatCO::RegisterFunction and RemoveFatBinary).
+  // Host stub -> the fat binary (handle, and its registration's seq) whose
+  // registration of it counts: the first. The runtime keeps a stub's first
+  // registration and drops any later one until that fat binary is
+  // unregistered, when the stub is gone (CLR hip_code_object.cpp,
+  // StatCO::RegisterFunction and RemoveFatBinary). An entry whose fat binary
+  // is gone (or registered anew under its handle) no longer counts: entries
+  // are not erased one by one as fat binaries go (at exit: 22 k random
+  // erases for rocSOLVER, between the runtime's own walks), but pruned when
+  // the gone ones outnumber the rest (forget_kernels_of).
+  struct StubOwner {
+    const void* handle;
+    uint64_t seq;  // FatbinState::seq
+  };
   struct StubHash : llvm::DenseMapInfo<const void*> {
     static unsigned getHashValue(const void* p) { return static_cast<unsigned>(hash_pointer(p)); }
   };
-  llvm::DenseMap<const void*, const void*, StubHash> stub_owner;
+  llvm::DenseMap<const void*, StubOwner, StubHash> stub_owner;
+  size_t gone_stubs = 0;  // entries of stub_owner whose fat binary is gone, at most
+  static constexpr size_t kPruneAbove = 64 * 1024;
+
+  // Is this registration of `stub` by the fat binary `handle` the one that
+  // counts? Yes unless a registered fat binary holds it already (the runtime
+  // drops this one); the stub is then `handle`'s.
+  bool claim_stub(const void* stub, const void* handle, uint64_t seq) {
+    auto [it, fresh] = stub_owner.try_emplace(stub, StubOwner{handle, seq});
+    if (fresh) return true;
+    if (registered(it->second)) return false;
+    it->second = {handle, seq};
+    return true;
+  }
+  // The registered fat binary whose registration of `stub` counts, or null.
+  const void* owner_of(const void* stub) const {
+    auto it = stub_owner.find(stub);
+    return it != stub_owner.end() && registered(it->second) ? it->second.handle : nullptr;
+  }
+  bool registered(const StubOwner& o) const {
+    auto fb = fatbins.find(o.handle);
+    return fb != fatbins.end() && fb->second.seq == o.seq;
+  }
 
   const KernelState* find(const void* key) const { return static_cast<const KernelState*>(table.find(key)); }
   KernelState& new_kernel() {
@@ -236,21 +267,28 @@ struct Registry {
     return k;
   }
   // The fat binary's kernels leave the kernel table (each live one passed to
-  // `gone`) and its stubs their owner: the runtime forgets them when it is
+  // `gone`) and its stubs their owner (its seq no longer counts once it is
+  // unregistered or registered anew): the runtime forgets them when it is
   // unregistered (StatCO::RemoveFatBinary), and host addresses may be reused
   // by a library loaded later.
   template <class Gone>
   void forget_kernels_of(const void* handle, FatbinState& fb, Gone&& gone) {
-    for (const void* f : fb.host_functions) {
+    for (const void* f : fb.host_functions)
       if (const KernelState* k = retire(f)) gone(*k);
-      stub_owner.erase(f);
-    }
-    for (const auto& u : fb.unindexed) stub_owner.erase(u.host_function);
+    gone_stubs += fb.host_functions.size() + fb.unindexed.size();
+    if (gone_stubs > kPruneAbove && gone_stubs > stub_owner.size() / 2) prune_stubs(handle);
     fb.host_functions.clear();
     fb.unindexed.clear();
     fb.unindexed_names.clear();
     // Its handle may be reused by a fat binary registered later, which must not take this one's place in the order.
     std::erase(unindexed_order, handle);
+  }
+  // Erases the entries of stub_owner that no longer count, and those of
+  // `going` (its seq still registered, about to change).
+  void prune_stubs(const void* going) {
+    for (auto it = stub_owner.begin(); it != stub_owner.end(); ++it)
+      if (it->second.handle == going || !registered(it->second)) stub_owner.erase(it);
+    gone_stubs = 0;
   }
 };
 
