@@ -278,6 +278,7 @@ void Checker::check_bundle() {
   Bundle& b = *parsed;
   report_.ccob_version = b.ccob_version;
   report_.ccob_method = b.ccob_method;
+  report_.table_bytes = b.table_size;
   report_.entries = std::move(b.entries);  // candidates point into report_.entries from here on
   for (const auto& e : report_.entries) report_.entry_ids.push_back(e.id);
   std::string ids;  // the memo's key

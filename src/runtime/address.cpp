@@ -294,6 +294,15 @@ bool pread_all(int fd, uint8_t* out, uint64_t size, uint64_t offset) {
 
 }  // namespace
 
+namespace {
+struct Fd {  // closed on every path out
+  int fd;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+}  // namespace
+
 bool read_from_file(const void* p, uint64_t size, uint8_t* out, std::vector<MappedFile>& known) {
   SegmentOf seg;
   seg.addr = reinterpret_cast<uintptr_t>(p);
@@ -309,20 +318,20 @@ bool read_from_file(const void* p, uint64_t size, uint8_t* out, std::vector<Mapp
     known.erase(it);
     it = known.end();
   }
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  if (it != known.end() && !it->same) return false;  // checked already, and not the file mapped
+  Fd f{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   struct stat st;
-  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  if (ok && it == known.end()) {
-    // Once per object: the file opened is the one mapped, at this offset.
-    std::optional<MapsEntry> m = maps_entry_of(seg.addr);
+  bool ok = f.fd >= 0 && fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (it == known.end()) {
+    // Once per object: the file opened is the one mapped, at this offset. Not
+    // so on some file systems (overlayfs shows the lower file's device and
+    // inode in /proc/self/maps): remembered too, so that the check is not repeated.
+    std::optional<MapsEntry> m = ok ? maps_entry_of(seg.addr) : std::nullopt;
     ok = m && m->major == major(st.st_dev) && m->minor == minor(st.st_dev) && m->ino == st.st_ino &&
          m->offset == seg.file_offset;
-    if (ok) it = known.insert(known.end(), {seg.base, path, st.st_dev, st.st_ino, seg.subs});
+    it = known.insert(known.end(), {seg.base, path, ok ? st.st_dev : 0, ok ? st.st_ino : 0, seg.subs, ok});
   }
-  ok = ok && it->dev == st.st_dev && it->ino == st.st_ino && pread_all(fd, out, size, seg.file_offset);
-  close(fd);
-  return ok;
+  return ok && it->dev == st.st_dev && it->ino == st.st_ino && pread_all(f.fd, out, size, seg.file_offset);
 }
 
 uint64_t release_read_pages(const std::vector<std::pair<const void*, uint64_t>>& ranges,

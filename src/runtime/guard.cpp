@@ -75,8 +75,10 @@ Guard::State& Guard::state() {
 
 const GuardConfig& Guard::config() {
   State& s = state();
-  // Set-up findings (bad HIPGUARD_TARGET, no target) are said once, at first use.
+  // Set-up findings (bad HIPGUARD_TARGET, no target) are said once, at first
+  // use; off mode says nothing, as it checks nothing.
   std::call_once(s.setup_said, [&] {
+    if (s.config.mode == Mode::Off) return;
     for (const auto& d : s.config.setup_diagnostics) report_once(d);
     if (!s.config.targets.empty()) {
       std::string list;

@@ -24,8 +24,10 @@ namespace {
 constexpr uintptr_t kFaultAround = 64 * 1024;
 
 // The bytes of an uncompressed bundle's header and entry table
-// (__CLANG_OFFLOAD_BUNDLE__, count; per entry offset, size, ID length, ID).
+// (__CLANG_OFFLOAD_BUNDLE__, count; per entry offset, size, ID length, ID):
+// as parsed, or estimated from the entries when the parse failed.
 uint64_t bundle_table_bytes(const ImageReport& r) {
+  if (r.table_bytes) return r.table_bytes;
   uint64_t n = 24 + 8;
   for (const auto& e : r.entries) n += 24 + e.id.size();
   return n;
@@ -58,7 +60,8 @@ Windows checked_windows(Bytes data, const ImageReport& r, Depth depth, uint64_t 
   Windows out;
   if (r.kind == PayloadKind::CodeObject) add_window(data, 0, data.size(), out);
   if (r.kind != PayloadKind::OffloadBundle) return out;
-  if (bundle_table_bytes(r) > head_bytes) add_window(data, 0, bundle_table_bytes(r), out);
+  // Parsed within the head: read from it (Checker::read_bundle), not from data.
+  if (r.table_bytes == 0 || r.table_bytes > head_bytes) add_window(data, 0, bundle_table_bytes(r), out);
   if (depth == Depth::Selection) return out;
   std::vector<const BundleEntry*> added;  // an entry selected for several targets, once
   for (const auto& v : r.verdicts)

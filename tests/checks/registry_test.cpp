@@ -62,18 +62,22 @@ TEST(Registry, AStubIsItsFirstRegistrationsWhileThatFatBinaryIsRegistered) {
 // and what still counts is kept.
 TEST(Registry, OwnersOfGoneFatBinariesArePrunedInBulk) {
   Registry r;
-  static int kept, dup, going;
+  static int kept, dup, gone, going;
   registered(r, &kept);
   registered(r, &dup);
+  registered(r, &gone);
   registered(r, &going);
   ASSERT_TRUE(register_stub(r, &kept, stub(0)));
   ASSERT_FALSE(register_stub(r, &dup, stub(0)));
   const size_t n = Registry::kPruneAbove + 10;
+  for (size_t i = 1; i <= 100; ++i) ASSERT_TRUE(register_stub(r, &gone, stub(n + i)));
   for (size_t i = 1; i <= n; ++i) ASSERT_TRUE(register_stub(r, &going, stub(i)));
   unregistered(r, &dup);
-  EXPECT_EQ(r.stub_owner.size(), n + 1) << "not pruned below the threshold";
+  unregistered(r, &gone);
+  EXPECT_EQ(r.stub_owner.size(), n + 101) << "not pruned below the threshold";
+  EXPECT_EQ(r.owner_of(stub(n + 1)), nullptr) << "gone, if not erased";
   unregistered(r, &going);
-  EXPECT_EQ(r.stub_owner.size(), 1u) << "pruned";
+  EXPECT_EQ(r.stub_owner.size(), 1u) << "pruned: the going fat binary's and the gone one's";
   EXPECT_EQ(r.gone_stubs, 0u);
   EXPECT_EQ(r.owner_of(stub(0)), &kept);
   EXPECT_EQ(r.owner_of(stub(5)), nullptr);

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <link.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -191,6 +193,24 @@ const uint8_t* readonly_segment(const std::string& path) {
       &ctx);
   return ctx.found;
 }
+
+// Does /proc/self/maps name `path`'s device and inode for `addr`? Not on every
+// file system (overlayfs names the lower file): read_from_file then reads
+// nothing, and its tests skip.
+bool maps_names(const void* addr, const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return false;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  const auto at = reinterpret_cast<uintptr_t>(addr);
+  while (std::getline(maps, line)) {
+    unsigned long long lo, hi, off, ino;
+    unsigned maj, min;
+    if (sscanf(line.c_str(), "%llx-%llx %*s %llx %x:%x %llu", &lo, &hi, &off, &maj, &min, &ino) != 6) continue;
+    if (at >= lo && at < hi) return maj == major(st.st_dev) && min == minor(st.st_dev) && ino == st.st_ino;
+  }
+  return false;
+}
 }  // namespace
 
 // Warn-mode registration reads a bundle's table from the file mapped at its
@@ -200,6 +220,8 @@ const uint8_t* readonly_segment(const std::string& path) {
 TEST(ReadFromFile, CopiesReadOnlyBytesFromTheMappedFileOnly) {
   std::vector<MappedFile> known;
   static const char kLiteral[] = "a string literal, in the program's read-only data";
+  if (!maps_names(kLiteral, "/proc/self/exe"))
+    GTEST_SKIP() << "/proc/self/maps does not name the program's file here (overlayfs?): nothing is read from files";
   std::vector<uint8_t> out(sizeof kLiteral);
   ASSERT_TRUE(read_from_file(kLiteral, sizeof kLiteral, out.data(), known));
   EXPECT_EQ(memcmp(out.data(), kLiteral, sizeof kLiteral), 0);
@@ -226,6 +248,12 @@ TEST(ReadFromFile, CopiesReadOnlyBytesFromTheMappedFileOnly) {
   ASSERT_NE(lib, nullptr) << dlerror();
   const uint8_t* ro = readonly_segment(copy);
   ASSERT_NE(ro, nullptr);
+  if (!maps_names(ro, copy)) {
+    dlclose(lib);
+    dlclose(system);
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << "/proc/self/maps does not name files in " << dir << " here";
+  }
   std::vector<uint8_t> bytes(64);
   ASSERT_TRUE(read_from_file(ro, bytes.size(), bytes.data(), known));
   EXPECT_EQ(memcmp(bytes.data(), ro, bytes.size()), 0);
@@ -238,7 +266,9 @@ TEST(ReadFromFile, CopiesReadOnlyBytesFromTheMappedFileOnly) {
   EXPECT_FALSE(read_from_file(ro, bytes.size(), bytes.data(), known)) << "the known file is no longer at its path";
   std::vector<MappedFile> fresh;
   EXPECT_FALSE(read_from_file(ro, bytes.size(), bytes.data(), fresh)) << "/proc/self/maps names another inode";
-  EXPECT_TRUE(fresh.empty());
+  ASSERT_EQ(fresh.size(), 1u) << "the mismatch is remembered, not checked again";
+  EXPECT_FALSE(fresh[0].same);
+  EXPECT_FALSE(read_from_file(ro, bytes.size(), bytes.data(), fresh));
   dlclose(lib);
   dlclose(system);
   std::filesystem::remove_all(dir);

@@ -481,6 +481,12 @@ TEST(ShimApp, OffModeChangesNothingAndSaysNothing) {
   EXPECT_EQ(r.status, plain.status);
   EXPECT_EQ(r.out, plain.out);
   EXPECT_EQ(r.err, "");
+  // Nor what warn mode says of its settings: no target (HG204), a bad one (HG601).
+  for (auto env : {shim_env({{"HIPGUARD_MODE", "off"}}), shim_env({{"HIPGUARD_TARGET", "gfx9999"}, {"HIPGUARD_MODE", "off"}})}) {
+    ProcessResult quiet = run_process({app("vector_add_gfx90a")}, env);
+    EXPECT_EQ(quiet.status, plain.status);
+    EXPECT_EQ(quiet.err, "");
+  }
 }
 
 TEST(ShimApp, UnknownLogLevelKeepsTheDefault) {
