@@ -87,30 +87,73 @@ bool parse_maps_line(const char* line, uintptr_t* lo, uintptr_t* hi, bool* reada
 }  // namespace
 
 namespace {
+
+// The PT_LOAD segment of a loaded object that holds [addr, addr + size)
+// (dl_iterate_phdr): its object, how far it reaches from addr, and, when the
+// caller asks (want_file), whether the bytes are the file's and where.
+struct SegmentOf {
+  uintptr_t addr = 0;
+  uint64_t size = 0;
+  bool want_file = false;
+  bool found = false;
+  bool readable = false;  // PF_R
+  uint64_t extent = 0;    // bytes of the segment from addr on (p_memsz)
+  uintptr_t base = 0;
+  const char* name = nullptr;
+  unsigned long long subs = 0;
+  bool from_file = false;  // want_file: in the file-backed bytes of a read-only segment, no text relocations
+  uint64_t file_offset = 0;
+};
+
+// DT_TEXTREL or DF_TEXTREL: the loader writes the object's read-only
+// segments, which then differ from its file.
+bool has_textrel(const dl_phdr_info* info) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_DYNAMIC) continue;
+    const auto* d = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + ph.p_vaddr);
+    for (size_t n = ph.p_memsz / sizeof(ElfW(Dyn)); n > 0 && d->d_tag != DT_NULL; --n, ++d)
+      if (d->d_tag == DT_TEXTREL || (d->d_tag == DT_FLAGS && (d->d_un.d_val & DF_TEXTREL))) return true;
+  }
+  return false;
+}
+
+int find_segment(dl_phdr_info* info, size_t info_size, void* data) {
+  auto* c = static_cast<SegmentOf*>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type != PT_LOAD || c->addr < lo || c->addr - lo >= ph.p_memsz) continue;
+    uint64_t at = c->addr - lo;
+    c->found = true;
+    c->readable = ph.p_flags & PF_R;
+    c->extent = ph.p_memsz - at;
+    c->base = info->dlpi_addr;
+    c->name = info->dlpi_name;
+    if (info_size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) c->subs = info->dlpi_subs;
+    c->from_file = c->want_file && c->readable && !(ph.p_flags & PF_W) && at <= ph.p_filesz &&
+                   c->size <= ph.p_filesz - at && !has_textrel(info);
+    c->file_offset = ph.p_offset + at;
+    return 1;
+  }
+  return 0;
+}
+
+SegmentOf segment_of(uintptr_t addr, uint64_t size, bool want_file) {
+  SegmentOf seg;
+  seg.addr = addr;
+  seg.size = size;
+  seg.want_file = want_file;
+  dl_iterate_phdr(find_segment, &seg);
+  return seg;
+}
+
 // Inside a loaded object's readable PT_LOAD segment (where a fat binary
 // registered by a program or library lives), the extent is that segment's end:
 // no need to read /proc/self/maps, which costs ~100k instructions a call.
 uint64_t loaded_segment_extent(uintptr_t addr) {
-  struct Ctx {
-    uintptr_t addr;
-    uint64_t extent;
-  } ctx{addr, 0};
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) -> int {
-        auto* c = static_cast<Ctx*>(data);
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const auto& ph = info->dlpi_phdr[i];
-          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_R)) continue;
-          uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
-          if (c->addr >= lo && c->addr < hi) {
-            c->extent = hi - c->addr;
-            return 1;
-          }
-        }
-        return 0;
-      },
-      &ctx);
-  return ctx.extent;
+  SegmentOf seg = segment_of(addr, 0, false);
+  return seg.found && seg.readable ? seg.extent : 0;
 }
 }  // namespace
 
@@ -209,53 +252,6 @@ uint64_t release_clean_runs(int pagemap, uintptr_t lo, uintptr_t hi, uintptr_t p
   return released;
 }
 
-}  // namespace
-
-namespace {
-
-// Where [addr, addr + size) lies: a loaded object (dl_iterate_phdr) and, when
-// its segment is read-only and the bytes are the file's, their file offset.
-struct SegmentOf {
-  uintptr_t addr = 0;
-  uint64_t size = 0;
-  uintptr_t base = 0;
-  const char* name = nullptr;
-  unsigned long long subs = 0;
-  bool from_file = false;  // in the file-backed bytes of a read-only segment, no text relocations
-  uint64_t file_offset = 0;
-};
-
-// DT_TEXTREL or DF_TEXTREL: the loader writes the object's read-only
-// segments, which then differ from its file.
-bool has_textrel(const dl_phdr_info* info) {
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const auto& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_DYNAMIC) continue;
-    const auto* d = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + ph.p_vaddr);
-    for (size_t n = ph.p_memsz / sizeof(ElfW(Dyn)); n > 0 && d->d_tag != DT_NULL; --n, ++d)
-      if (d->d_tag == DT_TEXTREL || (d->d_tag == DT_FLAGS && (d->d_un.d_val & DF_TEXTREL))) return true;
-  }
-  return false;
-}
-
-int find_segment(dl_phdr_info* info, size_t info_size, void* data) {
-  auto* c = static_cast<SegmentOf*>(data);
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const auto& ph = info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
-    if (ph.p_type != PT_LOAD || c->addr < lo || c->addr - lo >= ph.p_memsz) continue;
-    c->base = info->dlpi_addr;
-    c->name = info->dlpi_name;
-    if (info_size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) c->subs = info->dlpi_subs;
-    uint64_t at = c->addr - lo;
-    c->from_file = (ph.p_flags & PF_R) && !(ph.p_flags & PF_W) && at <= ph.p_filesz && c->size <= ph.p_filesz - at &&
-                   !has_textrel(info);
-    c->file_offset = ph.p_offset + at;
-    return 1;
-  }
-  return 0;
-}
-
 // The device, inode and file offset /proc/self/maps gives for `addr`.
 struct MapsEntry {
   unsigned major = 0, minor = 0;
@@ -292,9 +288,6 @@ bool pread_all(int fd, uint8_t* out, uint64_t size, uint64_t offset) {
   return true;
 }
 
-}  // namespace
-
-namespace {
 struct Fd {  // closed on every path out
   int fd;
   ~Fd() {
@@ -304,11 +297,8 @@ struct Fd {  // closed on every path out
 }  // namespace
 
 bool read_from_file(const void* p, uint64_t size, uint8_t* out, std::vector<MappedFile>& known) {
-  SegmentOf seg;
-  seg.addr = reinterpret_cast<uintptr_t>(p);
-  seg.size = size;
   if (!p || size == 0 || size > static_cast<uint64_t>(SSIZE_MAX)) return false;
-  dl_iterate_phdr(find_segment, &seg);
+  SegmentOf seg = segment_of(reinterpret_cast<uintptr_t>(p), size, true);
   if (!seg.from_file) return false;
   std::string path = seg.name && *seg.name ? seg.name : "/proc/self/exe";  // the program's name is empty
   if (path[0] != '/') return false;  // the vDSO, or a name that is not a path

@@ -77,8 +77,7 @@ void release_checked_pages(const PendingFatbin& p, uint64_t head_bytes) {
   // Depth::Headers: the lookups read the selected entries again as the kernels
   // register; all is released after them, in one go (release_registration_reads).
   if (p.depth == Depth::Headers) return;
-  Windows read = checked_windows(p.data, p.report, p.depth, head_bytes);
-  if (!read.empty()) release_read_pages(read, p.readonly);
+  release_read_pages(checked_windows(p.data, p.report, p.depth, head_bytes), p.readonly);
 }
 
 // Strict registration of an uncompressed bundle: the code object selected for
