@@ -296,32 +296,42 @@ struct Fd {  // closed on every path out
 };
 }  // namespace
 
-bool read_from_file(const void* p, uint64_t size, uint8_t* out, std::vector<MappedFile>& known) {
+bool MappedFiles::read(const void* p, uint64_t size, uint8_t* out) {
   if (!p || size == 0 || size > static_cast<uint64_t>(SSIZE_MAX)) return false;
   SegmentOf seg = segment_of(reinterpret_cast<uintptr_t>(p), size, true);
   if (!seg.from_file) return false;
   std::string path = seg.name && *seg.name ? seg.name : "/proc/self/exe";  // the program's name is empty
   if (path[0] != '/') return false;  // the vDSO, or a name that is not a path
-  auto it = std::find_if(known.begin(), known.end(),
-                         [&](const MappedFile& m) { return m.base == seg.base && m.path == path; });
-  if (it != known.end() && it->subs != seg.subs) {  // an object was unloaded since: check again
-    known.erase(it);
-    it = known.end();
+  std::optional<MappedFile> file;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(known_.begin(), known_.end(),
+                           [&](const MappedFile& m) { return m.base == seg.base && m.path == path; });
+    if (it != known_.end() && it->subs != seg.subs) known_.erase(it);  // an object was unloaded since: check again
+    else if (it != known_.end()) file = *it;
   }
-  if (it != known.end() && !it->same) return false;  // checked already, and not the file mapped
+  if (file && !file->same) return false;  // checked already, and not the file mapped
   Fd f{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   struct stat st;
   bool ok = f.fd >= 0 && fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode);
-  if (it == known.end()) {
+  if (!file) {
     // Once per object: the file opened is the one mapped, at this offset. Not
     // so on some file systems (overlayfs shows the lower file's device and
     // inode in /proc/self/maps): remembered too, so that the check is not repeated.
     std::optional<MapsEntry> m = ok ? maps_entry_of(seg.addr) : std::nullopt;
     ok = m && m->major == major(st.st_dev) && m->minor == minor(st.st_dev) && m->ino == st.st_ino &&
          m->offset == seg.file_offset;
-    it = known.insert(known.end(), {seg.base, path, ok ? st.st_dev : 0, ok ? st.st_ino : 0, seg.subs, ok});
+    file = MappedFile{seg.base, path, ok ? st.st_dev : 0, ok ? st.st_ino : 0, seg.subs, ok};
+    std::lock_guard<std::mutex> lock(mu_);
+    if (std::none_of(known_.begin(), known_.end(), [&](const MappedFile& k) { return k.base == seg.base && k.path == path; }))
+      known_.push_back(*file);
   }
-  return ok && it->dev == st.st_dev && it->ino == st.st_ino && pread_all(f.fd, out, size, seg.file_offset);
+  return ok && file->dev == st.st_dev && file->ino == st.st_ino && pread_all(f.fd, out, size, seg.file_offset);
+}
+
+std::vector<MappedFile> MappedFiles::known() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return known_;
 }
 
 uint64_t release_read_pages(const std::vector<std::pair<const void*, uint64_t>>& ranges,

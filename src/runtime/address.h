@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,18 +34,31 @@ struct MappedFile {
   unsigned long long subs = 0;  // dlpi_subs when checked: an object unloaded since, it is checked again
   bool same = false;            // the check's outcome: false, its bytes are read in memory
 };
-// Copies [p, p + size) into `out` from the file mapped there, without touching
-// p's pages (a read fault maps the page cache's 64 KiB window around it into
-// the program's RSS, release_read_pages's work), when p lies within the
-// file-backed bytes of a read-only PT_LOAD segment of a loaded object that has
-// no text relocations: pages the program cannot have written, so memory and
-// file agree. `known` keeps each object's checked file, matching or not (a
-// library registers hundreds of fat binaries; the check reads
-// /proc/self/maps). Returns false, `out` unspecified, when the bytes cannot be
-// read so: read the memory then. Trusted, not checked: that no one made a
-// read-only segment writable and wrote it, or mapped over part of an object
-// after its first check.
-bool read_from_file(const void* p, uint64_t size, uint8_t* out, std::vector<MappedFile>& known);
+// The loaded objects' files that bytes were read from instead of their
+// mappings, each checked once (a library registers hundreds of fat binaries;
+// the check reads /proc/self/maps), matching or not. Its own lock, held for
+// the list only: the file I/O runs outside it.
+class MappedFiles {
+ public:
+  // Copies [p, p + size) into `out` from the file mapped there, without
+  // touching p's pages (a read fault maps the page cache's 64 KiB window around
+  // it into the program's RSS, release_read_pages's work), when p lies within
+  // the file-backed bytes of a read-only PT_LOAD segment of a loaded object
+  // that has no text relocations: pages the program cannot have written, so
+  // memory and file agree. Returns false, `out` unspecified, when the bytes
+  // cannot be read so: read the memory then. Trusted, not checked: that no one
+  // made a read-only segment writable and wrote it, or mapped over part of an
+  // object after its first check.
+  bool read(const void* p, uint64_t size, uint8_t* out);
+  std::vector<MappedFile> known() const;  // a copy of the list
+  // Held across fork() (Guard::before_fork), so that a child never starts with it locked.
+  void lock() { mu_.lock(); }
+  void unlock() { mu_.unlock(); }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<MappedFile> known_;
+};
 // Unmaps from this process the clean file-backed pages of [p, p + size) that
 // lie wholly in one of the `readonly` ranges (MADV_DONTNEED), so that the pages
 // a check read (and the kernel's fault-around, 64 KiB per touch) stop counting

@@ -226,7 +226,7 @@ class Guard {
   // `head` a copy of its first bytes or empty; its read pages released.
   PendingFatbinPtr check_registration(const void* wrapper, Bytes data, Bytes head, const std::string& origin);
   // A copy of `data`'s first bytes (a bundle's table) read from the file it is
-  // mapped from (read_from_file), or empty: then read the memory.
+  // mapped from (MappedFiles::read), or empty: then read the memory.
   std::vector<uint8_t> head_from_file(Bytes data);
   // A fat binary's check stops the process: its report goes into the report file.
   void stopping_at(const ImageReport& report);

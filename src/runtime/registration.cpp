@@ -15,6 +15,8 @@
 
 namespace hipguard {
 
+void PendingDelete::operator()(PendingFatbin* p) const noexcept { delete p; }
+
 namespace {
 
 // A read fault on a file mapping maps every page of the page cache in the
@@ -152,12 +154,6 @@ std::vector<Diagnostic> blocking_findings(std::string_view name, const ImageInde
   return out;
 }
 
-}  // namespace
-
-void PendingDelete::operator()(PendingFatbin* p) const noexcept { delete p; }
-
-namespace {
-
 // A __hipRegisterFatBinary wrapper as read: its fat binary's bytes, a kpack
 // wrapper (nothing to check), or why it cannot be read.
 struct WrapperRead {
@@ -253,9 +249,7 @@ constexpr uint64_t kHeadBytes = 4096;
 
 std::vector<uint8_t> Guard::head_from_file(Bytes data) {
   std::vector<uint8_t> head(std::min<uint64_t>(data.size(), kHeadBytes));
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (!read_from_file(data.data(), head.size(), head.data(), s.mapped_files)) head.clear();
+  if (!state().mapped_files.read(data.data(), head.size(), head.data())) head.clear();
   return head;
 }
 

@@ -32,7 +32,9 @@ void Guard::open_report(State& s) {
 // counts and lists only what it does itself.
 void Guard::before_fork() {
   State& s = state();
-  s.selection_memo.lock();  // its own lock, never held with s.mu: no order to keep
+  // Their own locks, never held with s.mu nor with each other: no order to keep.
+  s.selection_memo.lock();
+  s.mapped_files.lock();
   s.mu.lock();
   if (!is_per_process_path(s.config.report_path)) s.findings.report_file.prepare_fork();  // with "%p" the child opens a file of its own
 }
@@ -53,6 +55,7 @@ void Guard::after_fork(bool child) {
     s.findings.report_file.parent_after_fork();
   }
   s.mu.unlock();
+  s.mapped_files.unlock();
   s.selection_memo.unlock();
 }
 

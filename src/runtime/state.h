@@ -46,8 +46,8 @@ struct Guard::State {
   // own lock, taken by check_image outside this mutex.
   SelectionMemo selection_memo;
   // The files of the loaded objects whose fat binaries' tables registration
-  // read from the file (Guard::head_from_file), each checked once.
-  std::vector<MappedFile> mapped_files;
+  // read from the file (Guard::head_from_file), each checked once: its own lock.
+  MappedFiles mapped_files;
   uint64_t fork_seq = 0;  // registry.seq at the last fork: a child's report lists what has a seq above it
 
   // What crosses the parts: a kernel leaving the registry leaves what it found

@@ -195,7 +195,7 @@ const uint8_t* readonly_segment(const std::string& path) {
 }
 
 // Does /proc/self/maps name `path`'s device and inode for `addr`? Not on every
-// file system (overlayfs names the lower file): read_from_file then reads
+// file system (overlayfs names the lower file): MappedFiles::read then reads
 // nothing, and its tests skip.
 bool maps_names(const void* addr, const std::string& path) {
   struct stat st;
@@ -214,26 +214,26 @@ bool maps_names(const void* addr, const std::string& path) {
 }  // namespace
 
 // Warn-mode registration reads a bundle's table from the file mapped at its
-// address (read_from_file): the program's own (its name is empty to the
+// address (MappedFiles::read): the program's own (its name is empty to the
 // loader) and a library's read-only bytes, never a writable segment or the
 // heap, nor a file that has since replaced the mapped one at its path.
-TEST(ReadFromFile, CopiesReadOnlyBytesFromTheMappedFileOnly) {
-  std::vector<MappedFile> known;
+TEST(MappedFiles, CopiesReadOnlyBytesFromTheMappedFileOnly) {
+  MappedFiles known;
   static const char kLiteral[] = "a string literal, in the program's read-only data";
   if (!maps_names(kLiteral, "/proc/self/exe"))
     GTEST_SKIP() << "/proc/self/maps does not name the program's file here (overlayfs?): nothing is read from files";
   std::vector<uint8_t> out(sizeof kLiteral);
-  ASSERT_TRUE(read_from_file(kLiteral, sizeof kLiteral, out.data(), known));
+  ASSERT_TRUE(known.read(kLiteral, sizeof kLiteral, out.data()));
   EXPECT_EQ(memcmp(out.data(), kLiteral, sizeof kLiteral), 0);
-  ASSERT_EQ(known.size(), 1u);
-  EXPECT_EQ(known[0].path, "/proc/self/exe");
-  ASSERT_TRUE(read_from_file(kLiteral, sizeof kLiteral, out.data(), known));  // from what is known
-  EXPECT_EQ(known.size(), 1u);
+  ASSERT_EQ(known.known().size(), 1u);
+  EXPECT_EQ(known.known()[0].path, "/proc/self/exe");
+  ASSERT_TRUE(known.read(kLiteral, sizeof kLiteral, out.data()));  // from what is known
+  EXPECT_EQ(known.known().size(), 1u);
   static char writable[64] = "in the program's writable data";
-  EXPECT_FALSE(read_from_file(writable, sizeof writable, out.data(), known));
+  EXPECT_FALSE(known.read(writable, sizeof writable, out.data()));
   std::vector<uint8_t> heap(64, 1);
-  EXPECT_FALSE(read_from_file(heap.data(), heap.size(), out.data(), known));
-  EXPECT_FALSE(read_from_file(nullptr, 8, out.data(), known));
+  EXPECT_FALSE(known.read(heap.data(), heap.size(), out.data()));
+  EXPECT_FALSE(known.read(nullptr, 8, out.data()));
 
   // A copy of libz in a directory of its own: a library of its own to the loader.
   void* system = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -255,20 +255,20 @@ TEST(ReadFromFile, CopiesReadOnlyBytesFromTheMappedFileOnly) {
     GTEST_SKIP() << "/proc/self/maps does not name files in " << dir << " here";
   }
   std::vector<uint8_t> bytes(64);
-  ASSERT_TRUE(read_from_file(ro, bytes.size(), bytes.data(), known));
+  ASSERT_TRUE(known.read(ro, bytes.size(), bytes.data()));
   EXPECT_EQ(memcmp(bytes.data(), ro, bytes.size()), 0);
-  EXPECT_EQ(known.back().path, copy);
+  EXPECT_EQ(known.known().back().path, copy);
 
   // Another file renamed over the library's path: its mapping is still the old file.
   const std::string other = copy + ".new";
   std::filesystem::copy_file(copy, other, std::filesystem::copy_options::overwrite_existing);
   ASSERT_EQ(rename(other.c_str(), copy.c_str()), 0);
-  EXPECT_FALSE(read_from_file(ro, bytes.size(), bytes.data(), known)) << "the known file is no longer at its path";
-  std::vector<MappedFile> fresh;
-  EXPECT_FALSE(read_from_file(ro, bytes.size(), bytes.data(), fresh)) << "/proc/self/maps names another inode";
-  ASSERT_EQ(fresh.size(), 1u) << "the mismatch is remembered, not checked again";
-  EXPECT_FALSE(fresh[0].same);
-  EXPECT_FALSE(read_from_file(ro, bytes.size(), bytes.data(), fresh));
+  EXPECT_FALSE(known.read(ro, bytes.size(), bytes.data())) << "the known file is no longer at its path";
+  MappedFiles fresh;
+  EXPECT_FALSE(fresh.read(ro, bytes.size(), bytes.data())) << "/proc/self/maps names another inode";
+  ASSERT_EQ(fresh.known().size(), 1u) << "the mismatch is remembered, not checked again";
+  EXPECT_FALSE(fresh.known()[0].same);
+  EXPECT_FALSE(fresh.read(ro, bytes.size(), bytes.data()));
   dlclose(lib);
   dlclose(system);
   std::filesystem::remove_all(dir);
