@@ -104,6 +104,8 @@ void Guard::start(State& st) {
   if (!st.config.report_path.empty()) open_report(st);
 }
 
+void log_warning(spdlog::logger& logger, const std::string& line) { logger.warn(line); }
+
 void Guard::log(std::string_view level, const std::string& line) {
   State& s = state();
   s.logger->log(spdlog::level::from_str(std::string(level)), line);

@@ -23,7 +23,7 @@ void Guard::open_report(State& s) {
     Diagnostic d = make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT not written: " + *why,
                                    "give HIPGUARD_REPORT the path of a regular file (or of one to create), e.g. "
                                    "hipguard-%p.json");
-    s.logger->warn(format_line(d));
+    log_warning(*s.logger, format_line(d));
   }
 }
 

@@ -5,8 +5,6 @@
 // exit_status) share it.
 #pragma once
 
-#include <spdlog/spdlog.h>
-
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -23,6 +21,12 @@
 #include "runtime/kernel_table.h"
 #include "runtime/probe.h"
 #include "runtime/registry.h"
+
+// spdlog (header-only, and heavy to compile) is included by guard.cpp alone,
+// which builds the logger and writes to it (log_warning below).
+namespace spdlog {
+class logger;
+}
 
 namespace hipguard {
 
@@ -82,6 +86,9 @@ extern std::atomic<bool> g_state_ready;
 
 // The runtime answers these when it has no usable GPU at all: a probe then says nothing.
 inline bool no_device_error(int e) { return e == 100 || e == 101 || e == 35 || e == 3; }
+
+// A warning line on `logger` (guard.cpp).
+void log_warning(spdlog::logger& logger, const std::string& line);
 
 // Per-kernel facts from an image's report (kernel_index.cpp).
 // lds false: findings and Selected only, no LDS facts (HG409 at a strict registration).
