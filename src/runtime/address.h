@@ -51,7 +51,7 @@ class MappedFiles {
   // object after its first check.
   bool read(const void* p, uint64_t size, uint8_t* out);
   std::vector<MappedFile> known() const;  // a copy of the list
-  // Held across fork() (Guard::before_fork), so that a child never starts with it locked.
+  // Held across fork() by the guard's fork handlers (Guard::before_fork; installed with a report path).
   void lock() { mu_.lock(); }
   void unlock() { mu_.unlock(); }
 
