@@ -302,11 +302,11 @@ bool MappedFiles::read(const void* p, uint64_t size, uint8_t* out) {
   if (!seg.from_file) return false;
   std::string path = seg.name && *seg.name ? seg.name : "/proc/self/exe";  // the program's name is empty
   if (path[0] != '/') return false;  // the vDSO, or a name that is not a path
+  auto same_object = [&](const MappedFile& m) { return m.base == seg.base && m.path == path; };
   std::optional<MappedFile> file;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = std::find_if(known_.begin(), known_.end(),
-                           [&](const MappedFile& m) { return m.base == seg.base && m.path == path; });
+    auto it = std::find_if(known_.begin(), known_.end(), same_object);
     if (it != known_.end() && it->subs != seg.subs) known_.erase(it);  // an object was unloaded since: check again
     else if (it != known_.end()) file = *it;
   }
@@ -323,8 +323,7 @@ bool MappedFiles::read(const void* p, uint64_t size, uint8_t* out) {
          m->offset == seg.file_offset;
     file = MappedFile{seg.base, path, ok ? st.st_dev : 0, ok ? st.st_ino : 0, seg.subs, ok};
     std::lock_guard<std::mutex> lock(mu_);
-    if (std::none_of(known_.begin(), known_.end(), [&](const MappedFile& k) { return k.base == seg.base && k.path == path; }))
-      known_.push_back(*file);
+    if (std::none_of(known_.begin(), known_.end(), same_object)) known_.push_back(*file);  // unless another thread checked it meanwhile
   }
   return ok && file->dev == st.st_dev && file->ino == st.st_ino && pread_all(f.fd, out, size, seg.file_offset);
 }
