@@ -118,6 +118,17 @@ done
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "fuzz.sh: findings in: ${failed[*]}"
   ls -1 "$BUILD/crashes" | sed 's/^/  /'
+  # A CI log is all that is left of a run on another machine: the report and the
+  # input (base64, when small) make the finding reproducible from the log alone.
+  for t in "${failed[@]}"; do
+    echo "---- $t: end of $BUILD/logs/$t.log"
+    grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|INITED|RELOAD)|^stat::' "$BUILD/logs/$t.log" | tail -60
+    for a in "$BUILD/crashes/$t"-*; do
+      [[ -f $a && $(stat -c %s "$a") -le 65536 ]] || continue
+      echo "---- $(basename "$a") ($(stat -c %s "$a") bytes), base64 (decode: base64 -d > FILE; $BUILD/fuzz/$t FILE):"
+      base64 -w 100 "$a"
+    done
+  done
   exit 1
 fi
 echo "fuzz.sh: no findings"

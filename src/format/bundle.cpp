@@ -113,8 +113,22 @@ struct GrowingOutput {
   }
 };
 
+// Decodes the whole payload as decompress_declared does, as the output of a decompress_prefix.
+bool zstd_whole(Bytes input, uint64_t claimed, GrowingOutput& g, std::string* error) {
+  if (!decompress_declared(input, claimed, g.out, error)) return false;
+  g.produced = g.out.size();
+  return true;
+}
+
 // decompress_prefix for a zstd frame.
 bool zstd_prefix(Bytes input, uint64_t claimed, GrowingOutput& g, std::string* error, bool to_end) {
+  // Only a current zstd frame (RFC 8878 magic) is streamed. libzstd also reads
+  // the legacy v0.5-v0.7 formats, and their streaming decoders size the window
+  // from the frame header, ignoring ZSTD_d_windowLogMax (a 1.9 KB v0.7 frame
+  // made it allocate 94 MB, scripts/fuzz.sh); no compressor of offload bundles
+  // writes them. Anything but a current frame (legacy, skippable, no frame at
+  // all) is decoded whole into the claimed size, as LLVM does, which bounds it.
+  if (input.size() < 4 || read_le<uint32_t>(input, 0) != ZSTD_MAGICNUMBER) return zstd_whole(input, claimed, g, error);
   ZSTD_DCtx* dctx = ZSTD_createDCtx();
   if (!dctx) return *error = "out of memory", false;
   // Bundles use long-distance matching (windows up to 2^31), but a compressor
@@ -143,11 +157,7 @@ bool zstd_prefix(Bytes input, uint64_t claimed, GrowingOutput& g, std::string* e
   ZSTD_freeDCtx(dctx);
   // Streaming writers (the zstd tool reading a pipe, --long, --ultra) leave the
   // content size out and keep their level's window however small the input.
-  if (!ok && window_too_large) {
-    if (!decompress_declared(input, claimed, g.out, error)) return false;
-    g.produced = g.out.size();
-    return true;
-  }
+  if (!ok && window_too_large) return zstd_whole(input, claimed, g, error);
   if (!ok) return false;
   if (to_end && r != 0) return *error = "zstd frame does not end where the uncompressed size says", false;
   return true;

@@ -1,6 +1,9 @@
 // Regression tests for findings of the fuzzers and the robustness suite. Each
 // one names the fuzz target and the fault; see docs/fuzzing.md.
 #include <sys/resource.h>
+#include <zstd.h>
+
+#include <fstream>
 
 #include "robust_util.h"
 
@@ -135,6 +138,70 @@ TEST(Robustness, RegressionCcobClaimedSizeAmplification) {
       problem += (problem.empty() ? "" : "; ") + std::to_string(mib) + " MiB allocated for a " + std::to_string(ccob.size()) +
                  "-byte compressed bundle";
     return problem;
+  });
+  for (const auto& [i, what] : results) ADD_FAILURE() << what;
+}
+
+// fuzz_bundle (CI, 20 s run; "budget exceeded: 94 MB held" for a 1,902-byte
+// input): a CCOB (zstd) whose payload is a zstd v0.7 frame, one of the legacy
+// formats libzstd still reads. Its legacy streaming decoder sizes its buffers
+// from the frame's window (up to 128 MiB for v0.7) and ignores
+// ZSTD_d_windowLogMax, so a few bytes made decompress_prefix allocate ~100 MB.
+// Legacy frames are now decoded whole into the claimed size, as LLVM does.
+// Here a real hipcc bundle travels in a v0.7 frame of raw blocks that declares
+// a 128 MiB window, parsed under an address-space limit 64 MiB above the
+// child's size (not in sanitizer builds, whose shadow memory the limit would
+// break): expect the plain bundle's table and entry bytes.
+hgtest::ByteVec zstd_v07_raw_frame(const hgtest::ByteVec& data) {
+  // zstd_v07.c: magic 0xFD2FB527; frame header descriptor 0 (no dictionary ID,
+  // no checksum, a window byte, no content size); window byte (log - 10) << 3;
+  // blocks with a 3-byte big-endian header (type << 22 | size), raw = 1, end = 3.
+  hgtest::ByteVec f = {0x27, 0xB5, 0x2F, 0xFD, 0x00, (27 - 10) << 3};
+  for (size_t pos = 0; pos < data.size(); pos += 65536) {
+    size_t n = std::min<size_t>(65536, data.size() - pos);
+    f.insert(f.end(), {static_cast<uint8_t>(0x40 | (n >> 16)), static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)});
+    f.insert(f.end(), data.begin() + static_cast<long>(pos), data.begin() + static_cast<long>(pos + n));
+  }
+  f.insert(f.end(), {0xC0, 0x00, 0x00});
+  return f;
+}
+
+uint64_t vm_size_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmSize:", 0) == 0) return std::stoull(line.substr(7)) * 1024;
+  return 0;
+}
+
+TEST(Robustness, RegressionCcobLegacyZstdFrameWindow) {
+  fs::path hipfb = apps_dir() / "vector_add_multi.hipfb";
+  if (apps_dir().empty() || !fs::exists(hipfb)) GTEST_SKIP() << "hipcc test apps not built";
+  ByteVec plain = read_bytes(hipfb);
+  ByteVec frame = zstd_v07_raw_frame(plain);
+  ByteVec decoded(plain.size());
+  size_t n = ZSTD_decompress(decoded.data(), decoded.size(), frame.data(), frame.size());
+  if (ZSTD_isError(n)) GTEST_SKIP() << "this libzstd reads no v0.7 frames: " << ZSTD_getErrorName(n);
+  ASSERT_EQ(decoded, plain) << "the v0.7 frame builder";
+  ByteVec ccob = hgtest::ccob_around(frame, hgtest::kCcobZstd, plain.size());
+  hipguard::Result<hipguard::Bundle> ref = hipguard::parse_bundle(span(plain));
+  ASSERT_TRUE(ref) << ref.error().message;
+  auto results = run_isolated(1, [&](uint64_t) -> std::string {
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    rlim_t limit = vm_size_bytes() + (64ull << 20);
+    struct rlimit as = {limit, limit};
+    if (setrlimit(RLIMIT_AS, &as) != 0) return "setrlimit failed";
+#endif
+    Exact copy(ccob.data(), ccob.size());
+    hipguard::Result<hipguard::Bundle> b = hipguard::parse_bundle(copy.bytes());
+    if (!b) return b.error().code + ": " + b.error().message;
+    if (b->entries.size() != ref->entries.size()) return "entry count differs from the plain bundle's";
+    for (size_t i = 0; i < b->entries.size(); ++i) {
+      hipguard::Bytes got = hipguard::entry_bytes(*b, copy.bytes(), b->entries[i]);
+      hipguard::Bytes want = hipguard::entry_bytes(*ref, span(plain), ref->entries[i]);
+      if (b->entries[i].id != ref->entries[i].id || !std::equal(got.begin(), got.end(), want.begin(), want.end()))
+        return "entry " + std::to_string(i) + " differs from the plain bundle's";
+    }
+    return "";
   });
   for (const auto& [i, what] : results) ADD_FAILURE() << what;
 }
