@@ -88,6 +88,9 @@ int zstd_window_log(uint64_t claimed) {
 // write are never touched. Fails when the frame is broken or its output is not
 // the declared size (all of it is decoded here, so that is known at once).
 bool decompress_declared(Bytes input, uint64_t claimed, std::vector<uint8_t>& out, std::string* error) {
+  // Bytes that are no frame header (of any format this libzstd reads) fail before the buffer is taken.
+  if (ZSTD_getFrameContentSize(input.data(), input.size()) == ZSTD_CONTENTSIZE_ERROR)
+    return *error = "zstd: the payload does not start with a zstd frame", false;
   std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[std::max<uint64_t>(claimed, 1)]);
   if (!buf) return *error = "out of memory", false;
   size_t n = ZSTD_decompress(buf.get(), claimed, input.data(), input.size());

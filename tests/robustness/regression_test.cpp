@@ -187,7 +187,9 @@ TEST(Robustness, RegressionCcobLegacyZstdFrameWindow) {
   ASSERT_TRUE(ref) << ref.error().message;
   auto results = run_isolated(1, [&](uint64_t) -> std::string {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-    rlim_t limit = vm_size_bytes() + (64ull << 20);
+    uint64_t vm = vm_size_bytes();
+    if (vm == 0) return "no VmSize in /proc/self/status";
+    rlim_t limit = vm + (64ull << 20);
     struct rlimit as = {limit, limit};
     if (setrlimit(RLIMIT_AS, &as) != 0) return "setrlimit failed";
 #endif
