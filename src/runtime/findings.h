@@ -1,7 +1,7 @@
 // The guard's findings sink (internal): what this process has said, what its
 // report keeps of fat binaries, modules and kernels that are gone, the report
 // file, and the counts behind the exit status. Guard::State::findings, under
-// the state mutex.
+// its own lock.
 #pragma once
 
 #include <sys/types.h>
@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -23,6 +24,12 @@
 namespace hipguard {
 
 struct FindingsSink {
+  // Guards every field below. A leaf: taken alone, or after the state mutex
+  // (a registry change leaving something with the sink, the report, fork);
+  // nothing is locked while it is held but spdlog's own lock. Saying a
+  // finding (Guard::report_once) therefore never waits for registration.
+  std::mutex mu;
+
   // Every line said (format_line): a finding is said once per guard.
   std::set<std::string> logged;
   // Runtime events (HG501/HG502/HG503) whose cause was said already: in the
@@ -64,10 +71,17 @@ struct FindingsSink {
   size_t failing = 0;
   std::string first_failing;
 
-  // Keeps `img` for the report unless one like it is kept already.
+  // The report of the fat binary a strict-mode stop is at. Takes the lock.
+  void stop_at(const ImageReport& report) {
+    std::lock_guard<std::mutex> lock(mu);
+    stopped_at = report;
+  }
+
+  // Keeps `img` for the report unless one like it is kept already. Takes the lock.
   void keep_gone_image(ImageReport&& img, uint64_t image_seq) {
     std::string key = img.origin;
     for (const auto& d : img.diagnostics) key.append("\n").append(format_line(d));
+    std::lock_guard<std::mutex> lock(mu);
     if (unregistered_keys.count(key)) return;
     if (unregistered.size() >= kMaxGoneImages) {
       ++not_listed;
@@ -77,9 +91,10 @@ struct FindingsSink {
     unregistered.push_back(GoneImage{std::move(img), image_seq});
   }
 
-  // Sums a gone kernel's launches and refusals into its (name, file) record.
+  // Sums a gone kernel's launches and refusals into its (name, file) record. Takes the lock.
   void keep_gone_kernel(KernelRecord rec, uint64_t kernel_seq) {
     auto id = std::make_pair(rec.name, rec.file);
+    std::lock_guard<std::mutex> lock(mu);
     auto it = gone_kernels.find(id);
     if (it == gone_kernels.end() && gone_kernels.size() < kMaxGoneKernels) {
       KernelRecord first{rec.name, rec.file, 0, 0, rec.codes};

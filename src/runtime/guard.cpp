@@ -117,7 +117,7 @@ void Guard::report_once(const Diagnostic& d) {
   std::string line = format_line(d);
   {
     State& s = state();
-    std::lock_guard<std::mutex> lock(s.mu);
+    std::lock_guard<std::mutex> lock(s.findings.mu);
     if (!s.findings.logged.insert(line).second) return;
     if (s.findings.report_file.is_open() || s.findings.report_reopen) journal(s, d);
     if (s.config.fails_on(d.severity)) {
@@ -133,7 +133,7 @@ void Guard::report_consequence(const Diagnostic& d, const Diagnostic* cause) {
     State& s = state();
     bool said;
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      std::lock_guard<std::mutex> lock(s.findings.mu);
       said = s.findings.logged.count(format_line(*cause)) != 0;
       if (said && s.findings.consequences.size() < kMaxConsequences) s.findings.consequences.push_back(d);
     }

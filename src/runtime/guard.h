@@ -231,8 +231,8 @@ class Guard {
   // A fat binary's check stops the process: its report goes into the report file.
   void stopping_at(const ImageReport& report);
   void open_report(State& s);
-  std::vector<FileReport> reported_files(State& s);  // state mutex held
-  RunInfo reported_run(State& s);                    // state mutex held
+  std::vector<FileReport> reported_files(State& s);  // state mutex and sink's lock held
+  RunInfo reported_run(State& s);                    // state mutex and sink's lock held
   void journal(State& s, const Diagnostic& d);
   void reopen_report_if_forked(State& s);
   void before_fork();

@@ -320,9 +320,7 @@ Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& out) t
 
 // No exception leaves it: the stop it comes with must not turn into a forward.
 void Guard::stopping_at(const ImageReport& report) try {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  s.findings.stopped_at = report;
+  state().findings.stop_at(report);
 } catch (...) {
 }
 

@@ -32,10 +32,12 @@ void Guard::open_report(State& s) {
 // counts and lists only what it does itself.
 void Guard::before_fork() {
   State& s = state();
-  // Their own locks, never held with s.mu nor with each other: no order to keep.
+  // The memo's and the mapped files' locks are never held with another: no
+  // order to keep. The sink's comes after the state mutex, as everywhere.
   s.selection_memo.lock();
   s.mapped_files.lock();
   s.mu.lock();
+  s.findings.mu.lock();
   if (!is_per_process_path(s.config.report_path)) s.findings.report_file.prepare_fork();  // with "%p" the child opens a file of its own
 }
 
@@ -54,12 +56,13 @@ void Guard::after_fork(bool child) {
   } else {
     s.findings.report_file.parent_after_fork();
   }
+  s.findings.mu.unlock();
   s.mu.unlock();
   s.mapped_files.unlock();
   s.selection_memo.unlock();
 }
 
-// Under the state mutex: a forked child with "%p" in the path opens its own
+// Under the sink's lock: a forked child with "%p" in the path opens its own
 // file at its first record.
 void Guard::reopen_report_if_forked(State& s) {
   if (!s.findings.report_reopen) return;
@@ -67,14 +70,14 @@ void Guard::reopen_report_if_forked(State& s) {
   open_report(s);
 }
 
-// Under the state mutex: the journal record of a finding just said.
+// Under the sink's lock: the journal record of a finding just said.
 void Guard::journal(State& s, const Diagnostic& d) {
   reopen_report_if_forked(s);
   s.findings.report_file.append(llvm::json::Object{{"diagnostic", diagnostic_json(d)}});
 }
 
 
-// State mutex held: what this process registered or loaded itself (a forked
+// The state mutex and the sink's lock held: what this process registered or loaded itself (a forked
 // child: after the fork), a file per origin: fat binaries, then modules, then
 // gone images, then the one a strict stop is at.
 std::vector<FileReport> Guard::reported_files(State& s) {
@@ -101,7 +104,7 @@ std::vector<FileReport> Guard::reported_files(State& s) {
   return files;
 }
 
-// State mutex held: the report's "run": the process, its runtime events, and
+// The state mutex and the sink's lock held: the report's "run": the process, its runtime events, and
 // its kernels with findings or launches.
 RunInfo Guard::reported_run(State& s) {
   RunInfo run;
@@ -139,7 +142,7 @@ void Guard::write_report() try {
   State& s = state();
   if (s.config.report_path.empty()) return;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    std::lock_guard<std::mutex> lock(s.findings.mu);
     if (s.findings.report_written_by == getpid()) return;
     s.findings.report_written_by = getpid();
   }
@@ -158,6 +161,7 @@ void Guard::write_report() try {
   RunInfo run;
   {
     std::lock_guard<std::mutex> lock(s.mu);
+    std::lock_guard<std::mutex> sink_lock(s.findings.mu);
     files = reported_files(s);
     run = reported_run(s);
   }
@@ -173,7 +177,7 @@ void Guard::write_report() try {
   std::optional<std::string> problem;
   std::string path;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    std::lock_guard<std::mutex> lock(s.findings.mu);
     reopen_report_if_forked(s);
     path = s.findings.report_file.path();
     problem = s.findings.report_file.finish(std::move(record), xml);

@@ -1,6 +1,7 @@
 // The guard's state (internal): its registry (registry.h: what it knows of
-// each kernel, fat binary and module, and their lifetimes), the findings sink
-// (findings.h) and the probe's state (probe.h), under one mutex.
+// each kernel, fat binary and module, and their lifetimes) and the probe's
+// state (probe.h) under the state mutex; the findings sink (findings.h), the
+// selection memo and the mapped files under their own locks.
 // Guard's parts (registration, modules, launch_gate, probe, report_output,
 // exit_status) share it.
 #pragma once
@@ -36,6 +37,9 @@ struct Guard::State {
   // keeps its own gate and no cache (no wrapper reads it).
   State(std::atomic<unsigned>* launch_gate, LaunchCache* cache)
       : gate(launch_gate ? *launch_gate : own_gate), launch_cache(cache) {}
+  // The registry's and the probe's lock. The probe's list of unprobed kernels
+  // points into the registry and changes with it (forget_kernels_of), so they
+  // share it. Taken before the sink's lock when both are needed.
   std::mutex mu;
   GuardConfig config;
   std::shared_ptr<spdlog::logger> logger;
@@ -44,7 +48,7 @@ struct Guard::State {
   std::atomic<unsigned>& gate;  // the kGate* bits (guard.h): g_launch_gate or own_gate
   LaunchCache* launch_cache;     // g_launch_cache, or null
   Registry registry;      // fat binaries, modules, kernels, stub owners, the kernel table (registry.h)
-  FindingsSink findings;  // what was said, what the report keeps, the exit status's counts
+  FindingsSink findings;  // what was said, what the report keeps, the exit status's counts: its own lock
   ProbeState probe;
   // Registration's selections by bundle entry IDs (warn and strict mode): its
   // own lock, taken by check_image outside this mutex.
