@@ -26,8 +26,9 @@ namespace hipguard {
 struct FindingsSink {
   // Guards every field below. A leaf: taken alone, or after the state mutex
   // (a registry change leaving something with the sink, the report, fork);
-  // nothing is locked while it is held but spdlog's own lock. Saying a
-  // finding (Guard::report_once) therefore never waits for registration.
+  // nothing is locked while it is held but spdlog's lock and the report
+  // file's flock. Saying a finding (Guard::report_once) therefore never waits
+  // for a whole registration, only for the sink's own short sections.
   std::mutex mu;
 
   // Every line said (format_line): a finding is said once per guard.
