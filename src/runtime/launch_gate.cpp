@@ -43,7 +43,7 @@ void Guard::check_in_full(const void* handle) {
       k.lds_warned = old->lds_warned.load();
       k.probed = old->probed.load();
       k.seq = old->seq;
-      refresh_clean(k, s.probe.off);
+      refresh_clean(k, s.probe.off());
       s.registry.table.insert(f, &k);
       findings = findings || !k.findings().empty();
     }

@@ -153,7 +153,7 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
     k.probed = true;  // module kernels are checked at load and lookup, not probed
     k.file = std::make_shared<const std::string>(m.origin);
     for (const auto& img : m.images) fill_kernel(k, build_index(img, s.config.targets));
-    refresh_clean(k, s.probe.off);
+    refresh_clean(k, s.probe.off());
     m.functions.push_back(function);
     s.registry.table.insert(function, &k);
     if (!k.findings().empty()) s.gate.fetch_or(kGateFindings, std::memory_order_release);
@@ -207,7 +207,7 @@ void Guard::index_function_of(const void* host_function, const void* function) {
   f.depth = k->depth;
   fill_kernel(f, *fb.index);
   f.probed = true;  // the runtime found the kernel for this device: what a probe asks
-  refresh_clean(f, s.probe.off);
+  refresh_clean(f, s.probe.off());
   fb.host_functions.push_back(function);
   s.registry.table.insert(function, &f);
   if (!f.findings().empty()) s.gate.fetch_or(kGateFindings, std::memory_order_release);

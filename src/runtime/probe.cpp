@@ -1,5 +1,6 @@
 // The registration probe (does the runtime accept each kernel?) and the
 // last-error bookkeeping that keeps it invisible to the program.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,30 +30,21 @@ int refused_launch_command_error(bool clear) {
 }
 void note_refused_launch(int hip_error) { t_refused_error = t_refused_command_error = hip_error; }
 
-void Guard::set_probe_functions(const ProbeFunctions& f) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  s.probe.functions = f;
-}
+void Guard::set_probe_functions(const ProbeFunctions& f) { state().probe.set_functions(f); }
 
 void Guard::run_probe(const void* fatbin_handle) {
   State& s = state();
-  std::vector<std::pair<const void*, const KernelState*>> todo;
-  ProbeFunctions fns;
+  std::optional<Probe::Batch> batch = s.probe.take(fatbin_handle);
+  if (!batch) return;
+  const std::vector<const void*>& todo = batch->host_functions;
+  const ProbeFunctions& fns = batch->functions;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (s.probe.off) return;
-    fns = s.probe.functions;
-    auto it = s.probe.unprobed.find(fatbin_handle);
-    if (it == s.probe.unprobed.end()) return;
-    todo.swap(it->second);  // each kernel is probed once, by whichever launch gets here first
-    s.probe.unprobed.erase(it);
-    for (const auto& [host, registered] : todo)
+    for (const void* host : todo)
       if (const KernelState* k = s.registry.find(host)) {
         k->probed.store(true, std::memory_order_release);
-        refresh_clean(*k, s.probe.off);
+        refresh_clean(*k, s.probe.off());
       }
-    if (s.probe.unprobed.empty()) s.gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
   }
   if (todo.empty() || (!fns.get_func_by_symbol && !fns.func_get_attributes)) return;
   const char* via = fns.get_func_by_symbol ? "hipGetFuncBySymbol" : "hipFuncGetAttributes";
@@ -64,7 +56,7 @@ void Guard::run_probe(const void* fatbin_handle) {
     fns.get_last_error();  // drain what the probe caused
     if (prior != 0) t_restored_error = prior;
   };
-  for (const auto& [host, registered] : todo) {
+  for (const void* host : todo) {
     const KernelState* k = s.registry.find(host);  // the current state (a first use may have refined it)
     if (!k) continue;  // unregistered meanwhile
     alignas(16) unsigned char attr[512] = {};  // hipFuncAttributes is far smaller
@@ -75,10 +67,7 @@ void Guard::run_probe(const void* fatbin_handle) {
       restore();
       log("debug", std::string("registration probe off: the runtime has no usable GPU (") + via + " returned " +
                        std::to_string(r) + ")");
-      std::lock_guard<std::mutex> lock(s.mu);
-      s.probe.off = true;
-      s.probe.unprobed.clear();
-      s.gate.fetch_and(~kGateProbe, std::memory_order_acq_rel);
+      s.probe.switch_off();
       return;
     }
     if (r == 0) continue;

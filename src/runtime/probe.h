@@ -1,8 +1,13 @@
-// The probe's state (internal): the runtime's lookup functions and the kernels
-// not probed yet. Guard::State::probe, under the state mutex; run_probe
-// (probe.cpp) calls the runtime outside it.
+// The registration probe's state (internal): the runtime's lookup functions
+// and, per fat binary, the kernels not probed yet, under a lock of its own.
+// Guard::run_probe (probe.cpp) takes a fat binary's list and calls the runtime
+// outside every lock.
 #pragma once
 
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -11,15 +16,77 @@
 
 namespace hipguard {
 
-struct KernelState;
+// Its invariant: the launch gate's kGateProbe bit is set exactly while some
+// fat binary has kernels waiting (changed under its lock). Its lock is a leaf:
+// it is taken under the registry's (index_kernels_of, forget_kernels_of) or
+// alone, and nothing else is taken under it.
+class Probe {
+ public:
+  explicit Probe(std::atomic<unsigned>& gate) : gate_(gate) {}
 
-struct ProbeState {
-  ProbeFunctions functions;  // handed in by the shim at the first launch
-  // Indexed kernels not probed yet, by fat binary (handle): probed at the first
-  // launch of one of them, so the runtime never loads code objects for us that
-  // the program does not use.
-  std::unordered_map<const void*, std::vector<std::pair<const void*, const KernelState*>>> unprobed;
-  bool off = false;  // the runtime has no usable GPU: probing says nothing
+  // What a fat binary's first launch probes: its kernels' host functions, and
+  // the runtime's functions to probe them with.
+  struct Batch {
+    ProbeFunctions functions;
+    std::vector<const void*> host_functions;
+  };
+
+  // Handed in by the shim at the first launch.
+  void set_functions(const ProbeFunctions& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    functions_ = f;
+  }
+  // The kernels `host_functions` of fat binary `handle` wait for its first
+  // launch (nothing, once the probe is off).
+  void add(const void* handle, std::span<const void* const> host_functions) {
+    if (host_functions.empty()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (off()) return;
+    auto& waiting = unprobed_[handle];
+    waiting.insert(waiting.end(), host_functions.begin(), host_functions.end());
+    gate_.fetch_or(kGateProbe, std::memory_order_release);
+  }
+  // The fat binary is gone: its kernels no longer wait.
+  void forget(const void* handle) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (unprobed_.erase(handle)) close_gate_if_done();
+  }
+  // The kernels of `handle` still waiting, taken once: each kernel is probed
+  // by whichever launch gets here first. None when the probe is off.
+  std::optional<Batch> take(const void* handle) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (off()) return std::nullopt;
+    auto it = unprobed_.find(handle);
+    if (it == unprobed_.end()) return std::nullopt;
+    Batch b{functions_, std::move(it->second)};
+    unprobed_.erase(it);
+    close_gate_if_done();
+    return b;
+  }
+  // The runtime has no usable GPU: probing says nothing from now on.
+  void switch_off() {
+    std::lock_guard<std::mutex> lock(mu_);
+    off_.store(true, std::memory_order_release);
+    unprobed_.clear();
+    close_gate_if_done();
+  }
+  // Read without the lock: once off, it stays off.
+  bool off() const { return off_.load(std::memory_order_acquire); }
+
+  // fork(): Guard::before_fork and after_fork hold it across.
+  void lock() { mu_.lock(); }
+  void unlock() { mu_.unlock(); }
+
+ private:
+  void close_gate_if_done() {
+    if (unprobed_.empty()) gate_.fetch_and(~kGateProbe, std::memory_order_acq_rel);
+  }
+
+  std::mutex mu_;
+  std::atomic<unsigned>& gate_;
+  ProbeFunctions functions_;
+  std::unordered_map<const void*, std::vector<const void*>> unprobed_;
+  std::atomic<bool> off_{false};
 };
 
 }  // namespace hipguard

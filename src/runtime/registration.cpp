@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -426,6 +427,7 @@ void Guard::index_kernels_of(const void* handle) {
   if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
   if (!fb.origin) fb.origin = std::make_shared<const std::string>(fb.report.origin);
   bool findings = false;
+  const size_t first = fb.host_functions.size();
   for (const auto& [host_function, name_in_image, name_at] : fb.unindexed) {
     KernelState& k = s.registry.new_kernel();
     k.name = name_in_image ? name_in_image : fb.unindexed_names.c_str() + name_at;
@@ -433,19 +435,18 @@ void Guard::index_kernels_of(const void* handle) {
     k.fatbin = handle;
     k.depth = fb.depth;
     fill_kernel(k, *fb.index);
-    refresh_clean(k, s.probe.off);
+    refresh_clean(k, s.probe.off());
     k.seq = fb.seq;  // a forked child's report lists the kernels of what it registered itself
     fb.host_functions.push_back(host_function);
     s.registry.table.insert(host_function, &k);
-    if (!s.probe.off) s.probe.unprobed[handle].emplace_back(host_function, &k);  // gate set below
     findings = findings || !k.findings().empty();
   }
+  s.probe.add(handle, std::span(fb.host_functions).subspan(first));
   fb.unindexed.clear();
   fb.unindexed.shrink_to_fit();
   fb.unindexed_names.clear();
   fb.unindexed_names.shrink_to_fit();
   if (findings) s.gate.fetch_or(kGateFindings, std::memory_order_release);
-  if (!s.probe.off) s.gate.fetch_or(kGateProbe, std::memory_order_release);
 }
 
 void Guard::index_pending_kernels() {

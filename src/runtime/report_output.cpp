@@ -33,10 +33,12 @@ void Guard::open_report(State& s) {
 void Guard::before_fork() {
   State& s = state();
   // The memo's and the mapped files' locks are never held with another: no
-  // order to keep. The sink's comes after the state mutex, as everywhere.
+  // order to keep. The probe's and the sink's come after the state mutex, as
+  // everywhere (two leaves, never held together).
   s.selection_memo.lock();
   s.mapped_files.lock();
   s.mu.lock();
+  s.probe.lock();
   s.findings.mu.lock();
   if (!is_per_process_path(s.config.report_path)) s.findings.report_file.prepare_fork();  // with "%p" the child opens a file of its own
 }
@@ -57,6 +59,7 @@ void Guard::after_fork(bool child) {
     s.findings.report_file.parent_after_fork();
   }
   s.findings.mu.unlock();
+  s.probe.unlock();
   s.mu.unlock();
   s.mapped_files.unlock();
   s.selection_memo.unlock();

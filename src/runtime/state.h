@@ -1,7 +1,7 @@
 // The guard's state (internal): its registry (registry.h: what it knows of
-// each kernel, fat binary and module, and their lifetimes) and the probe's
-// state (probe.h) under the state mutex; the findings sink (findings.h), the
-// selection memo and the mapped files under their own locks.
+// each kernel, fat binary and module, and their lifetimes) under the state
+// mutex; the probe (probe.h), the findings sink (findings.h), the selection
+// memo and the mapped files under locks of their own.
 // Guard's parts (registration, modules, launch_gate, probe, report_output,
 // exit_status) share it.
 #pragma once
@@ -37,9 +37,8 @@ struct Guard::State {
   // keeps its own gate and no cache (no wrapper reads it).
   State(std::atomic<unsigned>* launch_gate, LaunchCache* cache)
       : gate(launch_gate ? *launch_gate : own_gate), launch_cache(cache) {}
-  // The registry's and the probe's lock. The probe's list of unprobed kernels
-  // points into the registry and changes with it (forget_kernels_of), so they
-  // share it. Taken before the sink's lock when both are needed.
+  // The registry's lock. Taken before the probe's or the sink's when both are
+  // needed; those two are leaves, never held together.
   std::mutex mu;
   GuardConfig config;
   std::shared_ptr<spdlog::logger> logger;
@@ -49,7 +48,7 @@ struct Guard::State {
   LaunchCache* launch_cache;     // g_launch_cache, or null
   Registry registry;      // fat binaries, modules, kernels, stub owners, the kernel table (registry.h)
   FindingsSink findings;  // what was said, what the report keeps, the exit status's counts: its own lock
-  ProbeState probe;
+  Probe probe{gate};  // the kernels waiting for their first launch's probe: its own lock
   // Registration's selections by bundle entry IDs (warn and strict mode): its
   // own lock, taken by check_image outside this mutex.
   SelectionMemo selection_memo;
@@ -66,8 +65,7 @@ struct Guard::State {
   }
   void forget_kernels_of(const void* handle, FatbinState& fb) {
     registry.forget_kernels_of(handle, fb, [this](const KernelState& k) { keep_gone(k); });
-    if (probe.unprobed.erase(handle) && probe.unprobed.empty())
-      gate.fetch_and(~kGateProbe, std::memory_order_release);
+    probe.forget(handle);
   }
   void keep_gone(const KernelState& k) {
     if (k.superseded || config.report_path.empty() || (k.findings().empty() && k.launches == 0)) return;

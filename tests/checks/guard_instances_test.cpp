@@ -3,7 +3,9 @@
 // process's guard, launch gate or launch cache.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check_util.h"
@@ -78,4 +80,50 @@ TEST(GuardInstances, EachDecidesOnItsOwnSettings) {
   EXPECT_FALSE(launch_known_clean(&host, 0)) << "launched clean by two guards, yet not in the process's cache";
 
   for (Guard* g : {&warn_gfx90a, &strict_gfx90a}) g->on_unregister_fatbin(&handle);
+}
+
+namespace {
+std::atomic<int> g_probes{0};
+int count_probe(void*, const void*) {
+  g_probes.fetch_add(1, std::memory_order_relaxed);
+  return 0;  // the runtime accepts the kernel
+}
+}  // namespace
+
+// The probe has a lock of its own beside the registry's: fat binaries
+// registered, launched (probed) and unregistered from several threads at once,
+// while another thread registers and unregisters fat binaries never launched,
+// probe each launched kernel exactly once, and a kernel's second launch never.
+// ThreadSanitizer runs it too (scripts/sanitize.sh thread).
+TEST(GuardInstances, ProbeAndRegistryFromManyThreads) {
+  std::string path = kApps + "/vector_add_gfx90a.hipfb";
+  if (kApps.empty() || !checks::exists(path)) GTEST_SKIP() << "hipcc test apps not built";
+  std::vector<uint8_t> bundle = checks::read_bytes(path);
+  FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
+  Guard g = make_guard("gfx90a:xnack-", "warn");
+  ProbeFunctions fns;
+  fns.func_get_attributes = count_probe;
+  g.set_probe_functions(fns);
+  g_probes = 0;
+  constexpr int kLaunchers = 3, kCycles = 200;
+  static char handles[kLaunchers + 1][kCycles], hosts[kLaunchers + 1][kCycles];
+  auto cycles = [&](int t, bool launch) {
+    for (int i = 0; i < kCycles; ++i) {
+      hgtest::register_fatbin(g, &w, &handles[t][i]);
+      g.on_register_function(&handles[t][i], &hosts[t][i], "_Z10vector_addPKfS0_Pfi");
+      if (launch) {
+        EXPECT_EQ(g.on_launch(&hosts[t][i], 0, "hipLaunchKernel").action, Action::Forward);
+        EXPECT_EQ(g.on_launch(&hosts[t][i], 0, "hipLaunchKernel").action, Action::Forward);
+      }
+      g.on_unregister_fatbin(&handles[t][i]);
+    }
+  };
+  testing::internal::CaptureStderr();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kLaunchers; ++t) threads.emplace_back(cycles, t, true);
+  threads.emplace_back(cycles, kLaunchers, false);
+  for (auto& th : threads) th.join();
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(g_probes.load(), kLaunchers * kCycles) << err;
+  EXPECT_EQ(err.find("HG5"), std::string::npos) << err;
 }
