@@ -34,18 +34,22 @@ void Guard::set_probe_functions(const ProbeFunctions& f) { state().probe.set_fun
 
 void Guard::run_probe(const void* fatbin_handle) {
   State& s = state();
-  std::optional<Probe::Batch> batch = s.probe.take(fatbin_handle);
-  if (!batch) return;
-  const std::vector<const void*>& todo = batch->host_functions;
-  const ProbeFunctions& fns = batch->functions;
+  std::optional<Probe::Batch> batch;
   {
+    // Taken and marked in one section of the registry's lock, so that an
+    // unregistration or a new registration under the same handle cannot come
+    // between (it would leave its own kernels marked, its list never taken).
     std::lock_guard<std::mutex> lock(s.mu);
-    for (const void* host : todo)
+    batch = s.probe.take(fatbin_handle);
+    if (!batch) return;
+    for (const void* host : batch->host_functions)
       if (const KernelState* k = s.registry.find(host)) {
         k->probed.store(true, std::memory_order_release);
         refresh_clean(*k, s.probe.off());
       }
   }
+  const std::vector<const void*>& todo = batch->host_functions;
+  const ProbeFunctions& fns = batch->functions;
   if (todo.empty() || (!fns.get_func_by_symbol && !fns.func_get_attributes)) return;
   const char* via = fns.get_func_by_symbol ? "hipGetFuncBySymbol" : "hipFuncGetAttributes";
   // Leave the program's last-error state as it was (see restored_last_error).
