@@ -20,7 +20,7 @@ namespace {
 
 constexpr const char* kVariables[] = {"HIPGUARD_MODE",      "HIPGUARD_TARGET", "HIPGUARD_EXIT_CODE",
                                       "HIPGUARD_FAIL_ON",   "HIPGUARD_LOG_LEVEL", "HIPGUARD_REPORT",
-                                      "HIPGUARD_SYSFS_ROOT", "HIPGUARD_SHIM"};
+                                      "HIPGUARD_SYSFS_ROOT", "HIPGUARD_SHIM", "HIPGUARD_HEAP"};
 
 // The settings read one by one into a GuardConfig; each finding about them becomes a setup diagnostic.
 class ConfigReader {
@@ -33,6 +33,7 @@ class ConfigReader {
     exit_code();
     fail_on();
     log_level();
+    heap();
     // A setuid/setgid process must not write files chosen by its environment.
     if (std::string report = get("HIPGUARD_REPORT"); !report.empty() && !secure_)
       c_.report_path = report;  // "%p" is expanded when the report is written: a forked child has its own pid
@@ -146,6 +147,15 @@ class ConfigReader {
                "trace, debug, info, warn, error, off (any case), or AMD_LOG_LEVEL's 0 (off) to 5 (trace)",
                "logging at info");
     }
+  }
+
+  // HIPGUARD_HEAP: where the shim's own allocations come from. The shim's heap
+  // (interpose/private_heap.cpp) reads it itself, at its first allocation;
+  // here it is only validated, so that a typo is said.
+  void heap() {
+    std::string h = llvm::StringRef(get("HIPGUARD_HEAP")).lower();
+    if (!h.empty() && h != "private" && h != "malloc")
+      refuse("HIPGUARD_HEAP", get("HIPGUARD_HEAP"), "private, malloc (any case)", "using the shim's private heap");
   }
 
   // A code object hot-swap tool in HSA_TOOLS_LIB (a space-separated list of tool libraries ROCr loads).

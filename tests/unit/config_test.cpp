@@ -127,6 +127,18 @@ TEST(Config, LogLevelNamesAndAmdLogLevelNumbers) {
   }
 }
 
+// HIPGUARD_HEAP is read by the shim's heap itself (interpose/private_heap.cpp);
+// here a value it does not know is said, and its name is not a misspelling.
+TEST(Config, HeapSettingValidated) {
+  for (const char* v : {"private", "malloc", "MALLOC"}) {
+    GuardConfig c = config({{"HIPGUARD_HEAP", v}, {"HIPGUARD_TARGET", "gfx942"}});
+    EXPECT_FALSE(c.config_error) << v << dump(c.setup_diagnostics);
+  }
+  for (const char* v : {"mmap", "glibc"})
+    expect_refused(config({{"HIPGUARD_HEAP", v}, {"HIPGUARD_TARGET", "gfx942"}}), "HIPGUARD_HEAP", v,
+                   "private, malloc");
+}
+
 TEST(Config, BadTargetItemsAreNamedAndNeverMeanNotSet) {
   // Each item that does not parse is one HG206 naming it; the valid ones are kept.
   GuardConfig c = config({{"HIPGUARD_TARGET", "gfx9422,gfx90a,GFX942"}});
@@ -230,7 +242,7 @@ TEST(Config, MisspelledVariableNamesAreSaid) {
   EXPECT_NE(with_code(exit, code::kBadSetting)[0]->message.find("did you mean HIPGUARD_EXIT_CODE?"), std::string::npos);
   // Other people's HIPGUARD_ variables (the simulated runtime's, the CI script's) are not ours to judge.
   GuardConfig others = cfg({{"HIPGUARD_SIM_GPUS", "gfx942"}, {"HIPGUARD_SMOKE_SIM", "1"}, {"HIPGUARD_SIM_LOG", "1"},
-                            {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_REPORT", "r.json"}});
+                            {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_REPORT", "r.json"}, {"HIPGUARD_HEAP", "malloc"}});
   EXPECT_TRUE(others.setup_diagnostics.empty()) << dump(others.setup_diagnostics);
 }
 
