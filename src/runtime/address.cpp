@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 namespace hipguard {
 
@@ -311,8 +312,15 @@ bool MappedFiles::read(const void* p, uint64_t size, uint8_t* out) {
     else if (it != known_.end()) file = *it;
   }
   if (file && !file->same) return false;  // checked already, and not the file mapped
-  Fd f{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  std::lock_guard<std::mutex> io(io_mu_);
   struct stat st;
+  // The file read last, if the descriptor is still the one opened for it: a
+  // program may have closed it (then it is forgotten, never closed here).
+  bool kept = kept_fd_ >= 0 && fstat(kept_fd_, &st) == 0 && st.st_dev == kept_dev_ && st.st_ino == kept_ino_;
+  if (!kept) kept_fd_ = -1;
+  if (kept && file && file->dev == kept_dev_ && file->ino == kept_ino_)
+    return pread_all(kept_fd_, out, size, seg.file_offset);
+  Fd f{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   bool ok = f.fd >= 0 && fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode);
   if (!file) {
     // Once per object: the file opened is the one mapped, at this offset. Not
@@ -325,7 +333,14 @@ bool MappedFiles::read(const void* p, uint64_t size, uint8_t* out) {
     std::lock_guard<std::mutex> lock(mu_);
     if (std::none_of(known_.begin(), known_.end(), same_object)) known_.push_back(*file);  // unless another thread checked it meanwhile
   }
-  return ok && file->dev == st.st_dev && file->ino == st.st_ino && pread_all(f.fd, out, size, seg.file_offset);
+  ok = ok && file->dev == st.st_dev && file->ino == st.st_ino && pread_all(f.fd, out, size, seg.file_offset);
+  if (ok) {  // kept for the next read, in place of the last file's
+    if (kept) close(kept_fd_);
+    kept_fd_ = std::exchange(f.fd, -1);
+    kept_dev_ = st.st_dev;
+    kept_ino_ = st.st_ino;
+  }
+  return ok;
 }
 
 std::vector<MappedFile> MappedFiles::known() const {

@@ -36,8 +36,13 @@ struct MappedFile {
 };
 // The loaded objects' files that bytes were read from instead of their
 // mappings, each checked once (a library registers hundreds of fat binaries;
-// the check reads /proc/self/maps), matching or not. Its own lock, held for
-// the list only: the file I/O runs outside it.
+// the check reads /proc/self/maps), matching or not. The file read last stays
+// open for the next read: a library's fat binaries register one after
+// another, and an open per fat binary cost ~10 us (rocSOLVER: 301). It is
+// checked by fstat before each use, so a descriptor the program closed is
+// forgotten, never read or closed here; one the program closed and reopened
+// on the same file under the same number is the one hole left. Two locks,
+// never held together: one for the list, one for the kept descriptor and its I/O.
 class MappedFiles {
  public:
   // Copies [p, p + size) into `out` from the file mapped there, without
@@ -52,12 +57,21 @@ class MappedFiles {
   bool read(const void* p, uint64_t size, uint8_t* out);
   std::vector<MappedFile> known() const;  // a copy of the list
   // Held across fork() by the guard's fork handlers (Guard::before_fork; installed with a report path).
-  void lock() { mu_.lock(); }
-  void unlock() { mu_.unlock(); }
+  void lock() {
+    mu_.lock();
+    io_mu_.lock();
+  }
+  void unlock() {
+    io_mu_.unlock();
+    mu_.unlock();
+  }
 
  private:
   mutable std::mutex mu_;
   std::vector<MappedFile> known_;
+  std::mutex io_mu_;
+  int kept_fd_ = -1;  // the file read last (O_CLOEXEC), or -1
+  uint64_t kept_dev_ = 0, kept_ino_ = 0;
 };
 // Unmaps from this process the clean file-backed pages of [p, p + size) that
 // lie wholly in one of the `readonly` ranges (MADV_DONTNEED), so that the pages

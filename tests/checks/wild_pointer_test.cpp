@@ -211,6 +211,17 @@ bool maps_names(const void* addr, const std::string& path) {
   }
   return false;
 }
+// The lowest descriptor of this process open on `path`, or -1.
+int fd_naming(const std::string& path) {
+  int lowest = -1;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    std::filesystem::path target = std::filesystem::read_symlink(e.path(), ec);
+    int fd = atoi(e.path().filename().c_str());
+    if (!ec && target == path && (lowest < 0 || fd < lowest)) lowest = fd;
+  }
+  return lowest;
+}
 }  // namespace
 
 // Warn-mode registration reads a bundle's table from the file mapped at its
@@ -258,6 +269,26 @@ TEST(MappedFiles, CopiesReadOnlyBytesFromTheMappedFileOnly) {
   ASSERT_TRUE(known.read(ro, bytes.size(), bytes.data()));
   EXPECT_EQ(memcmp(bytes.data(), ro, bytes.size()), 0);
   EXPECT_EQ(known.known().back().path, copy);
+
+  // The file read last stays open for the next read: one descriptor however many reads.
+  const int kept = fd_naming(copy);
+  ASSERT_GE(kept, 0) << "the read's descriptor is kept";
+  ASSERT_TRUE(known.read(ro, bytes.size(), bytes.data()));
+  EXPECT_EQ(fd_naming(copy), kept);
+  // The program closes it and reuses its number: read anew, and the program's
+  // descriptor is never closed, also not when another file's read replaces the kept one.
+  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(null_fd, 0);
+  ASSERT_EQ(dup2(null_fd, kept), kept);
+  close(null_fd);
+  ASSERT_TRUE(known.read(ro, bytes.size(), bytes.data()));
+  EXPECT_EQ(memcmp(bytes.data(), ro, bytes.size()), 0);
+  ASSERT_TRUE(known.read(kLiteral, sizeof kLiteral, out.data()));
+  std::error_code ec;
+  EXPECT_EQ(std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(kept), ec), "/dev/null")
+      << "the program's descriptor was closed";
+  EXPECT_EQ(fd_naming(copy), -1) << "the copy's descriptor is closed once another file is read";
+  close(kept);
 
   // Another file renamed over the library's path: its mapping is still the old file.
   const std::string other = copy + ".new";
