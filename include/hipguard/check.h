@@ -82,14 +82,10 @@ enum class Depth {
                // bundle with nothing for a target is not searched for kernels (HG201, not HG211): the
                // library's loader loads neither there, so it is counted, not checked
   Descriptors,  // select, then the selected code objects' ELF headers, symbol tables and
-                // kernel descriptors, without reading their metadata (strict registration):
+                // kernel descriptors, without reading their metadata:
                 // the errors decided there (e_flags, static LDS, a kernel descriptor out of
                 // bounds, no metadata note). Kernels are the "<name>.kd" symbols; findings
                 // below error severity, and everything the metadata decides, wait for Full.
-  Headers,  // select, then the selected code objects' ELF headers and notes only: the errors
-            // decided without a kernel (e_flags, code object and generic version, no metadata
-            // note). Strict registration of an uncompressed bundle: the shim then looks each
-            // registered kernel's descriptor up in the mapped image (DescriptorLookup).
 };
 
 // Where the targets run: which HIP runtime selects the code objects, and
@@ -103,7 +99,7 @@ struct Machine {
 };
 
 // Which entry each target selects in an uncompressed bundle checked to
-// Depth::Selection or Depth::Headers (the shim's registration), by the
+// Depth::Selection (the shim's registration), by the
 // bundle's entry IDs: selection depends on the IDs alone (not on offsets,
 // sizes or contents) once something fits every target, and a library's
 // hundreds of fat binaries share a few tables of IDs

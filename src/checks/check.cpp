@@ -171,7 +171,7 @@ const CodeObject* Checker::entry_code_object(Bundle& b, const BundleEntry& e) {
     parsed_[e.id] = nullptr;
     return nullptr;
   }
-  return code_object(bytes, e.id, descriptors_only(), true, depth_ == Depth::Headers ? UINT64_MAX : 0);
+  return code_object(bytes, e.id, descriptors_only(), true);
 }
 
 void Checker::check_raw() {
@@ -282,7 +282,7 @@ void Checker::check_bundle() {
   report_.entries = std::move(b.entries);  // candidates point into report_.entries from here on
   for (const auto& e : report_.entries) report_.entry_ids.push_back(e.id);
   std::string ids;  // the memo's key
-  bool memoized = memo_ && (depth_ == Depth::Selection || depth_ == Depth::Headers) && !b.compressed &&
+  bool memoized = memo_ && depth_ == Depth::Selection && !b.compressed &&
                   !targets_.empty();
   std::vector<Candidate> remembered;  // what the memo selected, one per target
   Entries entries;                    // or what selection chose from
@@ -338,7 +338,7 @@ void Checker::check_selected(TargetVerdict& v, const Candidate& chosen, Bundle& 
 }
 
 bool Checker::descriptors_only() const {
-  return (depth_ == Depth::Descriptors || depth_ == Depth::Headers) && report_.kind != PayloadKind::CodeObject;
+  return depth_ == Depth::Descriptors && report_.kind != PayloadKind::CodeObject;
 }
 
 std::string Checker::override_workaround(const std::string& code, const std::string& device) {

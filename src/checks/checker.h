@@ -100,7 +100,7 @@ class Checker {
   // check, the generic version, then every kernel.
   void check_selected(TargetVerdict& v, const Candidate& chosen, Bundle& b);
 
-  // Depth::Descriptors and Headers apply to bundle entries (Headers reads no kernel); a raw code
+  // Depth::Descriptors applies to bundle entries; a raw code
   // object is checked in full unless Depth::ForTargets finds it built for other processors (check_raw).
   bool descriptors_only() const;
 

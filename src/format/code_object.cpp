@@ -1,5 +1,5 @@
 // The code object reader: ELF header, metadata note (metadata.cpp), symbols and kernel descriptors
-// into a CodeObject, and DescriptorLookup. It only reads; the checks (checks/kernel_checks.cpp) judge what it read.
+// into a CodeObject. It only reads; the checks (checks/kernel_checks.cpp) judge what it read.
 #include "hipguard/code_object.h"
 
 #include <llvm/ADT/DenseMap.h>
@@ -337,8 +337,6 @@ Result<CodeObject> read_code_object(Bytes data, bool descriptors_only, uint64_t 
   CodeObject co;
   if (auto e = read_header(file->getHeader(), data, co)) return std::move(*e);
   if (auto e = read_notes(*file, *sections, data, /*read=*/!descriptors_only, co)) return std::move(*e);
-  // No descriptor declares more than UINT64_MAX bytes: no kernel would be kept, so none is read.
-  if (descriptors_only && only_lds_over == UINT64_MAX) return co;
   SymbolTable syms;
   if (auto e = read_symbols(*file, *sections, descriptors_only, syms)) return std::move(*e);
   if (descriptors_only) {
@@ -357,53 +355,6 @@ Result<CodeObject> read_code_object_header(Bytes data) {
   CodeObject co;
   if (auto e = read_header(file->getHeader(), data, co)) return std::move(*e);
   return co;
-}
-
-std::optional<DescriptorLookup> DescriptorLookup::open(Bytes image) {
-  Result<ElfFile> file = open_elf(image);
-  if (!file) return std::nullopt;
-  auto sections = file->sections();
-  if (!sections) {
-    llvm::consumeError(sections.takeError());
-    return std::nullopt;
-  }
-  const ElfFile::Elf_Shdr* table = nullptr;  // .dynsym, else .symtab
-  for (const auto& sec : *sections)
-    if (sec.sh_type == ELF::SHT_DYNSYM || (!table && sec.sh_type == ELF::SHT_SYMTAB)) table = &sec;
-  if (!table) return std::nullopt;
-  auto list = file->symbols(table);  // checks the table's bounds and entry size
-  auto strtab = list ? file->getStringTableForSymtab(*table, *sections) : llvm::Expected<llvm::StringRef>(llvm::StringRef());
-  if (!list || !strtab) {
-    if (!list) llvm::consumeError(list.takeError());
-    else llvm::consumeError(strtab.takeError());
-    return std::nullopt;
-  }
-  DescriptorLookup l;
-  l.image_ = image;
-  l.sections_ = reinterpret_cast<const uint8_t*>(sections->data()) - image.data();
-  l.section_count_ = sections->size();
-  l.symbols_ = reinterpret_cast<const uint8_t*>(list->data()) - image.data();
-  l.by_name_.reserve(list->size() / 2);  // a kernel's entry point and its descriptor
-  for (size_t i = 0; i < list->size(); ++i) {
-    const auto& sym = (*list)[i];
-    if (sym.st_shndx == ELF::SHN_UNDEF || sym.getType() != ELF::STT_OBJECT) continue;
-    auto name = sym.getName(*strtab);
-    if (!name) {
-      llvm::consumeError(name.takeError());
-      continue;
-    }
-    if (is_descriptor(std::string_view(name->data(), name->size()), {ELF::STT_OBJECT, sym.st_shndx, sym.st_value, sym.st_size}))
-      l.by_name_[name->drop_back(3)] = static_cast<uint32_t>(i);
-  }
-  return l;
-}
-
-std::optional<KernelDescriptor> DescriptorLookup::find(std::string_view name) const {
-  auto it = by_name_.find(llvm::StringRef(name.data(), name.size()));
-  if (it == by_name_.end()) return std::nullopt;
-  const auto& sym = reinterpret_cast<const ElfFile::Elf_Sym*>(image_.data() + symbols_)[it->second];
-  Sections sections(reinterpret_cast<const ElfFile::Elf_Shdr*>(image_.data() + sections_), section_count_);
-  return descriptor_at(sections, image_, {ELF::STT_OBJECT, sym.st_shndx, sym.st_value, sym.st_size});
 }
 
 Severity issue_severity(const CodeObjectIssue& i) {

@@ -77,82 +77,7 @@ Windows checked_windows(Bytes data, const ImageReport& r, Depth depth, uint64_t 
 }
 
 void release_checked_pages(const PendingFatbin& p, uint64_t head_bytes) {
-  // Depth::Headers: the lookups read the selected entries again as the kernels
-  // register; all is released after them, in one go (release_registration_reads).
-  if (p.depth == Depth::Headers) return;
   release_read_pages(checked_windows(p.data, p.report, p.depth, head_bytes), p.readonly);
-}
-
-// Strict registration of an uncompressed bundle: the code object selected for
-// each target, opened for DescriptorLookup (fb.lookups).
-// A SPIR-V entry is compiled at run time and an unknown processor has no
-// limits: neither is looked up (build_index indexes neither). An entry selected
-// for several targets is opened once, with the smallest LDS limit.
-std::vector<FatbinState::Selected> open_selected(const FatbinState& fb, const std::vector<TargetId>& targets) {
-  std::vector<FatbinState::Selected> out;
-  std::vector<uint64_t> offsets;  // out[i]'s entry
-  const ImageReport& r = fb.report;
-  for (size_t t = 0; t < targets.size() && t < r.verdicts.size(); ++t) {
-    const ProcessorInfo* proc = find_processor(targets[t].processor);
-    Selection how = r.verdicts[t].selection;
-    if (how == Selection::None || how == Selection::Spirv || !proc) continue;
-    uint64_t limit = lds_limit(targets[t], *proc);
-    for (const auto& e : r.entries) {
-      if (e.id != r.verdicts[t].selected) continue;
-      if (auto same = std::find(offsets.begin(), offsets.end(), e.offset); same != offsets.end()) {
-        uint64_t& kept = out[same - offsets.begin()].lds_limit;
-        kept = std::min(kept, limit);
-        break;
-      }
-      offsets.push_back(e.offset);
-      FatbinState::Selected& sel = out.emplace_back();
-      sel.lds_limit = limit;
-      if (fits(fb.data, e.offset, e.size)) sel.lookup = DescriptorLookup::open(fb.data.subspan(e.offset, e.size));
-      break;
-    }
-  }
-  return out;
-}
-
-// Does the registered kernel `name` have a descriptor within the LDS limit in
-// the code object selected for every target? Only what the loader decides
-// without the metadata; "no" is for the check in full to confirm.
-bool descriptors_fit(FatbinState& fb, const char* name, const std::vector<TargetId>& targets) {
-  if (!fb.lookups) fb.lookups = open_selected(fb, targets);
-  for (const auto& sel : *fb.lookups) {
-    std::optional<KernelDescriptor> d = sel.lookup ? sel.lookup->find(name) : std::nullopt;
-    if (!d || d->group_segment_fixed_size > sel.lds_limit) return false;
-  }
-  return true;
-}
-
-// What the strict registration of `fb` (Depth::Headers) read, released once
-// its kernels are registered, as release_checked_pages releases a check's
-// reads; its lookups dropped.
-void release_registration_reads(FatbinState& fb) {
-  release_read_pages(checked_windows(fb.data, fb.report, Depth::Headers), fb.readonly);
-  fb.lookups.reset();
-}
-
-// The same for the fat binary whose release is pending (Registry::reads_pending):
-// at the next registration, or the first launch or lookup.
-void release_pending_reads(std::map<const void*, FatbinState>& fatbins, const void*& pending) {
-  if (!pending) return;
-  if (auto it = fatbins.find(pending); it != fatbins.end()) release_registration_reads(it->second);
-  pending = nullptr;
-}
-
-// What the loader decides of a registered kernel, in its fat binary's check in
-// full: missing from a selected code object (HG409), its descriptor missing or
-// outside its section (HG406), static LDS over the limit (HG301). What only the
-// metadata decides refuses the first launch instead (on_launch).
-std::vector<Diagnostic> blocking_findings(std::string_view name, const ImageIndex& idx) {
-  std::vector<Diagnostic> out = missing_kernel(name, idx);
-  if (auto own = idx.by_kernel.find(std::string(name)); own != idx.by_kernel.end())
-    for (const auto& d : own->second)
-      if (d.severity == Severity::Error && (d.code == code::kLdsOverLimit || d.code == code::kDescriptorMissing))
-        out.push_back(d);
-  return out;
 }
 
 // A __hipRegisterFatBinary wrapper as read: its fat binary's bytes, a kpack
@@ -213,30 +138,26 @@ PendingFatbinPtr broken_fatbin(const std::string& origin, std::string_view code,
   return r;
 }
 
-// Warn mode, bundles: checked to selection now (a library may carry hundreds
-// of fat binaries whose kernels are never launched); each fat binary is
-// checked in full at the first launch or lookup of one of its kernels.
-// Selection itself cannot wait for first use: a ROCm 5.2 runtime extracts
-// every registered fat binary's code objects when HIP initialises and aborts
-// if one has none for the device (hipamd hip_fatbin.cpp ExtractFatBinary,
-// guarantee; later ones log it and fail at first use), before any launch.
-// Strict mode also reads what the loader decides without the metadata, so
-// that such a kernel stops the program before main: the selected code
-// objects' ELF headers and notes now (Depth::Headers), and each registered
-// kernel's descriptor (static LDS over the limit, or none: HG409) as it
-// registers (descriptors_fit), found by name, not by reading every symbol
-// and descriptor; a compressed bundle's code objects are not kept, so their
-// descriptors are read now (Depth::Descriptors). What the metadata decides
-// (broken metadata, register counts) waits for the check in full at first
-// use, where strict mode refuses the launch. Reading every kernel's metadata
-// here made strict start-up 8x slower than the runtime's on rocSPARSE. Raw
-// code objects: in full.
+// Bundles, in both modes: checked to selection now (a library may carry
+// hundreds of fat binaries whose kernels are never launched); each fat binary
+// is checked in full at the first launch or lookup of one of its kernels,
+// when the runtime loads its code object for the device too (HIP 6.4: the
+// first use of one of its functions or variables; ROCm 5.2 likewise builds a
+// program at first use, hipamd hip_fatbin.cpp), and strict mode refuses a
+// launch of a kernel that cannot run there. Selection itself cannot wait: a
+// ROCm 5.2 runtime extracts every registered fat binary's code objects when
+// HIP initialises and aborts if one has none for the device (hipamd
+// hip_fatbin.cpp ExtractFatBinary, guarantee; later ones log it and fail at
+// first use), before any launch; strict mode stops the program there, before
+// main. Reading the selected code objects' headers and each registered
+// kernel's descriptor here as well (what strict mode did before) made strict
+// start-up 1.6x the runtime's on rocSOLVER: pages of code objects the
+// program may never use (docs/performance.md). Raw code objects: in full.
 Depth registration_depth(Bytes data, const GuardConfig& c) {
   PayloadKind kind = classify(data);
   if ((kind != PayloadKind::OffloadBundle && kind != PayloadKind::CompressedBundle) || c.targets.empty())
     return Depth::Full;
-  if (c.mode != Mode::Strict) return Depth::Selection;
-  return kind == PayloadKind::OffloadBundle ? Depth::Headers : Depth::Descriptors;
+  return Depth::Selection;
 }
 
 }  // namespace
@@ -261,20 +182,11 @@ PendingFatbinPtr Guard::check_registration(const void* wrapper, Bytes data, Byte
   pending->data = data;
   pending->readonly = readonly_segments_of(wrapper);
   pending->report = check_image(data, origin, c.targets, "", pending->depth, c.machine, &state().selection_memo, head);
-  // A verdict "cannot run" found without the metadata is confirmed by the check in full
-  // before it is said: the metadata may describe the kernel otherwise, and the
-  // stop then names every error of the fat binary.
-  if ((pending->depth == Depth::Descriptors || pending->depth == Depth::Headers) && !pending->report.ok()) {
-    pending->depth = Depth::Full;
-    pending->report = check_image(data, origin, c.targets, "", Depth::Full, c.machine);
-  }
   // Nothing selected for any target: there is nothing to check in full.
   bool selected = false;
   for (const auto& vv : pending->report.verdicts) selected = selected || vv.selection != Selection::None;
   if (!selected) pending->depth = Depth::Full;
   release_checked_pages(*pending, head.size());
-  // Read to its headers only: no kernel to index (each is looked up as it registers: descriptors_fit).
-  if (pending->depth == Depth::Headers) pending->report.code_objects.clear();
   add_hotswap(pending->report, c);
   if (logs_debug())  // not built per fat binary otherwise: a library registers hundreds
     log("debug", "registered fat binary of " + origin + " (" + std::string(to_string(pending->report.kind)) + ", " +
@@ -291,8 +203,7 @@ Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& out) t
     return {Action::Exit, 0};
   }
   std::string origin = origin_of(wrapper);
-  // Strict mode reads the selected code objects' headers from the mapping: its table too.
-  bool table_from_file = c.mode == Mode::Warn && !c.targets.empty();
+  bool table_from_file = !c.targets.empty();  // checked to selection (registration_depth)
   WrapperRead read = read_wrapper(
       wrapper, [&](Bytes data) { return table_from_file ? head_from_file(data) : std::vector<uint8_t>{}; });
   if (read.kind == WrapperRead::Kpack) {
@@ -329,9 +240,6 @@ void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) t
   if (!pending) return;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  // The previous fat binary's kernels are registered (or this handle's earlier
-  // registration is replaced): release what its registration read.
-  release_pending_reads(s.registry.fatbins, s.registry.reads_pending);
   // A null handle (the runtime refused outright) still gets its report kept, keyed by null.
   FatbinState& fb = s.registry.fatbins[handle];
   s.forget_kernels_of(handle, fb);  // registered anew under the same handle: its kernels are registered anew
@@ -343,9 +251,6 @@ void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) t
   fb.index.reset();
   fb.origin.reset();
   fb.readonly = std::move(pending->readonly);
-  fb.lookups.reset();
-  fb.looks_up = fb.depth == Depth::Headers;
-  s.registry.reads_pending = fb.looks_up ? handle : nullptr;
   if (fb.depth != Depth::Full && s.registry.fatbins_not_checked_in_full++ == 0)
     s.gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
 } catch (...) {
@@ -353,68 +258,36 @@ void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) t
 
 // __hipRegisterFunction runs for every kernel of every fat binary a library
 // carries (12 k for rocSPARSE), during dlopen: it only records the kernel. The
-// kernel table is filled at the first launch, lookup, or report (index_*).
+// kernel table is filled at the first launch, lookup, or report (index_*),
+// and a kernel is judged there: it never stops the program here.
 Decision Guard::on_register_function(const void* handle, const void* host_function, const char* device_name) try {
   if (!host_function || !device_name) return {};
   State& s = state();
   if (s.config.mode == Mode::Off) return {};
-  std::vector<Diagnostic> missing;
-  bool confirm = false;
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    if (handle != s.registry.last_fatbin_handle || !s.registry.last_fatbin) {
-      auto it = s.registry.fatbins.find(handle);
-      if (it == s.registry.fatbins.end()) return {};
-      s.registry.last_fatbin_handle = handle;
-      s.registry.last_fatbin = &it->second;
-    }
-    FatbinState& fb = *s.registry.last_fatbin;
-    // A stub registered already, by a fat binary still registered: the runtime
-    // drops this registration, whatever its code objects hold (stub_owner).
-    if (!s.registry.claim_stub(host_function, handle, fb.seq)) return {};
-    if (fb.unindexed.empty()) s.registry.unindexed_order.push_back(handle);
-    uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
-    bool in_image = false;
-    for (const auto& [lo, hi] : fb.readonly) in_image = in_image || (at >= lo && at < hi);
-    if (in_image) {
-      fb.unindexed.push_back({host_function, device_name, 0});
-    } else {
-      fb.unindexed.push_back({host_function, nullptr, fb.unindexed_names.size()});
-      fb.unindexed_names.append(device_name).push_back('\0');
-    }
-    if (!(s.gate.load(std::memory_order_relaxed) & kGateUnindexed))
-      s.gate.fetch_or(kGateUnindexed, std::memory_order_release);
-    // Strict mode: a kernel that a selected code object lacks, or whose
-    // static LDS is over the limit, stops the program here, still before main.
-    if (s.config.mode == Mode::Strict && fb.looks_up) {  // also once a kernel before had it checked in full
-      confirm = !descriptors_fit(fb, device_name, s.config.targets);
-      // Two fat binaries' registrations interleaved (threads): this one's reads are not the pending ones.
-      if (s.registry.reads_pending != handle) release_registration_reads(fb);
-    } else if (s.config.mode == Mode::Strict && fb.depth != Depth::Selection) {
-      if (!fb.index) {
-        fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets, fb.depth == Depth::Full));
-        // Read from descriptors, they served this index only (the check in full reads the image again).
-        if (fb.depth == Depth::Descriptors) fb.report.code_objects.clear();
-      }
-      missing = missing_kernel(device_name, *fb.index);
-      confirm = !missing.empty() && fb.depth != Depth::Full;
-    }
-  }
-  if (confirm) {
-    // No descriptor "<name>.kd", or one over the LDS limit: the runtime finds
-    // kernels by their metadata, which may name another descriptor symbol or
-    // another size. Decide on the check in full.
-    check_in_full(handle);
-    std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (handle != s.registry.last_fatbin_handle || !s.registry.last_fatbin) {
     auto it = s.registry.fatbins.find(handle);
-    missing = it != s.registry.fatbins.end() && it->second.index ? blocking_findings(device_name, *it->second.index)
-                                                        : std::vector<Diagnostic>{};
+    if (it == s.registry.fatbins.end()) return {};
+    s.registry.last_fatbin_handle = handle;
+    s.registry.last_fatbin = &it->second;
   }
-  if (missing.empty()) return {};
-  for (const auto& d : missing) report_once(d);
-  log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
-                   std::to_string(s.config.exit_code) + ")");
-  return {Action::Exit, 0};
+  FatbinState& fb = *s.registry.last_fatbin;
+  // A stub registered already, by a fat binary still registered: the runtime
+  // drops this registration, whatever its code objects hold (stub_owner).
+  if (!s.registry.claim_stub(host_function, handle, fb.seq)) return {};
+  if (fb.unindexed.empty()) s.registry.unindexed_order.push_back(handle);
+  uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
+  bool in_image = false;
+  for (const auto& [lo, hi] : fb.readonly) in_image = in_image || (at >= lo && at < hi);
+  if (in_image) {
+    fb.unindexed.push_back({host_function, device_name, 0});
+  } else {
+    fb.unindexed.push_back({host_function, nullptr, fb.unindexed_names.size()});
+    fb.unindexed_names.append(device_name).push_back('\0');
+  }
+  if (!(s.gate.load(std::memory_order_relaxed) & kGateUnindexed))
+    s.gate.fetch_or(kGateUnindexed, std::memory_order_release);
+  return {};
 } catch (...) {
   return {};
 }
@@ -466,7 +339,6 @@ void Guard::index_kernel(const void* key) {
   if (!(s.gate.load(std::memory_order_acquire) & kGateUnindexed)) return;
   if (s.registry.find(key)) return;
   std::lock_guard<std::mutex> lock(s.mu);
-  release_pending_reads(s.registry.fatbins, s.registry.reads_pending);  // registration is over
   if (s.registry.find(key)) return;
   const void* handle = s.registry.owner_of(key);
   if (!handle) return index_pending_kernels();
@@ -487,7 +359,6 @@ void Guard::on_unregister_fatbin(const void* handle) try {
     s.gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
   if (!s.config.report_path.empty()) s.findings.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
   s.registry.fatbins.erase(it);
-  if (s.registry.reads_pending == handle) s.registry.reads_pending = nullptr;
   s.registry.last_fatbin_handle = nullptr;
   s.registry.last_fatbin = nullptr;
 } catch (...) {

@@ -137,17 +137,6 @@ struct FatbinState {
   Depth depth = Depth::Full;  // below Full: its kernels are checked in full at first use
   std::shared_ptr<const std::string> origin;  // report.origin, shared with its kernels
   std::unique_ptr<ImageIndex> index;  // built when its kernels are first indexed
-  // Strict registration of an uncompressed bundle (Depth::Headers): per
-  // target, the selected code object, where each registered
-  // kernel's descriptor is looked up, and the target's LDS limit (bytes). Built
-  // at its first registered kernel; dropped, and the pages read released, when
-  // the next fat binary registers (Registry::reads_pending).
-  struct Selected {
-    std::optional<DescriptorLookup> lookup;  // none: no lookup possible, every kernel goes to the check in full
-    uint64_t lds_limit = 0;
-  };
-  std::optional<std::vector<Selected>> lookups;
-  bool looks_up = false;  // registered at Depth::Headers: its kernels are looked up as they register, checked in full or not
   std::vector<const void*> host_functions;  // indexed kernels (in the kernel table)
   // Registered, not indexed yet: host function and device name. A name in a
   // read-only segment of the object that registered the fat binary (readonly;
@@ -186,10 +175,6 @@ struct Registry {
   // another): no map lookup per kernel. Reset when fat binaries go.
   const void* last_fatbin_handle = nullptr;
   FatbinState* last_fatbin = nullptr;
-  // The fat binary registered last at Depth::Headers: the pages its registration
-  // read are released when the next one registers, or at the first launch or
-  // lookup (release_registration_reads).
-  const void* reads_pending = nullptr;
   std::map<const void*, ModuleInfo> modules;
   // Counts registrations, module loads and kernel states; a forked child's
   // report lists only what has a seq above State::fork_seq (what it did itself).

@@ -1,12 +1,12 @@
-// Depth::Descriptors (strict mode's registration check of a compressed bundle)
-// against Depth::Full: without reading the metadata it finds the errors of the
-// ELF header, the selection and the kernel descriptors, each of which the full
-// check finds too; what the metadata decides waits for the full check. Real
-// objects (corpus, hipcc), crafted ones for each error, every truncation and
-// many byte changes of a metadata document, and the Guard (uncompressed
-// bundles: Depth::Headers and each registered kernel's descriptor looked up;
-// compressed: Depth::Descriptors): strict mode stops before main only for what
-// the full check confirms.
+// Depth::Descriptors against Depth::Full: without reading the metadata it
+// finds the errors of the ELF header, the selection and the kernel
+// descriptors, each of which the full check finds too; what the metadata
+// decides waits for the full check. Real objects (corpus, hipcc), crafted ones
+// for each error, every truncation and many byte changes of a metadata
+// document. And the Guard in strict mode: a fat binary is checked to selection
+// at registration, its kernels at the first launch or lookup of one of them,
+// where a kernel that cannot run is refused; registration never stops for
+// what a code object holds.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <llvm/BinaryFormat/MsgPackReader.h>
@@ -313,51 +313,43 @@ Action register_fatbin(Guard& g, const std::vector<uint8_t>& bundle, const void*
 }
 }  // namespace
 
-// A registered kernel whose descriptor the loader rejects (static LDS over
-// the limit) or that the selected code object lacks stops the program at its
-// __hipRegisterFunction, before main; a warning of the same fat binary is said
-// only at the first launch of one of its kernels (the check in full).
-TEST_F(StrictRegistration, DescriptorErrorsStopAtRegistrationWarningsWaitForFirstUse) {
+// A registered kernel whose descriptor cannot run (static LDS over the limit)
+// or that the selected code object lacks does not stop the program at its
+// registration: the runtime loads the code object at the first use of one of
+// its kernels, and strict mode refuses each such kernel's launch then. The
+// fat binary's findings, warnings too, are said at that first use (the check
+// in full), and a kernel registered after it is judged as it is launched.
+TEST_F(StrictRegistration, DescriptorErrorsRefuseTheLaunchNotTheRegistration) {
   Guard& g = Guard::get();
   hgtest::CodeObjectSpec over = two_kernels();
   over.kernels[0].kd_lds = 70000;  // in the kernel descriptor only
-  static int handle0, handle, host_alpha0, host_beta0, host_alpha, host_gamma;
-  std::vector<uint8_t> b1 = bundle_of(over);
+  over.kernels[1].args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 4, 8}};  // overlap: HG405, a warning
+  static int handle, host_alpha, host_beta, host_gamma;
+  std::vector<uint8_t> b = bundle_of(over);
   testing::internal::CaptureStderr();
-  EXPECT_EQ(register_fatbin(g, b1, &handle0), Action::Forward) << "the headers are fine";
-  EXPECT_EQ(g.on_register_function(&handle0, &host_beta0, "beta").action, Action::Forward) << "beta fits";
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err, "") << "nothing to say before alpha registers";
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(g.on_register_function(&handle0, &host_alpha0, "alpha").action, Action::Exit);
-  err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("error HG301 [gfx942"), std::string::npos) << err;
-  EXPECT_NE(err.find("kernel 'alpha'"), std::string::npos) << err;
-  EXPECT_NE(err.find("strict mode: stopping"), std::string::npos) << err;
-  g.on_unregister_fatbin(&handle0);
-
-  hgtest::CodeObjectSpec warn = two_kernels();
-  warn.kernels[0].args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 4, 8}};  // overlap: HG405, a warning
-  std::vector<uint8_t> b2 = bundle_of(warn);
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(register_fatbin(g, b2, &handle), Action::Forward);
+  EXPECT_EQ(register_fatbin(g, b, &handle), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle, &host_beta, "beta").action, Action::Forward);
   EXPECT_EQ(g.on_register_function(&handle, &host_alpha, "alpha").action, Action::Forward);
-  err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err.find("HG405"), std::string::npos) << "a warning waits for the first use: " << err;
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "") << "nothing is said before the first use";
 
   testing::internal::CaptureStderr();
-  EXPECT_EQ(g.on_launch(&host_alpha, 0, "hipLaunchKernel").action, Action::Forward);
+  EXPECT_EQ(g.on_launch(&host_beta, 0, "hipLaunchKernel").action, Action::Forward) << "beta can run";
   err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("warning HG405 "), std::string::npos) << "said at the first launch: " << err;
+  EXPECT_NE(err.find("error HG301 [gfx942"), std::string::npos) << "said at the first use: " << err;
+  EXPECT_NE(err.find("kernel 'alpha'"), std::string::npos) << err;
+  EXPECT_NE(err.find("warning HG405 "), std::string::npos) << err;
+  EXPECT_EQ(err.find("strict mode: stopping"), std::string::npos) << err;
 
-  // (A name without a descriptor makes the Guard check the fat binary in full
-  // at once, to confirm with the metadata: registered before any launch, the
-  // warnings would be said here. This fat binary was checked in full at the
-  // launch above; its kernels are still looked up as they register.)
   testing::internal::CaptureStderr();
-  EXPECT_EQ(g.on_register_function(&handle, &host_gamma, "gamma").action, Action::Exit);
+  Decision d = g.on_launch(&host_alpha, 0, "hipLaunchKernel");
+  EXPECT_EQ(d.action, Action::Refuse);
+  EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
+  // Registered after the check in full: judged at its launch as well.
+  EXPECT_EQ(g.on_register_function(&handle, &host_gamma, "gamma").action, Action::Forward);
+  EXPECT_EQ(g.on_launch(&host_gamma, 0, "hipLaunchKernel").action, Action::Refuse);
   err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("error HG409 [gfx942"), std::string::npos) << err;
+  EXPECT_NE(err.find("HG409 [gfx942"), std::string::npos) << err;
   g.on_unregister_fatbin(&handle);
   refused_launch_error(true);
 }
@@ -388,13 +380,12 @@ TEST_F(StrictRegistration, MetadataErrorsRefuseTheFirstLaunch) {
   refused_launch_error(true);
 }
 
-// What only the descriptors say is confirmed by the check in full before the
-// program is stopped, and only registered kernels are looked up: a descriptor
-// without metadata over the LDS limit (no kernel to the runtime, never
-// registered) says nothing until the check in full at the first launch, and a
-// kernel whose metadata names a descriptor of another name (the runtime finds
-// kernels by their metadata) is confirmed in full and does not stop.
-TEST_F(StrictRegistration, NoStopTheFullCheckDoesNotConfirm) {
+// Kernels are what the metadata names, as the runtime finds them: a
+// descriptor without metadata over the LDS limit (no kernel to the runtime,
+// never registered) is said as such at the first launch, not as a kernel over
+// the limit, and a kernel whose metadata names a descriptor of another name
+// runs.
+TEST_F(StrictRegistration, KernelsAreWhatTheMetadataNames) {
   Guard& g = Guard::get();
   hgtest::CodeObjectSpec spec = two_kernels();
   hgtest::KernelSpec orphan;
@@ -408,7 +399,7 @@ TEST_F(StrictRegistration, NoStopTheFullCheckDoesNotConfirm) {
   EXPECT_EQ(register_fatbin(g, b1, &handle1), Action::Forward);
   EXPECT_EQ(g.on_register_function(&handle1, &host_alpha, "alpha").action, Action::Forward);
   std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err, "") << "the orphan is not registered, so not looked up";
+  EXPECT_EQ(err, "") << "nothing is said before the first use";
   testing::internal::CaptureStderr();
   EXPECT_EQ(g.on_launch(&host_alpha, 0, "hipLaunchKernel").action, Action::Forward);
   err = testing::internal::GetCapturedStderr();
@@ -434,42 +425,10 @@ TEST_F(StrictRegistration, NoStopTheFullCheckDoesNotConfirm) {
   g.on_unregister_fatbin(&handle2);
 }
 
-// Once one kernel had its fat binary checked in full (a metadata name its
-// descriptor does not carry), the kernels registered after it are still
-// looked up: one with static LDS over the limit stops the program, whatever
-// the order. A metadata error of the confirmed kernel (HG304) refuses its first
-// launch instead, as when nothing was confirmed.
-TEST_F(StrictRegistration, KernelsAfterACheckInFullAreStillLookedUp) {
-  Guard& g = Guard::get();
-  hgtest::CodeObjectSpec spec;
-  spec.kernels[0].name = "renamed";
-  spec.kernels[0].max_flat = 0;  // HG304: CLR rejects the code object at its first use
-  hgtest::KernelSpec over;
-  over.name = "over";
-  over.kd_lds = 70000;
-  spec.kernels.push_back(over);
-  std::string blob = hgtest::metadata_blob(spec);
-  size_t at = blob.find("\xa7renamed");  // the .name value; .symbol stays "renamed.kd"
-  ASSERT_NE(at, std::string::npos);
-  blob.replace(at + 1, 7, "aliased");
-  spec.raw_metadata = blob;
-  std::vector<uint8_t> b = bundle_of(spec);
-  static int handle, host_aliased, host_over;
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(register_fatbin(g, b, &handle), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle, &host_aliased, "aliased").action, Action::Forward)
-      << "checked in full: found by its metadata; HG304 waits for its launch";
-  EXPECT_EQ(g.on_register_function(&handle, &host_over, "over").action, Action::Exit);
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("error HG301 [gfx942"), std::string::npos) << err;
-  EXPECT_NE(err.find("strict mode: stopping"), std::string::npos) << err;
-  g.on_unregister_fatbin(&handle);
-}
-
-// A compressed bundle's code objects are not kept: its descriptors are read at
-// its registration (Depth::Descriptors), where static LDS over the limit stops
-// the program; a missing kernel stops it at its __hipRegisterFunction.
-TEST_F(StrictRegistration, ACompressedBundleIsJudgedByItsDescriptorsAtRegistration) {
+// A compressed bundle is judged as an uncompressed one: checked to selection
+// at registration (its table is inside the compressed data), its kernels at
+// the first use.
+TEST_F(StrictRegistration, ACompressedBundleIsJudgedAtTheFirstUse) {
   Guard& g = Guard::get();
   hgtest::CodeObjectSpec spec = two_kernels();  // names of their own: each finding is said once per process
   spec.kernels[0].name = "packed_alpha";
@@ -478,19 +437,26 @@ TEST_F(StrictRegistration, ACompressedBundleIsJudgedByItsDescriptorsAtRegistrati
   over.kernels[0].kd_lds = 70000;
   std::vector<uint8_t> bad = hgtest::make_ccob(bundle_of(over), 3, hgtest::kCcobZstd);
   std::vector<uint8_t> good = hgtest::make_ccob(bundle_of(spec), 3, hgtest::kCcobZstd);
-  static int handle1, handle2, host_alpha, host_gamma;
+  static int handle1, handle2, host_alpha1, host_alpha2, host_gamma;
   testing::internal::CaptureStderr();
-  EXPECT_EQ(register_fatbin(g, bad, &handle1), Action::Exit);
+  EXPECT_EQ(register_fatbin(g, bad, &handle1), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle1, &host_alpha1, "packed_alpha").action, Action::Forward);
+  EXPECT_EQ(register_fatbin(g, good, &handle2), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle2, &host_alpha2, "packed_alpha").action, Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle2, &host_gamma, "packed_gamma").action, Action::Forward);
   std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "") << "nothing is said before the first use";
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(g.on_launch(&host_alpha1, 0, "hipLaunchKernel").action, Action::Refuse);
+  EXPECT_EQ(g.on_launch(&host_alpha2, 0, "hipLaunchKernel").action, Action::Forward);
+  EXPECT_EQ(g.on_launch(&host_gamma, 0, "hipLaunchKernel").action, Action::Refuse);
+  err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("error HG301 [gfx942"), std::string::npos) << err;
   EXPECT_NE(err.find("packed_alpha"), std::string::npos) << err;
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(register_fatbin(g, good, &handle2), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle2, &host_alpha, "packed_alpha").action, Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle2, &host_gamma, "packed_gamma").action, Action::Exit);
-  err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("error HG409 [gfx942"), std::string::npos) << err;
+  EXPECT_NE(err.find("HG409 [gfx942"), std::string::npos) << err;
+  g.on_unregister_fatbin(&handle1);
   g.on_unregister_fatbin(&handle2);
+  refused_launch_error(true);
 }
 
 // A stub registered first by a fat binary whose code object lacks its kernel
@@ -504,8 +470,8 @@ TEST_F(StrictRegistration, AStubRegisteredAgainKeepsItsFirstRegistration) {
   static int handle1, handle2, host;
   testing::internal::CaptureStderr();
   EXPECT_EQ(register_fatbin(g, b, &handle1), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle1, &host, "gamma").action, Action::Exit) << "HG409";
-  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse);
+  EXPECT_EQ(g.on_register_function(&handle1, &host, "gamma").action, Action::Forward);
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "HG409";
   EXPECT_EQ(register_fatbin(g, b, &handle2), Action::Forward);
   EXPECT_EQ(g.on_register_function(&handle2, &host, "alpha").action, Action::Forward);
   EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "decided on its first registration";
@@ -517,8 +483,8 @@ TEST_F(StrictRegistration, AStubRegisteredAgainKeepsItsFirstRegistration) {
 }
 
 // The other way round: a second registration of a good kernel's stub, in a
-// fat binary that lacks it, is dropped: no stop at registration (strict mode
-// stops for HG409 there), and launches are forwarded.
+// fat binary that lacks it, is dropped: never judged (HG409 is not said), and
+// launches are forwarded.
 TEST_F(StrictRegistration, ADroppedRegistrationDoesNotStopTheProgram) {
   Guard& g = Guard::get();
   std::vector<uint8_t> b = bundle_of(two_kernels());
@@ -547,7 +513,7 @@ TEST_F(StrictRegistration, IndexingOrderLeavesAStubToItsFirstRegistration) {
     int unknown = 0;
     testing::internal::CaptureStderr();
     EXPECT_EQ(register_fatbin(g, b, &handle1), Action::Forward);
-    EXPECT_EQ(g.on_register_function(&handle1, &host, "gamma").action, Action::Exit) << "HG409";
+    EXPECT_EQ(g.on_register_function(&handle1, &host, "gamma").action, Action::Forward);
     EXPECT_EQ(g.on_register_function(&handle1, &host_beta1, "beta").action, Action::Forward);
     EXPECT_EQ(register_fatbin(g, b, &handle2), Action::Forward);
     EXPECT_EQ(g.on_register_function(&handle2, &host, "alpha").action, Action::Forward);
@@ -575,7 +541,7 @@ TEST_F(StrictRegistration, AFunctionFromGetFuncBySymbolIsDecidedAsItsKernel) {
   static int handle, host_gamma, host_alpha, fn_gamma, fn_alpha;
   testing::internal::CaptureStderr();
   EXPECT_EQ(register_fatbin(g, b, &handle), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle, &host_gamma, "gamma").action, Action::Exit) << "HG409";
+  EXPECT_EQ(g.on_register_function(&handle, &host_gamma, "gamma").action, Action::Forward);
   EXPECT_EQ(g.on_register_function(&handle, &host_alpha, "alpha").action, Action::Forward);
   g.on_get_func_by_symbol(&host_gamma, 0, &fn_gamma);
   g.on_get_func_by_symbol(&host_alpha, 0, &fn_alpha);

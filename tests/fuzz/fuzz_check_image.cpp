@@ -1,6 +1,6 @@
 // The whole pipeline: check_image on arbitrary bytes against gfx942 and
 // gfx950:xnack+, and with no target (structural checks over every entry);
-// Depth::Descriptors (strict registration) must find the errors it can decide,
+// Depth::Descriptors must find the errors it can decide,
 // Depth::ForTargets (hipguard check) must reach the same verdicts.
 #include <string>
 #include <vector>

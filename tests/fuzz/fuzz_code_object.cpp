@@ -1,4 +1,4 @@
-// parse_code_object and DescriptorLookup on arbitrary bytes (seeded with the AITER
+// parse_code_object on arbitrary bytes (seeded with the AITER
 // .co files and the code objects inside the hipcc-built bundles).
 #include "format/read_code_object.h"
 #include "fuzz_common.h"
@@ -15,11 +15,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& i : co->issues) HG_FUZZ_CHECK(hipguard::find_code(i.code) != nullptr);
     HG_FUZZ_CHECK(co->issues.size() <= hipguard::kMaxIssuesPerCodeObject + 1);  // + the HG112 summary
     for (const auto& k : co->kernels) HG_FUZZ_CHECK(k.args.size() < size + 1);
-    // The lookup reads inside the image only, whatever the image holds.
-    if (auto lookup = hipguard::DescriptorLookup::open(bytes)) {
-      for (const auto& k : co->kernels) (void)lookup->find(k.name);
-      (void)lookup->find("");
-    }
   } else {
     HG_FUZZ_CHECK(co.error().code == "HG106" || co.error().code == "HG108");
   }

@@ -291,15 +291,21 @@ TEST_F(Runtime, KernelMissingFromTheSelectedCodeObject) {
   // On gfx90a both kernels are there: nothing to say.
   ProcessResult ok = run_process({app("arch_guarded")}, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}}));
   EXPECT_EQ(ok.err, "");
-  // Strict: stopped while the kernel is registered, before main.
+  // Strict: the program runs (the runtime loads the code object at the first
+  // launch, not at registration); the launch of the missing kernel is refused
+  // with the runtime's own error, and the exit status says a finding failed it.
   ProcessResult strict =
       run_process({app("arch_guarded")}, sim(kGfx1030, true, {{"HIPGUARD_TARGET", kGfx1030}, {"HIPGUARD_MODE", "strict"}}));
-  EXPECT_EQ(strict.status, 86);
-  EXPECT_EQ(strict.out.find("main reached"), std::string::npos) << strict.out;
-  auto hg409 = lines_with(strict.err, "error HG409 [gfx1030]");
-  ASSERT_EQ(hg409.size(), 1u) << strict.err;
-  EXPECT_NE(hg409[0].find("only_on_gfx90a"), std::string::npos);
-  EXPECT_NE(hg409[0].find("--offload-arch"), std::string::npos) << hg409[0];
+  EXPECT_EQ(strict.status, 86) << strict.err;
+  EXPECT_EQ(strict.out, plain.out);
+  auto refused = lines_with(strict.err, "error HG502");
+  ASSERT_EQ(refused.size(), 1u) << strict.err;
+  EXPECT_NE(refused[0].find("only_on_gfx90a"), std::string::npos) << refused[0];
+  EXPECT_NE(refused[0].find("HG409 [gfx1030]"), std::string::npos) << refused[0];
+  EXPECT_NE(refused[0].find("strict mode: launch refused with hipErrorInvalidDeviceFunction"), std::string::npos)
+      << refused[0];
+  EXPECT_NE(refused[0].find("--offload-arch"), std::string::npos) << refused[0];
+  EXPECT_EQ(strict.err.find("strict mode: stopping"), std::string::npos) << strict.err;
 }
 
 TEST_F(Runtime, ReportFileJsonAndJunit) {
