@@ -273,9 +273,10 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
   }
   FatbinState& fb = *s.registry.last_fatbin;
   // A stub registered already, by a fat binary still registered: the runtime
-  // drops this registration, whatever its code objects hold (stub_owner).
-  if (!s.registry.claim_stub(host_function, handle, fb.seq)) return {};
+  // drops this registration, whatever its code objects hold (stub_owner,
+  // claimed when first needed: Registry::pending_claims).
   if (fb.unindexed.empty()) s.registry.unindexed_order.push_back(handle);
+  s.registry.pending_claims.push_back({handle, fb.seq, s.registry.seq, fb.unindexed.size()});
   uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
   bool in_image = false;
   for (const auto& [lo, hi] : fb.readonly) in_image = in_image || (at >= lo && at < hi);
@@ -294,6 +295,7 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
 
 void Guard::index_kernels_of(const void* handle) {
   State& s = state();
+  s.registry.settle_claims();  // which of its registrations count
   auto it = s.registry.fatbins.find(handle);
   if (it == s.registry.fatbins.end() || it->second.unindexed.empty()) return;
   FatbinState& fb = it->second;
@@ -302,6 +304,7 @@ void Guard::index_kernels_of(const void* handle) {
   bool findings = false;
   const size_t first = fb.host_functions.size();
   for (const auto& [host_function, name_in_image, name_at] : fb.unindexed) {
+    if (!host_function) continue;  // dropped: another fat binary's registration of its stub counts
     KernelState& k = s.registry.new_kernel();
     k.name = name_in_image ? name_in_image : fb.unindexed_names.c_str() + name_at;
     k.file = fb.origin;
@@ -340,6 +343,7 @@ void Guard::index_kernel(const void* key) {
   if (s.registry.find(key)) return;
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.registry.find(key)) return;
+  s.registry.settle_claims();
   const void* handle = s.registry.owner_of(key);
   if (!handle) return index_pending_kernels();
   index_kernels_of(handle);

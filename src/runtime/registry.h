@@ -146,7 +146,7 @@ struct FatbinState {
   // program may free its own after __hipRegisterFunction returns), one after
   // the other into unindexed_names: no allocation per kernel.
   struct Unindexed {
-    const void* host_function;
+    const void* host_function;  // null: its registration was dropped (settle_claims)
     const char* name_in_image;  // or null: the name starts at unindexed_names[name_at]
     size_t name_at;
   };
@@ -207,6 +207,46 @@ struct Registry {
   size_t gone_stubs = 0;  // entries of stub_owner whose fat binary is gone, at most
   static constexpr size_t kPruneAbove = 64 * 1024;
 
+  // Registrations not claimed in stub_owner yet, in registration order: each
+  // is claimed when first needed (settle_claims: the first index, lookup or
+  // report), which decides as claiming it at its registration would, because
+  // what a claim finds changes only when a fat binary goes (forget_kernels_of,
+  // which settles them first unless none of another fat binary's came after
+  // the going one registered, as at exit, where fat binaries go newest first).
+  // A library's registrations then cost no lookup in stub_owner while it
+  // loads, nor when it is unloaded unused.
+  struct PendingClaim {
+    const void* handle;
+    uint64_t seq;   // the fat binary's FatbinState::seq
+    uint64_t at;    // Registry::seq when it was made
+    size_t entry;   // in the fat binary's `unindexed`
+  };
+  std::vector<PendingClaim> pending_claims;
+  void settle_claims() {
+    const void* last = nullptr;
+    FatbinState* fb = nullptr;
+    for (const PendingClaim& c : pending_claims) {
+      if (c.handle != last || !fb) {
+        auto it = fatbins.find(c.handle);
+        last = c.handle;
+        fb = it == fatbins.end() ? nullptr : &it->second;
+      }
+      if (!fb || fb->seq != c.seq || c.entry >= fb->unindexed.size()) continue;
+      FatbinState::Unindexed& e = fb->unindexed[c.entry];
+      if (!claim_stub(e.host_function, c.handle, c.seq)) e.host_function = nullptr;  // the runtime drops it
+    }
+    pending_claims.clear();
+  }
+  // Before the fat binary `handle` (registered as `seq`) goes: its pending
+  // claims are dropped when every other pending claim was made before it
+  // registered (none can have found one of its stubs claimed), else all are settled.
+  void claims_before_going(const void* handle, uint64_t seq) {
+    size_t tail = pending_claims.size();
+    while (tail > 0 && pending_claims[tail - 1].handle == handle && pending_claims[tail - 1].seq == seq) --tail;
+    if (tail == 0 || pending_claims[tail - 1].at < seq) pending_claims.resize(tail);
+    else settle_claims();
+  }
+
   // Is this registration of `stub` by the fat binary `handle` the one that
   // counts? Yes unless a registered fat binary holds it already (the runtime
   // drops this one); the stub is then `handle`'s.
@@ -258,6 +298,7 @@ struct Registry {
   // by a library loaded later.
   template <class Gone>
   void forget_kernels_of(const void* handle, FatbinState& fb, Gone&& gone) {
+    if (fb.seq) claims_before_going(handle, fb.seq);  // 0: a fat binary entered now, never registered
     for (const void* f : fb.host_functions)
       if (const KernelState* k = retire(f)) gone(*k);
     gone_stubs += fb.host_functions.size() + fb.unindexed.size();

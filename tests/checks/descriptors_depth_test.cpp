@@ -502,6 +502,36 @@ TEST_F(StrictRegistration, ADroppedRegistrationDoesNotStopTheProgram) {
   EXPECT_EQ(err.find("gamma"), std::string::npos) << err;
 }
 
+// Registrations are claimed when first needed (Registry::pending_claims),
+// with the same outcome as at registration: a second registration of a stub,
+// made while the first's fat binary was registered, stays dropped once that
+// fat binary goes before anything was launched (its kernel, missing from the
+// second's code object, would be refused otherwise); the newest fat binary
+// going first (as at exit) leaves the older's registrations theirs.
+TEST_F(StrictRegistration, ClaimsMadeLateDecideAsAtRegistration) {
+  Guard& g = Guard::get();
+  std::vector<uint8_t> b = bundle_of(two_kernels());
+  static int handle1, handle2, handle3, host, host_beta;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(register_fatbin(g, b, &handle1), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle1, &host, "alpha").action, Action::Forward);
+  EXPECT_EQ(register_fatbin(g, b, &handle2), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle2, &host, "gamma").action, Action::Forward) << "the runtime drops it";
+  g.on_unregister_fatbin(&handle1);
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward) << "no registration of it counts";
+  g.on_unregister_fatbin(&handle2);
+
+  EXPECT_EQ(register_fatbin(g, b, &handle1), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle1, &host, "gamma").action, Action::Forward);
+  EXPECT_EQ(register_fatbin(g, b, &handle3), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle3, &host_beta, "beta").action, Action::Forward);
+  g.on_unregister_fatbin(&handle3);  // the newest goes first
+  EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "still the first's: HG409";
+  g.on_unregister_fatbin(&handle1);
+  testing::internal::GetCapturedStderr();
+  refused_launch_error(true);
+}
+
 // Whichever fat binary is indexed first (a launch of its other kernel, or of
 // a key nobody registered, which indexes all), the stub stays its first
 // registration's.
