@@ -252,11 +252,14 @@ struct EnumerateKernels : Hook {
   }
 };
 
-// hipGetFuncBySymbol: its hipFunction_t gets the kernel's facts (module launches take it); a failure is explained.
+// hipGetFuncBySymbol: its kernel checked before the call (strict mode refuses
+// one that cannot run); its hipFunction_t gets the kernel's facts (module
+// launches take it); a failure is explained.
 struct FuncBySymbol : Hook {
   hipFunction_t* out;
   const void* symbol;
   FuncBySymbol(hipFunction_t* o, const void* s) : out(o), symbol(s) {}
+  Decision before() const { return guard().before_get_func_by_symbol(symbol); }
   void after(hipError_t r) const { guard().on_get_func_by_symbol(symbol, r, r == kHipSuccess && out ? *out : nullptr); }
 };
 

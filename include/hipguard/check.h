@@ -139,7 +139,7 @@ class SelectionMemo {
 // Checks one payload (offload bundle, compressed bundle or raw code object)
 // against `targets`. With no targets only structural checks run, over every
 // AMDGPU entry (Full depth only). `data` must be readable in full. With a
-// memo, an uncompressed bundle checked to Depth::Selection or Headers is
+// memo, an uncompressed bundle checked to Depth::Selection is
 // selected from it when its entry IDs are there, and its clean selection is
 // added to it. `head`, when given, is a copy of data's first bytes (the shim
 // reads them from the file `data` is mapped from): classification and an

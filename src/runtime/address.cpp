@@ -335,7 +335,12 @@ bool MappedFiles::read(const void* p, uint64_t size, uint8_t* out) {
   }
   ok = ok && file->dev == st.st_dev && file->ino == st.st_ino && pread_all(f.fd, out, size, seg.file_offset);
   if (ok) {  // kept for the next read, in place of the last file's
-    if (kept) close(kept_fd_);
+    // Closed only if still the one opened for it: the program may have closed
+    // it since the check above, and its number been reused (by f too).
+    struct stat last;
+    if (kept && kept_fd_ != f.fd && fstat(kept_fd_, &last) == 0 && last.st_dev == kept_dev_ &&
+        last.st_ino == kept_ino_)
+      close(kept_fd_);
     kept_fd_ = std::exchange(f.fd, -1);
     kept_dev_ = st.st_dev;
     kept_ino_ = st.st_ino;

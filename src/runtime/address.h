@@ -41,8 +41,9 @@ struct MappedFile {
 // another, and an open per fat binary cost ~10 us (rocSOLVER: 301). It is
 // checked by fstat before each use, so a descriptor the program closed is
 // forgotten, never read or closed here; one the program closed and reopened
-// on the same file under the same number is the one hole left. Two locks,
-// never held together: one for the list, one for the kept descriptor and its I/O.
+// on the same file under the same number is the one hole left. Two locks:
+// one for the list, one for the kept descriptor and the file I/O; the list's
+// is taken under the other, never the other way round.
 class MappedFiles {
  public:
   // Copies [p, p + size) into `out` from the file mapped there, without
@@ -57,13 +58,13 @@ class MappedFiles {
   bool read(const void* p, uint64_t size, uint8_t* out);
   std::vector<MappedFile> known() const;  // a copy of the list
   // Held across fork() by the guard's fork handlers (Guard::before_fork; installed with a report path).
-  void lock() {
-    mu_.lock();
+  void lock() {  // in read()'s order
     io_mu_.lock();
+    mu_.lock();
   }
   void unlock() {
-    io_mu_.unlock();
     mu_.unlock();
+    io_mu_.unlock();
   }
 
  private:

@@ -189,6 +189,7 @@ class Guard {
   // hipGetFuncBySymbol returned `result` and `function` (its hipFunction_t,
   // or null) for `host_function`: module launches of `function` are checked
   // as launches of the registered kernel; a failure is explained.
+  Decision before_get_func_by_symbol(const void* host_function);
   void on_get_func_by_symbol(const void* host_function, int result, const void* function = nullptr);
 
   // A launch of `key` (host function for hipLaunchKernel*, hipFunction_t for

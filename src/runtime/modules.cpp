@@ -213,6 +213,34 @@ void Guard::index_function_of(const void* host_function, const void* function) {
   if (!f.findings().empty()) s.gate.fetch_or(kGateFindings, std::memory_order_release);
 }
 
+// Before hipGetFuncBySymbol: the kernel's fat binary is checked in full now,
+// as the runtime loads its code object for this call (and some runtimes abort
+// on a kernel the code object lacks: CLR Function::BuildKernel's guarantee),
+// so its findings are said first. Strict mode refuses a kernel that cannot
+// run with hipErrorInvalidDeviceFunction, as it refuses its launch.
+Decision Guard::before_get_func_by_symbol(const void* host_function) try {
+  State& s = state();
+  if (!host_function || s.config.mode == Mode::Off) return {};
+  index_kernel(host_function);
+  const KernelState* k = s.registry.find(host_function);
+  if (k && k->depth != Depth::Full) {
+    check_in_full(k->fatbin);
+    k = s.registry.find(host_function);
+  }
+  if (!k || !k->blocking || s.config.mode != Mode::Strict) return {};
+  Diagnostic d;
+  d.code = std::string(code::kLookupFailed);
+  d.file = k->file_name();
+  d.kernel = k->name;
+  d.message = "hipGetFuncBySymbol of a kernel that cannot run: " + first_finding(*k) +
+              "; strict mode: refused with hipErrorInvalidDeviceFunction";
+  d.fix = k->findings().front().fix;
+  report_consequence(d, &k->findings().front());
+  return {Action::Refuse, kHipErrorInvalidDeviceFunction};
+} catch (...) {
+  return {};
+}
+
 void Guard::on_get_func_by_symbol(const void* host_function, int result, const void* function) try {
   if (result == 0 && !function) return;
   if (no_device_error(result)) return;

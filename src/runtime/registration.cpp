@@ -162,7 +162,7 @@ Depth registration_depth(Bytes data, const GuardConfig& c) {
 
 }  // namespace
 
-// Warn mode reads an uncompressed bundle's table (the first 4 KiB hold a
+// Registration reads an uncompressed bundle's table (the first 4 KiB hold a
 // dozen entries' IDs) from the library's file rather than its mapping: the
 // mapping's pages are never faulted in, so there is nothing to release.
 // Per fat binary (rocSOLVER has 301) ~6 us for open, pread and close, where

@@ -1,7 +1,8 @@
-// Calls HIP through whatever is preloaded while every allocation made by
-// libhipguard.so's own code fails (its operator new throws std::bad_alloc),
-// then the same calls again with allocations working, and prints each result:
-// alloc_fail_host IMAGE KERNEL. Without the shim nothing fails. No HIP link.
+// Calls HIP through whatever is preloaded while every malloc called from
+// libhipguard.so's own code fails (with HIPGUARD_HEAP=malloc, its operator new
+// then throws std::bad_alloc), then the same calls again with allocations
+// working, and prints each result: alloc_fail_host IMAGE KERNEL. Without the
+// shim nothing fails. No HIP link.
 #include <dlfcn.h>
 #include <link.h>
 
@@ -42,7 +43,10 @@ F hip(const char* name) {
   return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
 }
 
-void calls(const std::vector<char>& image, const char* kernel, const char* round) {
+// A junk image of its own for each round: at another address, so that each round's is said.
+char g_junk[2][64];
+
+void calls(const std::vector<char>& image, const char* kernel, const char* round, char* junk) {
   void* module = nullptr;
   void* function = nullptr;
   int r = hip<int (*)(void**, const void*)>("hipModuleLoadData")(&module, image.data());
@@ -56,8 +60,8 @@ void calls(const std::vector<char>& image, const char* kernel, const char* round
   r = hip<int (*)(const char*, void**, int, uint64_t, void*)>("hipGetProcAddress")("hipModuleLaunchKernel", &pfn,
                                                                                     600, 0, nullptr);
   printf("%s hipGetProcAddress: %d %s\n", round, r, pfn ? "found" : "null");
-  std::vector<char> junk(64, 'x');
-  r = hip<int (*)(void**, const void*)>("hipModuleLoadData")(&module, junk.data());
+  memset(junk, 'x', sizeof g_junk[0]);
+  r = hip<int (*)(void**, const void*)>("hipModuleLoadData")(&module, junk);
   printf("%s hipModuleLoadData(junk): %d\n", round, r);
   printf("%s hipGetLastError: %d\n", round, hip<int (*)()>("hipGetLastError")());
 }
@@ -88,8 +92,8 @@ int main(int argc, char** argv) {
   }
   find_shim();
   g_fail = true;
-  calls(image, argv[2], "failing");
+  calls(image, argv[2], "failing", g_junk[0]);
   g_fail = false;
-  calls(image, argv[2], "working");
+  calls(image, argv[2], "working", g_junk[1]);
   return 0;
 }

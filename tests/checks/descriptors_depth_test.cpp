@@ -234,7 +234,7 @@ TEST(DescriptorsDepth, WhatTheMetadataDecidesWaitsForTheFullCheck) {
 
 // A kernel descriptor no metadata entry names is no kernel to the runtime
 // (HG407, a warning), but without the metadata it is judged as one: its LDS is
-// an error at Depth::Descriptors only. The Guard confirms before it stops (below).
+// an error at Depth::Descriptors only.
 TEST(DescriptorsDepth, ADescriptorWithoutMetadataIsJudgedAsAKernel) {
   hgtest::CodeObjectSpec spec = two_kernels();
   hgtest::KernelSpec orphan;
@@ -350,6 +350,33 @@ TEST_F(StrictRegistration, DescriptorErrorsRefuseTheLaunchNotTheRegistration) {
   EXPECT_EQ(g.on_launch(&host_gamma, 0, "hipLaunchKernel").action, Action::Refuse);
   err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("HG409 [gfx942"), std::string::npos) << err;
+  g.on_unregister_fatbin(&handle);
+  refused_launch_error(true);
+}
+
+// Registration reads a bundle's table only, in strict mode too: a selected
+// code object built for another processor than its entry ID says (HG202, which
+// the loader rejects) is not seen before the first use, where each launch of
+// its kernels is refused.
+TEST_F(StrictRegistration, RegistrationReadsNoCodeObject) {
+  Guard& g = Guard::get();
+  hgtest::CodeObjectSpec other = two_kernels();
+  other.mach = 0x03f;  // EF_AMDGPU_MACH_AMDGCN_GFX90A, in an entry that says gfx942
+  other.target = "amdgcn-amd-amdhsa--gfx90a";
+  other.kernels[0].name = "elsewhere_alpha";    // a name of its own: each finding is said once per process
+  other.kernels[1].name = "elsewhere_beta";
+  std::vector<uint8_t> b = bundle_of(other);
+  static int handle, host_alpha;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(register_fatbin(g, b, &handle), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle, &host_alpha, "elsewhere_alpha").action, Action::Forward);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "") << "nothing is read past the bundle table at registration";
+  testing::internal::CaptureStderr();
+  Decision d = g.on_launch(&host_alpha, 0, "hipLaunchKernel");
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(d.action, Action::Refuse) << err;
+  EXPECT_NE(err.find("error HG202 "), std::string::npos) << err;
   g.on_unregister_fatbin(&handle);
   refused_launch_error(true);
 }
@@ -561,7 +588,8 @@ TEST_F(StrictRegistration, IndexingOrderLeavesAStubToItsFirstRegistration) {
   }
   refused_launch_error(true);
 }
-// The hipFunction_t hipGetFuncBySymbol returns (AITER launches by it, with
+// hipGetFuncBySymbol of a kernel that cannot run is refused in strict mode,
+// and the hipFunction_t it returns (AITER launches by it, with
 // hipModuleLaunchKernel) is decided as its kernel: refused for HG409 or for
 // too much dynamic LDS, checked in full with its fat binary at first use, and
 // forgotten when the fat binary is unregistered.
@@ -573,6 +601,11 @@ TEST_F(StrictRegistration, AFunctionFromGetFuncBySymbolIsDecidedAsItsKernel) {
   EXPECT_EQ(register_fatbin(g, b, &handle), Action::Forward);
   EXPECT_EQ(g.on_register_function(&handle, &host_gamma, "gamma").action, Action::Forward);
   EXPECT_EQ(g.on_register_function(&handle, &host_alpha, "alpha").action, Action::Forward);
+  // The lookup itself: refused before the runtime's call (which may abort on a missing kernel).
+  Decision lookup = g.before_get_func_by_symbol(&host_gamma);
+  EXPECT_EQ(lookup.action, Action::Refuse);
+  EXPECT_EQ(lookup.hip_error, kHipErrorInvalidDeviceFunction);
+  EXPECT_EQ(g.before_get_func_by_symbol(&host_alpha).action, Action::Forward);
   g.on_get_func_by_symbol(&host_gamma, 0, &fn_gamma);
   g.on_get_func_by_symbol(&host_alpha, 0, &fn_alpha);
   EXPECT_EQ(g.on_launch(&fn_gamma, 0, "hipModuleLaunchKernel").action, Action::Refuse);
@@ -580,6 +613,8 @@ TEST_F(StrictRegistration, AFunctionFromGetFuncBySymbolIsDecidedAsItsKernel) {
   EXPECT_EQ(g.on_launch(&fn_alpha, 1u << 20, "hipModuleLaunchKernel").action, Action::Refuse) << "dynamic LDS";
   EXPECT_EQ(g.on_launch(&host_alpha, 1u << 20, "hipLaunchKernel").action, Action::Refuse);
   std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("error HG503 "), std::string::npos) << err;
+  EXPECT_NE(err.find("hipGetFuncBySymbol of a kernel that cannot run: HG409"), std::string::npos) << err;
   size_t said = 0;
   for (size_t at = err.find("HG306"); at != std::string::npos; at = err.find("HG306", at + 1)) ++said;
   EXPECT_EQ(said, 1u) << "said once per kernel, whichever key launched it: " << err;

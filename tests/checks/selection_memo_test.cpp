@@ -42,10 +42,10 @@ std::string codes(const ImageReport& r) {
   return s;
 }
 
-// `data` checked to `depth` (Selection: warn-mode registration; Headers:
-// strict mode's) with the memo and without: the same report.
+// `data` checked to Depth::Selection (registration) with the memo and without: the same report.
 void expect_same(Bytes data, const std::vector<TargetId>& targets, const Machine& m, SelectionMemo& memo,
-                 const std::string& what, Depth depth = Depth::Selection) {
+                 const std::string& what) {
+  const Depth depth = Depth::Selection;
   ImageReport plain = check_image(data, what, targets, "", depth, m);
   ImageReport memoized = check_image(data, what, targets, "", depth, m, &memo);
   EXPECT_EQ(memoized.code_objects.size(), plain.code_objects.size()) << what;
