@@ -276,7 +276,7 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
   // drops this registration, whatever its code objects hold (stub_owner,
   // claimed when first needed: Registry::pending_claims).
   if (fb.unindexed.empty()) s.registry.unindexed_order.push_back(handle);
-  s.registry.pending_claims.push_back({handle, fb.seq, s.registry.seq, fb.unindexed.size()});
+  s.registry.add_claim(handle, fb.seq, fb.unindexed.size());
   uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
   bool in_image = false;
   for (const auto& [lo, hi] : fb.readonly) in_image = in_image || (at >= lo && at < hi);

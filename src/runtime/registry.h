@@ -215,35 +215,43 @@ struct Registry {
   // the going one registered, as at exit, where fat binaries go newest first).
   // A library's registrations then cost no lookup in stub_owner while it
   // loads, nor when it is unloaded unused.
-  struct PendingClaim {
+  // One run of a fat binary's registrations in a row (a library registers
+  // its kernels fat binary by fat binary: a run each, not an entry per kernel).
+  struct PendingClaims {
     const void* handle;
-    uint64_t seq;   // the fat binary's FatbinState::seq
-    uint64_t at;    // Registry::seq when it was made
-    size_t entry;   // in the fat binary's `unindexed`
+    uint64_t seq;      // the fat binary's FatbinState::seq
+    uint64_t last_at;  // Registry::seq when its last claim was made
+    size_t first, count;  // entries of the fat binary's `unindexed`
   };
-  std::vector<PendingClaim> pending_claims;
-  void settle_claims() {
-    const void* last = nullptr;
-    FatbinState* fb = nullptr;
-    for (const PendingClaim& c : pending_claims) {
-      if (c.handle != last || !fb) {
-        auto it = fatbins.find(c.handle);
-        last = c.handle;
-        fb = it == fatbins.end() ? nullptr : &it->second;
+  std::vector<PendingClaims> pending_claims;
+  void add_claim(const void* handle, uint64_t fatbin_seq, size_t entry) {
+    if (!pending_claims.empty()) {
+      PendingClaims& run = pending_claims.back();
+      if (run.handle == handle && run.seq == fatbin_seq && run.first + run.count == entry) {
+        ++run.count;
+        run.last_at = seq;
+        return;
       }
-      if (!fb || fb->seq != c.seq || c.entry >= fb->unindexed.size()) continue;
-      FatbinState::Unindexed& e = fb->unindexed[c.entry];
-      if (!claim_stub(e.host_function, c.handle, c.seq)) e.host_function = nullptr;  // the runtime drops it
+    }
+    pending_claims.push_back({handle, fatbin_seq, seq, entry, 1});
+  }
+  void settle_claims() {
+    for (const PendingClaims& run : pending_claims) {
+      auto it = fatbins.find(run.handle);
+      if (it == fatbins.end() || it->second.seq != run.seq) continue;
+      std::vector<FatbinState::Unindexed>& entries = it->second.unindexed;
+      for (size_t i = run.first; i < run.first + run.count && i < entries.size(); ++i)
+        if (!claim_stub(entries[i].host_function, run.handle, run.seq)) entries[i].host_function = nullptr;  // the runtime drops it
     }
     pending_claims.clear();
   }
   // Before the fat binary `handle` (registered as `seq`) goes: its pending
   // claims are dropped when every other pending claim was made before it
   // registered (none can have found one of its stubs claimed), else all are settled.
-  void claims_before_going(const void* handle, uint64_t seq) {
+  void claims_before_going(const void* handle, uint64_t fatbin_seq) {
     size_t tail = pending_claims.size();
-    while (tail > 0 && pending_claims[tail - 1].handle == handle && pending_claims[tail - 1].seq == seq) --tail;
-    if (tail == 0 || pending_claims[tail - 1].at < seq) pending_claims.resize(tail);
+    while (tail > 0 && pending_claims[tail - 1].handle == handle && pending_claims[tail - 1].seq == fatbin_seq) --tail;
+    if (tail == 0 || pending_claims[tail - 1].last_at < fatbin_seq) pending_claims.resize(tail);
     else settle_claims();
   }
 
