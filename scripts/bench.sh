@@ -290,35 +290,54 @@ elif want R1 || want R2 || want R3; then
     done; done
   fi
   # R2: dlopen of each library with the real HIP 6.4 runtime, without the shim, warn, strict:
-  # wall of the host process (median of 3, timed inside the root), and the host's VmHWM,
-  # RssFile, RssAnon after the dlopen (bench/dlopen_rss.c; memory is not load-sensitive)
+  # wall of the host process (timed inside the root; the variants alternate,
+  # BENCH_R2_RUNS rounds, median: the ratio holds on a machine whose speed
+  # drifts), and the host's VmHWM, RssFile, RssAnon after the dlopen
+  # (bench/dlopen_rss.c; memory is not load-sensitive)
   binds=(--bind "$ROOT/$B")
   [[ -n ${BENCH_BASELINE_SHIM:-} ]] && binds+=(--bind "$(dirname "$(realpath "$BENCH_BASELINE_SHIM")")")
   inroot() { scripts/in-rocm-root.sh "${binds[@]}" "$@"; }
-  r2_run() {  # r2_run LIB [--env K=V]...: "wall_us dlopen_ms VmHWM RssAnon RssFile" (KiB)
+  # r2_runs LIB NAME=K=V,K=V ...: a line per variant, "NAME wall_us dlopen_ms VmHWM RssAnon RssFile" (KiB)
+  r2_runs() {
     local lib=$1; shift
-    inroot "$@" -- /bin/bash -c '
-      t=(); for i in 1 2 3; do s=$(date +%s%N); "$0" "$1" >/dev/null; t+=($(( ($(date +%s%N) - s) / 1000 ))); done
-      out=$("$0" "$1")
-      printf "%s\n" "${t[@]}" | sort -n | sed -n 2p | tr "\n" " "
-      echo "$out" | head -1 | sed "s/[a-zA-Z_]*=//g"' "$ROOT/$B/bin/dlopen_rss" "/$RLIB/$lib"
+    inroot -- /bin/bash -c '
+      bin=$1 lib=$2 n=$3; shift 3
+      declare -A t; for v in "$@"; do t[${v%%=*}]=""; done
+      for ((i = 0; i < n; i++)); do for v in "$@"; do
+        IFS=, read -ra e <<< "${v#*=}"
+        s=$(date +%s%N); env "${e[@]}" "$bin" "$lib" > /tmp/hipguard-r2.$$ 2>/dev/null
+        t[${v%%=*}]+="$(( ($(date +%s%N) - s) / 1000 )) "
+        [[ $i == 0 ]] && head -1 /tmp/hipguard-r2.$$ | sed "s/[a-zA-Z_]*=//g" > "/tmp/hipguard-r2.$$.${v%%=*}"
+      done; done
+      for v in "$@"; do name=${v%%=*}
+        echo "$name $(echo ${t[$name]} | tr " " "\n" | sort -n | awk "{a[NR]=\$1} END {print a[int((NR+1)/2)]}") $(cat "/tmp/hipguard-r2.$$.$name")"
+        rm -f "/tmp/hipguard-r2.$$.$name"
+      done; rm -f /tmp/hipguard-r2.$$' _ "$ROOT/$B/bin/dlopen_rss" "/$RLIB/$lib" "${BENCH_R2_RUNS:-21}" "$@"
   }
   if want R2 && [[ -x $B/bin/dlopen_rss ]]; then
     for lib in librocblas.so.4 librocsparse.so.1 librocsolver.so.0 ggml/backends0/libggml-hip.so; do
       [[ -e $RROOT/$RLIB/$lib ]] || continue
       cat "$RROOT/$RLIB/$lib" >/dev/null  # in the page cache
-      read -r w0 d0 h0 a0 f0 < <(r2_run "$lib")
-      for mode in warn strict; do for shim in ${BENCH_BASELINE_SHIM:-} "$SHIM"; do
-        tag=$([[ $shim == "$SHIM" ]] && echo "" || echo "-")
-        read -r w d h a f < <(r2_run "$lib" --env LD_PRELOAD="$shim" --env HIPGUARD_TARGET=gfx90a --env HIPGUARD_MODE=$mode)
+      variants=(none=HIPGUARD_R2=none)
+      for mode in warn strict; do
+        [[ -n ${BENCH_BASELINE_SHIM:-} ]] &&
+          variants+=("$mode-=LD_PRELOAD=$BENCH_BASELINE_SHIM,HIPGUARD_TARGET=gfx90a,HIPGUARD_MODE=$mode")
+        variants+=("$mode=LD_PRELOAD=$SHIM,HIPGUARD_TARGET=gfx90a,HIPGUARD_MODE=$mode")
+      done
+      declare -A res=()
+      while read -r name rest; do res[$name]=$rest; done < <(r2_runs "$lib" "${variants[@]}")
+      read -r w0 d0 h0 a0 f0 <<< "${res[none]}"
+      for v in "${variants[@]:1}"; do
+        name=${v%%=*} mode=${name%-} tag=$([[ $name == *- ]] && echo "-" || echo "")
+        read -r w d h a f <<< "${res[$name]}"
         r=$(awk -v a="$w" -v b="$w0" 'BEGIN {printf "%.2f", a / b}')
         dh=$(awk -v a="$h" -v b="$h0" 'BEGIN {printf "%.1f", (a - b) / 1024}')
         df=$(awk -v a="$f" -v b="$f0" 'BEGIN {printf "%.1f", (a - b) / 1024}')
         da=$(awk -v a="$a" -v b="$a0" 'BEGIN {printf "%.1f", (a - b) / 1024}')
         met=$(awk -v r="$r" -v d="$dh" 'BEGIN {print (r <= 1.25 && d <= 16) ? "met" : "NOT met"}')
-        row "R2$tag" "dlopen $(basename "$lib"), $mode: $((w / 1000)) ms vs $((w0 / 1000)) ms (dlopen ${d} vs ${d0} ms)" \
+        row "R2$tag" "dlopen $(basename "$lib"), $mode: $((w / 1000)) ms vs $((w0 / 1000)) ms (dlopen ${d} vs ${d0} ms; median of ${BENCH_R2_RUNS:-21} alternating)" \
           "${r}x, +${dh} MiB" "dVmHWM +${dh}, dRssFile +${df}, dRssAnon +${da} MiB (VmHWM none ${h0} KiB); target <=1.25x, <=+16 MiB: $met"
-      done; done
+      done
     done
   fi
   # R3: llama-cli --list-devices (no GPU here: the runtime finds none) with and without the shim
