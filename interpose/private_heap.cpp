@@ -3,7 +3,7 @@
 // memory from pages of its own, pooled by std::pmr, never from the host's
 // malloc heap. Blocks the shim keeps while a library registers would
 // otherwise lie between the runtime's per-kernel objects and slow the
-// runtime's own walks over them (docs/performance.md, "The shim's own heap").
+// runtime's own walks over them (docs/performance.md, "R2 met").
 // C code (zlib, zstd, libc) still uses malloc. HIPGUARD_HEAP=malloc sends the
 // shim's allocations to malloc instead (for heap profilers, and for the test
 // that makes them fail). Left out of sanitizer builds, which must see every
