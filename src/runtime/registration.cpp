@@ -276,7 +276,6 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
   // drops this registration, whatever its code objects hold (stub_owner,
   // claimed when first needed: Registry::pending_claims).
   if (fb.unindexed.empty()) s.registry.unindexed_order.push_back(handle);
-  s.registry.add_claim(handle, fb.seq, fb.unindexed.size());
   uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
   bool in_image = false;
   for (const auto& [lo, hi] : fb.readonly) in_image = in_image || (at >= lo && at < hi);
@@ -286,6 +285,7 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
     fb.unindexed.push_back({host_function, nullptr, fb.unindexed_names.size()});
     fb.unindexed_names.append(device_name).push_back('\0');
   }
+  s.registry.add_claim(handle, fb.seq, fb.unindexed.size() - 1);  // once it is there
   if (!(s.gate.load(std::memory_order_relaxed) & kGateUnindexed))
     s.gate.fetch_or(kGateUnindexed, std::memory_order_release);
   return {};
@@ -299,6 +299,11 @@ void Guard::index_kernels_of(const void* handle) {
   auto it = s.registry.fatbins.find(handle);
   if (it == s.registry.fatbins.end() || it->second.unindexed.empty()) return;
   FatbinState& fb = it->second;
+  if (std::none_of(fb.unindexed.begin(), fb.unindexed.end(), [](const auto& e) { return e.host_function; })) {
+    fb.unindexed.clear();  // every registration dropped: nothing to index
+    fb.unindexed_names.clear();
+    return;
+  }
   if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
   if (!fb.origin) fb.origin = std::make_shared<const std::string>(fb.report.origin);
   bool findings = false;

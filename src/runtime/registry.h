@@ -167,7 +167,7 @@ struct ModuleInfo {
 // Its invariants: every kernel in the table is a live state of `kernels`
 // (retired ones wait in `quarantine` before reuse); a stub's owner counts
 // while the fat binary that registered it first is registered (owner_of); `unindexed_order`
-// lists exactly the fat binaries with unindexed kernels;
+// lists exactly the fat binaries with unindexed registrations (some may be dropped);
 // `fatbins_not_checked_in_full` counts the fat binaries below Depth::Full.
 struct Registry {
   std::map<const void*, FatbinState> fatbins;
@@ -204,7 +204,7 @@ struct Registry {
     static unsigned getHashValue(const void* p) { return static_cast<unsigned>(hash_pointer(p)); }
   };
   llvm::DenseMap<const void*, StubOwner, StubHash> stub_owner;
-  size_t gone_stubs = 0;  // entries of stub_owner whose fat binary is gone, at most
+  size_t gone_stubs = 0;  // entries of stub_owner whose fat binary is gone, at most (an estimate: prunes when large)
   static constexpr size_t kPruneAbove = 64 * 1024;
 
   // Registrations not claimed in stub_owner yet, in registration order: each
@@ -235,13 +235,24 @@ struct Registry {
     }
     pending_claims.push_back({handle, fatbin_seq, seq, entry, 1});
   }
+  // Each claim is made once: a run advances past each claim made, and what
+  // was settled is erased if a claim throws (std::bad_alloc), so that a later
+  // settle goes on from the claim that failed.
   void settle_claims() {
-    for (const PendingClaims& run : pending_claims) {
-      auto it = fatbins.find(run.handle);
-      if (it == fatbins.end() || it->second.seq != run.seq) continue;
-      std::vector<FatbinState::Unindexed>& entries = it->second.unindexed;
-      for (size_t i = run.first; i < run.first + run.count && i < entries.size(); ++i)
-        if (!claim_stub(entries[i].host_function, run.handle, run.seq)) entries[i].host_function = nullptr;  // the runtime drops it
+    size_t r = 0;
+    try {
+      for (; r < pending_claims.size(); ++r) {
+        PendingClaims& run = pending_claims[r];
+        auto it = fatbins.find(run.handle);
+        if (it == fatbins.end() || it->second.seq != run.seq) continue;
+        std::vector<FatbinState::Unindexed>& entries = it->second.unindexed;
+        for (; run.count > 0; ++run.first, --run.count)
+          if (run.first < entries.size() && !claim_stub(entries[run.first].host_function, run.handle, run.seq))
+            entries[run.first].host_function = nullptr;  // the runtime drops it
+      }
+    } catch (...) {
+      pending_claims.erase(pending_claims.begin(), pending_claims.begin() + static_cast<std::ptrdiff_t>(r));
+      throw;
     }
     pending_claims.clear();
   }

@@ -32,9 +32,10 @@ void Guard::open_report(State& s) {
 // counts and lists only what it does itself.
 void Guard::before_fork() {
   State& s = state();
-  // The memo's and the mapped files' locks are never held with another: no
-  // order to keep. The probe's and the sink's come after the state mutex, as
-  // everywhere (two leaves, never held together).
+  // The memo's and the mapped files' locks are never held with the others (the
+  // mapped files' two in their own order, MappedFiles::lock). The probe's and
+  // the sink's come after the state mutex, as everywhere (two leaves, never
+  // held together).
   s.selection_memo.lock();
   s.mapped_files.lock();
   s.mu.lock();
