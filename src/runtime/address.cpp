@@ -316,7 +316,7 @@ bool MappedFiles::read(const void* p, uint64_t size, uint8_t* out) {
   struct stat st;
   // The file read last, if the descriptor is still the one opened for it: a
   // program may have closed it (then it is forgotten, never closed here).
-  bool kept = kept_fd_ >= 0 && fstat(kept_fd_, &st) == 0 && st.st_dev == kept_dev_ && st.st_ino == kept_ino_;
+  bool kept = kept_is_ours();
   if (!kept) kept_fd_ = -1;
   if (kept && file && file->dev == kept_dev_ && file->ino == kept_ino_)
     return pread_all(kept_fd_, out, size, seg.file_offset);
@@ -337,15 +337,17 @@ bool MappedFiles::read(const void* p, uint64_t size, uint8_t* out) {
   if (ok) {  // kept for the next read, in place of the last file's
     // Closed only if still the one opened for it: the program may have closed
     // it since the check above, and its number been reused (by f too).
-    struct stat last;
-    if (kept && kept_fd_ != f.fd && fstat(kept_fd_, &last) == 0 && last.st_dev == kept_dev_ &&
-        last.st_ino == kept_ino_)
-      close(kept_fd_);
+    if (kept && kept_fd_ != f.fd && kept_is_ours()) close(kept_fd_);
     kept_fd_ = std::exchange(f.fd, -1);
     kept_dev_ = st.st_dev;
     kept_ino_ = st.st_ino;
   }
   return ok;
+}
+
+bool MappedFiles::kept_is_ours() const {
+  struct stat st;
+  return kept_fd_ >= 0 && fstat(kept_fd_, &st) == 0 && st.st_dev == kept_dev_ && st.st_ino == kept_ino_;
 }
 
 std::vector<MappedFile> MappedFiles::known() const {

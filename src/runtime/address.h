@@ -73,6 +73,7 @@ class MappedFiles {
   std::mutex io_mu_;
   int kept_fd_ = -1;  // the file read last (O_CLOEXEC), or -1
   uint64_t kept_dev_ = 0, kept_ino_ = 0;
+  bool kept_is_ours() const;  // kept_fd_ still names the file it was opened for (io_mu_ held)
 };
 // Unmaps from this process the clean file-backed pages of [p, p + size) that
 // lie wholly in one of the `readonly` ranges (MADV_DONTNEED), so that the pages

@@ -127,6 +127,7 @@ void guarded(F&& f) noexcept {
 // on_module_loaded). Defined in state.h.
 struct PendingFatbin;
 struct ModuleInfo;
+struct KernelState;
 struct PendingDelete {
   void operator()(PendingFatbin* p) const noexcept;
   void operator()(ModuleInfo* p) const noexcept;
@@ -247,6 +248,8 @@ class Guard {
   static constexpr size_t kMaxConsequences = 1000;
   void run_probe(const void* fatbin_handle);  // probes the kernels of one fat binary, once
   void check_in_full(const void* fatbin_handle);  // a fat binary registered checked to selection only
+  // `key` indexed and its fat binary checked in full: its state, or null (a lookup's kernel).
+  const KernelState* kernel_in_full(const void* key);
   // Registered kernels enter the kernel table lazily, a fat binary at a time
   // (the first launch or lookup of one of its kernels, or the report).
   void index_kernel(const void* key);  // the fat binary whose registration of `key` counts

@@ -54,6 +54,14 @@ void Guard::check_in_full(const void* handle) {
   for (const auto& d : said) report_once(d);
 }
 
+const KernelState* Guard::kernel_in_full(const void* key) {
+  index_kernel(key);
+  const KernelState* k = state().registry.find(key);
+  if (!k || k->depth == Depth::Full) return k;
+  check_in_full(k->fatbin);
+  return state().registry.find(key);
+}
+
 namespace {
 
 // Whether a kernel's "said" flag is set for the first time: a hipFunction_t's

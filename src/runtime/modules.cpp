@@ -221,12 +221,7 @@ void Guard::index_function_of(const void* host_function, const void* function) {
 Decision Guard::before_get_func_by_symbol(const void* host_function) try {
   State& s = state();
   if (!host_function || s.config.mode == Mode::Off) return {};
-  index_kernel(host_function);
-  const KernelState* k = s.registry.find(host_function);
-  if (k && k->depth != Depth::Full) {
-    check_in_full(k->fatbin);
-    k = s.registry.find(host_function);
-  }
+  const KernelState* k = kernel_in_full(host_function);
   if (!k || !k->blocking || s.config.mode != Mode::Strict) return {};
   Diagnostic d;
   d.code = std::string(code::kLookupFailed);
@@ -246,16 +241,12 @@ void Guard::on_get_func_by_symbol(const void* host_function, int result, const v
   if (no_device_error(result)) return;
   State& s = state();
   if (s.config.mode == Mode::Off) return;
-  index_kernel(host_function);
   if (result == 0) {
+    index_kernel(host_function);
     std::lock_guard<std::mutex> lock(s.mu);
     return index_function_of(host_function, function);
   }
-  const KernelState* k = s.registry.find(host_function);
-  if (k && k->depth != Depth::Full) {
-    check_in_full(k->fatbin);
-    k = s.registry.find(host_function);
-  }
+  const KernelState* k = kernel_in_full(host_function);
   Diagnostic d;
   d.code = std::string(code::kLookupFailed);
   if (!k) {

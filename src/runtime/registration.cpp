@@ -272,9 +272,6 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
     s.registry.last_fatbin = &it->second;
   }
   FatbinState& fb = *s.registry.last_fatbin;
-  // A stub registered already, by a fat binary still registered: the runtime
-  // drops this registration, whatever its code objects hold (stub_owner,
-  // claimed when first needed: Registry::pending_claims).
   if (fb.unindexed.empty()) s.registry.unindexed_order.push_back(handle);
   uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
   bool in_image = false;
@@ -285,7 +282,10 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
     fb.unindexed.push_back({host_function, nullptr, fb.unindexed_names.size()});
     fb.unindexed_names.append(device_name).push_back('\0');
   }
-  s.registry.add_claim(handle, fb.seq, fb.unindexed.size() - 1);  // once it is there
+  // A stub registered already, by a fat binary still registered: the runtime
+  // drops this registration, whatever its code objects hold (stub_owner,
+  // claimed when first needed, once the entry is there: Registry::pending_claims).
+  s.registry.add_claim(handle, fb.seq, fb.unindexed.size() - 1);
   if (!(s.gate.load(std::memory_order_relaxed) & kGateUnindexed))
     s.gate.fetch_or(kGateUnindexed, std::memory_order_release);
   return {};

@@ -311,6 +311,22 @@ Action register_fatbin(Guard& g, const std::vector<uint8_t>& bundle, const void*
   if (a == Action::Forward) g.on_registered_fatbin(handle, std::move(pending));
   return a;
 }
+
+// Registers `bundle` under `handle` with its kernel `name` at `host`, which
+// says nothing (not HG`code` either), then launches it: what the launch
+// decides, and what it said.
+std::pair<Decision, std::string> register_then_launch(Guard& g, const std::vector<uint8_t>& bundle, const void* handle,
+                                                      const void* host, const char* name, const std::string& code) {
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(register_fatbin(g, bundle, handle), Action::Forward) << name;
+  EXPECT_EQ(g.on_register_function(handle, host, name).action, Action::Forward) << name;
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find(code), std::string::npos) << "not at registration: " << err;
+  EXPECT_EQ(err, "") << "nothing is read past the bundle table at registration";
+  testing::internal::CaptureStderr();
+  Decision d = g.on_launch(host, 0, "hipLaunchKernel");
+  return {d, testing::internal::GetCapturedStderr()};
+}
 }  // namespace
 
 // A registered kernel whose descriptor cannot run (static LDS over the limit)
@@ -367,14 +383,7 @@ TEST_F(StrictRegistration, RegistrationReadsNoCodeObject) {
   other.kernels[1].name = "elsewhere_beta";
   std::vector<uint8_t> b = bundle_of(other);
   static int handle, host_alpha;
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(register_fatbin(g, b, &handle), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle, &host_alpha, "elsewhere_alpha").action, Action::Forward);
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err, "") << "nothing is read past the bundle table at registration";
-  testing::internal::CaptureStderr();
-  Decision d = g.on_launch(&host_alpha, 0, "hipLaunchKernel");
-  err = testing::internal::GetCapturedStderr();
+  auto [d, err] = register_then_launch(g, b, &handle, &host_alpha, "elsewhere_alpha", "HG202");
   EXPECT_EQ(d.action, Action::Refuse) << err;
   EXPECT_NE(err.find("error HG202 "), std::string::npos) << err;
   g.on_unregister_fatbin(&handle);
@@ -391,15 +400,7 @@ TEST_F(StrictRegistration, MetadataErrorsRefuseTheFirstLaunch) {
   spec.kernels[1].max_flat = 0;  // CLR rejects the code object (HG304)
   std::vector<uint8_t> b = bundle_of(spec);
   static int handle, host_alpha;
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(register_fatbin(g, b, &handle), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle, &host_alpha, "alpha").action, Action::Forward);
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err.find("HG304"), std::string::npos) << "not at registration: " << err;
-
-  testing::internal::CaptureStderr();
-  Decision d = g.on_launch(&host_alpha, 0, "hipLaunchKernel");
-  err = testing::internal::GetCapturedStderr();
+  auto [d, err] = register_then_launch(g, b, &handle, &host_alpha, "alpha", "HG304");
   EXPECT_EQ(d.action, Action::Refuse);
   EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
   EXPECT_NE(err.find("error HG304 "), std::string::npos) << err;
