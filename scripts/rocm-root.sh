@@ -1,37 +1,72 @@
 #!/usr/bin/env bash
-# Builds, or reuses, the Debian sid root with real ROCm 6.4 / 7.x that the tests run against
-# (HIP 6.4 runtime, hipcc 7.0.2, comgr 3, rocBLAS, hipBLASLt, rocSPARSE, rocSOLVER, ggml/llama.cpp).
-#   scripts/rocm-root.sh            build or reuse it; prints its path last
-#   scripts/rocm-root.sh --path     only print where it is (or would be)
-# Where: $HIPGUARD_ROCM_ROOT, default /var/cache/hipguard/rocm-sid (outside any clone, so a
-# rerun and CI reuse it). Idempotent: a root whose stamp lists the same packages is reused as is;
-# one that lacks packages gets them installed. Needs root, mmdebstrap and the Debian archive apt
-# already uses. Exit 3 (one line on stderr) when it cannot be built here; tests that need it skip.
-# Size and time: README, "The ROCm root".
+# Builds, or reuses, a Debian root with a real ROCm stack that the tests run against. Two stacks:
+#   6.4  Debian sid: HIP 6.4 runtime (libamdhip64.so.6), hipcc 7.0.2/clang 21, comgr 3, rocBLAS 4,
+#        hipBLASLt, rocSPARSE, rocSOLVER, MAGMA, ggml/llama.cpp
+#   7.2  Debian sid with experimental preferred: HIP 7.2.4 runtime (libamdhip64.so.7), hipcc 7.2.4/
+#        clang 22, comgr 7.2.4, rocBLAS 5 (gfx942 Tensile code), hipBLASLt, rocSPARSE, rocSOLVER,
+#        MIOpen, RCCL, rocBLAS's test and bench programs
+#   scripts/rocm-root.sh [--stack 6.4|7.2]          build or reuse it; prints its path last
+#   scripts/rocm-root.sh [--stack 6.4|7.2] --path   only print where it is (or would be)
+# Where: $HIPGUARD_ROCM_ROOT (6.4, default /var/cache/hipguard/rocm-sid) and $HIPGUARD_ROCM72_ROOT
+# (7.2, default /var/cache/hipguard/rocm-7.2), outside any clone, so a rerun and CI reuse them.
+# Idempotent: a root whose stamp lists the same packages is reused as is; one that lacks packages
+# gets them installed. Needs root, mmdebstrap and the Debian archive apt already uses. Exit 3 (one
+# line on stderr) when it cannot be built here; tests that need it skip. Size and time: docs/ci.md.
 set -euo pipefail
-root=${HIPGUARD_ROCM_ROOT:-/var/cache/hipguard/rocm-sid}
-if [[ ${1:-} == --path ]]; then
+stack=6.4
+only_path=
+while (($#)); do
+  case $1 in
+    --stack) stack=$2; shift 2 ;;
+    --path) only_path=1; shift ;;
+    *) echo "rocm-root: usage: rocm-root.sh [--stack 6.4|7.2] [--path]" >&2; exit 2 ;;
+  esac
+done
+
+# What the suite uses, per stack. Order does not matter; the stamp keeps the sorted list.
+case $stack in
+  6.4)
+    root=${HIPGUARD_ROCM_ROOT:-/var/cache/hipguard/rocm-sid}
+    suites=(sid)
+    aptopts=()
+    packages=(
+      hipcc libamdhip64-dev libamd-comgr-dev rocminfo         # hipcc 7, HIP 6.4 runtime, comgr 3, ROCR
+      librocblas4 libhipblaslt1                               # Tensile libraries (.co/.hsaco/.dat)
+      librocsparse1 librocsolver0 librocfft0 libhipblas2      # fat binaries; rocFFT's has no kernels; hipBLAS none
+      libmagma2-rocm                                          # MAGMA 2.9 (436 fat binaries)
+      libhipfft0-tests                                        # hipfft-test: ships gfx942 code, loads rocFFT's kernel-free fat binary
+      libggml0-backend-hip llama.cpp-tools                    # a real application (llama-cli) and its HIP backend
+      libarchive13t64                                         # hipguard itself (built on Debian 12) run inside the root
+    )
+    # Real .deb files the archive tests read in place (Rocm.Archives), kept as files inside the root
+    # (/var/cache/hipguard-debs there): small packages, one with GPU code, one kernel-free, one without any.
+    debs=(libhipfft0-tests librocfft0 libhipblas2)
+    ;;
+  7.2)
+    root=${HIPGUARD_ROCM72_ROOT:-/var/cache/hipguard/rocm-7.2}
+    suites=(sid experimental)
+    # experimental's packages (7.2.4) wherever it has one, sid's otherwise.
+    aptopts=(--aptopt='APT::Default-Release "experimental"')
+    packages=(
+      hipcc libamdhip64-dev libamd-comgr-dev rocminfo         # hipcc 7.2.4/clang 22, HIP 7.2 runtime, comgr 7.2.4, ROCR
+      librocblas5 libhipblaslt1                               # Tensile libraries: rocBLAS 5 with gfx942, hipBLASLt without
+      librocsparse1 librocsolver0                             # fat binaries
+      libmiopen1 librccl1                                     # what ML frameworks load (bench R4)
+      librocblas5-tests librocblas5-bench                     # real programs that link rocBLAS 5
+      libarchive13t64 python3 file                            # hipguard itself (built on Debian 12) run inside the root
+    )
+    debs=()
+    ;;
+  *) echo "rocm-root: unknown stack '$stack' (6.4 or 7.2)" >&2; exit 2 ;;
+esac
+if [[ -n $only_path ]]; then
   echo "$root"
   exit 0
 fi
-
-# What the suite uses. Order does not matter; the stamp keeps the sorted list.
-packages=(
-  hipcc libamdhip64-dev libamd-comgr-dev rocminfo         # hipcc 7, HIP 6.4 runtime, comgr 3, ROCR
-  librocblas4 libhipblaslt1                               # Tensile libraries (.co/.hsaco/.dat)
-  librocsparse1 librocsolver0 librocfft0 libhipblas2      # fat binaries; rocFFT's has no kernels; hipBLAS none
-  libmagma2-rocm                                          # MAGMA 2.9 (436 fat binaries)
-  libhipfft0-tests                                        # hipfft-test: ships gfx942 code, loads rocFFT's kernel-free fat binary
-  libggml0-backend-hip llama.cpp-tools                    # a real application (llama-cli) and its HIP backend
-  libarchive13t64                                         # hipguard itself (built on Debian 12) run inside the root
-)
-# Real .deb files the archive tests read in place (Rocm.Archives), kept as files inside the root
-# (/var/cache/hipguard-debs there): small packages, one with GPU code, one kernel-free, one without any.
-debs=(libhipfft0-tests librocfft0 libhipblas2)
 want=$(printf '%s\n' "${packages[@]}" | sort -u)
 stamp=$root/.hipguard-root
 
-cannot() { echo "rocm-root: cannot build the ROCm root here: $*" >&2; exit 3; }
+cannot() { echo "rocm-root: cannot build the ROCm $stack root here: $*" >&2; exit 3; }
 
 # Runs apt inside the root (its sid index is past its Valid-Until date).
 in_root() {
@@ -70,6 +105,7 @@ fi
 mirror=$( { grep -hsE '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}';
             grep -hsE '^deb ' /etc/apt/sources.list | awk '{print ($2 ~ /^\[/ ? $3 : $2)}'; } |
           grep -v -e security -e updates | head -n 1 || true)
+mirror=${mirror:-http://deb.debian.org/debian}
 
 if [[ -f $stamp ]]; then
   echo "rocm-root: adding packages to $root"
@@ -90,10 +126,11 @@ start=$SECONDS
 tmp=$root.partial
 rm -rf --one-file-system "$tmp"
 mkdir -p "$(dirname "$root")"
-echo "rocm-root: building $root from Debian sid (5 to 10 minutes, 10 GB; log: $tmp.log)"
-# shellcheck disable=SC2086
-if ! mmdebstrap --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
-     --include="$(IFS=,; echo "${packages[*]}")" sid "$tmp" $mirror >"$tmp.log" 2>&1; then
+sources=()
+for s in "${suites[@]}"; do sources+=("deb $mirror $s main"); done
+echo "rocm-root: building the ROCm $stack root $root (5 to 10 minutes; log: $tmp.log)"
+if ! mmdebstrap --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' "${aptopts[@]}" \
+     --include="$(IFS=,; echo "${packages[*]}")" sid "$tmp" "${sources[@]}" >"$tmp.log" 2>&1; then
   tail -n 20 "$tmp.log" >&2
   rm -rf --one-file-system "$tmp"
   cannot "mmdebstrap failed (log: $tmp.log)"

@@ -78,6 +78,11 @@ struct FactSource {
 std::span<const FactSource> fact_sources();
 const ProcessorInfo* find_processor(std::string_view name);
 const ProcessorInfo* find_processor_by_mach(uint32_t mach);
+// Of `candidates` (target IDs: "gfx90a:xnack+", or processor names), the ones nearest to the
+// processor `device`, for "nearest: ..." in messages: those of its ISA major version whose minor
+// version is closest to its own (gfx950 -> gfx942 before gfx90a), each once, in the candidates'
+// order. Empty when none shares the major version or a processor is not in the table.
+std::vector<std::string> nearest_processors(std::string_view device, std::span<const std::string> candidates);
 // gfx_target_version triple as reported by KFD (e.g. 9,4,2 -> gfx942).
 const ProcessorInfo* find_processor_by_version(unsigned major, unsigned minor, unsigned stepping);
 

@@ -346,12 +346,13 @@ void Resolver::library_loaders() {
       }
       follow(first);
     } else if (starts_with(so, "librocblas.so")) {
-      // tensile_host.cpp, as Debian's librocblas.so.4 (6.4.4) has it: <dir>/rocblas/<version>/library
-      // first (Debian's patch), then upstream's order.
+      // tensile_host.cpp, as Debian patches it: <dir>/rocblas/<version>/library first, the version
+      // being the library's (librocblas.so.4 of ROCm 6.4: rocblas/4.4.1; librocblas.so.5 of ROCm 7.2:
+      // rocblas/5, strings in the libraries), then upstream's order.
       std::vector<std::string> c;
       std::string major = so_major(so, "librocblas.so");
       for (const auto& v : list_dir(host_of(base + "/rocblas"), [&](const std::string& f) {
-             return !major.empty() && starts_with(f, major + ".");
+             return !major.empty() && (f == major || starts_with(f, major + "."));
            }))
         c.push_back(base + "/rocblas/" + v + "/library");
       for (const char* rel : {"/../../Tensile/library", "/library", "/../rocblas/library", "/rocblas/library"})

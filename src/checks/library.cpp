@@ -113,10 +113,14 @@ std::vector<FileReport> Tally::missing_targets() const {
     r.library = s.name;
     for (const auto& p : s.targets) {
       if (p.code_objects > 0) continue;
+      std::string nearest;
+      for (const auto& n : nearest_processors(p.target.processor, s.built_for))
+        nearest += (nearest.empty() ? "" : ", ") + n;
       Diagnostic d = make_diagnostic(
           code::kLibraryLacksTarget, s.name,
           "kernel library has no code object for " + p.target.label() + ": its " + std::to_string(s.files) +
-              " code object file(s) are built for " + (has.empty() ? "no AMDGPU processor" : has),
+              " code object file(s) are built for " + (has.empty() ? "no AMDGPU processor" : has) +
+              (nearest.empty() ? "" : " (nearest: " + nearest + ")"),
           "install or build the library for " + p.target.processor + " (--offload-arch=" + p.target.processor +
               ", GPU_TARGETS or AMDGPU_TARGETS=" + p.target.processor + "), or run it on a GPU it has code for");
       d.target = p.target.str();

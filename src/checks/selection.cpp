@@ -280,21 +280,15 @@ void Checker::no_match(const std::vector<Candidate>& candidates, const TargetId&
     return;
   }
   std::string fix = "rebuild with --offload-arch=" + t.processor + " added to the existing --offload-arch list";
-  const ProcessorInfo* dev = find_processor(t.processor);
   for (const auto& c : candidates)
     if (std::string w = override_workaround(c.tid.processor, t.processor); !w.empty()) {
       fix += w;
       break;
     }
-  // The nearest candidates: same ISA major.minor, else same major version.
+  std::vector<std::string> ids;
+  for (const auto& c : candidates) ids.push_back(c.tid.str());
   std::string nearest;
-  for (int level = 0; level < 2 && nearest.empty(); ++level)
-    for (const auto& c : candidates) {
-      const ProcessorInfo* p = find_processor(c.tid.processor);
-      if (dev && p && p->major == dev->major && (level == 1 || p->minor == dev->minor) &&
-          nearest.find(c.tid.str()) == std::string::npos)
-        nearest += (nearest.empty() ? "" : ", ") + c.tid.str();
-    }
+  for (const auto& n : nearest_processors(t.processor, ids)) nearest += (nearest.empty() ? "" : ", ") + n;
   add(code::kNoCodeObject, "", "", &t,
       "no code object for " + t.label() + "; the bundle holds: " + held +
           (nearest.empty() ? "" : " (nearest: " + nearest + ")") + why,

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <climits>
+#include <cstdlib>
 
 namespace hipguard {
 namespace {
@@ -160,6 +162,21 @@ const ProcessorInfo* find_processor(std::string_view name) {
   }();
   auto it = by_name.find(name);
   return it == by_name.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> nearest_processors(std::string_view device, std::span<const std::string> candidates) {
+  const ProcessorInfo* dev = find_processor(device);
+  std::vector<std::string> nearest;
+  if (!dev) return nearest;
+  int best = INT_MAX;
+  for (const auto& c : candidates) {
+    const ProcessorInfo* p = find_processor(std::string_view(c).substr(0, c.find(':')));
+    if (!p || p->major != dev->major) continue;
+    int distance = std::abs(int(p->minor) - int(dev->minor));
+    if (distance < best) nearest.clear(), best = distance;
+    if (distance == best && std::find(nearest.begin(), nearest.end(), c) == nearest.end()) nearest.push_back(c);
+  }
+  return nearest;
 }
 
 const ProcessorInfo* find_processor_by_mach(uint32_t mach) {

@@ -403,27 +403,11 @@ TEST(ShimExports, ApiTableCoversTheRuntimesLoadAndLaunchSymbols) {
   EXPECT_GT(checked, 30u);
 }
 
-// The same against the real HIP 6.4 runtime of the ROCm root (scripts/rocm-root.sh):
-// every libamdhip64.so.6 export that loads code, launches, looks up or enumerates
-// kernels, makes or sets graph kernel nodes, configures a launch, hands out
-// entry points or reads the last error is an HG_API or HG_SKIP line under the
-// runtime's node; and tests/simrt/hip_6.4_exports.def (scripts/hip-exports.sh) is
-// that library's export list as it is.
-TEST(ShimExports, Hip64RuntimeSymbolsArePlaced) {
-  const std::string root = HIPGUARD_ROCM_ROOT;
-  if (root.empty() || !exists(root + "/.hipguard-root"))
-    GTEST_SKIP() << "no ROCm root at '" << root << "' (scripts/rocm-root.sh)";
-  const std::string real = root + "/usr/lib/x86_64-linux-gnu/libamdhip64.so.6";
-  std::map<std::string, std::string> table;
-  std::ifstream in_table(HIPGUARD_API_TABLE);
-  std::regex line_re(R"(^HG_(API|SKIP)\(([A-Za-z0-9_]+), *(hip_[0-9.]+)[,)])");
-  for (std::string line; std::getline(in_table, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, line_re)) table[m[2]] = m[3];
-  }
+// The versioned functions a real libamdhip64 exports: name -> version node.
+static std::map<std::string, std::string> runtime_exports(const std::string& real) {
   ProcessResult rs = run_process({kReadelf, "--dyn-syms", "-W", real});
-  ASSERT_EQ(rs.status, 0) << rs.err;
-  std::map<std::string, std::string> exports;  // name -> node
+  EXPECT_EQ(rs.status, 0) << rs.err;
+  std::map<std::string, std::string> exports;
   std::istringstream in(rs.out);
   for (std::string line; std::getline(in, line);) {
     std::istringstream f(line);
@@ -432,7 +416,22 @@ TEST(ShimExports, Hip64RuntimeSymbolsArePlaced) {
     auto at = sym.find('@');
     if (at != std::string::npos) exports[sym.substr(0, at)] = sym.substr(sym.find_first_not_of('@', at));
   }
-  ASSERT_GT(exports.size(), 400u) << real;
+  return exports;
+}
+
+// Every export of a real runtime that loads code, launches, looks up or enumerates kernels, makes or
+// sets graph kernel nodes, configures a launch, hands out entry points or reads the last error is an
+// HG_API or HG_SKIP line of hip_api.def under the runtime's node. Returns the exports.
+static std::map<std::string, std::string> expect_runtime_symbols_placed(const std::string& real) {
+  std::map<std::string, std::string> table;
+  std::ifstream in_table(HIPGUARD_API_TABLE);
+  std::regex line_re(R"(^HG_(API|SKIP)\(([A-Za-z0-9_]+), *(hip_[0-9.]+)[,)])");
+  for (std::string line; std::getline(in_table, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, line_re)) table[m[2]] = m[3];
+  }
+  std::map<std::string, std::string> exports = runtime_exports(real);
+  EXPECT_GT(exports.size(), 400u) << real;
   std::regex path_re("Launch|ModuleLoad|Library|KernelNode|GraphAddNode|NodeSetParams|ProcAddress|EntryPoint|"
                      "ConfigureCall|CallConfiguration|SetupArgument|BeginCapture|GraphInstantiate|ChildGraph|"
                      "GraphClone|ExecUpdate|GraphUpload|GetFunc|GetKernel|EnumerateKernels|KernelGet|LastError");
@@ -449,6 +448,17 @@ TEST(ShimExports, Hip64RuntimeSymbolsArePlaced) {
   }
   EXPECT_EQ(unplaced, "") << real << " has load/launch/lookup exports hip_api.def does not place:" << unplaced;
   EXPECT_GT(checked, 50u);
+  return exports;
+}
+
+// The same against the real HIP 6.4 runtime of the ROCm root (scripts/rocm-root.sh); and
+// tests/simrt/hip_6.4_exports.def (scripts/hip-exports.sh) is that library's export list as it is.
+TEST(ShimExports, Hip64RuntimeSymbolsArePlaced) {
+  const std::string root = HIPGUARD_ROCM_ROOT;
+  if (root.empty() || !exists(root + "/.hipguard-root"))
+    GTEST_SKIP() << "no ROCm root at '" << root << "' (scripts/rocm-root.sh)";
+  const std::string real = root + "/usr/lib/x86_64-linux-gnu/libamdhip64.so.6";
+  std::map<std::string, std::string> exports = expect_runtime_symbols_placed(real);
   // The simulated runtime's export list is this library's.
   std::map<std::string, std::string> listed;
   std::ifstream in_list(HIPGUARD_SIMRT_EXPORTS);
@@ -460,6 +470,26 @@ TEST(ShimExports, Hip64RuntimeSymbolsArePlaced) {
   }
   EXPECT_TRUE(listed == exports) << HIPGUARD_SIMRT_EXPORTS << " is not " << real
                                  << "'s export list: rerun scripts/hip-exports.sh";
+}
+
+// The real HIP 7.2 runtime (libamdhip64.so.7 of the ROCm 7.2 root, scripts/rocm-root.sh --stack 7.2):
+// its load/launch/lookup exports are placed, and every symbol the shim exports exists there under
+// the shim's version node (the program links against these nodes).
+TEST(ShimExports, Hip72RuntimeSymbolsArePlaced) {
+  const std::string root = HIPGUARD_ROCM72_ROOT;
+  if (root.empty() || !exists(root + "/.hipguard-root"))
+    GTEST_SKIP() << "no ROCm 7.2 root at '" << root << "' (scripts/rocm-root.sh --stack 7.2)";
+  const std::string real = root + "/usr/lib/x86_64-linux-gnu/libamdhip64.so.7";
+  std::map<std::string, std::string> exports = expect_runtime_symbols_placed(real);
+  std::map<std::string, std::string> shim = runtime_exports(kShim);
+  ASSERT_GT(shim.size(), 40u) << kShim;
+  std::string missing;
+  for (const auto& [name, node] : shim) {
+    auto e = exports.find(name);
+    if (e == exports.end()) missing += "\n  " + name + "@" + node + ": not exported by the runtime";
+    else if (e->second != node) missing += "\n  " + name + "@" + node + ": the runtime has @" + e->second;
+  }
+  EXPECT_EQ(missing, "") << kShim << " exports what " << real << " does not:" << missing;
 }
 
 TEST(CliRun, RunsTheProgramUnderTheShim) {

@@ -4,6 +4,7 @@
 # root's real libraries. Modes: metadata (Oracle.ComgrMetadata), readelf (Oracle.ReadelfNotes),
 # selection (Oracle.ComgrSelection). Exit 0: no mismatch; 1: mismatches (printed); 77: skipped.
 import argparse
+import glob
 import hashlib
 import json
 import os
@@ -16,10 +17,21 @@ import time
 
 SKIP = 77
 LIB = "usr/lib/x86_64-linux-gnu"
-FAT_BINARIES = [f"{LIB}/librocsparse.so.1", f"{LIB}/librocsolver.so.0", f"{LIB}/libmagma.so.2",
-                f"{LIB}/ggml/backends0/libggml-hip.so"]
-APPS = ["saxpy_compressed", "saxpy_generic"]  # tests/rocm/apps, built by hipcc 7 in the root
-TENSILE_DIRS = [f"{LIB}/rocblas/4.4.1/library", f"{LIB}/hipblaslt/library"]
+# What each ROCm root (scripts/rocm-root.sh --stack) is sampled for: fat binaries (host ELF files with
+# .hip_fatbin), Tensile library directories (globs), the root's LLVM (clang++ for the comgr oracle,
+# llvm-readelf) and the HIP runtime whose comgr queries the selection test models.
+STACKS = {
+    "6.4": dict(fat_binaries=[f"{LIB}/librocsparse.so.1", f"{LIB}/librocsolver.so.0", f"{LIB}/libmagma.so.2",
+                              f"{LIB}/ggml/backends0/libggml-hip.so"],
+                tensile_dirs=[f"{LIB}/rocblas/4.4.1/library", f"{LIB}/hipblaslt/library"],
+                llvm="/usr/lib/llvm-21", runtime="6.4"),
+    "7.2": dict(fat_binaries=[f"{LIB}/librocsparse.so.1", f"{LIB}/librocsolver.so.0", f"{LIB}/librccl.so.1",
+                              f"{LIB}/librocblas.so.5", f"{LIB}/libhipblaslt.so.1"],
+                tensile_dirs=[f"{LIB}/rocblas/*/library", f"{LIB}/hipblaslt/library"],
+                llvm="/usr/lib/llvm-22", runtime="7.2"),
+}
+FAT_BINARIES, TENSILE_DIRS, LLVM = [], [], ""  # the chosen stack's (main)
+APPS = ["saxpy_compressed", "saxpy_generic"]  # tests/rocm/apps, built by the root's hipcc
 BUNDLES_PER_FATBIN = 4  # bundles sampled per fat binary, spread over the section (all their entries)
 SHOW = 10  # mismatches printed in full
 # hipBLASLt's Kernels.so-000-gfx*.hsaco are 10-12 MB each (~1,300 kernels, 20 s of YAML on a loaded
@@ -162,9 +174,10 @@ def tensile_sample(root):
     object, offload bundle, compressed bundle): the smallest file (few of the big ones: BIG_FILE)."""
     out = []
     for d in TENSILE_DIRS:
-        full = os.path.join(root, d)
-        if not os.path.isdir(full):
-            raise SystemExit(f"ROCm root has no {d}")
+        found = glob.glob(os.path.join(root, d))
+        if len(found) != 1 or not os.path.isdir(found[0]):
+            raise SystemExit(f"ROCm root has no {d} (or more than one)")
+        full = found[0]
         groups = {}
         for name in sorted(os.listdir(full)):
             ext = os.path.splitext(name)[1]
@@ -220,22 +233,22 @@ class Comgr:
     def __init__(self, args, binds):
         exe = os.path.join(args.work, "comgr_oracle")
         src = os.path.join(args.source_dir, "tests/oracles/comgr_oracle.cpp")
-        in_root = os.path.join(args.source_dir, "scripts/in-rocm-root.sh")
+        in_root = [os.path.join(args.source_dir, "scripts/in-rocm-root.sh"), "--stack", args.stack]
         os.makedirs(args.work, exist_ok=True)
         if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
-            cmd = [in_root, "--bind", args.source_dir, "--bind", args.work, "--",
-                   "/usr/lib/llvm-21/bin/clang++", "-std=c++17", "-O1", "-Wall", "-o", exe, src, "-lamd_comgr"]
+            cmd = [*in_root, "--bind", args.source_dir, "--bind", args.work, "--",
+                   f"{LLVM}/bin/clang++", "-std=c++17", "-O1", "-Wall", "-o", exe, src, "-lamd_comgr"]
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 raise SystemExit(f"cannot build comgr_oracle in the root: {r.stderr.strip()}")
         bind = []
-        for b in sorted(set([args.work] + binds)):
+        for b in sorted(set([args.work] + [d for d in binds if os.path.isdir(d)])):  # no corpus: nothing to bind
             bind += ["--bind", b]
         # comgr 3's on-disk cache (on by default, ~/.cache/comgr in the root) answers AMD_COMGR_ACTION_UNBUNDLE
         # of a compressed bundle from an earlier, different bundle with the same entry ID (seen with comgr
         # 7.0.2: saxpy_compressed's gfx1200 entry came back as a hipBLASLt Tensile kernel): off, every
         # answer computed from the bytes asked about.
-        self.p = subprocess.Popen([in_root] + bind + ["--env", "AMD_COMGR_CACHE=0", "--", exe], stdin=subprocess.PIPE,
+        self.p = subprocess.Popen(in_root + bind + ["--env", "AMD_COMGR_CACHE=0", "--", exe], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, bufsize=1)
 
     def ask(self, *fields):
@@ -251,7 +264,8 @@ class Comgr:
 
 
 def readelf_kernels(readelf, path, tmpdir, offset=0, size=None):
-    """amdhsa.kernels of every NT_AMDGPU_METADATA note llvm-readelf prints (YAML), in note order."""
+    """amdhsa.kernels of every NT_AMDGPU_METADATA note llvm-readelf prints (YAML), in note order.
+    readelf(path): the command line that prints a file's notes (readelf_command)."""
     import yaml
     if offset or size is not None:
         with open(path, "rb") as f:
@@ -260,7 +274,7 @@ def readelf_kernels(readelf, path, tmpdir, offset=0, size=None):
         path = os.path.join(tmpdir, "entry.co")
         with open(path, "wb") as f:
             f.write(blob)
-    out = subprocess.run([readelf, "--notes", path], capture_output=True, text=True, errors="replace")
+    out = subprocess.run(readelf(path), capture_output=True, text=True, errors="replace")
     kernels, notes, doc = [], 0, None
     for line in out.stdout.splitlines():
         if doc is None:
@@ -275,6 +289,18 @@ def readelf_kernels(readelf, path, tmpdir, offset=0, size=None):
         else:
             doc.append(line)
     return kernels, notes
+
+
+def readelf_command(args, tmpdir):
+    """path -> the argv of `llvm-readelf --notes path`: this machine's (--readelf), or the root's LLVM run
+    inside the root (--stack 7.2: LLVM 22 knows every processor of its stack), files of the root seen
+    at their paths there, the apps and tmpdir bound at their own."""
+    if args.readelf:
+        return lambda path: [args.readelf, "--notes", path]
+    prefix = [os.path.join(args.source_dir, "scripts/in-rocm-root.sh"), "--stack", args.stack,
+              "--bind", tmpdir, "--bind", args.apps, "--", f"{LLVM}/bin/llvm-readelf", "--notes"]
+    inside = lambda p: "/" + os.path.relpath(p, args.root) if p.startswith(args.root + os.sep) else p
+    return lambda path: prefix + [inside(path)]
 
 
 # ---- hipguard: one run per input, shared by the three tests ----
@@ -566,6 +592,7 @@ def mode_readelf(args):
                  kernels_hipguard=0, kernels_compared=0, kernels_missing=0, fields_compared=0)
     problems, known, payloads = [], [], {}
     with tempfile.TemporaryDirectory() as tmp:
+        readelf = readelf_command(args, tmp)
         for u in units:
             path, off, size = u["path"], u["offset"], u["size"]
             if u["compressed"]:  # decompressed here (zstd/zlib), the entry cut from the inner bundle
@@ -587,13 +614,14 @@ def mode_readelf(args):
                     continue
                 off, size = ent[u["entry"]]
             whole = off == 0 and size == os.path.getsize(path)
-            ks, notes = readelf_kernels(args.readelf, path, tmp, 0 if whole else off, None if whole else size)
+            ks, notes = readelf_kernels(readelf, path, tmp, 0 if whole else off, None if whole else size)
             stats["notes"] += notes
             if u["kernels"] is None:
                 problems.append(f"{u['label']}: hipguard reports no code object, llvm-readelf {len(ks)} kernels")
                 continue
             compare_kernels(u["label"], u["kernels"], ks, "llvm-readelf", stats, problems)
-    rc = report(f"{os.path.basename(args.readelf)} --notes vs hipguard inspect ({hg.note()})", stats, problems, t0,
+    name = os.path.basename(args.readelf) if args.readelf else f"{LLVM}/bin/llvm-readelf (ROCm {args.stack} root)"
+    rc = report(f"{name} --notes vs hipguard inspect ({hg.note()})", stats, problems, t0,
                 known)
     coverage(units, args.root)
     return rc
@@ -684,26 +712,33 @@ def mode_selection(args):
 
 
 def main():
+    global FAT_BINARIES, TENSILE_DIRS, LLVM
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("mode", choices=["metadata", "readelf", "selection"])
     ap.add_argument("--hipguard", required=True)
+    ap.add_argument("--stack", choices=sorted(STACKS), default="6.4", help="which ROCm root (scripts/rocm-root.sh)")
     ap.add_argument("--root", required=True)
     ap.add_argument("--corpus", required=True)
-    ap.add_argument("--apps", required=True, help="the hipcc 7 programs of tests/rocm (saxpy_compressed, ...)")
+    ap.add_argument("--apps", required=True, help="the root's hipcc programs of tests/rocm (saxpy_compressed, ...)")
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--work", required=True, help="directory for the built comgr oracle and hipguard's reports")
-    ap.add_argument("--readelf", default="")
+    ap.add_argument("--readelf", default="", help="this machine's llvm-readelf (6.4; default: llvm-readelf-16); "
+                    "7.2 uses the root's")
     args = ap.parse_args()
     if not os.path.isfile(os.path.join(args.root, ".hipguard-root")):
-        print(f"SKIP: no ROCm root at {args.root} (scripts/rocm-root.sh builds it)")
+        print(f"SKIP: no ROCm {args.stack} root at {args.root} (scripts/rocm-root.sh --stack {args.stack} builds it)")
         return SKIP
+    stack = STACKS[args.stack]
+    FAT_BINARIES, TENSILE_DIRS, LLVM = stack["fat_binaries"], stack["tensile_dirs"], stack["llvm"]
+    Hipguard.RUNTIME = stack["runtime"]
     args.root, args.corpus = os.path.realpath(args.root), os.path.realpath(args.corpus)
     args.work, args.apps = os.path.realpath(args.work), os.path.realpath(args.apps)
     if args.mode == "readelf":
-        args.readelf = args.readelf or shutil.which("llvm-readelf-16") or shutil.which("llvm-readelf") or ""
-        if not args.readelf:
-            print("SKIP: no llvm-readelf on this machine")
-            return SKIP
+        if args.stack == "6.4":
+            args.readelf = args.readelf or shutil.which("llvm-readelf-16") or shutil.which("llvm-readelf") or ""
+            if not args.readelf:
+                print("SKIP: no llvm-readelf on this machine")
+                return SKIP
         return mode_readelf(args)
     return mode_metadata(args) if args.mode == "metadata" else mode_selection(args)
 

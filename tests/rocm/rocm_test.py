@@ -13,6 +13,7 @@ import sys
 import tempfile
 
 A = None  # the parsed arguments
+STACK = "6.4"  # which root in_root runs in (scripts/rocm-root.sh --stack); rocm72_test.py sets "7.2"
 failures = []
 
 
@@ -63,7 +64,7 @@ def in_root(*cmd, env=(), binds=()):
     e = []
     for kv in env:
         e += ["--env", kv]
-    return run([os.path.join(A.source, "scripts/in-rocm-root.sh"), *b, *e, "--", *cmd])
+    return run([os.path.join(A.source, "scripts/in-rocm-root.sh"), "--stack", STACK, *b, *e, "--", *cmd])
 
 
 def app(name):

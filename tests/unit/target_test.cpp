@@ -308,3 +308,16 @@ TEST(Match, GenericFeatureMismatch) {
             Match::FeatureMismatch);
   EXPECT_EQ(match_target(must_parse("gfx9-4-generic:xnack+"), 1, must_parse("gfx942")).kind, Match::Generic);
 }
+
+// "nearest: ..." in HG201/HG214: the same ISA major version, the closest minor (gfx950 is 9.5.0,
+// gfx942 9.4.2, gfx90a 9.0.10), each candidate once, in the candidates' order.
+TEST(Target, NearestProcessorsShareTheMajorAndTheClosestMinor) {
+  const std::vector<std::string> built_for = {"gfx1100", "gfx908", "gfx90a", "gfx90a:xnack+", "gfx942", "gfx942"};
+  using V = std::vector<std::string>;
+  EXPECT_EQ(nearest_processors("gfx950", built_for), (V{"gfx942"}));
+  EXPECT_EQ(nearest_processors("gfx906", built_for), (V{"gfx908", "gfx90a", "gfx90a:xnack+"}));
+  EXPECT_EQ(nearest_processors("gfx1101", built_for), (V{"gfx1100"}));
+  EXPECT_EQ(nearest_processors("gfx1201", built_for), V{});   // no gfx12 code at all
+  EXPECT_EQ(nearest_processors("gfx9999", built_for), V{});   // not a processor
+  EXPECT_EQ(nearest_processors("gfx950", V{"gfx9999", "x"}), V{});
+}

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""hipguard on real ROCm 7.2 (what MI355X machines run): hipcc 7.2.4 programs, the 7.2 libraries
+(rocBLAS 5 with gfx942 code, hipBLASLt, rocSPARSE, rocSOLVER, MIOpen, RCCL), rocBLAS's own programs,
+and the shim under the real HIP 7.2 runtime (libamdhip64.so.7) of the ROCm 7.2 root.
+
+rocm72_test.py CASE --root R --apps DIR --cli hipguard --shim libhipguard.so --source SRC --build BUILD
+Exit 0 passed, 1 failed, 77 skipped (one line says why: no ROCm 7.2 root, apps not built).
+The helpers are rocm_test.py's; its in_root runs in the 7.2 root here.
+"""
+import argparse
+import glob
+import os
+import re
+import sys
+
+import rocm_test as R
+from rocm_test import app, cli_json, diagnostics, expect, fail, images, in_root, run, selected_processor
+
+LIB = "usr/lib/x86_64-linux-gnu"
+
+
+def lib(*parts):
+    return os.path.join(R.A.root, LIB, *parts)
+
+
+def rocblas_library():
+    """rocBLAS 5's Tensile directory (rocblas/<version>/library)."""
+    found = sorted(glob.glob(lib("rocblas", "*", "library")))
+    if not expect(len(found) == 1, f"rocBLAS library/ directories in the 7.2 root: {found}"):
+        R.skip("no rocBLAS library directory")
+    return found[0]
+
+
+def errors_and_warnings(doc):
+    return [d for d in diagnostics(doc) if d["severity"] != "note"]
+
+
+# ---- hipcc 7.2.4 programs --------------------------------------------------------------------------
+
+def case_Hipcc72Programs():
+    """What hipcc 7.2.4 (clang 22) emits, selected as the runtime does, with nothing to say on
+    unmodified compiler output: specific and generic targets, compressed bundles, code object v6, -fgpu-rdc."""
+    R.check_selection("saxpy_specific", R.SPECIFIC, "offload bundle")
+    R.check_selection("saxpy_compressed", R.SPECIFIC, "compressed offload bundle")
+    R.check_selection("saxpy_generic", R.GENERIC, "offload bundle")
+    R.check_selection("saxpy_rdc", {"gfx942": "gfx942", "gfx90a:xnack-": "gfx90a", "gfx950": None}, "offload bundle")
+    R.check_selection("saxpy_v6", {"gfx942": "gfx942", "gfx950": "gfx950", "gfx90a": None}, "offload bundle")
+    _, doc = cli_json("inspect", app("saxpy_v6"))
+    versions = {co["code_object_version"] for img in images(doc) for co in img["code_objects"]}
+    expect(versions == {6}, f"saxpy_v6: code object versions {versions}, want {{6}}")
+    _, doc = cli_json("inspect", app("saxpy_specific"))
+    versions = {co["code_object_version"] for img in images(doc) for co in img["code_objects"]}
+    print(f"hipcc 7.2.4 default code object version: {versions}")
+    _, doc = cli_json("inspect", app("saxpy_compressed"))
+    img = images(doc)[0]
+    expect(img.get("compression") == "zstd", f"saxpy_compressed: compression {img.get('compression')}")
+    # Registers and LDS as the 7.2 compiler allocates them: no HG303/HG404 on its output.
+    for name in ("lds_heavy", "mfma"):
+        for target in ("gfx950", "gfx942", "gfx90a"):
+            rc, doc = cli_json("check", "--sysroot", R.A.root, "--target", target, app(name))
+            found = [d["code"] for d in errors_and_warnings(doc)]
+            expect(rc == 0 and not found, f"{name} on {target}: exit {rc}, findings {found}")
+    print("hipcc 7.2.4: saxpy (5 builds), lds_heavy and mfma checked")
+
+
+# ---- the shim under the real HIP 7.2 runtime ---------------------------------------------------------
+
+def shim_env(*extra):
+    return [f"LD_PRELOAD={R.A.shim}", *extra]
+
+
+def case_ShimOnHip72():
+    """The shim preloaded into hipcc 7.2.4 programs with libamdhip64.so.7: warn mode changes nothing,
+    strict mode stops a program without code for the GPU before main, runs one that has it, and
+    takes the runtime's version (HIP 7.x selection) from the library it finds."""
+    exe = app("saxpy_specific")
+    base = in_root(exe)
+    expect(base.returncode == 0 and "saxpy: launch" in base.stdout,
+           f"without the shim: exit {base.returncode}, {base.stdout!r} {base.stderr[-300:]!r}")
+    for target in ("mi300x", "mi355x"):
+        warn = in_root(exe, env=shim_env(f"HIPGUARD_TARGET={target}"))
+        expect(warn.returncode == base.returncode and warn.stdout == base.stdout,
+               f"warn on {target}: exit {warn.returncode}, stdout {warn.stdout!r}; without {base.stdout!r}")
+        expect(not re.search(r"\b(error|warning) HG\d+", warn.stderr), f"warn on {target}: {warn.stderr[-400:]}")
+        ok = in_root(exe, env=shim_env(f"HIPGUARD_TARGET={target}", "HIPGUARD_MODE=strict"))
+        expect(ok.returncode == base.returncode and ok.stdout == base.stdout,
+               f"strict on {target}: exit {ok.returncode}, stdout {ok.stdout!r}: {ok.stderr[-400:]}")
+    strict = in_root(exe, env=shim_env("HIPGUARD_TARGET=gfx908", "HIPGUARD_MODE=strict"))
+    errors = [l for l in strict.stderr.splitlines() if re.search(r"\berror HG\d+", l)]
+    expect(strict.returncode == 86, f"strict on gfx908: exit {strict.returncode}, want 86: {strict.stderr[-400:]}")
+    expect(len(errors) == 1 and "HG201" in errors[0], f"strict on gfx908: error lines {errors}")
+    expect("saxpy: launch" not in strict.stdout, "strict on gfx908: main ran")
+    # A compressed bundle and a code object v6 program, the same way.
+    for name in ("saxpy_compressed", "saxpy_v6"):
+        p = in_root(app(name), env=shim_env("HIPGUARD_TARGET=mi355x", "HIPGUARD_MODE=strict"))
+        expect(p.returncode == 0 and not re.search(r"\berror HG\d+", p.stderr), f"{name} strict on mi355x: "
+               f"exit {p.returncode}: {p.stderr[-400:]}")
+    # HIP 7.x asks for the generic code object with the GPU's features (CLR TargetToGeneric): a
+    # gfx906 GPU (sramecc) cannot use gfx9-generic, which HIP 6.4 would give it.
+    gen = app("saxpy_gfx9_generic")
+    base = in_root(gen)
+    strict = in_root(gen, env=shim_env("HIPGUARD_TARGET=mi50", "HIPGUARD_MODE=strict", "HIPGUARD_LOG_LEVEL=debug"))
+    expect("as HIP 7" in strict.stderr, f"the shim did not take HIP 7.x from libamdhip64.so.7: {strict.stderr[-600:]}")
+    expect(strict.returncode == 86 and "HG213" in strict.stderr,
+           f"saxpy_gfx9_generic strict on mi50 under HIP 7.2: exit {strict.returncode}: {strict.stderr[-400:]}")
+    ok = in_root(gen, env=shim_env("HIPGUARD_TARGET=gfx900:xnack-", "HIPGUARD_MODE=strict"))
+    expect(ok.returncode == base.returncode and ok.stdout == base.stdout,
+           f"saxpy_gfx9_generic strict on gfx900 under HIP 7.2: exit {ok.returncode}: {ok.stderr[-400:]}")
+    print("shim with libamdhip64.so.7: warn unchanged, strict runs on mi300x/mi355x, stops gfx908 (86), "
+          "gfx9-generic as HIP 7.x")
+
+
+# ---- the 7.2 libraries --------------------------------------------------------------------------------
+
+def rocblas_loads(files, processor, xnack):
+    """The files rocBLAS loads for a GPU (library/src/tensile_host.cpp, TensileHost::initialize, the same
+    rule in 6.4 and 7.2): glob("<dir>/*<processor>*co"), skipping names with the other xnack mode."""
+    return R.rocblas_loads(files, processor, xnack)
+
+
+def case_KernelLibraries72():
+    """rocBLAS 5 on MI300X passes with nothing to say; on MI355X (no gfx950 code in Debian's build) it
+    is one finding that names gfx942 as the nearest processor; hipBLASLt 7.2 (no gfx942) is one HG214
+    on MI300X; each runs clean on a processor it ships."""
+    rocblas = rocblas_library()
+    files = sorted(os.listdir(rocblas))
+    rc, doc = cli_json("check", "--target", "mi300x", rocblas)
+    found = errors_and_warnings(doc)
+    libs = doc.get("libraries", [])
+    t = libs[0]["targets"][0] if libs else {}
+    want = len(rocblas_loads(files, "gfx942", "xnack-"))
+    expect(rc == 0 and not found, f"rocBLAS 5 on mi300x: exit {rc}, findings {[d['code'] for d in found][:5]}")
+    expect(want > 0 and t.get("code_objects") == want,
+           f"rocBLAS 5 on mi300x: {t.get('code_objects')} files checked, rocBLAS's loader opens {want}")
+    print(f"rocBLAS 5 mi300x: {t.get('code_objects')} files, {t.get('kernels')} kernels, exit {rc}")
+    p = run([R.A.cli, "check", "--target", "mi355x", rocblas])
+    lines = [l for l in p.stdout.splitlines() if re.match(r"(error|warning) HG", l)]
+    expect(p.returncode == 1 and len(lines) == 1, f"rocBLAS 5 on mi355x: exit {p.returncode}, lines {lines[:3]}")
+    expect(bool(lines) and "HG214" in lines[0] and "nearest: gfx942" in lines[0],
+           f"rocBLAS 5 on mi355x: does not name gfx942 as the nearest: {lines[:1]}")
+    print(f"rocBLAS 5 mi355x: {lines[:1]}")
+    hipblaslt = lib("hipblaslt", "library")
+    p = run([R.A.cli, "check", "--target", "mi300x", hipblaslt])
+    lines = [l for l in p.stdout.splitlines() if re.match(r"(error|warning) HG", l)]
+    expect(p.returncode == 1 and len(lines) == 1 and lines[0].startswith("error HG214"),
+           f"hipBLASLt 7.2 on mi300x: exit {p.returncode}, lines {lines[:3]}")
+    print(f"hipBLASLt 7.2 mi300x: {lines[:1]}")
+    for target in ("gfx90a", "gfx1100", "gfx1201"):
+        for name, d in (("rocBLAS 5", rocblas), ("hipBLASLt 7.2", hipblaslt)):
+            rc, doc = cli_json("check", "--target", target, d)
+            found = sorted({x["code"] for x in errors_and_warnings(doc)})
+            expect(rc == 0 and not found, f"{name} on {target}: exit {rc}, findings {found}")
+    print("rocBLAS 5 and hipBLASLt 7.2 on gfx90a, gfx1100, gfx1201: nothing to say")
+
+
+# Fat binaries of the 7.2 stack, each checked on the processors it ships code for.
+LIBRARIES = ["librocsparse.so.1", "librocsolver.so.0", "librccl.so.1", "libMIOpen.so.1", "librocblas.so.5",
+             "libhipblaslt.so.1"]
+PREFERRED = ("gfx942", "gfx950", "gfx90a", "gfx908", "gfx1100", "gfx1151", "gfx1201")
+
+
+def case_RealLibraries72():
+    """No HG3xx/HG404/HG407 (nothing above a note) on any 7.2 library on a processor it ships code for."""
+    for name in LIBRARIES:
+        path = lib(name)
+        if not expect(os.path.exists(path), f"{path} is missing from the ROCm 7.2 root"):
+            continue
+        _, doc = cli_json("inspect", path)
+        procs = sorted({co["target"].split(" ")[0] for img in images(doc) for co in img["code_objects"]})
+        targets = [p for want in PREFERRED for p in procs if p.split(":")[0] == want][:6]
+        if not targets:
+            print(f"{name}: {len(images(doc))} fat binaries, no code object (processors {procs})")
+            continue
+        args = [a for t in targets for a in ("--target", t)]
+        rc, doc = cli_json("check", "--no-deps", *args, path)
+        by_code = {}
+        for d in errors_and_warnings(doc):
+            by_code[d["code"]] = by_code.get(d["code"], 0) + 1
+        s = doc.get("summary", {})
+        print(f"{name}: {len(images(doc))} fat binaries, {s.get('kernels')} kernels, targets {targets}, "
+              f"findings {by_code or 'none'}")
+        expect(not by_code, f"{name} runs on {targets}, yet hipguard finds {by_code}")
+        expect(rc == 0, f"{name}: exit {rc}")
+
+
+def case_RocblasPrograms72():
+    """rocBLAS 5's own programs checked with what they load, each library found where 7.2's packages put
+    it (--sysroot): on MI300X nothing to say; on MI355X the missing gfx950 code, said per library."""
+    progs = [p for p in ("/usr/bin/rocblas-bench", "/usr/bin/rocblas-test",
+                         "/usr/libexec/rocm/librocblas5-bench/rocblas-bench",
+                         "/usr/libexec/rocm/librocblas5-tests/rocblas-test") if os.path.exists(R.A.root + p)]
+    if not expect(progs, "no rocblas-bench / rocblas-test in the 7.2 root"):
+        return
+    for prog in progs:
+        rc, doc = cli_json("check", "--sysroot", R.A.root, "--target", "mi300x", R.A.root + prog)
+        found = errors_and_warnings(doc)
+        names = sorted({os.path.basename(f["path"]) for f in doc["files"]})
+        expect(rc == 0 and not found, f"{prog} on mi300x: exit {rc}, findings "
+               f"{[(d['code'], d.get('message', '')[:120]) for d in found][:4]}")
+        expect(any(n.startswith("librocblas.so.5") for n in names), f"{prog}: librocblas.so.5 not followed: {names[:8]}")
+        expect(any("/library/" in f["path"] for f in doc["files"]), f"{prog}: rocBLAS's Tensile library not checked")
+        print(f"{prog} mi300x: {len(doc['files'])} files, exit {rc}")
+        rc, doc = cli_json("check", "--sysroot", R.A.root, "--target", "mi355x", R.A.root + prog)
+        errs = [d for d in diagnostics(doc) if d["severity"] == "error"]
+        expect(rc == 1 and errs, f"{prog} on mi355x: exit {rc}, errors {[d['code'] for d in errs]}")
+        print(f"{prog} mi355x: exit {rc}, errors {sorted({d['code'] for d in errs})}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    for a in ("root", "apps", "cli", "shim", "source", "build"):
+        ap.add_argument("--" + a, required=True)
+    R.A = ap.parse_args()
+    R.STACK = "7.2"
+    if not os.path.exists(os.path.join(R.A.root, ".hipguard-root")):
+        R.skip(f"no ROCm 7.2 root at {R.A.root} (scripts/rocm-root.sh --stack 7.2 builds it; needs root and "
+               "Debian's archive)")
+    globals()["case_" + R.A.case]()
+    print(f"Rocm72.{R.A.case}: {'FAILED, ' + str(len(R.failures)) + ' failures' if R.failures else 'passed'}")
+    sys.exit(1 if R.failures else 0)
+
+
+if __name__ == "__main__":
+    main()
