@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Whole-process figures P1-P8, R1-R3 (real ROCm 6.4 libraries) and the micro-benchmarks (docs/performance.md).
+# Whole-process figures P1-P8, R1-R3 (real ROCm 6.4 libraries), R4 (real ROCm 7.2 libraries) and the micro-benchmarks (docs/performance.md).
 # Figures, not tests: the script always exits 0 unless something fails to run.
 #   scripts/bench.sh            (Release build in build-bench, inputs in a temp dir)
 #   BENCH_BASELINE=old/bin/hipguard scripts/bench.sh   (before/after rows of P1, P5, P6 in one run)
 #   BENCH_BASELINE_SHIM=old/lib/libhipguard.so          (and of P2, P2s, P3b and R2; R1 takes BENCH_BASELINE)
 #   BENCH_ROWS="P3 P7" scripts/bench.sh                  (only these rows)
 #   BENCH_ROWS="R1 R2 R3" BENCH_BUILD_DIR=build BENCH_NO_BUILD=1 scripts/bench.sh   (real ROCm 6.4 rows, an existing build)
+#   BENCH_ROWS="R2 R4" ...                              (dlopen under the shim: ROCm 6.4 and 7.2 libraries)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -264,9 +265,66 @@ met=$(awk -v a="$added" 'BEGIN {print (a <= 1.0) ? "met" : "NOT met"}')
 row P4 "LD_PRELOAD=libhipguard.so /bin/true: ${t1} ms vs ${t0e} ms" "+${added} ms" "target <=1 ms: $met; output: '${out}'"
 fi
 
+# ---- the helpers of R2 and R4
+RLIB=usr/lib/x86_64-linux-gnu
+# R2 (R4 below: ROCm 7.2): dlopen of each library with the real HIP runtime of a root, without the
+# shim, warn, strict: wall of the host process (timed inside the root; the variants alternate,
+# BENCH_R2_RUNS rounds, median: the ratio holds on a machine whose speed drifts), and the
+# host's VmHWM, RssFile, RssAnon after the dlopen (bench/dlopen_rss.c; memory is not load-sensitive)
+binds=(--bind "$ROOT/$B")
+[[ -n ${BENCH_BASELINE_SHIM:-} ]] && binds+=(--bind "$(dirname "$(realpath "$BENCH_BASELINE_SHIM")")")
+STACK=6.4
+inroot() { scripts/in-rocm-root.sh --stack "$STACK" "${binds[@]}" "$@"; }
+# r2_runs LIB NAME=K=V,K=V ...: a line per variant, "NAME wall_us dlopen_ms VmHWM RssAnon RssFile" (KiB)
+r2_runs() {
+  local lib=$1; shift
+  inroot -- /bin/bash -c '
+    bin=$1 lib=$2 n=$3; shift 3
+    declare -A t; for v in "$@"; do t[${v%%=*}]=""; done
+    for ((i = 0; i < n; i++)); do for v in "$@"; do
+      IFS=, read -ra e <<< "${v#*=}"
+      s=$(date +%s%N); env "${e[@]}" "$bin" "$lib" > /tmp/hipguard-r2.$$ 2>/dev/null
+      t[${v%%=*}]+="$(( ($(date +%s%N) - s) / 1000 )) "
+      [[ $i == 0 ]] && head -1 /tmp/hipguard-r2.$$ | sed "s/[a-zA-Z_]*=//g" > "/tmp/hipguard-r2.$$.${v%%=*}"
+    done; done
+    for v in "$@"; do name=${v%%=*}
+      echo "$name $(echo ${t[$name]} | tr " " "\n" | sort -n | awk "{a[NR]=\$1} END {print a[int((NR+1)/2)]}") $(cat "/tmp/hipguard-r2.$$.$name")"
+      rm -f "/tmp/hipguard-r2.$$.$name"
+    done; rm -f /tmp/hipguard-r2.$$' _ "$ROOT/$B/bin/dlopen_rss" "/$RLIB/$lib" "${BENCH_R2_RUNS:-21}" "$@"
+}
+# dlopen_rows ROW ROOT TARGET WARN_MAX STRICT_MAX MIB_MAX LIB...: a row per library and mode
+dlopen_rows() {
+  local rowname=$1 root=$2 target=$3 warn_max=$4 strict_max=$5 mib_max=$6 lib; shift 6
+  for lib in "$@"; do
+    [[ -e $root/$RLIB/$lib ]] || { echo "$rowname: no $lib in $root"; continue; }
+    cat "$root/$RLIB/$lib" >/dev/null  # in the page cache
+    variants=(none=HIPGUARD_R2=none)
+    for mode in warn strict; do
+      [[ -n ${BENCH_BASELINE_SHIM:-} ]] &&
+        variants+=("$mode-=LD_PRELOAD=$BENCH_BASELINE_SHIM,HIPGUARD_TARGET=$target,HIPGUARD_MODE=$mode")
+      variants+=("$mode=LD_PRELOAD=$SHIM,HIPGUARD_TARGET=$target,HIPGUARD_MODE=$mode")
+    done
+    declare -A res=()
+    while read -r name rest; do res[$name]=$rest; done < <(r2_runs "$lib" "${variants[@]}")
+    read -r w0 d0 h0 a0 f0 <<< "${res[none]}"
+    for v in "${variants[@]:1}"; do
+      name=${v%%=*} mode=${name%-} tag=$([[ $name == *- ]] && echo "-" || echo "")
+      read -r w d h a f <<< "${res[$name]}"
+      r=$(awk -v a="$w" -v b="$w0" 'BEGIN {printf "%.2f", a / b}')
+      dh=$(awk -v a="$h" -v b="$h0" 'BEGIN {printf "%.1f", (a - b) / 1024}')
+      df=$(awk -v a="$f" -v b="$f0" 'BEGIN {printf "%.1f", (a - b) / 1024}')
+      da=$(awk -v a="$a" -v b="$a0" 'BEGIN {printf "%.1f", (a - b) / 1024}')
+      max=$([[ $mode == warn ]] && echo "$warn_max" || echo "$strict_max")
+      met=$(awk -v r="$r" -v d="$dh" -v x="$max" -v m="$mib_max" 'BEGIN {print (r <= x && d <= m) ? "met" : "NOT met"}')
+      row "$rowname$tag" "dlopen $(basename "$lib"), $mode: $((w / 1000)) ms vs $((w0 / 1000)) ms (dlopen ${d} vs ${d0} ms; median of ${BENCH_R2_RUNS:-21} alternating)" \
+        "${r}x, +${dh} MiB" "dVmHWM +${dh}, dRssFile +${df}, dRssAnon +${da} MiB (VmHWM none ${h0} KiB); target <=${max}x, <=+${mib_max} MiB: $met"
+    done
+  done
+}
+
 # ---- R1-R3: real ROCm 6.4 libraries, in the ROCm root (scripts/rocm-root.sh; rows skipped without it)
 RROOT=$(scripts/rocm-root.sh --path)
-RLIB=usr/lib/x86_64-linux-gnu
+STACK=6.4
 if { want R1 || want R2 || want R3; } && [[ ! -f $RROOT/.hipguard-root ]]; then
   echo "R1-R3 skipped: no ROCm root at $RROOT (scripts/rocm-root.sh builds it)"
 elif want R1 || want R2 || want R3; then
@@ -289,56 +347,9 @@ elif want R1 || want R2 || want R3; then
         "CPU ${c} ms; target <=1.5x, <=64 MiB: $met"
     done; done
   fi
-  # R2: dlopen of each library with the real HIP 6.4 runtime, without the shim, warn, strict:
-  # wall of the host process (timed inside the root; the variants alternate,
-  # BENCH_R2_RUNS rounds, median: the ratio holds on a machine whose speed
-  # drifts), and the host's VmHWM, RssFile, RssAnon after the dlopen
-  # (bench/dlopen_rss.c; memory is not load-sensitive)
-  binds=(--bind "$ROOT/$B")
-  [[ -n ${BENCH_BASELINE_SHIM:-} ]] && binds+=(--bind "$(dirname "$(realpath "$BENCH_BASELINE_SHIM")")")
-  inroot() { scripts/in-rocm-root.sh "${binds[@]}" "$@"; }
-  # r2_runs LIB NAME=K=V,K=V ...: a line per variant, "NAME wall_us dlopen_ms VmHWM RssAnon RssFile" (KiB)
-  r2_runs() {
-    local lib=$1; shift
-    inroot -- /bin/bash -c '
-      bin=$1 lib=$2 n=$3; shift 3
-      declare -A t; for v in "$@"; do t[${v%%=*}]=""; done
-      for ((i = 0; i < n; i++)); do for v in "$@"; do
-        IFS=, read -ra e <<< "${v#*=}"
-        s=$(date +%s%N); env "${e[@]}" "$bin" "$lib" > /tmp/hipguard-r2.$$ 2>/dev/null
-        t[${v%%=*}]+="$(( ($(date +%s%N) - s) / 1000 )) "
-        [[ $i == 0 ]] && head -1 /tmp/hipguard-r2.$$ | sed "s/[a-zA-Z_]*=//g" > "/tmp/hipguard-r2.$$.${v%%=*}"
-      done; done
-      for v in "$@"; do name=${v%%=*}
-        echo "$name $(echo ${t[$name]} | tr " " "\n" | sort -n | awk "{a[NR]=\$1} END {print a[int((NR+1)/2)]}") $(cat "/tmp/hipguard-r2.$$.$name")"
-        rm -f "/tmp/hipguard-r2.$$.$name"
-      done; rm -f /tmp/hipguard-r2.$$' _ "$ROOT/$B/bin/dlopen_rss" "/$RLIB/$lib" "${BENCH_R2_RUNS:-21}" "$@"
-  }
   if want R2 && [[ -x $B/bin/dlopen_rss ]]; then
-    for lib in librocblas.so.4 librocsparse.so.1 librocsolver.so.0 ggml/backends0/libggml-hip.so; do
-      [[ -e $RROOT/$RLIB/$lib ]] || continue
-      cat "$RROOT/$RLIB/$lib" >/dev/null  # in the page cache
-      variants=(none=HIPGUARD_R2=none)
-      for mode in warn strict; do
-        [[ -n ${BENCH_BASELINE_SHIM:-} ]] &&
-          variants+=("$mode-=LD_PRELOAD=$BENCH_BASELINE_SHIM,HIPGUARD_TARGET=gfx90a,HIPGUARD_MODE=$mode")
-        variants+=("$mode=LD_PRELOAD=$SHIM,HIPGUARD_TARGET=gfx90a,HIPGUARD_MODE=$mode")
-      done
-      declare -A res=()
-      while read -r name rest; do res[$name]=$rest; done < <(r2_runs "$lib" "${variants[@]}")
-      read -r w0 d0 h0 a0 f0 <<< "${res[none]}"
-      for v in "${variants[@]:1}"; do
-        name=${v%%=*} mode=${name%-} tag=$([[ $name == *- ]] && echo "-" || echo "")
-        read -r w d h a f <<< "${res[$name]}"
-        r=$(awk -v a="$w" -v b="$w0" 'BEGIN {printf "%.2f", a / b}')
-        dh=$(awk -v a="$h" -v b="$h0" 'BEGIN {printf "%.1f", (a - b) / 1024}')
-        df=$(awk -v a="$f" -v b="$f0" 'BEGIN {printf "%.1f", (a - b) / 1024}')
-        da=$(awk -v a="$a" -v b="$a0" 'BEGIN {printf "%.1f", (a - b) / 1024}')
-        met=$(awk -v r="$r" -v d="$dh" 'BEGIN {print (r <= 1.25 && d <= 16) ? "met" : "NOT met"}')
-        row "R2$tag" "dlopen $(basename "$lib"), $mode: $((w / 1000)) ms vs $((w0 / 1000)) ms (dlopen ${d} vs ${d0} ms; median of ${BENCH_R2_RUNS:-21} alternating)" \
-          "${r}x, +${dh} MiB" "dVmHWM +${dh}, dRssFile +${df}, dRssAnon +${da} MiB (VmHWM none ${h0} KiB); target <=1.25x, <=+16 MiB: $met"
-      done
-    done
+    dlopen_rows R2 "$RROOT" gfx90a 1.25 1.25 16 librocblas.so.4 librocsparse.so.1 librocsolver.so.0 \
+      ggml/backends0/libggml-hip.so
   fi
   # R3: llama-cli --list-devices (no GPU here: the runtime finds none) with and without the shim
   if want R3 && [[ -x $RROOT/usr/bin/llama-cli ]]; then
@@ -350,6 +361,16 @@ elif want R1 || want R2 || want R3; then
         "$(awk -v a="$l" -v b="$l0" 'BEGIN {printf "%.2f", a / b}')x" "start-up with vs without the shim"
     done
   fi
+fi
+
+# ---- R4: the same dlopen rows with the real HIP 7.2 runtime in the ROCm 7.2 root (scripts/rocm-root.sh
+# --stack 7.2), for MI300X: rocBLAS 5 (65 fat binaries, 14 processors each), hipBLASLt, MIOpen, RCCL
+R72ROOT=$(scripts/rocm-root.sh --stack 7.2 --path)
+if want R4 && [[ ! -f $R72ROOT/.hipguard-root ]]; then
+  echo "R4 skipped: no ROCm 7.2 root at $R72ROOT (scripts/rocm-root.sh --stack 7.2 builds it)"
+elif want R4 && [[ -x $B/bin/dlopen_rss ]]; then
+  STACK=7.2
+  dlopen_rows R4 "$R72ROOT" mi300x 1.10 1.20 8 librocblas.so.5 libhipblaslt.so.1 libMIOpen.so.1 librccl.so.1
 fi
 
 echo

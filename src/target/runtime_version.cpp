@@ -8,8 +8,11 @@
 namespace hipguard {
 namespace {
 
-// Read in the ROCm/clr tags rocm-5.6.0..rocm-6.2.2 (comgr lookup, unordered_map) and in CLR's current
-// hip_fatbin.cpp (TargetToGeneric, std::set). Not confirmed from source: ROCm 5.0-5.5 (taken from
+// Read in the ROCm/clr tags rocm-5.6.0..rocm-6.2.2 (comgr lookup, unordered_map) and in CLR's
+// hip_fatbin.cpp of the ROCm 7.2 era (TargetToGeneric, std::set; the real libamdhip64.so.7.2.53211
+// carries the generic-with-features names). The 6.4 and 7.x rows are checked against comgr 3 and
+// comgr 7.2.4 as HIP 6.4 and 7.2 ask them, over whole real libraries (Oracle.ComgrSelection,
+// Oracle72.ComgrSelection). Not confirmed from source: ROCm 5.0-5.5 (taken from
 // the 5.2 parser), HIP 6.3 (counted with 5.6: no generic), and 6.4.0, which asks for no generic entry
 // in a compressed bundle (6.4.1, CLR "Support generic target in compressed fatbin", does; the 6.4 row
 // is 6.4.1's behaviour).
@@ -29,7 +32,9 @@ constexpr std::array kRuntimes = {
               "CLR rocm-6.4 hipamd/src/hip_fatbin.cpp ExtractFatBinaryUsingCOMGR; hip_code_object.cpp "
               "extractCodeObjectFromFatBinary / isCodeObjectCompatibleWithDevice for bundles with a generic entry"},
   RuntimeInfo{"7.0", 70000000, true,  true,  true,  false, true,  true,  false,
-              "CLR hipamd/src/hip_fatbin.cpp TargetToGeneric, ExtractFatBinaryUsingCOMGR (std::set query list)"},
+              "CLR 7.x (ROCm 7.2: rocm-systems projects/clr) hipamd/src/hip_fatbin.cpp ExtractFatBinaryUsingCOMGR: "
+              "std::set of the devices' ISA names, TargetToGeneric (generic name + the device's sramecc, xnack) and "
+              "the SPIR-V names, for compressed and uncompressed bundles alike; native, then generic, then SPIR-V"},
 };
 // clang-format on
 

@@ -275,6 +275,8 @@ def readelf_kernels(readelf, path, tmpdir, offset=0, size=None):
         with open(path, "wb") as f:
             f.write(blob)
     out = subprocess.run(readelf(path), capture_output=True, text=True, errors="replace")
+    if out.returncode != 0:  # never "no kernels" for a file the oracle could not read
+        raise SystemExit(f"{' '.join(readelf(path))}: exit {out.returncode}: {out.stderr.strip()[-300:]}")
     kernels, notes, doc = [], 0, None
     for line in out.stdout.splitlines():
         if doc is None:
@@ -294,11 +296,12 @@ def readelf_kernels(readelf, path, tmpdir, offset=0, size=None):
 def readelf_command(args, tmpdir):
     """path -> the argv of `llvm-readelf --notes path`: this machine's (--readelf), or the root's LLVM run
     inside the root (--stack 7.2: LLVM 22 knows every processor of its stack), files of the root seen
-    at their paths there, the apps and tmpdir bound at their own."""
+    at their paths there, the apps, the corpus and tmpdir bound at their own."""
     if args.readelf:
         return lambda path: [args.readelf, "--notes", path]
-    prefix = [os.path.join(args.source_dir, "scripts/in-rocm-root.sh"), "--stack", args.stack,
-              "--bind", tmpdir, "--bind", args.apps, "--", f"{LLVM}/bin/llvm-readelf", "--notes"]
+    binds = [a for d in (tmpdir, args.apps, args.corpus) if os.path.isdir(d) for a in ("--bind", d)]
+    prefix = [os.path.join(args.source_dir, "scripts/in-rocm-root.sh"), "--stack", args.stack, *binds, "--",
+              f"{LLVM}/bin/llvm-readelf", "--notes"]
     inside = lambda p: "/" + os.path.relpath(p, args.root) if p.startswith(args.root + os.sep) else p
     return lambda path: prefix + [inside(path)]
 
@@ -342,7 +345,7 @@ class Hipguard:
             if os.path.getmtime(os.path.join(self.dir, name)) < built:
                 os.remove(os.path.join(self.dir, name))
 
-    # The runtime the comgr queries model (hip64_queries): hipguard selects as the newest HIP by default.
+    # The runtime the comgr queries model (hip64_queries, hip72_queries); main sets it from --stack.
     RUNTIME = "6.4"
 
     def _key(self, paths):
@@ -638,15 +641,26 @@ def hip64_queries(target):
     """What HIP 6.4 (the runtime in the root) asks for, in order, for a device reporting this target ID:
     its full ISA name; when that finds nothing, the generic ISA without features (uncompressed bundles:
     hip_code_object.cpp compares features only when the code object carries them; compressed: the bare
-    generic ID). HIP 7.x asks for the generic ISA with the device's features (TargetToGeneric): a
-    hip7_queries beside this one would model it."""
+    generic ID)."""
     g = generic_isa(target)
     return [("native", ISA_PREFIX + target)] + ([("generic", ISA_PREFIX + g)] if g else [])
+
+
+def hip72_queries(target):
+    """What HIP 7.2 asks comgr for, in order, for a device reporting this target ID, for compressed and
+    uncompressed bundles alike (CLR hip_fatbin.cpp ExtractFatBinaryUsingCOMGR: the native ISA name first,
+    then TargetToGeneric, the generic ISA with the device's features re-appended, sramecc then xnack:
+    gfx942:sramecc+:xnack- -> gfx9-4-generic:sramecc+:xnack-, which comgr rejects where the generic
+    processor lacks a feature: gfx906 gets no gfx9-generic)."""
+    g = generic_isa(target)
+    features = target[len(target.split(":")[0]):]
+    return [("native", ISA_PREFIX + target)] + ([("generic", ISA_PREFIX + g + features)] if g else [])
 
 
 def mode_selection(args):
     t0 = time.time()
     hg = Hipguard(args)
+    queries = hip72_queries if args.stack == "7.2" else hip64_queries
     comgr = Comgr(args, [args.root, args.apps])
     comgr_procs = {i[len(ISA_PREFIX):].split(":")[0] for i in comgr.ask("isas")["isas"]}
     targets = [t for t in hg.targets if t.split(":")[0] in comgr_procs]
@@ -669,6 +683,7 @@ def mode_selection(args):
             stats["bundles"] += 1
             where = f"{label_of(path, args.root)} bundle {i + 1}/{len(bs)}"
             verdicts = {v["target"]: v for v in img["verdicts"]}
+            unbundled = {}  # a compressed bundle's entry for each ISA asked: comgr's answer
             if b["compressed"]:
                 stats["compressed"] += 1
                 ids = [e["id"] for e in img["entries"]]
@@ -677,9 +692,19 @@ def mode_selection(args):
                     for it in comgr.ask("unbundle", path, b["offset"], b["size"], eid).get("items", []):
                         if it["size"]:
                             hashes.setdefault(it["hash"], eid)
+                # comgr matches no entry of another processor: the ISAs of processors no entry names are
+                # asked in one UNBUNDLE (each decompresses the bundle), and must come back empty; if one
+                # does not (an entry hipguard did not list), each is asked on its own below.
+                present = {eid.split("--")[-1].split(":")[0] for eid in ids}
+                absent = sorted({isa for t in targets for _, isa in queries(t)
+                                 if isa[len(ISA_PREFIX):].split(":")[0] not in present})
+                if absent:
+                    a = comgr.ask("unbundle", path, b["offset"], b["size"], *["hipv4-" + isa for isa in absent])
+                    if "error" not in a and not [it for it in a.get("items", []) if it["size"]]:
+                        unbundled.update(dict.fromkeys(absent))
             else:
                 by_offset = {off: eid for eid, off, _ in b["entries"]}
-                isas = sorted({isa for t in targets for _, isa in hip64_queries(t)})
+                isas = sorted({isa for t in targets for _, isa in queries(t)})
                 ans = comgr.ask("lookup", path, b["offset"], b["size"], *isas)
                 if "error" in ans:
                     problems.append(f"{where}: comgr: {ans['error']}")
@@ -689,11 +714,14 @@ def mode_selection(args):
             for t in targets:
                 stats["pairs"] += 1
                 want, how = None, "none"
-                for kind, isa in hip64_queries(t):
+                for kind, isa in queries(t):
                     if b["compressed"]:
-                        a = comgr.ask("unbundle", path, b["offset"], b["size"], "hipv4-" + isa)
-                        items = [it for it in a.get("items", []) if it["size"]]
-                        hit = hashes.get(items[0]["hash"], f"<unlisted {items[0]['hash']}>") if items else None
+                        if isa not in unbundled:  # one UNBUNDLE per ISA and bundle: targets share queries
+                            a = comgr.ask("unbundle", path, b["offset"], b["size"], "hipv4-" + isa)
+                            items = [it for it in a.get("items", []) if it["size"]]
+                            unbundled[isa] = hashes.get(items[0]["hash"], f"<unlisted {items[0]['hash']}>") \
+                                if items else None
+                        hit = unbundled[isa]
                     else:
                         hit = found.get(isa)
                     if hit:
@@ -706,9 +734,10 @@ def mode_selection(args):
                     got = None
                 stats[how] += 1
                 if got != want:
-                    problems.append(f"{where} {t}: hipguard {got!r} ({got_how}), comgr as HIP 6.4 asks {want!r} ({how})")
+                    problems.append(f"{where} {t}: hipguard {got!r} ({got_how}), comgr as HIP {args.stack} asks "
+                                    f"{want!r} ({how})")
     comgr.close()
-    return report(f"comgr selection (HIP 6.4 queries) vs hipguard ({hg.note()})", stats, problems, t0)
+    return report(f"comgr selection (HIP {args.stack} queries) vs hipguard ({hg.note()})", stats, problems, t0)
 
 
 def main():

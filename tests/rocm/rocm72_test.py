@@ -110,6 +110,38 @@ def case_ShimOnHip72():
           "gfx9-generic as HIP 7.x")
 
 
+def case_ApiPathsOnHip72():
+    """Every load, lookup and launch path of HIP 7.2 that the shim interposes (tests/apps/api_paths.hip,
+    built by hipcc 7.2.4), forwarded to the real libamdhip64.so.7, which answers each with 100 (no
+    device): warn mode returns what the runtime returns and says only that static + dynamic LDS is over
+    MI300X's limit (HG306); strict mode on MI355X refuses the gfx942-only module at each of the three 7.x loads
+    (hipModuleLoadFatBinary, hipLibraryLoadData, hipLibraryLoadFromFile) with the runtime's own error
+    (209, hipErrorNoBinaryForGpu) and changes nothing else."""
+    exe, module = app("api_paths"), app("dyn_lds_gfx942.hipfb")
+    cmd = [exe, module, "20000"]  # 48 KiB static + 20000 bytes dynamic: over 64 KiB, within 160 KiB
+    base = in_root(*cmd)
+    lines = base.stdout.splitlines()
+    expect(base.returncode == 0 and "api_paths: done" in lines and len(lines) > 15,
+           f"without the shim: exit {base.returncode}: {base.stdout[-400:]!r} {base.stderr[-300:]!r}")
+    results = {l.split(": ")[0]: l.split(": ")[1] for l in lines if ": " in l}
+    expect(set(v.split(" ")[0] for v in results.values()) == {"100"},
+           f"the real HIP 7.2 runtime without a GPU answers each call with 100: {results}")
+    warn = in_root(*cmd, env=shim_env("HIPGUARD_TARGET=mi300x"))
+    expect(warn.returncode == 0 and warn.stdout == base.stdout,
+           f"warn on mi300x: exit {warn.returncode}, output differs: {warn.stdout[-400:]!r}")
+    codes = sorted({m for m in re.findall(r"\b(?:error|warning) (HG\d+)", warn.stderr)})
+    expect(codes == ["HG306"], f"warn on mi300x: codes {codes}: {warn.stderr[-600:]}")
+    strict = in_root(*cmd, env=shim_env("HIPGUARD_TARGET=mi355x", "HIPGUARD_MODE=strict"))
+    loads = ("hipModuleLoadFatBinary", "hipLibraryLoadData", "hipLibraryLoadFromFile")
+    want = "\n".join(f"{l.split(': ')[0]}: 209" if l.split(": ")[0] in loads else l for l in lines) + "\n"
+    expect(strict.stdout == want, f"strict on mi355x: output {strict.stdout!r}, want {want!r}")
+    hg201 = [l for l in strict.stderr.splitlines() if "error HG201" in l]
+    expect(len(hg201) == 3 and all("nearest: gfx942" in l for l in hg201),
+           f"strict on mi355x: HG201 lines {hg201}")
+    expect(strict.returncode == 86, f"strict on mi355x: exit {strict.returncode}, want 86")
+    print(f"api_paths on libamdhip64.so.7: {len(results)} calls; warn unchanged (HG306); strict refuses 3 loads (209)")
+
+
 # ---- the 7.2 libraries --------------------------------------------------------------------------------
 
 def rocblas_loads(files, processor, xnack):
