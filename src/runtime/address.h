@@ -57,7 +57,7 @@ class MappedFiles {
   // object after its first check.
   bool read(const void* p, uint64_t size, uint8_t* out);
   std::vector<MappedFile> known() const;  // a copy of the list
-  // Held across fork() by the guard's fork handlers (Guard::before_fork; installed with a report path).
+  // Held across fork() by the guard's fork handlers (Guard::before_fork, installed with the guard's state).
   void lock() {  // in read()'s order
     io_mu_.lock();
     mu_.lock();

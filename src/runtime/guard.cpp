@@ -61,12 +61,12 @@ Guard::State& Guard::state() {
       if (g_config) st->config = std::move(*g_config);
     }
     Guard::get().start(*st);
-    if (!st->config.report_path.empty()) {
-      atexit([] { guarded([] { Guard::get().write_report(); }); });
-      pthread_atfork([] { guarded([] { Guard::get().before_fork(); }); },
-                     [] { guarded([] { Guard::get().after_fork(false); }); },
-                     [] { guarded([] { Guard::get().after_fork(true); }); });
-    }
+    if (!st->config.report_path.empty()) atexit([] { guarded([] { Guard::get().write_report(); }); });
+    // Whatever the settings: a child forked while another thread holds one of the guard's locks
+    // (registering, launching) would inherit it held and hang at its first HIP call.
+    pthread_atfork([] { guarded([] { Guard::get().before_fork(); }); },
+                   [] { guarded([] { Guard::get().after_fork(false); }); },
+                   [] { guarded([] { Guard::get().after_fork(true); }); });
     g_state_ready.store(true, std::memory_order_release);
     return st;
   }();

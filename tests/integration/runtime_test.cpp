@@ -461,7 +461,7 @@ TEST_F(Runtime, ConcurrentDlopenAndLaunches) {
     ProcessResult r = run_process(argv, sim(gpus, true, {{"HIPGUARD_TARGET", gpus}}));
     EXPECT_EQ(r.status, 0) << gpus << ": " << r.err.substr(0, 4000);
     EXPECT_EQ(r.out, plain.out);
-    EXPECT_NE(r.out.find("16 threads, 640 launches, 0 failures"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("16 threads, 640 launches, 0 forks, 0 failures"), std::string::npos) << r.out;
     EXPECT_EQ(r.err.find("ThreadSanitizer"), std::string::npos) << r.err.substr(0, 4000);
     if (gpus == kMi300x) {
       // Each library is reported (once per file, however many threads register it).
@@ -471,6 +471,29 @@ TEST_F(Runtime, ConcurrentDlopenAndLaunches) {
     } else {
       EXPECT_EQ(r.err, "");
     }
+  }
+  run_process({"/bin/rm", "-rf", dir});
+}
+
+// fork() from a threaded process whatever the settings (no HIPGUARD_REPORT): the guard's locks are
+// held across it, so a child forked while another thread registers or launches never inherits a
+// held lock; each child makes the first launch of a library's kernel (index, probe, checks) and
+// exits. A hang is killed after 120 s (status 137).
+TEST_F(Runtime, ForksWhileThreadsRegisterAndLaunch) {
+  if (!exists(app("threads_host")) || !exists(app("libkernels_lib.so"))) GTEST_SKIP() << "threads_host not built";
+  // Two copies of the HIP library: the threads' and the one only the children launch.
+  char dir[] = "/tmp/hipguard-forks-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  std::vector<std::string> argv = {"/usr/bin/timeout", "-s", "KILL", "120", app("threads_host"), "4", "200"};
+  for (int i = 0; i < 2; ++i) {
+    argv.push_back(std::string(dir) + "/libk" + std::to_string(i) + ".so");
+    run_process({"/bin/cp", app("libkernels_lib.so"), argv.back()});
+  }
+  for (const std::string mode : {"warn", "strict"}) {
+    auto env = sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", mode}, {"THREADS_HOST_FORKS", "1000"}});
+    ProcessResult r = run_process(argv, env);
+    EXPECT_EQ(r.status, 0) << mode << ": " << r.err.substr(0, 2000);
+    EXPECT_NE(r.out.find("4 threads, 800 launches, 1000 forks, 0 failures"), std::string::npos) << mode << ": " << r.out;
   }
   run_process({"/bin/rm", "-rf", dir});
 }

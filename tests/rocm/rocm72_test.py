@@ -14,7 +14,7 @@ import re
 import sys
 
 import rocm_test as R
-from rocm_test import app, cli_json, diagnostics, expect, fail, images, in_root, run, selected_processor
+from rocm_test import app, cli_json, diagnostics, expect, images, in_root, run
 
 LIB = "usr/lib/x86_64-linux-gnu"
 
@@ -193,26 +193,7 @@ PREFERRED = ("gfx942", "gfx950", "gfx90a", "gfx908", "gfx1100", "gfx1151", "gfx1
 
 def case_RealLibraries72():
     """No HG3xx/HG404/HG407 (nothing above a note) on any 7.2 library on a processor it ships code for."""
-    for name in LIBRARIES:
-        path = lib(name)
-        if not expect(os.path.exists(path), f"{path} is missing from the ROCm 7.2 root"):
-            continue
-        _, doc = cli_json("inspect", path)
-        procs = sorted({co["target"].split(" ")[0] for img in images(doc) for co in img["code_objects"]})
-        targets = [p for want in PREFERRED for p in procs if p.split(":")[0] == want][:6]
-        if not targets:
-            print(f"{name}: {len(images(doc))} fat binaries, no code object (processors {procs})")
-            continue
-        args = [a for t in targets for a in ("--target", t)]
-        rc, doc = cli_json("check", "--no-deps", *args, path)
-        by_code = {}
-        for d in errors_and_warnings(doc):
-            by_code[d["code"]] = by_code.get(d["code"], 0) + 1
-        s = doc.get("summary", {})
-        print(f"{name}: {len(images(doc))} fat binaries, {s.get('kernels')} kernels, targets {targets}, "
-              f"findings {by_code or 'none'}")
-        expect(not by_code, f"{name} runs on {targets}, yet hipguard finds {by_code}")
-        expect(rc == 0, f"{name}: exit {rc}")
+    R.check_libraries(LIBRARIES, PREFERRED, 6)
 
 
 def case_RocblasPrograms72():

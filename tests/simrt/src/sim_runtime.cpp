@@ -15,6 +15,7 @@
 #include <hip/hip_runtime_api.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -206,6 +207,9 @@ State& state() {
     auto* st = new State;
     const char* log = getenv("HIPGUARD_SIM_LOG");
     st->log = log && *log && strcmp(log, "0") != 0;
+    // Held across fork(), so a child forked while another thread is inside the runtime can use it
+    // (the fork tests exercise the shim's locks, not this one's).
+    pthread_atfork([] { state().mu.lock(); }, [] { state().mu.unlock(); }, [] { state().mu.unlock(); });
     return st;
   }();
   return *s;
