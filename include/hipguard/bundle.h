@@ -75,6 +75,7 @@ struct Bundle {
   // uncompressed size from the header, and the decompressed prefix decoded so
   // far (at least the table; extended when an entry is extracted).
   Bytes payload;
+  uint64_t payload_read = 0;  // bytes of the payload the decoder read to reach the table
   uint64_t uncompressed_size = 0;
   std::vector<uint8_t> storage;
 };

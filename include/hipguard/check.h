@@ -53,6 +53,7 @@ struct ImageReport {
   std::vector<BundleEntry> entries;          // the same entries with offsets and sizes
   uint16_t ccob_version = 0, ccob_method = 0;  // compressed bundles: header version, 0 zlib / 1 zstd
   uint64_t table_bytes = 0;  // a bundle's header and entry table, bytes (of the decompressed bundle); 0: not parsed
+  uint64_t encoded_read = 0;  // a compressed bundle: bytes of it (header and payload) read to decode its table
   std::deque<CodeObjectSummary> code_objects;  // deque: diagnostics keep pointers stable
   std::string built_for;                     // a raw code object: the target ID it is built for (describe_target)
   std::vector<TargetVerdict> verdicts;       // one per requested target, same order

@@ -279,6 +279,7 @@ void Checker::check_bundle() {
   report_.ccob_version = b.ccob_version;
   report_.ccob_method = b.ccob_method;
   report_.table_bytes = b.table_size;
+  if (b.compressed) report_.encoded_read = (b.encoded_size - b.payload.size()) + b.payload_read;
   report_.entries = std::move(b.entries);  // candidates point into report_.entries from here on
   for (const auto& e : report_.entries) report_.entry_ids.push_back(e.id);
   std::string ids;  // the memo's key

@@ -108,6 +108,7 @@ struct GrowingOutput {
   std::vector<uint8_t>& out;
   uint64_t want;          // bytes wanted
   uint64_t produced = 0;  // bytes written to out so far
+  uint64_t consumed = 0;  // bytes of the input read so far
   // Free bytes at out.data() + produced, grown (doubling, at most to `want`) when none are left.
   uint64_t room() {
     if (out.size() == produced && out.size() < want)
@@ -120,6 +121,7 @@ struct GrowingOutput {
 bool zstd_whole(Bytes input, uint64_t claimed, GrowingOutput& g, std::string* error) {
   if (!decompress_declared(input, claimed, g.out, error)) return false;
   g.produced = g.out.size();
+  g.consumed = input.size();
   return true;
 }
 
@@ -158,6 +160,7 @@ bool zstd_prefix(Bytes input, uint64_t claimed, GrowingOutput& g, std::string* e
     if (r == 0 && g.produced < g.want) break;      // frame ended early
   }
   ZSTD_freeDCtx(dctx);
+  g.consumed = in.pos;
   // Streaming writers (the zstd tool reading a pipe, --long, --ultra) leave the
   // content size out and keep their level's window however small the input.
   if (!ok && window_too_large) return zstd_whole(input, claimed, g, error);
@@ -197,6 +200,7 @@ bool zlib_prefix(Bytes input, GrowingOutput& g, std::string* error, bool to_end)
     if (before_out == z.avail_out && chunk_in == z.avail_in) break;  // no progress: input exhausted
   }
   inflateEnd(&z);
+  g.consumed = fed;
   if (!ok) return false;
   if (to_end && !ended) return *error = "zlib stream does not end where the uncompressed size says", false;
   return true;
@@ -206,13 +210,15 @@ bool zlib_prefix(Bytes input, GrowingOutput& g, std::string* error, bool to_end)
 // bundle table can be read without inflating every code object. With `to_end`
 // (want is the whole uncompressed size) the stream must also end there, with
 // its checksum: that is how a cut v1 bundle, which has no total size, shows.
-// `claimed` is the header's uncompressed size (bounds the zstd window).
+// `claimed` is the header's uncompressed size (bounds the zstd window). `*consumed` (optional):
+// the bytes of `input` read, all of them for a frame decoded whole.
 bool decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t claimed, std::vector<uint8_t>& out,
-                       std::string* error, bool to_end = false) {
+                       std::string* error, bool to_end = false, uint64_t* consumed = nullptr) {
   out.clear();
   GrowingOutput g{out, want};
-  if (!(method == 1 ? zstd_prefix(input, claimed, g, error, to_end) : zlib_prefix(input, g, error, to_end)))
-    return false;
+  bool ok = method == 1 ? zstd_prefix(input, claimed, g, error, to_end) : zlib_prefix(input, g, error, to_end);
+  if (consumed) *consumed = std::max(*consumed, g.consumed);
+  if (!ok) return false;
   if (g.produced < want) {
     *error = "compressed data ends after " + std::to_string(g.produced) + " of " + std::to_string(want) + " bytes";
     return false;
@@ -266,7 +272,8 @@ Result<Bundle> parse_compressed(Bytes data) {
   uint64_t want = std::min<uint64_t>(uncompressed, 4096);
   for (;;) {
     std::string err;
-    if (!decompress_prefix(b.ccob_method, b.payload, want, uncompressed, b.storage, &err)) return ccob_error("decompression failed: " + err);
+    bool ok = decompress_prefix(b.ccob_method, b.payload, want, uncompressed, b.storage, &err, false, &b.payload_read);
+    if (!ok) return ccob_error("decompression failed: " + err);
     Bytes inner(b.storage.data(), b.storage.size());
     if (inner.size() >= kBundleMagic.size() && classify(inner) != PayloadKind::OffloadBundle)
       return ccob_error("decompressed data is not an offload bundle");
