@@ -489,11 +489,24 @@ TEST_F(Runtime, ForksWhileThreadsRegisterAndLaunch) {
     argv.push_back(std::string(dir) + "/libk" + std::to_string(i) + ".so");
     run_process({"/bin/cp", app("libkernels_lib.so"), argv.back()});
   }
+#ifdef HIPGUARD_SANITIZER_RUNTIME
+  // Under a sanitizer runtime each fork copies its shadow memory's mappings (TSan: ~0.1 s a fork);
+  // a child of a threaded process inherits the parent's unjoined threads, which TSan reports as leaks.
+  const std::string forks = "50";
+  const char* tsan = getenv("TSAN_OPTIONS");
+  const std::string tsan_options = std::string(tsan ? tsan : "") + ":report_thread_leaks=0";
+#else
+  const std::string forks = "1000";
+#endif
   for (const std::string mode : {"warn", "strict"}) {
-    auto env = sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", mode}, {"THREADS_HOST_FORKS", "1000"}});
+    auto env = sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", mode}, {"THREADS_HOST_FORKS", forks}});
+#ifdef HIPGUARD_SANITIZER_RUNTIME
+    env["TSAN_OPTIONS"] = tsan_options;
+#endif
     ProcessResult r = run_process(argv, env);
     EXPECT_EQ(r.status, 0) << mode << ": " << r.err.substr(0, 2000);
-    EXPECT_NE(r.out.find("4 threads, 800 launches, 1000 forks, 0 failures"), std::string::npos) << mode << ": " << r.out;
+    EXPECT_NE(r.out.find("4 threads, 800 launches, " + forks + " forks, 0 failures"), std::string::npos)
+        << mode << ": " << r.out;
   }
   run_process({"/bin/rm", "-rf", dir});
 }
