@@ -49,6 +49,10 @@ int main(int argc, char** argv) {
       dlclose(h);
     });
   }
+  // The forks start once a thread has launched: the shim resolves the runtime's functions at a
+  // process's first launch with dl_iterate_phdr, whose glibc lock a child inherits held when a
+  // thread was in dlopen at the fork (glibc 2.36; the program's own dl_iterate_phdr hangs there too).
+  while (forks > 0 && launches.load() == 0 && failures.load() == 0) std::this_thread::yield();
   for (int f = 0; f < forks; ++f) {
     pid_t pid = fork();
     if (pid == 0) {
