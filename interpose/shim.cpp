@@ -263,6 +263,14 @@ struct FuncBySymbol : Hook {
   void after(hipError_t r) const { guard().on_get_func_by_symbol(symbol, r, r == kHipSuccess && out ? *out : nullptr); }
 };
 
+// A call that makes the runtime build a kernel without launching it (attributes, occupancy): checked
+// as hipGetFuncBySymbol's kernel is; strict mode refuses one that cannot run.
+struct KernelCall : Hook {
+  const void* key;  // host function or hipFunction_t
+  explicit KernelCall(const void* k) : key(k) {}
+  Decision before() const { return guard().before_kernel_call(key, api); }
+};
+
 struct ProcAddress : Hook {
   const char* symbol;
   void** pfn;

@@ -190,7 +190,16 @@ class Guard {
   // hipGetFuncBySymbol returned `result` and `function` (its hipFunction_t,
   // or null) for `host_function`: module launches of `function` are checked
   // as launches of the registered kernel; a failure is explained.
-  Decision before_get_func_by_symbol(const void* host_function);
+  // (Warn mode says nothing before it: a failure is explained after the call.)
+  Decision before_get_func_by_symbol(const void* host_function) {
+    return before_kernel_call(host_function, "hipGetFuncBySymbol", /*say_in_warn=*/false);
+  }
+  // Before a call other than a launch that makes the runtime build `key`'s kernel (a host function or a
+  // hipFunction_t): hipGetFuncBySymbol, hipFuncGetAttribute(s), hipFuncSet*, hipOccupancy*,
+  // hipModuleOccupancy*. Its fat binary is checked in full now (first use). A kernel that cannot run:
+  // strict mode refuses the call with hipErrorInvalidDeviceFunction (HG503, recorded for
+  // hipGetLastError); warn mode says HG503 once per kernel (with its launches) and forwards.
+  Decision before_kernel_call(const void* key, const char* api, bool say_in_warn = true);
   void on_get_func_by_symbol(const void* host_function, int result, const void* function = nullptr);
 
   // A launch of `key` (host function for hipLaunchKernel*, hipFunction_t for

@@ -213,24 +213,38 @@ void Guard::index_function_of(const void* host_function, const void* function) {
   if (!f.findings().empty()) s.gate.fetch_or(kGateFindings, std::memory_order_release);
 }
 
-// Before hipGetFuncBySymbol: the kernel's fat binary is checked in full now,
-// as the runtime loads its code object for this call (and some runtimes abort
-// on a kernel the code object lacks: CLR Function::BuildKernel's guarantee),
-// so its findings are said first. Strict mode refuses a kernel that cannot
-// run with hipErrorInvalidDeviceFunction, as it refuses its launch.
-Decision Guard::before_get_func_by_symbol(const void* host_function) try {
+// Before hipGetFuncBySymbol and the other calls that take a kernel (before_kernel_call in guard.h):
+// the kernel's fat binary is checked in full now, as the runtime loads its code object for this call
+// (and some runtimes abort on a kernel the code object lacks: CLR Function::BuildKernel's guarantee),
+// so its findings are said first. Strict mode refuses a kernel that cannot run with
+// hipErrorInvalidDeviceFunction, as it refuses its launch, and hipGetLastError returns that error
+// (CLR's HIP_RETURN records every call's failure).
+Decision Guard::before_kernel_call(const void* key, const char* api, bool say_in_warn) try {
   State& s = state();
-  if (!host_function || s.config.mode == Mode::Off) return {};
-  const KernelState* k = kernel_in_full(host_function);
-  if (!k || !k->blocking || s.config.mode != Mode::Strict) return {};
-  Diagnostic d;
-  d.code = std::string(code::kLookupFailed);
-  d.file = k->file_name();
-  d.kernel = k->name;
-  d.message = "hipGetFuncBySymbol of a kernel that cannot run: " + first_finding(*k) +
-              "; strict mode: refused with hipErrorInvalidDeviceFunction";
-  d.fix = k->findings().front().fix;
-  report_consequence(d, &k->findings().front());
+  if (!key || s.config.mode == Mode::Off) return {};
+  const KernelState* k = kernel_in_full(key);
+  if (!k || !k->blocking) return {};
+  const bool strict = s.config.mode == Mode::Strict;
+  // Said once per kernel, with its launches' HG501 (a hipFunction_t's stub counts as the same kernel).
+  const KernelState* stub = k->stub ? s.registry.find(k->stub) : nullptr;
+  auto first_said = [&] {
+    bool first = !k->warned.exchange(true);
+    if (stub) first = !stub->warned.exchange(true) && first;
+    return first;
+  };
+  if ((strict || say_in_warn) && first_said()) {
+    Diagnostic d;
+    d.code = std::string(code::kLookupFailed);
+    d.file = k->file_name();
+    d.kernel = k->name;
+    d.message = std::string(api) + " of a kernel that cannot run: " + first_finding(*k) +
+                (strict ? "; strict mode: refused with hipErrorInvalidDeviceFunction"
+                        : "; the call is forwarded and the runtime will fail it");
+    d.fix = k->findings().front().fix;
+    report_consequence(d, &k->findings().front());
+  }
+  if (!strict) return {};
+  note_refused_launch(kHipErrorInvalidDeviceFunction);
   return {Action::Refuse, kHipErrorInvalidDeviceFunction};
 } catch (...) {
   return {};

@@ -308,6 +308,40 @@ TEST_F(Runtime, KernelMissingFromTheSelectedCodeObject) {
   EXPECT_EQ(strict.err.find("strict mode: stopping"), std::string::npos) << strict.err;
 }
 
+// The calls that make the runtime build a kernel without launching it (hipFuncGetAttributes,
+// hipOccupancy*, ...: KernelCall in interpose/hip_api.def) are checked like its launch: on gfx1030 the
+// selected code object lacks only_on_gfx90a. Warn: results unchanged, one HG503 naming the cause;
+// strict: refused before the runtime with its own error, which hipGetLastError then returns.
+TEST_F(Runtime, KernelAttributeAndOccupancyCallsAreChecked) {
+  if (!exists(app("arch_guarded"))) GTEST_SKIP() << "arch_guarded not built";
+  const std::string kGfx1030 = "gfx1030";
+  const std::vector<std::string> argv = {app("arch_guarded"), "attributes"};
+  ProcessResult plain = run_process(argv, sim(kGfx1030, false));
+  ASSERT_NE(plain.out.find("hipFuncGetAttributes everywhere: 0, last error 0"), std::string::npos) << plain.out;
+  ASSERT_NE(plain.out.find("hipFuncGetAttributes only_on_gfx90a: 98"), std::string::npos) << plain.out;
+  ProcessResult warn = run_process(argv, sim(kGfx1030, true, {{"HIPGUARD_TARGET", kGfx1030}}));
+  EXPECT_EQ(warn.out, plain.out) << "warn mode changes no result";
+  auto said = lines_with(warn.err, "error HG503");
+  ASSERT_EQ(said.size(), 1u) << "once per kernel: " << warn.err;
+  EXPECT_NE(said[0].find("hipFuncGetAttributes of a kernel that cannot run"), std::string::npos) << said[0];
+  EXPECT_NE(said[0].find("_Z14only_on_gfx90aPf"), std::string::npos) << said[0];
+  EXPECT_NE(said[0].find("HG409 [gfx1030]"), std::string::npos) << said[0];
+  EXPECT_EQ(warn.err.find("_Z10everywherePf'"), std::string::npos) << warn.err;
+  ProcessResult strict =
+      run_process(argv, sim(kGfx1030, true, {{"HIPGUARD_TARGET", kGfx1030}, {"HIPGUARD_MODE", "strict"}}));
+  EXPECT_NE(strict.out.find("hipFuncGetAttributes everywhere: 0, last error 0"), std::string::npos) << strict.out;
+  EXPECT_NE(strict.out.find("hipFuncGetAttributes only_on_gfx90a: 98, last error 98"), std::string::npos)
+      << strict.out;
+  EXPECT_NE(strict.out.find("hipOccupancyMaxActiveBlocksPerMultiprocessor only_on_gfx90a: 98, last error 98"),
+            std::string::npos)
+      << "refused before the simulator's own answer (801): " << strict.out;
+  auto refused = lines_with(strict.err, "error HG503");
+  ASSERT_EQ(refused.size(), 1u) << "once per kernel, as its launches: " << strict.err;
+  EXPECT_NE(refused[0].find("strict mode: refused with hipErrorInvalidDeviceFunction"), std::string::npos)
+      << refused[0];
+  EXPECT_EQ(strict.status, 86) << strict.err;
+}
+
 TEST_F(Runtime, ReportFileJsonAndJunit) {
   char dir[] = "/tmp/hipguard-report-XXXXXX";
   ASSERT_TRUE(mkdtemp(dir));

@@ -434,7 +434,8 @@ static std::map<std::string, std::string> expect_runtime_symbols_placed(const st
   EXPECT_GT(exports.size(), 400u) << real;
   std::regex path_re("Launch|ModuleLoad|Library|KernelNode|GraphAddNode|NodeSetParams|ProcAddress|EntryPoint|"
                      "ConfigureCall|CallConfiguration|SetupArgument|BeginCapture|GraphInstantiate|ChildGraph|"
-                     "GraphClone|ExecUpdate|GraphUpload|GetFunc|GetKernel|EnumerateKernels|KernelGet|LastError");
+                     "GraphClone|ExecUpdate|GraphUpload|GetFunc|GetKernel|EnumerateKernels|KernelGet|LastError|"
+                     "FuncGetAttribute|FuncSet|Occupancy");
   std::regex other_node_kinds(
       "Memcpy|Memset|HostNode|EventRecord|EventWait|ExternalSemaphore|MemAlloc|MemFree|BatchMemOp");
   std::string unplaced;
