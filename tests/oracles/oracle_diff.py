@@ -209,6 +209,12 @@ def apps_sample(apps):
     return out
 
 
+def own_sample(apps):
+    """hipguard's own code objects, where the root's hipcc built them (tests/rocm/apps/lds_limits.hip, 7.2):
+    static LDS at each limit, v4 to v6, generic, gfx1250, a compressed bundle."""
+    return sorted(glob.glob(os.path.join(apps, "*lds_at_limit*")) + glob.glob(os.path.join(apps, "lds_mi355x.co")))
+
+
 def fatbin_sample(root, extra=()):
     """(path, bundles, picked) for each fat binary: BUNDLES_PER_FATBIN bundles spread over it, all of
     them for the small programs in extra."""
@@ -483,7 +489,7 @@ def code_object_units(args, hg):
     compressed bundle holding it), entry (bundle entry ID, None for a plain ELF file), compressed, and
     hipguard's kernels (None: hipguard lists no such code object)."""
     units = []
-    small = tensile_sample(args.root) + corpus_sample(args.corpus)
+    small = tensile_sample(args.root) + corpus_sample(args.corpus) + own_sample(args.apps)
     reports = hg.files(small)
     for f in small:
         kind = file_kind(f)

@@ -65,6 +65,66 @@ def case_Hipcc72Programs():
 
 # ---- the shim under the real HIP 7.2 runtime ---------------------------------------------------------
 
+# ---- hipguard's own code objects (tests/rocm/apps/lds_limits.hip) ----------------------------------
+
+# Static LDS at each processor's limit: what each object declares and the processor's limit (bytes).
+OWN = {  # file: (code object version, processor in the ELF header, static LDS of lds_at_limit)
+    "gfx942_lds_at_limit_v4.co": (4, "gfx942", 65536),
+    "gfx942_lds_at_limit_v5.co": (5, "gfx942", 65536),
+    "gfx950_lds_at_limit_v6.co": (6, "gfx950", 163840),
+    "gfx1250_lds_at_limit.co": (6, "gfx1250", 327680),
+    "gfx9-4-generic_lds_at_limit.co": (6, "gfx9-4-generic", 65536),
+}
+LIMIT = {"mi300x": 65536, "mi355x": 163840, "gfx1250": 327680, "gfx90a": 65536}
+# The error codes each file gets on each target: HG202 for a code object of another processor (a
+# generic one runs on the processors it covers), HG301 where its static LDS is over the target's limit,
+# HG201 for a bundle without an entry for the target; nothing at all where it runs.
+OWN_VERDICTS = {
+    "gfx942_lds_at_limit_v4.co": {"mi300x": set(), "mi355x": {"HG202"}, "gfx1250": {"HG202"}, "gfx90a": {"HG202"}},
+    "gfx942_lds_at_limit_v5.co": {"mi300x": set(), "mi355x": {"HG202"}, "gfx1250": {"HG202"}, "gfx90a": {"HG202"}},
+    "gfx950_lds_at_limit_v6.co": {"mi300x": {"HG202", "HG301"}, "mi355x": set(), "gfx1250": {"HG202"},
+                                  "gfx90a": {"HG202", "HG301"}},
+    "gfx1250_lds_at_limit.co": {"mi300x": {"HG202", "HG301"}, "mi355x": {"HG202", "HG301"}, "gfx1250": set(),
+                                "gfx90a": {"HG202", "HG301"}},
+    "gfx9-4-generic_lds_at_limit.co": {"mi300x": set(), "mi355x": set(), "gfx1250": {"HG202"}, "gfx90a": {"HG202"}},
+    "lds_at_limit_compressed.hipfb": {"mi300x": set(), "mi355x": set(), "gfx1250": set(), "gfx90a": {"HG201"}},
+}
+
+
+def case_OwnCodeObjects():
+    """hipguard's own real code objects, made by hipcc 7.2.4 from tests/rocm/apps/lds_limits.hip (what a
+    clone checks without the AITER corpus): static LDS at each processor's limit (64, 160, 320 KiB), code
+    object v4, v5, v6 and generic, a compressed bundle with gfx942, gfx950 and gfx1250 entries. Each
+    passes with nothing said on the processors it is built for, and elsewhere gets exactly its errors."""
+    for name, (version, processor, lds) in OWN.items():
+        _, doc = cli_json("inspect", app(name))
+        cos = [co for img in images(doc) for co in img["code_objects"]]
+        expect(len(cos) == 1 and cos[0]["code_object_version"] == version and cos[0]["target"].startswith(processor),
+               f"{name}: {[(co['target'], co['code_object_version']) for co in cos]}, want {processor} v{version}")
+        kernels = {k["name"]: k for co in cos for k in co["kernels"]}
+        got = kernels.get("_Z12lds_at_limitPfPKf", {}).get("group_segment_fixed_size")
+        expect(got == lds, f"{name}: lds_at_limit declares {got} bytes of static LDS, want {lds}")
+    _, doc = cli_json("inspect", app("lds_at_limit_compressed.hipfb"))
+    img = images(doc)[0]
+    expect(img.get("compression") == "zstd", f"lds_at_limit_compressed.hipfb: compression {img.get('compression')}")
+    for name, verdicts in OWN_VERDICTS.items():
+        for target, want in verdicts.items():
+            rc, doc = cli_json("check", "--target", target, app(name))
+            said = errors_and_warnings(doc)
+            codes = {d["code"] for d in said}
+            expect(codes == want and rc == (1 if want else 0),
+                   f"{name} on {target}: exit {rc}, {sorted(codes)}, want {sorted(want)}: "
+                   + "; ".join(d["message"][:160] for d in said))
+            for d in said:
+                if d["code"] != "HG301":
+                    continue
+                lds = OWN[name][2]
+                expect(f"declares {lds} bytes" in d["message"]
+                       and f"provides at most {LIMIT[target]} bytes" in d["message"],
+                       f"{name} on {target}: HG301 says '{d['message']}', want {lds} over {LIMIT[target]}")
+    print(f"own code objects: {len(OWN) + 1} files x {len(LIMIT)} targets as expected")
+
+
 def shim_env(*extra):
     return [f"LD_PRELOAD={R.A.shim}", *extra]
 
