@@ -3,12 +3,17 @@
 #pragma once
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
+
+#include <memory>
 
 #include "hipguard/bundle.h"
 #include "bundle.h"
@@ -37,11 +42,17 @@ inline std::vector<uint8_t> app_code_object(const std::string& file, const std::
   return {};
 }
 
-// The process's guard takes its configuration once per process: every test in
-// this binary that uses it has the same one (gfx942, strict, info). A test that
-// needs other settings builds a guard of its own (Guard(GuardConfig)).
-inline void configure_guard_for_tests() {
-  hgtest::init_guard({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_LOG_LEVEL", "info"}});
+// The settings of guard_tests (guard_test_env.cpp, the process's guard), for a guard of a test's own:
+// gfx90a:xnack-, warn, info, a report (what the report keeps must stay bounded too).
+inline hipguard::GuardConfig warn_gfx90a_with_report() {
+  static const std::string report = "/tmp/hipguard-own-guard-" + std::to_string(getpid()) + ".json";
+  return hgtest::guard_config({{"HIPGUARD_TARGET", "gfx90a:xnack-"}, {"HIPGUARD_MODE", "warn"},
+                               {"HIPGUARD_LOG_LEVEL", "info"}, {"HIPGUARD_REPORT", report}});
+}
+
+// The settings of check_tests' guard tests: gfx942, strict, info.
+inline hipguard::GuardConfig strict_gfx942() {
+  return hgtest::guard_config({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_LOG_LEVEL", "info"}});
 }
 
 }  // namespace checks

@@ -293,9 +293,9 @@ TEST(DescriptorsDepth, DamagedMetadataWaitsForTheFullCheck) {
 
 // Through the Guard (strict mode, gfx942: check_util.h).
 namespace {
-class StrictRegistration : public ::testing::Test {
+class StrictRegistration : public hgtest::OwnGuardTest {
  protected:
-  static void SetUpTestSuite() { checks::configure_guard_for_tests(); }
+  StrictRegistration() : OwnGuardTest(checks::strict_gfx942()) {}
 };
 
 std::vector<uint8_t> bundle_of(const hgtest::CodeObjectSpec& spec) {
@@ -336,7 +336,7 @@ std::pair<Decision, std::string> register_then_launch(Guard& g, const std::vecto
 // fat binary's findings, warnings too, are said at that first use (the check
 // in full), and a kernel registered after it is judged as it is launched.
 TEST_F(StrictRegistration, DescriptorErrorsRefuseTheLaunchNotTheRegistration) {
-  Guard& g = Guard::get();
+  Guard& g = guard();
   hgtest::CodeObjectSpec over = two_kernels();
   over.kernels[0].kd_lds = 70000;  // in the kernel descriptor only
   over.kernels[1].args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 4, 8}};  // overlap: HG405, a warning
@@ -375,7 +375,7 @@ TEST_F(StrictRegistration, DescriptorErrorsRefuseTheLaunchNotTheRegistration) {
 // the loader rejects) is not seen before the first use, where each launch of
 // its kernels is refused.
 TEST_F(StrictRegistration, RegistrationReadsNoCodeObject) {
-  Guard& g = Guard::get();
+  Guard& g = guard();
   hgtest::CodeObjectSpec other = two_kernels();
   other.mach = 0x03f;  // EF_AMDGPU_MACH_AMDGCN_GFX90A, in an entry that says gfx942
   other.target = "amdgcn-amd-amdhsa--gfx90a";
@@ -395,7 +395,7 @@ TEST_F(StrictRegistration, RegistrationReadsNoCodeObject) {
 // of that code object is refused, with the metadata's error (CLR rejects the
 // whole code object for beta's .max_flat_workgroup_size 0, so alpha cannot run either).
 TEST_F(StrictRegistration, MetadataErrorsRefuseTheFirstLaunch) {
-  Guard& g = Guard::get();
+  Guard& g = guard();
   hgtest::CodeObjectSpec spec = two_kernels();
   spec.kernels[1].max_flat = 0;  // CLR rejects the code object (HG304)
   std::vector<uint8_t> b = bundle_of(spec);
@@ -414,7 +414,7 @@ TEST_F(StrictRegistration, MetadataErrorsRefuseTheFirstLaunch) {
 // the limit, and a kernel whose metadata names a descriptor of another name
 // runs.
 TEST_F(StrictRegistration, KernelsAreWhatTheMetadataNames) {
-  Guard& g = Guard::get();
+  Guard& g = guard();
   hgtest::CodeObjectSpec spec = two_kernels();
   hgtest::KernelSpec orphan;
   orphan.name = "orphan";
@@ -457,7 +457,7 @@ TEST_F(StrictRegistration, KernelsAreWhatTheMetadataNames) {
 // at registration (its table is inside the compressed data), its kernels at
 // the first use.
 TEST_F(StrictRegistration, ACompressedBundleIsJudgedAtTheFirstUse) {
-  Guard& g = Guard::get();
+  Guard& g = guard();
   hgtest::CodeObjectSpec spec = two_kernels();  // names of their own: each finding is said once per process
   spec.kernels[0].name = "packed_alpha";
   spec.kernels[1].name = "packed_beta";
@@ -493,7 +493,7 @@ TEST_F(StrictRegistration, ACompressedBundleIsJudgedAtTheFirstUse) {
 // refused. Unregistering the first forgets the stub: the runtime has no
 // kernel for it then, and hipguard nothing to refuse.
 TEST_F(StrictRegistration, AStubRegisteredAgainKeepsItsFirstRegistration) {
-  Guard& g = Guard::get();
+  Guard& g = guard();
   std::vector<uint8_t> b = bundle_of(two_kernels());
   static int handle1, handle2, host;
   testing::internal::CaptureStderr();
@@ -514,7 +514,7 @@ TEST_F(StrictRegistration, AStubRegisteredAgainKeepsItsFirstRegistration) {
 // fat binary that lacks it, is dropped: never judged (HG409 is not said), and
 // launches are forwarded.
 TEST_F(StrictRegistration, ADroppedRegistrationDoesNotStopTheProgram) {
-  Guard& g = Guard::get();
+  Guard& g = guard();
   std::vector<uint8_t> b = bundle_of(two_kernels());
   static int handle1, handle2, host;
   testing::internal::CaptureStderr();
@@ -537,7 +537,7 @@ TEST_F(StrictRegistration, ADroppedRegistrationDoesNotStopTheProgram) {
 // second's code object, would be refused otherwise); the newest fat binary
 // going first (as at exit) leaves the older's registrations theirs.
 TEST_F(StrictRegistration, ClaimsMadeLateDecideAsAtRegistration) {
-  Guard& g = Guard::get();
+  Guard& g = guard();
   std::vector<uint8_t> b = bundle_of(two_kernels());
   static int handle1, handle2, handle3, host, host_beta;
   testing::internal::CaptureStderr();
@@ -564,7 +564,7 @@ TEST_F(StrictRegistration, ClaimsMadeLateDecideAsAtRegistration) {
 // a key nobody registered, which indexes all), the stub stays its first
 // registration's.
 TEST_F(StrictRegistration, IndexingOrderLeavesAStubToItsFirstRegistration) {
-  Guard& g = Guard::get();
+  Guard& g = guard();
   std::vector<uint8_t> b = bundle_of(two_kernels());
   for (bool index_all : {false, true}) {
     static int handle1, handle2, host, host_beta1, host_beta2;
@@ -595,7 +595,7 @@ TEST_F(StrictRegistration, IndexingOrderLeavesAStubToItsFirstRegistration) {
 // too much dynamic LDS, checked in full with its fat binary at first use, and
 // forgotten when the fat binary is unregistered.
 TEST_F(StrictRegistration, AFunctionFromGetFuncBySymbolIsDecidedAsItsKernel) {
-  Guard& g = Guard::get();
+  Guard& g = guard();
   std::vector<uint8_t> b = bundle_of(two_kernels());
   static int handle, host_gamma, host_alpha, fn_gamma, fn_alpha;
   testing::internal::CaptureStderr();

@@ -24,9 +24,9 @@ int fake_func_get_attributes(void*, const void*) {
   return g_attr_result;
 }
 
-class GuardProbe : public ::testing::Test {
+class GuardProbe : public hgtest::OwnGuardTest {
  protected:
-  static void SetUpTestSuite() { checks::configure_guard_for_tests(); }
+  GuardProbe() : OwnGuardTest(checks::strict_gfx942()) {}
 };
 
 }  // namespace
@@ -39,7 +39,7 @@ TEST_F(GuardProbe, OnlyTheLaunchedFatBinaryIsProbed) {
   std::vector<uint8_t> bundle = checks::read_bytes(path);
   FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
   static int handle_c, handle_d, host_c, host_d;
-  Guard& g = Guard::get();
+  Guard& g = guard();
   testing::internal::CaptureStderr();
   for (auto [handle, host] : {std::pair{&handle_c, &host_c}, std::pair{&handle_d, &host_d}}) {
     hgtest::register_fatbin(g, &w, handle);
@@ -69,7 +69,8 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   std::vector<uint8_t> bundle = checks::read_bytes(path);
   FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
   static int handle_a, handle_b, host_a, host_b;  // stand-ins for the runtime's handle and the kernel stubs
-  Guard& g = Guard::get();
+  Guard& g = guard();
+  g_attr_calls = 0;
 
   testing::internal::CaptureStderr();
   EXPECT_EQ(hgtest::register_fatbin(g, &w, &handle_a).action, Action::Exit) << "gfx90a-only code on gfx942, strict mode";
@@ -78,7 +79,6 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   fns.func_get_attributes = fake_func_get_attributes;  // no hipGetFuncBySymbol
   g.set_probe_functions(fns);
   g_attr_result = 98;  // the runtime rejects the kernel
-  EXPECT_TRUE(launch_needs_check(0)) << "a kernel with findings: launches take the slow path";
   Decision v = g.on_launch(&host_a, 0, "hipLaunchKernel");
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(g_attr_calls, 1);
@@ -118,7 +118,7 @@ TEST_F(GuardProbe, KpackFatBinaryIsANoteNotAnError) {
   static const unsigned char metadata[64] = {0x80};  // an empty MessagePack map: never read
   FatbinWrapper w{kHipkMagic, 1, metadata, nullptr};
   testing::internal::CaptureStderr();
-  Decision v = hgtest::check_fatbin(Guard::get(), &w);
+  Decision v = hgtest::check_fatbin(guard(), &w);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(v.action, Action::Forward) << err;
   EXPECT_NE(err.find("note HG209"), std::string::npos) << err;
@@ -126,7 +126,7 @@ TEST_F(GuardProbe, KpackFatBinaryIsANoteNotAnError) {
   // Any other magic still is HG102.
   FatbinWrapper bad{0x12345678, 1, metadata, nullptr};
   testing::internal::CaptureStderr();
-  v = hgtest::check_fatbin(Guard::get(), &bad);
+  v = hgtest::check_fatbin(guard(), &bad);
   err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(v.action, Action::Exit) << err;
   EXPECT_NE(err.find("error HG102"), std::string::npos) << err;

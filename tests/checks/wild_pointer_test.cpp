@@ -48,9 +48,9 @@ std::string capture(const std::function<void()>& f) {
   return testing::internal::GetCapturedStderr();
 }
 
-class WildPointers : public ::testing::Test {
+class WildPointers : public hgtest::OwnGuardTest {
  protected:
-  static void SetUpTestSuite() { checks::configure_guard_for_tests(); }
+  WildPointers() : OwnGuardTest(checks::strict_gfx942()) {}
 };
 
 }  // namespace
@@ -58,12 +58,12 @@ class WildPointers : public ::testing::Test {
 TEST_F(WildPointers, WrapperInUnmappedMemory) {
   Guarded g(1);
   Decision v;
-  std::string err = capture([&] { v = hgtest::check_fatbin(Guard::get(), g.guard); });
+  std::string err = capture([&] { v = hgtest::check_fatbin(guard(), g.guard); });
   EXPECT_EQ(v.action, Action::Exit) << "strict mode stops a program whose fat binary cannot be read";
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;
   EXPECT_NE(err.find("wrapper"), std::string::npos) << err;
   // A wrapper straddling the end of the mapping is unreadable too.
-  err = capture([&] { hgtest::check_fatbin(Guard::get(), g.guard - 8); });
+  err = capture([&] { hgtest::check_fatbin(guard(), g.guard - 8); });
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;
 }
 
@@ -71,10 +71,10 @@ TEST_F(WildPointers, BinaryPointerInUnmappedMemory) {
   Guarded g(1);
   auto* w = reinterpret_cast<FatbinWrapper*>(g.base);
   *w = FatbinWrapper{kHipFatbinMagic, 1, g.guard, nullptr};
-  std::string err = capture([&] { hgtest::check_fatbin(Guard::get(), w); });
+  std::string err = capture([&] { hgtest::check_fatbin(guard(), w); });
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;
   *w = FatbinWrapper{kHipFatbinMagic, 1, reinterpret_cast<const void*>(uintptr_t{16}), nullptr};
-  err = capture([&] { hgtest::check_fatbin(Guard::get(), w); });
+  err = capture([&] { hgtest::check_fatbin(guard(), w); });
   EXPECT_NE(err.find("HG101"), std::string::npos) << "a near-null pointer: " << err;
 }
 
@@ -87,7 +87,7 @@ TEST_F(WildPointers, BundleWhoseTableRunsPastTheMapping) {
   memcpy(b + 24, &count, 8);
   auto* w = reinterpret_cast<FatbinWrapper*>(g.base);
   *w = FatbinWrapper{kHipFatbinMagic, 1, b, nullptr};
-  std::string err = capture([&] { hgtest::check_fatbin(Guard::get(), w); });
+  std::string err = capture([&] { hgtest::check_fatbin(guard(), w); });
   EXPECT_NE(err.find("HG104"), std::string::npos) << err;
   // One entry whose payload offset/size point past the mapping.
   count = 1;
@@ -95,7 +95,7 @@ TEST_F(WildPointers, BundleWhoseTableRunsPastTheMapping) {
   uint64_t entry[3] = {4096, 1 << 20, 8};
   memcpy(b + 32, entry, sizeof entry);
   memcpy(b + 56, "hipv4-x", 8);
-  err = capture([&] { hgtest::check_fatbin(Guard::get(), w); });
+  err = capture([&] { hgtest::check_fatbin(guard(), w); });
   EXPECT_NE(err.find("HG104"), std::string::npos) << err;
 }
 
@@ -114,7 +114,7 @@ TEST_F(WildPointers, ElfWhoseHeadersClaimMoreThanIsMapped) {
   memcpy(e + 58, &shentsize, 2);
   memcpy(e + 60, &shnum, 2);
   Decision v;
-  std::string err = capture([&] { v = hgtest::check_module_data(Guard::get(), e); });
+  std::string err = capture([&] { v = hgtest::check_module_data(guard(), e); });
   EXPECT_EQ(v.action, Action::Refuse);
   EXPECT_EQ(v.hip_error, kHipErrorInvalidImage);
   EXPECT_NE(err.find("HG106"), std::string::npos) << err;
@@ -123,7 +123,7 @@ TEST_F(WildPointers, ElfWhoseHeadersClaimMoreThanIsMapped) {
 TEST_F(WildPointers, ModuleImageInUnmappedMemory) {
   Guarded g(1);
   Decision v;
-  std::string err = capture([&] { v = hgtest::check_module_data(Guard::get(), g.guard); });
+  std::string err = capture([&] { v = hgtest::check_module_data(guard(), g.guard); });
   EXPECT_EQ(v.action, Action::Refuse);
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;
   EXPECT_EQ(readable_extent(g.guard, 1 << 20), 0u);

@@ -3,8 +3,12 @@
 // process), and the guard's call pairs as the shim's hooks make them.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "runtime/config.h"
 #include "runtime/guard.h"
@@ -19,6 +23,21 @@ inline hipguard::GuardConfig guard_config(const std::map<std::string, std::strin
       },
       /*secure=*/false);
 }
+
+// A test with a guard of its own (Guard(GuardConfig)), made before and destroyed after each test:
+// no test sees what another registered or said, whatever the order (--gtest_shuffle). Only the tests
+// of the process-wide launch gate and cache (the shim's fast path) use the process's guard.
+class OwnGuardTest : public ::testing::Test {
+ protected:
+  explicit OwnGuardTest(hipguard::GuardConfig config) : config_(std::move(config)) {}
+  void SetUp() override { guard_ = std::make_unique<hipguard::Guard>(config_); }
+  void TearDown() override { guard_.reset(); }
+  hipguard::Guard& guard() { return *guard_; }
+
+ private:
+  hipguard::GuardConfig config_;
+  std::unique_ptr<hipguard::Guard> guard_;
+};
 
 // Configures the process's guard (the first call in a process wins).
 inline hipguard::Guard& init_guard(const std::map<std::string, std::string>& vars) {

@@ -12,8 +12,8 @@ using namespace hipguard;
 using namespace hgtest;
 
 TEST(GuardCodes, BadWrapperIsHG102AndDeviceFunctionIsHG408) {
-  // The guard takes its configuration once per process, before its first use.
-  Guard& g = init_guard({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "warn"}, {"HIPGUARD_LOG_LEVEL", "info"}});
+  // A guard of this test's own: nothing another test (or an earlier repeat) said is taken as said.
+  Guard g(guard_config({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "warn"}, {"HIPGUARD_LOG_LEVEL", "info"}}));
 
   // HG102: a wrapper whose magic is not "HIPF" (0x48495046).
   FatbinWrapper bad{0x12345678, 1, nullptr, nullptr};
