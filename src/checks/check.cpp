@@ -175,6 +175,7 @@ const CodeObject* Checker::entry_code_object(Bundle& b, const BundleEntry& e) {
 }
 
 void Checker::check_raw() {
+  if (depth_ == Depth::Selection && raw_selected_from_header()) return;
   bool elsewhere = built_for_other_processors();
   if (elsewhere && depth_ == Depth::Library) return library_file_elsewhere();
   // Built for other processors: only the kernels that fit no target's LDS matter (HG301).
@@ -207,6 +208,26 @@ void Checker::check_raw() {
         break;
     }
   }
+}
+
+// Depth::Selection (registration): a raw code object is selected as a bundle's entry is, from its ELF
+// header alone, and read when it is first used (CLR loads it then too). True when it fits every target;
+// otherwise it is read in full now (the mismatch and whether its kernels would fit at all).
+bool Checker::raw_selected_from_header() {
+  Result<CodeObject> head = read_code_object_header(data_);
+  if (!head) return false;  // the full read says why
+  std::vector<Match> kinds;
+  for (const auto& v : report_.verdicts) {
+    Match m = match_target(head->target, head->generic_version, v.target).kind;
+    if (m != Match::Native && m != Match::Generic) return false;
+    kinds.push_back(m);
+  }
+  report_.built_for = describe_target(*head);
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    report_.verdicts[i].selection = kinds[i] == Match::Native ? Selection::Native : Selection::Generic;
+    report_.verdicts[i].selected = report_.built_for;
+  }
+  return true;
 }
 
 void Checker::library_file_elsewhere() {

@@ -66,6 +66,7 @@ class Checker {
   const CodeObject* entry_code_object(Bundle& b, const BundleEntry& e);
 
   void check_raw();
+  bool raw_selected_from_header();
 
   // Depth::Library: a library's file for processors none of the targets has is
   // loaded on none of them; its ELF header says which (HG202 per target, which

@@ -57,13 +57,19 @@ void add_window(Bytes data, uint64_t offset, uint64_t size, Windows& out) {
   out.emplace_back(reinterpret_cast<const void*>(lo), hi - lo);
 }
 
-// What a registration check at `depth` read of `data`: a raw code object; an
+// What a registration check at `depth` read of `data`: a raw code object (its header, or all); an
 // uncompressed bundle's table (unless read from a copy, check_image's head)
 // and, past Depth::Selection, its selected entries; at Depth::Selection, what
 // a compressed bundle's table took of it.
 Windows checked_windows(Bytes data, const ImageReport& r, Depth depth, uint64_t head_bytes = 0) {
   Windows out;
-  if (r.kind == PayloadKind::CodeObject) add_window(data, 0, data.size(), out);
+  // A raw code object: its ELF header at Depth::Selection when it fit every target (nothing is selected
+  // for a target it does not fit: then it was read in full), else all of it.
+  if (r.kind == PayloadKind::CodeObject) {
+    bool header_only = depth == Depth::Selection &&
+                       std::all_of(r.verdicts.begin(), r.verdicts.end(), [](const auto& v) { return !v.selected.empty(); });
+    add_window(data, 0, header_only ? 64 : data.size(), out);
+  }
   if (r.kind == PayloadKind::CompressedBundle && depth == Depth::Selection) add_window(data, 0, r.encoded_read, out);
   if (r.kind != PayloadKind::OffloadBundle) return out;
   // Parsed within the head: read from it (Checker::read_bundle), not from data.
@@ -155,12 +161,13 @@ PendingFatbinPtr broken_fatbin(const std::string& origin, std::string_view code,
 // main. Reading the selected code objects' headers and each registered
 // kernel's descriptor here as well (what strict mode did before) made strict
 // start-up 1.6x the runtime's on rocSOLVER: pages of code objects the
-// program may never use (docs/performance.md). Raw code objects: in full.
+// program may never use (docs/performance.md). A raw code object (AITER registers .co files this way)
+// is selected from its ELF header, as CLR selects it, and read at its first use like a bundle's entry.
 Depth registration_depth(Bytes data, const GuardConfig& c) {
   PayloadKind kind = classify(data);
-  if ((kind != PayloadKind::OffloadBundle && kind != PayloadKind::CompressedBundle) || c.targets.empty())
-    return Depth::Full;
-  return Depth::Selection;
+  bool selectable = kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle ||
+                    kind == PayloadKind::CodeObject;
+  return selectable && !c.targets.empty() ? Depth::Selection : Depth::Full;
 }
 
 }  // namespace

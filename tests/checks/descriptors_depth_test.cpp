@@ -390,6 +390,36 @@ TEST_F(StrictRegistration, RegistrationReadsNoCodeObject) {
   refused_launch_error(true);
 }
 
+// A raw code object registered through __hipRegisterFatBinary (AITER registers .co files so) is
+// selected from its ELF header at registration and read at its first use, as a bundle's entry is:
+// a kernel over the LDS limit refuses its launch, not the registration. One built for another
+// processor is a selection failure, said at registration, where strict mode stops the program.
+TEST_F(StrictRegistration, RawCodeObjectIsReadAtFirstUse) {
+  Guard& g = guard();
+  hgtest::CodeObjectSpec spec = two_kernels();
+  spec.kernels[0].name = "raw_alpha";  // names of their own: each finding is said once
+  spec.kernels[1].name = "raw_beta";
+  spec.kernels[0].kd_lds = 70000;
+  std::vector<uint8_t> co = hgtest::make_code_object(spec);
+  static int handle, host_alpha, other_handle;
+  auto [d, err] = register_then_launch(g, co, &handle, &host_alpha, "raw_alpha", "HG301");
+  EXPECT_EQ(d.action, Action::Refuse) << err;
+  EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
+  EXPECT_NE(err.find("error HG301 [gfx942"), std::string::npos) << "said at the first use: " << err;
+  g.on_unregister_fatbin(&handle);
+  refused_launch_error(true);
+
+  spec.mach = 0x03f;  // EF_AMDGPU_MACH_AMDGCN_GFX90A
+  spec.target = "amdgcn-amd-amdhsa--gfx90a";
+  spec.kernels[0].name = "raw_gfx90a_alpha";
+  spec.kernels[1].name = "raw_gfx90a_beta";
+  std::vector<uint8_t> gfx90a = hgtest::make_code_object(spec);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(register_fatbin(g, gfx90a, &other_handle), Action::Exit);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("error HG202 [gfx942"), std::string::npos) << err;
+}
+
 // Broken metadata does not stop the program at registration (the runtime too
 // reads it when the code object is first used): the first launch of any kernel
 // of that code object is refused, with the metadata's error (CLR rejects the
