@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Each GoogleTest binary of a build, run whole under --gtest_shuffle --gtest_repeat=3: no test may
+# depend on the order of the others or on running once per process (CI, after the suite).
+#   scripts/shuffle.sh [BUILD_DIR]    (default: build)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build}
+status=0
+for t in unit_tests dependencies_tests private_heap_tests check_tests guard_tests simrt_tests robustness_tests \
+         integration_tests; do
+  bin=$dir/bin/$t
+  [[ -x $bin ]] || continue  # private_heap_tests is not built in sanitizer builds
+  start=$SECONDS
+  log=$(mktemp "${TMPDIR:-/tmp}/hipguard-shuffle.XXXXXX")
+  seed=$((RANDOM % 99999 + 1))  # the first round's; each repeat takes the next
+  if "$bin" --gtest_shuffle --gtest_repeat=3 --gtest_random_seed="$seed" --gtest_brief=1 >"$log" 2>&1; then
+    echo "shuffle: $t passed 3 shuffled rounds in $((SECONDS - start)) s (--gtest_random_seed=$seed)"
+  else
+    echo "shuffle: $t FAILED (rerun: $bin --gtest_shuffle --gtest_repeat=3 --gtest_random_seed=$seed):"
+    grep -E '^\[  FAILED  \]|Failure$' "$log" | sort -u | head -20
+    status=1
+  fi
+  rm -f "$log"
+done
+exit "$status"
