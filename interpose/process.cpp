@@ -3,6 +3,8 @@
 // The shim is the one place that reads the environment for the guard.
 #include "process.h"
 
+#include "runtime/runtime_exports.h"
+
 #include <dlfcn.h>
 #include <link.h>
 #include <strings.h>
@@ -50,6 +52,22 @@ void runtime_version(hipguard::GuardConfig& config) {
   }
 }
 
+// HG604: the loaded runtime's exports against hip_api.def, said once at start (setup diagnostics).
+void audit_runtime(hipguard::GuardConfig& config) {
+  if (config.runtime_source.empty()) return;
+  auto exports = hipguard::read_runtime_exports(config.runtime_source);
+  if (!exports) {
+    log_line("debug", [&] { return "cannot read the HIP runtime's exports: " + exports.error().message; });
+    return;
+  }
+  std::vector<hipguard::TableEntry> wrapped, skipped;
+  for (const auto& a : kApis) wrapped.emplace_back(a.name, a.node);
+  for (const auto& a : kSkippedApis) skipped.emplace_back(a.name, a.node);
+  auto known = hipguard::known_entry_points(wrapped, skipped);
+  for (auto& d : hipguard::audit_runtime_exports(*exports, known, config.runtime_source))
+    config.setup_diagnostics.push_back(std::move(d));
+}
+
 // The loaded libamdhip64, found even when the application does not link it
 // and a HIP library was dlopen'ed RTLD_LOCAL (dlsym(RTLD_NEXT) is NULL then).
 // Allocates nothing: it runs outside guarded().
@@ -88,6 +106,7 @@ Guard& guard() {
     hipguard::GuardConfig config = hipguard::config_from(
         [](const char* name) -> const char* { return getenv(name); }, getauxval(AT_SECURE) != 0, names);
     runtime_version(config);
+    guarded([&] { audit_runtime(config); });
     return Guard::init(std::move(config));
   }();
   return g;

@@ -33,6 +33,14 @@ inline constexpr ApiEntry kApis[] = {
 #undef HG_API
 };
 static_assert(sizeof kApis / sizeof kApis[0] == kApiCount);
+// The HG_SKIP lines: entry points on a kernel's path that need no wrapper.
+inline constexpr ApiEntry kSkippedApis[] = {
+#define HG_API(...)
+#define HG_SKIP(sym, node, why) {#sym, #node},
+#include "hip_api.def"
+#undef HG_SKIP
+#undef HG_API
+};
 
 // The guard, configured from this process's environment at the shim's first
 // call into it, whichever wrapper that is (hipcc's registration constructors

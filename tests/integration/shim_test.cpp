@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "process.h"
+#include "runtime/runtime_exports.h"
 
 namespace {
 
@@ -380,10 +381,6 @@ TEST(ShimExports, ApiTableCoversTheRuntimesLoadAndLaunchSymbols) {
   const std::string real = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5";
   if (!exists(real)) GTEST_SKIP() << real << " not installed";
   ProcessResult rs = run_process({kReadelf, "--dyn-syms", "-W", real});
-  std::regex path_re("Launch|ModuleLoad|Library|KernelNode|GraphAddNode|NodeSetParams|ProcAddress|EntryPoint|"
-                     "ConfigureCall|CallConfiguration|SetupArgument|BeginCapture|GraphInstantiate|ChildGraph|"
-                     "GraphClone|ExecUpdate|GraphUpload");
-  std::regex other_node_kinds("Memcpy|Memset|HostNode|EventRecord|EventWait|ExternalSemaphore|MemAlloc|MemFree");
   std::istringstream in(rs.out);
   size_t checked = 0;
   for (std::string line; std::getline(in, line);) {
@@ -393,7 +390,7 @@ TEST(ShimExports, ApiTableCoversTheRuntimesLoadAndLaunchSymbols) {
     auto at = sym.find('@');
     if (at == std::string::npos) continue;
     std::string name = sym.substr(0, at), node = sym.substr(sym.find_first_not_of('@', at));
-    if (!std::regex_search(name, path_re) || std::regex_search(name, other_node_kinds)) continue;
+    if (!hipguard::on_a_kernel_path(name)) continue;
     ++checked;
     auto a = api.find(name);
     auto s = skip.find(name);
@@ -432,16 +429,10 @@ static std::map<std::string, std::string> expect_runtime_symbols_placed(const st
   }
   std::map<std::string, std::string> exports = runtime_exports(real);
   EXPECT_GT(exports.size(), 400u) << real;
-  std::regex path_re("Launch|ModuleLoad|Library|KernelNode|GraphAddNode|NodeSetParams|ProcAddress|EntryPoint|"
-                     "ConfigureCall|CallConfiguration|SetupArgument|BeginCapture|GraphInstantiate|ChildGraph|"
-                     "GraphClone|ExecUpdate|GraphUpload|GetFunc|GetKernel|EnumerateKernels|KernelGet|LastError|"
-                     "FuncGetAttribute|FuncSet|Occupancy");
-  std::regex other_node_kinds(
-      "Memcpy|Memset|HostNode|EventRecord|EventWait|ExternalSemaphore|MemAlloc|MemFree|BatchMemOp");
   std::string unplaced;
   size_t checked = 0;
   for (const auto& [name, node] : exports) {
-    if (!std::regex_search(name, path_re) || std::regex_search(name, other_node_kinds)) continue;
+    if (!hipguard::on_a_kernel_path(name)) continue;
     ++checked;
     auto t = table.find(name);
     if (t == table.end()) unplaced += "\n  " + name + "@" + node + ": not in hip_api.def";

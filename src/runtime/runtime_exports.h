@@ -1,0 +1,54 @@
+// The loaded HIP runtime's exports against the entry points the shim wraps (interpose/hip_api.def):
+// a kernel entry point hipguard does not know, or a wrapped one the runtime lacks (HG604, at start).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "hipguard/diagnostic.h"
+#include "hipguard/result.h"
+
+namespace hipguard {
+
+// What a shared library exports: each defined dynamic symbol with its version node ("" when
+// unversioned), and the version nodes it defines (ELF .gnu.version_d; the base entry left out).
+struct RuntimeExports {
+  std::map<std::string, std::string> symbols;
+  std::set<std::string> nodes;
+};
+
+// Reads `path`'s dynamic symbol table and version definitions (LLVM Object). Error HG101 when it
+// cannot be read, HG106 when it is no ELF shared object with a dynamic symbol table.
+Result<RuntimeExports> read_runtime_exports(const std::string& path);
+
+// Whether an export's name says it loads code, looks up, enumerates, queries or launches a kernel,
+// makes or sets a graph kernel node, configures a launch, hands out entry points or reads the last
+// error: the exports hip_api.def must place (an HG_API or an HG_SKIP line). The same list is what
+// the tests hold the real runtimes to (ShimExports.*).
+bool on_a_kernel_path(std::string_view name);
+
+// An entry point of hip_api.def: wrapped (HG_API; `alternative`, when not null, is another spelling
+// the shim forwards to when the runtime lacks this one) or not (HG_SKIP).
+struct KnownEntryPoint {
+  std::string_view name, node, alternative;
+  bool wrapped;
+};
+
+// The entries of hip_api.def as audit_runtime_exports takes them: `wrapped` (HG_API) and `skipped`
+// (HG_SKIP) as (symbol, node) pairs; a C++-spelled entry (_Z24hipExtModuleLaunchKernel...) and the
+// entry of its C name are each other's alternative, as the shim forwards one to the other.
+using TableEntry = std::pair<std::string_view, std::string_view>;
+std::vector<KnownEntryPoint> known_entry_points(const std::vector<TableEntry>& wrapped,
+                                                const std::vector<TableEntry>& skipped);
+
+// HG604 warnings (one per kind, naming the symbols): exports on a kernel path that no entry of
+// `known` places, and wrapped entry points under a node the runtime defines that it does not export
+// (nor their alternative). Empty for the runtimes the tests hold to hip_api.def (ROCm 5.2, HIP 6.4, 7.2).
+std::vector<Diagnostic> audit_runtime_exports(const RuntimeExports& exports, const std::vector<KnownEntryPoint>& known,
+                                              const std::string& path);
+
+}  // namespace hipguard

@@ -1,0 +1,95 @@
+// HG604: the loaded HIP runtime's exports against interpose/hip_api.def (runtime_exports.h): nothing
+// to say on the real runtimes the project runs (ROCm 5.2, HIP 6.4, HIP 7.2), and both kinds of
+// finding on a runtime that differs.
+#include "runtime/runtime_exports.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "check_util.h"
+
+using namespace hipguard;
+
+namespace {
+
+// hip_api.def, expanded as the shim expands it for the audit (interpose/process.cpp).
+std::vector<KnownEntryPoint> table() {
+  static const std::vector<TableEntry> wrapped = {
+#define HG_API(sym, node, ...) {#sym, #node},
+#define HG_SKIP(...)
+#include "hip_api.def"
+#undef HG_SKIP
+#undef HG_API
+  };
+  static const std::vector<TableEntry> skipped = {
+#define HG_API(...)
+#define HG_SKIP(sym, node, why) {#sym, #node},
+#include "hip_api.def"
+#undef HG_SKIP
+#undef HG_API
+  };
+  return known_entry_points(wrapped, skipped);
+}
+
+void expect_nothing_to_say(const std::string& runtime) {
+  if (!checks::exists(runtime)) GTEST_SKIP() << runtime << " not there";
+  Result<RuntimeExports> e = read_runtime_exports(runtime);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_GT(e->symbols.size(), 400u) << runtime;
+  EXPECT_TRUE(e->nodes.count("hip_4.2")) << runtime;
+  std::vector<Diagnostic> said = audit_runtime_exports(*e, table(), runtime);
+  for (const auto& d : said) ADD_FAILURE() << runtime << ": " << d.message;
+}
+
+}  // namespace
+
+TEST(RuntimeExports, Rocm52RuntimeHasNothingToSay) {
+  expect_nothing_to_say("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5");
+}
+
+TEST(RuntimeExports, Hip64RuntimeHasNothingToSay) {
+  if (!checks::exists(std::string(HIPGUARD_ROCM_ROOT) + "/.hipguard-root")) GTEST_SKIP() << "no ROCm 6.4 root";
+  expect_nothing_to_say(std::string(HIPGUARD_ROCM_ROOT) + "/usr/lib/x86_64-linux-gnu/libamdhip64.so.6");
+}
+
+TEST(RuntimeExports, Hip72RuntimeHasNothingToSay) {
+  if (!checks::exists(std::string(HIPGUARD_ROCM72_ROOT) + "/.hipguard-root")) GTEST_SKIP() << "no ROCm 7.2 root";
+  expect_nothing_to_say(std::string(HIPGUARD_ROCM72_ROOT) + "/usr/lib/x86_64-linux-gnu/libamdhip64.so.7");
+}
+
+// A runtime newer than this hipguard (an unknown launch entry point) and one that lacks a wrapped
+// entry point under a node it defines: one HG604 each, naming the symbols. A wrapped entry point
+// under a node the runtime does not define (an older runtime), or one whose other spelling it
+// exports (ROCm 5.2's C++-only hipExtModuleLaunchKernel), is nothing to say.
+TEST(RuntimeExports, UnknownAndMissingEntryPointsAreSaid) {
+  RuntimeExports e;
+  e.nodes = {"hip_4.2", "hip_6.0"};
+  for (const auto& k : table())
+    if (k.wrapped && e.nodes.count(std::string(k.node)) && k.name.substr(0, 2) != "_Z")
+      e.symbols.emplace(std::string(k.name), std::string(k.node));
+  e.symbols.erase("hipExtModuleLaunchKernel");  // only its C++ spelling, as ROCm 5.2
+  e.symbols.emplace("_Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j",
+                    "hip_4.2");
+  ASSERT_TRUE(audit_runtime_exports(e, table(), "libamdhip64.so").empty());
+  e.symbols.emplace("hipMemcpyAsync", "hip_4.2");                 // not on a kernel's path
+  e.symbols.emplace("hipLaunchKernelWithMoreOptions", "hip_6.0");  // on one, unknown
+  e.symbols.erase("hipModuleLaunchKernel");                        // wrapped, its node defined
+  std::vector<Diagnostic> said = audit_runtime_exports(e, table(), "libamdhip64.so");
+  ASSERT_EQ(said.size(), 2u);
+  for (const auto& d : said) EXPECT_EQ(d.code, code::kRuntimeEntryPoints);
+  EXPECT_NE(said[0].message.find("hipLaunchKernelWithMoreOptions@hip_6.0"), std::string::npos) << said[0].message;
+  EXPECT_EQ(said[0].message.find("hipMemcpyAsync"), std::string::npos) << said[0].message;
+  EXPECT_NE(said[1].message.find("hipModuleLaunchKernel@hip_4.2"), std::string::npos) << said[1].message;
+  EXPECT_EQ(said[1].message.find("hipExtModuleLaunchKernel"), std::string::npos) << said[1].message;
+}
+
+TEST(RuntimeExports, AFileThatIsNoSharedObjectIsAnError) {
+  Result<RuntimeExports> missing = read_runtime_exports("/nonexistent/libamdhip64.so");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, code::kUnreadable);
+  Result<RuntimeExports> text = read_runtime_exports(std::string(HIPGUARD_FIXTURES_DIR) + "/../../README.md");
+  ASSERT_FALSE(text);
+  EXPECT_EQ(text.error().code, code::kMalformedElf);
+}
