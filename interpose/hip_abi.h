@@ -30,8 +30,6 @@ using hipLibraryOption = int;
 // Enums of the kernel-attribute and occupancy calls, passed by value (int-sized, as C enums are).
 using hipFunction_attribute = int;
 using hipFuncAttribute = int;
-using hipFuncCache_t = int;
-using hipSharedMemConfig = int;
 struct hipFuncAttributes;  // filled in by the runtime; the shim only passes the pointer on
 struct uint3;
 struct dim3 {  // passed by value: layout must match HIP's (three uint32_t)

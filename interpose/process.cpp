@@ -53,18 +53,37 @@ void runtime_version(hipguard::GuardConfig& config) {
 }
 
 // HG604: the loaded runtime's exports against hip_api.def, said once at start (setup diagnostics).
+// Runs inside guard()'s initialisation: it must not log (log_line asks guard(), which would wait for
+// itself). The runtime's tables are read from its own memory (no file, no LLVM: an allocation that
+// fails is a std::bad_alloc that guarded() catches); a runtime without them is not audited.
 void audit_runtime(hipguard::GuardConfig& config) {
-  if (config.runtime_source.empty()) return;
-  auto exports = hipguard::read_runtime_exports(config.runtime_source);
-  if (!exports) {
-    log_line("debug", [&] { return "cannot read the HIP runtime's exports: " + exports.error().message; });
-    return;
+  if (config.mode == hipguard::Mode::Off) return;
+  struct Found {  // filled under the loader's lock: nothing allocated there
+    hipguard::LoadedObject object{};
+    const char* path = nullptr;  // the loader's string, valid while the runtime stays loaded
+  } f;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        if (!info->dlpi_name || !strstr(info->dlpi_name, "libamdhip64.so")) return 0;
+        auto* out = static_cast<Found*>(data);
+        out->object = {info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum};
+        out->path = info->dlpi_name;
+        return 1;
+      },
+      &f);
+  if (!f.path) return;
+  auto exports = hipguard::read_loaded_exports(f.object);
+  if (!exports) return;
+  std::string path = f.path;
+  if (char* resolved = realpath(f.path, nullptr)) {
+    path = resolved;
+    free(resolved);
   }
   std::vector<hipguard::TableEntry> wrapped, skipped;
   for (const auto& a : kApis) wrapped.emplace_back(a.name, a.node);
   for (const auto& a : kSkippedApis) skipped.emplace_back(a.name, a.node);
   auto known = hipguard::known_entry_points(wrapped, skipped);
-  for (auto& d : hipguard::audit_runtime_exports(*exports, known, config.runtime_source))
+  for (auto& d : hipguard::audit_runtime_exports(*exports, known, path))
     config.setup_diagnostics.push_back(std::move(d));
 }
 

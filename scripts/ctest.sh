@@ -27,6 +27,7 @@ holds() {
     corpus-absent) [[ ! -d "$(cache_value HIPGUARD_CORPUS_DIR)/aiter" ]] ;;
     rocm-6.4-absent) [[ ! -f "$(cache_value HIPGUARD_ROCM_ROOT)/.hipguard-root" ]] ;;
     rocm-7.2-absent) [[ ! -f "$(cache_value HIPGUARD_ROCM72_ROOT)/.hipguard-root" ]] ;;
+    not-root) (($(id -u) != 0)) ;;
     *) return 1 ;;
   esac
 }

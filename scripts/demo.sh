@@ -26,8 +26,9 @@ t=$SECONDS
 echo "== demo: building the CLI and the shim (scripts/build.sh; the first time several minutes on 2 cores)"
 BUILD_TARGETS="hipguard hipguard_shim app_vector_add_multi" scripts/build.sh
 took "$t"
-HG=$PWD/$B/bin/hipguard
-SHIM=$PWD/$B/lib/libhipguard.so
+BA=$(realpath "$B")  # the build tree's absolute path (BUILD_DIR may be relative or absolute)
+HG=$BA/bin/hipguard
+SHIM=$BA/lib/libhipguard.so
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 # Prints the lines of "$2" that match $1, at most $3 of them. No pipe into head:
@@ -36,15 +37,18 @@ matching() { grep -E -m "${3:-1000}" -e "$1" <<<"$2" || true; }
 
 if [[ -n $root ]]; then
   # Inputs the root's hipcc 7.2.4 builds, in the build tree (the root sees it at the same path).
-  D=$PWD/$B/demo
+  D=$BA/demo
   mkdir -p "$D"
-  in72() { scripts/in-rocm-root.sh --stack 7.2 --bind "$PWD" --bind "$PWD/$B" "$@"; }
+  in72() { scripts/in-rocm-root.sh --stack 7.2 --bind "$PWD" --bind "$BA" "$@"; }
+  # hipcc in the root; its output only when it fails (clang warns of an unused --hip-link otherwise).
+  hipcc72() {
+    local out
+    if ! out=$(in72 -- hipcc -O2 "$@" 2>&1); then printf '%s\n' "$out"; echo "demo: hipcc failed"; exit 1; fi
+  }
   t=$SECONDS
   echo "== demo: hipcc 7.2.4 builds a code object for MI355X and a program for gfx90a and gfx950"
-  in72 -- hipcc -O2 --offload-arch=gfx950 --cuda-device-only --no-gpu-bundle-output \
-    -o "$D/lds_mi355x.co" tests/rocm/apps/lds_mi355x.hip 2>&1 | grep -v -e '--hip-link' || true
-  in72 -- hipcc -O2 --offload-arch=gfx90a --offload-arch=gfx950 -o "$D/saxpy" tests/rocm/apps/saxpy.hip \
-    2>&1 | grep -v -e '--hip-link' || true
+  hipcc72 --offload-arch=gfx950 --cuda-device-only --no-gpu-bundle-output -o "$D/lds_mi355x.co" tests/rocm/apps/lds_mi355x.hip
+  hipcc72 --offload-arch=gfx90a --offload-arch=gfx950 -o "$D/saxpy" tests/rocm/apps/saxpy.hip
   took "$t"
 
   bench=$root/usr/libexec/rocm/librocblas5-bench/rocblas-bench
@@ -69,7 +73,7 @@ if [[ -n $root ]]; then
   echo "exit status: $status"
 fi
 
-APP=$B/tests/apps/vector_add_multi
+APP=$BA/tests/apps/vector_add_multi
 step "Debian 12's hipcc 5.2: a program built for gfx90a:xnack-, gfx940, gfx1030, run on an MI300X (libamdhip64.so.5, warn mode)"
 echo "\$ HIPGUARD_TARGET=mi300x LD_PRELOAD=libhipguard.so $APP"
 HIPGUARD_TARGET=mi300x LD_PRELOAD=$SHIM "$APP" || true

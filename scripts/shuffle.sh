@@ -6,11 +6,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
 status=0
+ran=0
 for t in unit_tests dependencies_tests private_heap_tests check_tests guard_tests simrt_tests robustness_tests \
          integration_tests; do
   bin=$dir/bin/$t
   [[ -x $bin ]] || continue  # private_heap_tests is not built in sanitizer builds
   start=$SECONDS
+  ran=$((ran + 1))
   log=$(mktemp "${TMPDIR:-/tmp}/hipguard-shuffle.XXXXXX")
   seed=$((RANDOM % 99999 + 1))  # the first round's; each repeat takes the next
   if "$bin" --gtest_shuffle --gtest_repeat=3 --gtest_random_seed="$seed" --gtest_brief=1 >"$log" 2>&1; then
@@ -22,4 +24,5 @@ for t in unit_tests dependencies_tests private_heap_tests check_tests guard_test
   fi
   rm -f "$log"
 done
+((ran > 0)) || { echo "shuffle: no test binary in $dir/bin (build it first)"; exit 1; }
 exit "$status"

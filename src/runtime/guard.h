@@ -195,7 +195,7 @@ class Guard {
     return before_kernel_call(host_function, "hipGetFuncBySymbol", /*say_in_warn=*/false);
   }
   // Before a call other than a launch that makes the runtime build `key`'s kernel (a host function or a
-  // hipFunction_t): hipGetFuncBySymbol, hipFuncGetAttribute(s), hipFuncSet*, hipOccupancy*,
+  // hipFunction_t): hipGetFuncBySymbol, hipFuncGetAttribute(s), hipFuncSetAttribute, hipOccupancy*,
   // hipModuleOccupancy*. Its fat binary is checked in full now (first use). A kernel that cannot run:
   // strict mode refuses the call with hipErrorInvalidDeviceFunction (HG503, recorded for
   // hipGetLastError); warn mode says HG503 once per kernel (with its launches) and forwards.

@@ -239,7 +239,7 @@ Decision Guard::before_kernel_call(const void* key, const char* api, bool say_in
     d.kernel = k->name;
     d.message = std::string(api) + " of a kernel that cannot run: " + first_finding(*k) +
                 (strict ? "; strict mode: refused with hipErrorInvalidDeviceFunction"
-                        : "; the call is forwarded and the runtime will fail it");
+                        : "; forwarded (its launches will fail)");
     d.fix = k->findings().front().fix;
     report_consequence(d, &k->findings().front());
   }

@@ -63,12 +63,20 @@ void add_window(Bytes data, uint64_t offset, uint64_t size, Windows& out) {
 // a compressed bundle's table took of it.
 Windows checked_windows(Bytes data, const ImageReport& r, Depth depth, uint64_t head_bytes = 0) {
   Windows out;
-  // A raw code object: its ELF header at Depth::Selection when it fit every target (nothing is selected
-  // for a target it does not fit: then it was read in full), else all of it.
+  // A raw code object: at Depth::Selection, when it fit every target (else it was read in full), its
+  // ELF header and the section header table that sized it (elf_image_size: the end of the image);
+  // otherwise all of it.
   if (r.kind == PayloadKind::CodeObject) {
-    bool header_only = depth == Depth::Selection &&
+    bool header_only = depth == Depth::Selection && data.size() >= 64 &&
                        std::all_of(r.verdicts.begin(), r.verdicts.end(), [](const auto& v) { return !v.selected.empty(); });
-    add_window(data, 0, header_only ? 64 : data.size(), out);
+    if (!header_only) {
+      add_window(data, 0, data.size(), out);
+    } else {
+      uint64_t shoff = 0;
+      std::memcpy(&shoff, data.data() + 40, sizeof shoff);  // e_shoff, ELF64 little-endian (checked when sized)
+      add_window(data, 0, 64, out);
+      if (shoff < data.size()) add_window(data, shoff, data.size() - shoff, out);
+    }
   }
   if (r.kind == PayloadKind::CompressedBundle && depth == Depth::Selection) add_window(data, 0, r.encoded_read, out);
   if (r.kind != PayloadKind::OffloadBundle) return out;

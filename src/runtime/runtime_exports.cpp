@@ -18,12 +18,12 @@ Result<RuntimeExports> read_runtime_exports(const std::string& path) {
   if (!object) return ParseError{std::string(code::kMalformedElf), path + ": " + llvm::toString(object.takeError())};
   const auto* elf = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(object->get());
   if (!elf) return ParseError{std::string(code::kMalformedElf), path + ": not a 64-bit little-endian ELF"};
-  auto versions = elf->readDynsymVersions();  // one per dynamic symbol, the null symbol included
+  auto versions = elf->readDynsymVersions();  // one per symbol the iterator below yields, in its order
   if (!versions) return ParseError{std::string(code::kMalformedElf), path + ": " + llvm::toString(versions.takeError())};
   RuntimeExports out;
   size_t i = 0;
   for (const llvm::object::ELFSymbolRef& sym : elf->getDynamicSymbolIterators()) {
-    const size_t index = ++i;  // dynamic symbol iterators skip the null symbol
+    const size_t index = i++;
     auto name = sym.getName();
     auto section = sym.getSection();
     if (!name || !section) {
@@ -105,3 +105,4 @@ std::vector<Diagnostic> audit_runtime_exports(const RuntimeExports& exports, con
 }
 
 }  // namespace hipguard
+

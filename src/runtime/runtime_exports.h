@@ -2,6 +2,7 @@
 // a kernel entry point hipguard does not know, or a wrapped one the runtime lacks (HG604, at start).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -50,5 +51,21 @@ std::vector<KnownEntryPoint> known_entry_points(const std::vector<TableEntry>& w
 // (nor their alternative). Empty for the runtimes the tests hold to hip_api.def (ROCm 5.2, HIP 6.4, 7.2).
 std::vector<Diagnostic> audit_runtime_exports(const RuntimeExports& exports, const std::vector<KnownEntryPoint>& known,
                                               const std::string& path);
+
+}  // namespace hipguard
+
+namespace hipguard {
+
+// The same read from a loaded object's own memory (dl_iterate_phdr's load bias and program headers):
+// PT_DYNAMIC's DT_SYMTAB, DT_STRTAB, DT_GNU_HASH (the symbol count), DT_VERSYM, DT_VERDEF(NUM), which
+// the dynamic loader has mapped and checked. Allocates only the result (operator new: a failure is
+// std::bad_alloc, never an abort): what the shim uses inside other processes, where LLVM's own
+// allocation failures would abort. Error HG106 when the object has no such tables.
+struct LoadedObject {
+  uintptr_t base;         // dlpi_addr
+  const void* phdr;       // dlpi_phdr (Elf64_Phdr[phnum])
+  unsigned phnum;
+};
+Result<RuntimeExports> read_loaded_exports(const LoadedObject& object);
 
 }  // namespace hipguard

@@ -3,7 +3,11 @@
 // finding on a runtime that differs.
 #include "runtime/runtime_exports.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <link.h>
+
+#include <cstring>
 
 #include <string>
 #include <vector>
@@ -56,7 +60,16 @@ TEST(RuntimeExports, Hip64RuntimeHasNothingToSay) {
 
 TEST(RuntimeExports, Hip72RuntimeHasNothingToSay) {
   if (!checks::exists(std::string(HIPGUARD_ROCM72_ROOT) + "/.hipguard-root")) GTEST_SKIP() << "no ROCm 7.2 root";
-  expect_nothing_to_say(std::string(HIPGUARD_ROCM72_ROOT) + "/usr/lib/x86_64-linux-gnu/libamdhip64.so.7");
+  const std::string runtime = std::string(HIPGUARD_ROCM72_ROOT) + "/usr/lib/x86_64-linux-gnu/libamdhip64.so.7";
+  expect_nothing_to_say(runtime);
+  // Each symbol with its own node (readelf --dyn-syms: hipModuleLaunchKernel@@hip_4.2, ...).
+  Result<RuntimeExports> e = read_runtime_exports(runtime);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->symbols["hipModuleLaunchKernel"], "hip_4.2");
+  EXPECT_EQ(e->symbols["hipLaunchKernelExC"], "hip_6.5");
+  EXPECT_EQ(e->symbols["hipLibraryLoadData"], "hip_7.2");
+  EXPECT_EQ(e->symbols["hipGetProcAddress"], "hip_6.1");
+  for (const char* node : {"hip_4.2", "hip_6.1", "hip_6.5", "hip_7.1", "hip_7.2"}) EXPECT_TRUE(e->nodes.count(node)) << node;
 }
 
 // A runtime newer than this hipguard (an unknown launch entry point) and one that lacks a wrapped
@@ -92,4 +105,44 @@ TEST(RuntimeExports, AFileThatIsNoSharedObjectIsAnError) {
   Result<RuntimeExports> text = read_runtime_exports(std::string(HIPGUARD_FIXTURES_DIR) + "/../../README.md");
   ASSERT_FALSE(text);
   EXPECT_EQ(text.error().code, code::kMalformedElf);
+}
+
+// The shim reads the loaded runtime from its own memory (read_loaded_exports): the same symbols and
+// nodes as the file's (read_runtime_exports, LLVM Object), for ROCm 5.2's runtime dlopen'ed here and
+// for the libstdc++ of this process.
+TEST(RuntimeExports, LoadedObjectReadsAsItsFile) {
+  void* hip = dlopen("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5", RTLD_LAZY | RTLD_LOCAL);
+  size_t compared = 0;
+  for (const char* part : {"libamdhip64.so.5", "libstdc++.so.6"}) {
+    struct Found {
+      const char* part;
+      LoadedObject object{};
+      const char* path = nullptr;
+    } f{part};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) -> int {
+          auto* out = static_cast<Found*>(data);
+          if (!info->dlpi_name || !strstr(info->dlpi_name, out->part)) return 0;
+          out->object = {info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum};
+          out->path = info->dlpi_name;
+          return 1;
+        },
+        &f);
+    if (!f.path) continue;
+    Result<RuntimeExports> mem = read_loaded_exports(f.object);
+    Result<RuntimeExports> file = read_runtime_exports(f.path);
+    ASSERT_TRUE(mem) << f.path << ": " << mem.error().message;
+    ASSERT_TRUE(file) << f.path << ": " << file.error().message;
+    EXPECT_GT(mem->symbols.size(), 400u) << f.path;
+    std::string differ;
+    for (const auto& [n, v] : mem->symbols)
+      if (!file->symbols.count(n) || file->symbols.at(n) != v) differ += " mem:" + n + "@" + v;
+    for (const auto& [n, v] : file->symbols)
+      if (!mem->symbols.count(n) || mem->symbols.at(n) != v) differ += " file:" + n + "@" + v;
+    EXPECT_EQ(differ.substr(0, 600), "") << f.path;
+    EXPECT_TRUE(mem->nodes == file->nodes) << f.path;
+    ++compared;
+  }
+  EXPECT_GE(compared, 1u) << "libstdc++ is loaded in every test process";
+  if (hip) dlclose(hip);
 }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,7 +32,10 @@ class OwnGuardTest : public ::testing::Test {
  protected:
   explicit OwnGuardTest(hipguard::GuardConfig config) : config_(std::move(config)) {}
   void SetUp() override { guard_ = std::make_unique<hipguard::Guard>(config_); }
-  void TearDown() override { guard_.reset(); }
+  void TearDown() override {
+    guard_.reset();  // writes its report, if its settings name one
+    if (!config_.report_path.empty()) std::remove(config_.report_path.c_str());
+  }
   hipguard::Guard& guard() { return *guard_; }
 
  private:
