@@ -3,8 +3,6 @@
 // The shim is the one place that reads the environment for the guard.
 #include "process.h"
 
-#include "runtime/runtime_exports.h"
-
 #include <dlfcn.h>
 #include <link.h>
 #include <strings.h>
@@ -21,31 +19,38 @@ namespace hipguard::shim {
 
 namespace {
 
-// The path under which the first loaded libamdhip64 was loaded (the loader's
-// own string, valid while it stays loaded), or null. Allocates nothing.
-const char* loaded_runtime_path() {
+// The first loaded libamdhip64: the path it was loaded under (the loader's own string, valid while
+// it stays loaded; null when none is) and its image. Allocates nothing: it runs under the loader's
+// lock, and outside guarded().
+struct LoadedRuntime {
   const char* path = nullptr;
+  hipguard::LoadedObject object{};
+};
+LoadedRuntime loaded_runtime() {
+  LoadedRuntime found;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) -> int {
         if (!info->dlpi_name || !strstr(info->dlpi_name, "libamdhip64.so")) return 0;
-        *static_cast<const char**>(data) = info->dlpi_name;
+        *static_cast<LoadedRuntime*>(data) = {info->dlpi_name, {info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum}};
         return 1;
       },
-      &path);
-  return path;
+      &found);
+  return found;
 }
 
-// The HIP runtime version selection follows: the real file name behind the
-// loaded libamdhip64 (libamdhip64.so.6 -> libamdhip64.so.6.4.43484). Unknown
-// (not loaded yet, or a name without major.minor): the newest, the strictest.
-void runtime_version(hipguard::GuardConfig& config) {
-  const char* loaded = loaded_runtime_path();
-  if (!loaded) return;
-  std::string real = loaded;
-  if (char* resolved = realpath(loaded, nullptr)) {
+// The real file behind a loaded path (libamdhip64.so.6 -> libamdhip64.so.6.4.43484), else the path.
+std::string real_file(const char* path) {
+  std::string real = path;
+  if (char* resolved = realpath(path, nullptr)) {
     real = resolved;
     free(resolved);
   }
+  return real;
+}
+
+// The HIP runtime version selection follows, from the real file name of the loaded runtime.
+// Unknown (a name without major.minor): the newest, the strictest.
+void runtime_version(hipguard::GuardConfig& config, const std::string& real) {
   if (const hipguard::RuntimeInfo* r = hipguard::runtime_for_library(real)) {
     config.machine.runtime = r;
     config.runtime_source = real;
@@ -56,34 +61,11 @@ void runtime_version(hipguard::GuardConfig& config) {
 // Runs inside guard()'s initialisation: it must not log (log_line asks guard(), which would wait for
 // itself). The runtime's tables are read from its own memory (no file, no LLVM: an allocation that
 // fails is a std::bad_alloc that guarded() catches); a runtime without them is not audited.
-void audit_runtime(hipguard::GuardConfig& config) {
+void audit_runtime(hipguard::GuardConfig& config, const LoadedRuntime& runtime, const std::string& real) {
   if (config.mode == hipguard::Mode::Off) return;
-  struct Found {  // filled under the loader's lock: nothing allocated there
-    hipguard::LoadedObject object{};
-    const char* path = nullptr;  // the loader's string, valid while the runtime stays loaded
-  } f;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) -> int {
-        if (!info->dlpi_name || !strstr(info->dlpi_name, "libamdhip64.so")) return 0;
-        auto* out = static_cast<Found*>(data);
-        out->object = {info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum};
-        out->path = info->dlpi_name;
-        return 1;
-      },
-      &f);
-  if (!f.path) return;
-  auto exports = hipguard::read_loaded_exports(f.object);
+  auto exports = hipguard::read_loaded_exports(runtime.object);
   if (!exports) return;
-  std::string path = f.path;
-  if (char* resolved = realpath(f.path, nullptr)) {
-    path = resolved;
-    free(resolved);
-  }
-  std::vector<hipguard::TableEntry> wrapped, skipped;
-  for (const auto& a : kApis) wrapped.emplace_back(a.name, a.node);
-  for (const auto& a : kSkippedApis) skipped.emplace_back(a.name, a.node);
-  auto known = hipguard::known_entry_points(wrapped, skipped);
-  for (auto& d : hipguard::audit_runtime_exports(*exports, known, path))
+  for (auto& d : hipguard::audit_runtime_exports(*exports, table_entry_points(), real))
     config.setup_diagnostics.push_back(std::move(d));
 }
 
@@ -91,7 +73,7 @@ void audit_runtime(hipguard::GuardConfig& config) {
 // and a HIP library was dlopen'ed RTLD_LOCAL (dlsym(RTLD_NEXT) is NULL then).
 // Allocates nothing: it runs outside guarded().
 void* find_runtime_handle() {
-  if (const char* path = loaded_runtime_path()) return dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+  if (const char* path = loaded_runtime().path) return dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
   for (const char* name : {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"})
     if (void* h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD)) return h;
   return nullptr;
@@ -124,8 +106,11 @@ Guard& guard() {
         if (const char* eq = strchr(*e, '=')) names.emplace_back(*e, static_cast<size_t>(eq - *e));
     hipguard::GuardConfig config = hipguard::config_from(
         [](const char* name) -> const char* { return getenv(name); }, getauxval(AT_SECURE) != 0, names);
-    runtime_version(config);
-    guarded([&] { audit_runtime(config); });
+    if (LoadedRuntime runtime = loaded_runtime(); runtime.path) {
+      std::string real = real_file(runtime.path);
+      runtime_version(config, real);
+      guarded([&] { audit_runtime(config, runtime, real); });
+    }
     return Guard::init(std::move(config));
   }();
   return g;

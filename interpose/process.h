@@ -4,9 +4,11 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "hip_abi.h"
 #include "runtime/guard.h"
+#include "runtime/runtime_exports.h"
 
 namespace hipguard::shim {
 
@@ -41,6 +43,14 @@ inline constexpr ApiEntry kSkippedApis[] = {
 #undef HG_SKIP
 #undef HG_API
 };
+
+// hip_api.def as the start-up audit of the runtime's exports takes it (HG604, process.cpp).
+inline std::vector<hipguard::KnownEntryPoint> table_entry_points() {
+  std::vector<hipguard::TableEntry> wrapped, skipped;
+  for (const auto& a : kApis) wrapped.emplace_back(a.name, a.node);
+  for (const auto& a : kSkippedApis) skipped.emplace_back(a.name, a.node);
+  return hipguard::known_entry_points(wrapped, skipped);
+}
 
 // The guard, configured from this process's environment at the shim's first
 // call into it, whichever wrapper that is (hipcc's registration constructors

@@ -7,10 +7,9 @@ cd "$(dirname "$0")/.."
 dir=${1:-build}
 status=0
 ran=0
-for t in unit_tests dependencies_tests private_heap_tests check_tests guard_tests simrt_tests robustness_tests \
-         integration_tests; do
-  bin=$dir/bin/$t
-  [[ -x $bin ]] || continue  # private_heap_tests is not built in sanitizer builds
+for bin in "$dir"/bin/*_tests; do  # every GoogleTest binary the build made (tests/*/CMakeLists.txt)
+  [[ -x $bin ]] || continue
+  t=$(basename "$bin")
   start=$SECONDS
   ran=$((ran + 1))
   log=$(mktemp "${TMPDIR:-/tmp}/hipguard-shuffle.XXXXXX")

@@ -72,8 +72,7 @@ Windows checked_windows(Bytes data, const ImageReport& r, Depth depth, uint64_t 
     if (!header_only) {
       add_window(data, 0, data.size(), out);
     } else {
-      uint64_t shoff = 0;
-      std::memcpy(&shoff, data.data() + 40, sizeof shoff);  // e_shoff, ELF64 little-endian (checked when sized)
+      uint64_t shoff = read_le<uint64_t>(data, 40);  // e_shoff, ELF64 little-endian (checked when sized)
       add_window(data, 0, 64, out);
       if (shoff < data.size()) add_window(data, shoff, data.size() - shoff, out);
     }

@@ -13,29 +13,14 @@
 #include <vector>
 
 #include "check_util.h"
+#include "process.h"
 
 using namespace hipguard;
 
 namespace {
 
-// hip_api.def, expanded as the shim expands it for the audit (interpose/process.cpp).
-std::vector<KnownEntryPoint> table() {
-  static const std::vector<TableEntry> wrapped = {
-#define HG_API(sym, node, ...) {#sym, #node},
-#define HG_SKIP(...)
-#include "hip_api.def"
-#undef HG_SKIP
-#undef HG_API
-  };
-  static const std::vector<TableEntry> skipped = {
-#define HG_API(...)
-#define HG_SKIP(sym, node, why) {#sym, #node},
-#include "hip_api.def"
-#undef HG_SKIP
-#undef HG_API
-  };
-  return known_entry_points(wrapped, skipped);
-}
+// hip_api.def, as the shim's audit takes it (interpose/process.h).
+std::vector<KnownEntryPoint> table() { return shim::table_entry_points(); }
 
 void expect_nothing_to_say(const std::string& runtime) {
   if (!checks::exists(runtime)) GTEST_SKIP() << runtime << " not there";
