@@ -33,6 +33,11 @@ struct FindingsSink {
 
   // Every line said (format_line): a finding is said once per guard.
   std::set<std::string> logged;
+  // The findings said, in order, at most kMaxSaid (Guard::findings: what a test or an embedder asks
+  // instead of reading the log); a forked child's start at said_at_fork.
+  std::vector<Diagnostic> said;
+  size_t said_at_fork = 0;
+  static constexpr size_t kMaxSaid = 4096;
   // Runtime events (HG501/HG502/HG503) whose cause was said already: in the
   // report under the run, not as more log lines. Bounded (Guard::kMaxConsequences).
   std::vector<Diagnostic> consequences;

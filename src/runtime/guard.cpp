@@ -119,6 +119,7 @@ void Guard::report_once(const Diagnostic& d) {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.findings.mu);
     if (!s.findings.logged.insert(line).second) return;
+    if (s.findings.said.size() < FindingsSink::kMaxSaid) s.findings.said.push_back(d);
     if (s.findings.report_file.is_open() || s.findings.report_reopen) journal(s, d);
     if (s.config.fails_on(d.severity)) {
       if (s.findings.findings_pid != getpid()) s.findings.findings_pid = getpid(), s.findings.failing = 0;
@@ -126,6 +127,18 @@ void Guard::report_once(const Diagnostic& d) {
     }
   }
   log(d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warn" : "info", line);
+}
+
+std::vector<Diagnostic> Guard::findings() {
+  FindingsSink& f = state().findings;
+  std::lock_guard<std::mutex> lock(f.mu);
+  return {f.said.begin() + std::min(f.said_at_fork, f.said.size()), f.said.end()};
+}
+
+std::vector<Diagnostic> Guard::consequences() {
+  FindingsSink& f = state().findings;
+  std::lock_guard<std::mutex> lock(f.mu);
+  return {f.consequences.begin() + std::min(f.consequences_at_fork, f.consequences.size()), f.consequences.end()};
 }
 
 void Guard::report_consequence(const Diagnostic& d, const Diagnostic* cause) {

@@ -216,6 +216,12 @@ class Guard {
   void log(std::string_view level, const std::string& line);
   bool logs_debug();  // debug lines are written: worth building
 
+  // The findings this guard has said (each once, in order; in a forked child, those said since the
+  // fork), and the runtime events whose cause was said already (HG501/HG502/HG503 as consequences:
+  // the report's "run", a debug line in the log). At most 4,096 findings are kept.
+  std::vector<Diagnostic> findings();
+  std::vector<Diagnostic> consequences();
+
   // Writes the HIPGUARD_REPORT file now (also done at exit).
   void write_report();
 

@@ -72,7 +72,7 @@ bool first_said(std::atomic<bool>& flag, std::atomic<bool>* also) {
   return !said;
 }
 
-// HG501: a kernel with findings is launched.
+// HG502: a kernel with findings is launched.
 Diagnostic launch_with_findings(const KernelState& k, const char* api, bool strict) {
   Diagnostic d;
   d.code = std::string(code::kLaunchWithFindings);
@@ -106,7 +106,7 @@ LaunchLds launch_lds(const KernelState& k, const GuardConfig& c, int device) {
   return {k.max_dynamic_lds, k.static_lds, k.lds_limit, nullptr};
 }
 
-// HG502: a launch asks for more dynamic LDS than the kernel can have.
+// HG306: a launch asks for more dynamic LDS than the kernel can have.
 Diagnostic launch_over_lds(const KernelState& k, const LaunchLds& l, uint64_t dynamic_lds, const char* api,
                            bool strict) {
   Diagnostic d;

@@ -225,7 +225,7 @@ Decision Guard::before_kernel_call(const void* key, const char* api, bool say_in
   const KernelState* k = kernel_in_full(key);
   if (!k || !k->blocking) return {};
   const bool strict = s.config.mode == Mode::Strict;
-  // Said once per kernel, with its launches' HG501 (a hipFunction_t's stub counts as the same kernel).
+  // Said once per kernel, with its launches' HG502 (a hipFunction_t's stub counts as the same kernel).
   const KernelState* stub = k->stub ? s.registry.find(k->stub) : nullptr;
   auto first_said = [&] {
     bool first = !k->warned.exchange(true);

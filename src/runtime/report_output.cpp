@@ -49,6 +49,7 @@ void Guard::after_fork(bool child) {
   if (child) {
     s.fork_seq = s.registry.seq;
     s.findings.consequences_at_fork = s.findings.consequences.size();
+    s.findings.said_at_fork = s.findings.said.size();
     s.findings.report_written_by = 0;
     if (is_per_process_path(s.config.report_path)) {
       s.findings.report_file.close_inherited();

@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "runtime/config.h"
 #include "runtime/guard.h"
@@ -76,6 +79,33 @@ inline hipguard::Decision check_module_data(hipguard::Guard& g, const void* imag
 inline hipguard::Decision check_module_file(hipguard::Guard& g, const char* path) {
   hipguard::PendingModulePtr pending;
   return g.on_module_load_file(path, pending);
+}
+
+// The findings `g` said after the first `mark` (moved past them): what the guard says, asked of it
+// (Guard::findings), not read from its log.
+inline std::vector<hipguard::Diagnostic> said_since(hipguard::Guard& g, size_t& mark) {
+  std::vector<hipguard::Diagnostic> all = g.findings();
+  std::vector<hipguard::Diagnostic> out(all.begin() + std::min(mark, all.size()), all.end());
+  mark = all.size();
+  return out;
+}
+
+// How many of `said` have `code` and `severity`, a target that starts with `target` and, when given,
+// `kernel`.
+inline size_t count_said(const std::vector<hipguard::Diagnostic>& said, std::string_view code,
+                         hipguard::Severity severity, std::string_view target = {}, std::string_view kernel = {}) {
+  size_t n = 0;
+  for (const auto& d : said)
+    n += d.code == code && d.severity == severity && std::string_view(d.target).starts_with(target) &&
+         (kernel.empty() || d.kernel == kernel);
+  return n;
+}
+
+// `said` as log lines, for a failed expectation's message.
+inline std::string lines(const std::vector<hipguard::Diagnostic>& said) {
+  std::string out;
+  for (const auto& d : said) out += hipguard::format_line(d) + "\n";
+  return out.empty() ? "(nothing said)" : out;
 }
 
 }  // namespace hgtest
