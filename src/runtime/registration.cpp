@@ -154,7 +154,7 @@ PendingFatbinPtr broken_fatbin(const std::string& origin, std::string_view code,
   return r;
 }
 
-// Bundles, in both modes: checked to selection now (a library may carry
+// Bundles, in both modes: checked to selection now (compressed ones: below; a library may carry
 // hundreds of fat binaries whose kernels are never launched); each fat binary
 // is checked in full at the first launch or lookup of one of its kernels,
 // when the runtime loads its code object for the device too (HIP 6.4: the
@@ -175,6 +175,18 @@ Depth registration_depth(Bytes data, const GuardConfig& c) {
   bool selectable = kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle ||
                     kind == PayloadKind::CodeObject;
   return selectable && !c.targets.empty() ? Depth::Selection : Depth::Full;
+}
+
+// A compressed bundle (CCOB) is not even decoded at registration when the runtime goes on without a
+// code object for the GPU (ROCm 5.3 and later, runtime_version.h): its bundle table is the start of
+// the compressed payload, and zstd decodes a whole block (up to 128 KiB) to give it, which made
+// rocBLAS 5's dlopen 1.44x (docs/performance.md, R4). CLR decompresses it at the first use of one of
+// its kernels (FatBinaryInfo::ExtractFatBinaryUsingCOMGR, deferred loading), where hipguard then
+// checks it in full: no code object for the GPU refuses that launch in strict mode, as the runtime
+// fails it, rather than stopping the program before main.
+bool decoded_at_first_use(Bytes data, const GuardConfig& c) {
+  const RuntimeInfo& runtime = c.machine.runtime ? *c.machine.runtime : default_runtime();
+  return classify(data) == PayloadKind::CompressedBundle && !runtime.aborts_without_code_object;
 }
 
 }  // namespace
@@ -198,6 +210,11 @@ PendingFatbinPtr Guard::check_registration(const void* wrapper, Bytes data, Byte
   pending->depth = registration_depth(head.empty() ? data : head, c);
   pending->data = data;
   pending->readonly = readonly_segments_of(wrapper);
+  if (pending->depth == Depth::Selection && decoded_at_first_use(head.empty() ? data : head, c)) {
+    pending->report.origin = origin;  // nothing read past the CCOB magic: checked in full at first use
+    pending->report.kind = PayloadKind::CompressedBundle;
+    return pending;
+  }
   pending->report = check_image(data, origin, c.targets, "", pending->depth, c.machine, &state().selection_memo, head);
   // Nothing selected for any target: there is nothing to check in full.
   bool selected = false;
@@ -375,6 +392,9 @@ void Guard::index_kernel(const void* key) {
 
 void Guard::on_unregister_fatbin(const void* handle) try {
   State& s = state();
+  // The report lists every kernel (write_report): a library unregisters its fat binaries before the
+  // report is written, at exit.
+  if (!s.config.report_path.empty()) check_in_full(handle);
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.registry.fatbins.find(handle);
   if (it == s.registry.fatbins.end()) return;

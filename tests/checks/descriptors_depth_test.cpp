@@ -313,21 +313,22 @@ Action register_fatbin(Guard& g, const std::vector<uint8_t>& bundle, const void*
 }
 
 // Registers `bundle` under `handle` with its kernel `name` at `host`, which
-// says nothing (not HG`code` either), then launches it: what the launch
-// decides, and what it said.
-std::pair<Decision, std::string> register_then_launch(Guard& g, const std::vector<uint8_t>& bundle, const void* handle,
-                                                      const void* host, const char* name, const std::string& code) {
-  testing::internal::CaptureStderr();
+// says nothing, then launches it: what the launch decides, and what it said.
+std::pair<Decision, std::vector<Diagnostic>> register_then_launch(Guard& g, const std::vector<uint8_t>& bundle,
+                                                                  const void* handle, const void* host,
+                                                                  const char* name) {
+  size_t mark = g.findings().size();
   EXPECT_EQ(register_fatbin(g, bundle, handle), Action::Forward) << name;
   EXPECT_EQ(g.on_register_function(handle, host, name).action, Action::Forward) << name;
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err.find(code), std::string::npos) << "not at registration: " << err;
-  EXPECT_EQ(err, "") << "nothing is read past the bundle table at registration";
-  testing::internal::CaptureStderr();
+  std::vector<Diagnostic> said = hgtest::said_since(g, mark);
+  EXPECT_TRUE(said.empty()) << "nothing is read past the bundle table at registration: " << hgtest::lines(said);
   Decision d = g.on_launch(host, 0, "hipLaunchKernel");
-  return {d, testing::internal::GetCapturedStderr()};
+  return {d, hgtest::said_since(g, mark)};
 }
 }  // namespace
+
+using hgtest::count_said;
+using hgtest::lines;
 
 // A registered kernel whose descriptor cannot run (static LDS over the limit)
 // or that the selected code object lacks does not stop the program at its
@@ -342,30 +343,27 @@ TEST_F(StrictRegistration, DescriptorErrorsRefuseTheLaunchNotTheRegistration) {
   over.kernels[1].args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 4, 8}};  // overlap: HG405, a warning
   static int handle, host_alpha, host_beta, host_gamma;
   std::vector<uint8_t> b = bundle_of(over);
-  testing::internal::CaptureStderr();
   EXPECT_EQ(register_fatbin(g, b, &handle), Action::Forward);
   EXPECT_EQ(g.on_register_function(&handle, &host_beta, "beta").action, Action::Forward);
   EXPECT_EQ(g.on_register_function(&handle, &host_alpha, "alpha").action, Action::Forward);
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err, "") << "nothing is said before the first use";
+  size_t mark = 0;
+  std::vector<Diagnostic> said = hgtest::said_since(g, mark);
+  EXPECT_TRUE(said.empty()) << "nothing is said before the first use: " << lines(said);
 
-  testing::internal::CaptureStderr();
   EXPECT_EQ(g.on_launch(&host_beta, 0, "hipLaunchKernel").action, Action::Forward) << "beta can run";
-  err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("error HG301 [gfx942"), std::string::npos) << "said at the first use: " << err;
-  EXPECT_NE(err.find("kernel 'alpha'"), std::string::npos) << err;
-  EXPECT_NE(err.find("warning HG405 "), std::string::npos) << err;
-  EXPECT_EQ(err.find("strict mode: stopping"), std::string::npos) << err;
+  said = hgtest::said_since(g, mark);
+  EXPECT_EQ(count_said(said, "HG301", Severity::Error, "gfx942", "alpha"), 1u) << "said at the first use: " << lines(said);
+  EXPECT_EQ(count_said(said, "HG405", Severity::Warning), 1u) << lines(said);
 
-  testing::internal::CaptureStderr();
   Decision d = g.on_launch(&host_alpha, 0, "hipLaunchKernel");
   EXPECT_EQ(d.action, Action::Refuse);
   EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
   // Registered after the check in full: judged at its launch as well.
   EXPECT_EQ(g.on_register_function(&handle, &host_gamma, "gamma").action, Action::Forward);
   EXPECT_EQ(g.on_launch(&host_gamma, 0, "hipLaunchKernel").action, Action::Refuse);
-  err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("HG409 [gfx942"), std::string::npos) << err;
+  said = hgtest::said_since(g, mark);
+  EXPECT_EQ(count_said(said, "HG502", Severity::Error, "", "gamma"), 1u) << "gamma's launch, with HG409: " << lines(said);
+  EXPECT_NE(lines(said).find("HG409 [gfx942"), std::string::npos) << lines(said);
   g.on_unregister_fatbin(&handle);
   refused_launch_error(true);
 }
@@ -379,13 +377,11 @@ TEST_F(StrictRegistration, RegistrationReadsNoCodeObject) {
   hgtest::CodeObjectSpec other = two_kernels();
   other.mach = 0x03f;  // EF_AMDGPU_MACH_AMDGCN_GFX90A, in an entry that says gfx942
   other.target = "amdgcn-amd-amdhsa--gfx90a";
-  other.kernels[0].name = "elsewhere_alpha";    // a name of its own: each finding is said once per process
-  other.kernels[1].name = "elsewhere_beta";
   std::vector<uint8_t> b = bundle_of(other);
   static int handle, host_alpha;
-  auto [d, err] = register_then_launch(g, b, &handle, &host_alpha, "elsewhere_alpha", "HG202");
-  EXPECT_EQ(d.action, Action::Refuse) << err;
-  EXPECT_NE(err.find("error HG202 "), std::string::npos) << err;
+  auto [d, said] = register_then_launch(g, b, &handle, &host_alpha, "alpha");
+  EXPECT_EQ(d.action, Action::Refuse) << lines(said);
+  EXPECT_EQ(count_said(said, "HG202", Severity::Error, "gfx942"), 1u) << lines(said);
   g.on_unregister_fatbin(&handle);
   refused_launch_error(true);
 }
@@ -397,27 +393,23 @@ TEST_F(StrictRegistration, RegistrationReadsNoCodeObject) {
 TEST_F(StrictRegistration, RawCodeObjectIsReadAtFirstUse) {
   Guard& g = guard();
   hgtest::CodeObjectSpec spec = two_kernels();
-  spec.kernels[0].name = "raw_alpha";  // names of their own: each finding is said once
-  spec.kernels[1].name = "raw_beta";
   spec.kernels[0].kd_lds = 70000;
   std::vector<uint8_t> co = hgtest::make_code_object(spec);
   static int handle, host_alpha, other_handle;
-  auto [d, err] = register_then_launch(g, co, &handle, &host_alpha, "raw_alpha", "HG301");
-  EXPECT_EQ(d.action, Action::Refuse) << err;
+  auto [d, said] = register_then_launch(g, co, &handle, &host_alpha, "alpha");
+  EXPECT_EQ(d.action, Action::Refuse) << lines(said);
   EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
-  EXPECT_NE(err.find("error HG301 [gfx942"), std::string::npos) << "said at the first use: " << err;
+  EXPECT_EQ(count_said(said, "HG301", Severity::Error, "gfx942", "alpha"), 1u) << "said at the first use: " << lines(said);
   g.on_unregister_fatbin(&handle);
   refused_launch_error(true);
 
   spec.mach = 0x03f;  // EF_AMDGPU_MACH_AMDGCN_GFX90A
   spec.target = "amdgcn-amd-amdhsa--gfx90a";
-  spec.kernels[0].name = "raw_gfx90a_alpha";
-  spec.kernels[1].name = "raw_gfx90a_beta";
   std::vector<uint8_t> gfx90a = hgtest::make_code_object(spec);
-  testing::internal::CaptureStderr();
+  size_t mark = g.findings().size();
   EXPECT_EQ(register_fatbin(g, gfx90a, &other_handle), Action::Exit);
-  err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("error HG202 [gfx942"), std::string::npos) << err;
+  said = hgtest::said_since(g, mark);
+  EXPECT_EQ(count_said(said, "HG202", Severity::Error, "gfx942"), 1u) << lines(said);
 }
 
 // Broken metadata does not stop the program at registration (the runtime too
@@ -430,10 +422,10 @@ TEST_F(StrictRegistration, MetadataErrorsRefuseTheFirstLaunch) {
   spec.kernels[1].max_flat = 0;  // CLR rejects the code object (HG304)
   std::vector<uint8_t> b = bundle_of(spec);
   static int handle, host_alpha;
-  auto [d, err] = register_then_launch(g, b, &handle, &host_alpha, "alpha", "HG304");
+  auto [d, said] = register_then_launch(g, b, &handle, &host_alpha, "alpha");
   EXPECT_EQ(d.action, Action::Refuse);
   EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
-  EXPECT_NE(err.find("error HG304 "), std::string::npos) << err;
+  EXPECT_EQ(count_said(said, "HG304", Severity::Error), 1u) << lines(said);
   g.on_unregister_fatbin(&handle);
   refused_launch_error(true);
 }
@@ -453,16 +445,11 @@ TEST_F(StrictRegistration, KernelsAreWhatTheMetadataNames) {
   spec.kernels.push_back(orphan);
   std::vector<uint8_t> b1 = bundle_of(spec);
   static int handle1, handle2, host_alpha, host_aliased;
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(register_fatbin(g, b1, &handle1), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle1, &host_alpha, "alpha").action, Action::Forward);
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err, "") << "nothing is said before the first use";
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(g.on_launch(&host_alpha, 0, "hipLaunchKernel").action, Action::Forward);
-  err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err.find("HG301"), std::string::npos) << err;
-  EXPECT_NE(err.find("HG407"), std::string::npos) << "the full check's finding is said at the first launch: " << err;
+  auto [d, said] = register_then_launch(g, b1, &handle1, &host_alpha, "alpha");
+  EXPECT_EQ(d.action, Action::Forward) << lines(said);
+  EXPECT_EQ(count_said(said, "HG301", Severity::Error), 0u) << lines(said);
+  EXPECT_NE(lines(said).find("HG407"), std::string::npos) << "the full check's finding is said at the first launch: "
+                                                          << lines(said);
   g.on_unregister_fatbin(&handle1);
 
   // Metadata .name "aliased", .symbol "renamed.kd": the symbol table has no "aliased.kd".
@@ -474,47 +461,82 @@ TEST_F(StrictRegistration, KernelsAreWhatTheMetadataNames) {
   blob.replace(at + 1, 7, "aliased");
   renamed.raw_metadata = blob;
   std::vector<uint8_t> b2 = bundle_of(renamed);
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(register_fatbin(g, b2, &handle2), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle2, &host_aliased, "aliased").action, Action::Forward);
-  err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err.find("HG409"), std::string::npos) << err;
-  EXPECT_EQ(g.on_launch(&host_aliased, 0, "hipLaunchKernel").action, Action::Forward);
+  auto [aliased, said2] = register_then_launch(g, b2, &handle2, &host_aliased, "aliased");
+  EXPECT_EQ(aliased.action, Action::Forward) << lines(said2);
+  EXPECT_EQ(count_said(said2, "HG409", Severity::Error), 0u) << lines(said2);
   g.on_unregister_fatbin(&handle2);
 }
 
-// A compressed bundle is judged as an uncompressed one: checked to selection
-// at registration (its table is inside the compressed data), its kernels at
-// the first use.
+// A compressed bundle is judged at the first use of one of its kernels, as
+// the runtime decompresses it then (its table is inside the compressed data):
+// nothing is decoded or said at registration.
 TEST_F(StrictRegistration, ACompressedBundleIsJudgedAtTheFirstUse) {
   Guard& g = guard();
-  hgtest::CodeObjectSpec spec = two_kernels();  // names of their own: each finding is said once per process
-  spec.kernels[0].name = "packed_alpha";
-  spec.kernels[1].name = "packed_beta";
+  hgtest::CodeObjectSpec spec = two_kernels();
   hgtest::CodeObjectSpec over = spec;
   over.kernels[0].kd_lds = 70000;
   std::vector<uint8_t> bad = hgtest::make_ccob(bundle_of(over), 3, hgtest::kCcobZstd);
   std::vector<uint8_t> good = hgtest::make_ccob(bundle_of(spec), 3, hgtest::kCcobZstd);
   static int handle1, handle2, host_alpha1, host_alpha2, host_gamma;
-  testing::internal::CaptureStderr();
   EXPECT_EQ(register_fatbin(g, bad, &handle1), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle1, &host_alpha1, "packed_alpha").action, Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle1, &host_alpha1, "alpha").action, Action::Forward);
   EXPECT_EQ(register_fatbin(g, good, &handle2), Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle2, &host_alpha2, "packed_alpha").action, Action::Forward);
-  EXPECT_EQ(g.on_register_function(&handle2, &host_gamma, "packed_gamma").action, Action::Forward);
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err, "") << "nothing is said before the first use";
-  testing::internal::CaptureStderr();
+  EXPECT_EQ(g.on_register_function(&handle2, &host_alpha2, "alpha").action, Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle2, &host_gamma, "gamma").action, Action::Forward);
+  size_t mark = 0;
+  std::vector<Diagnostic> said = hgtest::said_since(g, mark);
+  EXPECT_TRUE(said.empty()) << "nothing is said before the first use: " << lines(said);
   EXPECT_EQ(g.on_launch(&host_alpha1, 0, "hipLaunchKernel").action, Action::Refuse);
   EXPECT_EQ(g.on_launch(&host_alpha2, 0, "hipLaunchKernel").action, Action::Forward);
   EXPECT_EQ(g.on_launch(&host_gamma, 0, "hipLaunchKernel").action, Action::Refuse);
-  err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("error HG301 [gfx942"), std::string::npos) << err;
-  EXPECT_NE(err.find("packed_alpha"), std::string::npos) << err;
-  EXPECT_NE(err.find("HG409 [gfx942"), std::string::npos) << err;
+  said = hgtest::said_since(g, mark);
+  EXPECT_EQ(count_said(said, "HG301", Severity::Error, "gfx942", "alpha"), 1u) << lines(said);
+  EXPECT_EQ(count_said(said, "HG502", Severity::Error, "", "gamma"), 1u) << lines(said);
+  EXPECT_NE(lines(said).find("HG409 [gfx942"), std::string::npos) << lines(said);
   g.on_unregister_fatbin(&handle1);
   g.on_unregister_fatbin(&handle2);
   refused_launch_error(true);
+}
+
+// With no code object for the GPU, a compressed bundle is not a stop at registration (since ROCm
+// 5.3 the runtime goes on and decompresses it at first use): its first launch is refused with
+// HG201 said there, once. A payload that does not decode is said at the first use too, as an
+// error of that fat binary. Under ROCm 5.2's runtime, which extracts every fat binary at start-up
+// and aborts, strict mode still stops at registration.
+TEST_F(StrictRegistration, ACompressedBundleWithoutCodeForTheGpuRefusesItsFirstLaunch) {
+  Guard& g = guard();
+  hgtest::CodeObjectSpec spec = two_kernels();
+  spec.mach = 0x03f;  // EF_AMDGPU_MACH_AMDGCN_GFX90A
+  spec.target = "amdgcn-amd-amdhsa--gfx90a";
+  std::vector<uint8_t> elsewhere = hgtest::make_ccob(bundled(hgtest::make_code_object(spec), "gfx90a"), 3,
+                                                     hgtest::kCcobZstd);
+  std::vector<uint8_t> broken = elsewhere;
+  for (size_t i = 40; i < broken.size(); ++i) broken[i] ^= 0x5a;  // the zstd frame, past the v3 header
+  static int handle1, handle2, host1, host2;
+  auto [d, said] = register_then_launch(g, elsewhere, &handle1, &host1, "alpha");
+  EXPECT_EQ(d.action, Action::Refuse) << lines(said);
+  EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
+  EXPECT_EQ(count_said(said, "HG201", Severity::Error, "gfx942"), 1u) << "said at the first use: " << lines(said);
+  size_t mark = g.findings().size();
+  EXPECT_EQ(g.on_launch(&host1, 0, "hipLaunchKernel").action, Action::Refuse);
+  EXPECT_TRUE(hgtest::said_since(g, mark).empty()) << "said once";
+
+  auto [b, bsaid] = register_then_launch(g, broken, &handle2, &host2, "beta");
+  EXPECT_EQ(b.action, Action::Refuse) << lines(bsaid);
+  size_t payload_errors = 0;
+  for (const auto& e : bsaid) payload_errors += e.code.starts_with("HG1") && e.severity == Severity::Error;
+  EXPECT_EQ(payload_errors, 1u) << "the payload's error at the first use: " << lines(bsaid);
+  g.on_unregister_fatbin(&handle1);
+  g.on_unregister_fatbin(&handle2);
+  refused_launch_error(true);
+
+  GuardConfig rocm52 = checks::strict_gfx942();
+  rocm52.machine.runtime = &runtime_for_version(50200000);
+  Guard old(rocm52);
+  static int handle3;
+  EXPECT_EQ(register_fatbin(old, elsewhere, &handle3), Action::Exit);
+  EXPECT_EQ(count_said(old.findings(), "HG201", Severity::Error, "gfx942"), 1u) << "ROCm 5.2: at registration: "
+                                                                                << lines(old.findings());
 }
 
 // A stub registered first by a fat binary whose code object lacks its kernel
@@ -536,7 +558,7 @@ TEST_F(StrictRegistration, AStubRegisteredAgainKeepsItsFirstRegistration) {
   g.on_unregister_fatbin(&handle1);
   EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward) << "not registered any more";
   g.on_unregister_fatbin(&handle2);
-  testing::internal::GetCapturedStderr();  // HG409 said once per process: an earlier test may have said it
+  testing::internal::GetCapturedStderr();
   refused_launch_error(true);
 }
 
@@ -556,8 +578,8 @@ TEST_F(StrictRegistration, ADroppedRegistrationDoesNotStopTheProgram) {
   g.on_unregister_fatbin(&handle2);
   EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward) << "the first's, still registered";
   g.on_unregister_fatbin(&handle1);
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err.find("gamma"), std::string::npos) << err;
+  testing::internal::GetCapturedStderr();
+  for (const auto& d : g.findings()) EXPECT_NE(d.kernel, "gamma") << "a dropped registration is never judged: " << format_line(d);
 }
 
 // Registrations are claimed when first needed (Registry::pending_claims),
@@ -643,12 +665,12 @@ TEST_F(StrictRegistration, AFunctionFromGetFuncBySymbolIsDecidedAsItsKernel) {
   EXPECT_EQ(g.on_launch(&fn_alpha, 0, "hipModuleLaunchKernel").action, Action::Forward);
   EXPECT_EQ(g.on_launch(&fn_alpha, 1u << 20, "hipModuleLaunchKernel").action, Action::Refuse) << "dynamic LDS";
   EXPECT_EQ(g.on_launch(&host_alpha, 1u << 20, "hipLaunchKernel").action, Action::Refuse);
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("error HG503 "), std::string::npos) << err;
-  EXPECT_NE(err.find("hipGetFuncBySymbol of a kernel that cannot run: HG409"), std::string::npos) << err;
-  size_t said = 0;
-  for (size_t at = err.find("HG306"); at != std::string::npos; at = err.find("HG306", at + 1)) ++said;
-  EXPECT_EQ(said, 1u) << "said once per kernel, whichever key launched it: " << err;
+  testing::internal::GetCapturedStderr();
+  std::vector<Diagnostic> said = g.findings();
+  EXPECT_EQ(count_said(said, "HG503", Severity::Error, "", "gamma"), 1u) << lines(said);
+  EXPECT_NE(lines(said).find("hipGetFuncBySymbol of a kernel that cannot run: HG409"), std::string::npos) << lines(said);
+  EXPECT_EQ(count_said(said, "HG306", Severity::Error, "", "alpha"), 1u)
+      << "said once per kernel, whichever key launched it: " << lines(said);
   g.on_unregister_fatbin(&handle);
   EXPECT_EQ(g.on_launch(&fn_gamma, 0, "hipModuleLaunchKernel").action, Action::Forward) << "forgotten";
   EXPECT_FALSE(launch_known_clean(&fn_alpha, 0));

@@ -155,6 +155,20 @@ def case_ShimOnHip72():
         p = in_root(app(name), env=shim_env("HIPGUARD_TARGET=mi355x", "HIPGUARD_MODE=strict"))
         expect(p.returncode == 0 and not re.search(r"\berror HG\d+", p.stderr), f"{name} strict on mi355x: "
                f"exit {p.returncode}: {p.stderr[-400:]}")
+    # A compressed bundle is decoded at its first use, as HIP 7.2 decodes it: main runs, the launch is
+    # refused with the runtime's error and HG201 said there, once; the exit status says so (86).
+    packed = in_root(app("saxpy_compressed"), env=shim_env("HIPGUARD_TARGET=gfx908", "HIPGUARD_MODE=strict"))
+    errors = [l for l in packed.stderr.splitlines() if re.search(r"\berror HG(?!602)\d+", l)]
+    expect(packed.returncode == 86 and "error HG602" in packed.stderr,
+           f"saxpy_compressed strict on gfx908: exit {packed.returncode}: {packed.stderr[-400:]}")
+    expect(len(errors) == 1 and "HG201" in errors[0], f"saxpy_compressed strict on gfx908: error lines {errors}")
+    expect("saxpy: launch 98 (hipErrorInvalidDeviceFunction)" in packed.stdout,
+           f"saxpy_compressed strict on gfx908: the launch was not refused at first use: {packed.stdout!r}")
+    warn = in_root(app("saxpy_compressed"), env=shim_env("HIPGUARD_TARGET=gfx908"))
+    unchanged = in_root(app("saxpy_compressed"))
+    expect(warn.returncode == unchanged.returncode and warn.stdout == unchanged.stdout
+           and len(re.findall(r"\berror HG201", warn.stderr)) == 1,
+           f"saxpy_compressed warn on gfx908: exit {warn.returncode}, {warn.stdout!r}: {warn.stderr[-400:]}")
     # HIP 7.x asks for the generic code object with the GPU's features (CLR TargetToGeneric): a
     # gfx906 GPU (sramecc) cannot use gfx9-generic, which HIP 6.4 would give it.
     gen = app("saxpy_gfx9_generic")
@@ -167,7 +181,7 @@ def case_ShimOnHip72():
     expect(ok.returncode == base.returncode and ok.stdout == base.stdout,
            f"saxpy_gfx9_generic strict on gfx900 under HIP 7.2: exit {ok.returncode}: {ok.stderr[-400:]}")
     print("shim with libamdhip64.so.7: warn unchanged, strict runs on mi300x/mi355x, stops gfx908 (86), "
-          "gfx9-generic as HIP 7.x")
+          "a compressed bundle judged at first use, gfx9-generic as HIP 7.x")
 
 
 def case_ApiPathsOnHip72():
