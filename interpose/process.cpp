@@ -4,11 +4,13 @@
 #include "process.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
 #include <strings.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -55,6 +57,48 @@ void runtime_version(hipguard::GuardConfig& config, const std::string& real) {
     config.machine.runtime = r;
     config.runtime_source = real;
   }
+}
+
+// Whether a HotSwap build of the runtime is loaded: the HIP or HSA runtime's file mentions "hotswap"
+// (any case; HotSwap builds read HSA_HOTSWAP_* and name the tool they forward to). ROCm 5.2's, 6.4.3's
+// and 7.2.4's (libamdhip64, libhsa-runtime64) do not: there ROCr may load HSA_TOOLS_LIB's HotSwap
+// tool, but nothing hands it a bundle entry, so HG210 would be false. Read with pread (no page of
+// the mapping faulted in); only when HSA_TOOLS_LIB names the tool.
+bool hotswap_build_loaded() {
+  struct Found {
+    const char* paths[4];
+    int n;
+  } found{{}, 0};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* f = static_cast<Found*>(data);
+        if (info->dlpi_name && f->n < 4 &&
+            (strstr(info->dlpi_name, "libamdhip64.so") || strstr(info->dlpi_name, "libhsa-runtime64.so")))
+          f->paths[f->n++] = info->dlpi_name;
+        return 0;
+      },
+      &found);
+  constexpr char kWord[] = "hotswap";
+  constexpr size_t kLen = sizeof kWord - 1;
+  std::vector<char> buf(1 << 20);
+  for (int i = 0; i < found.n; ++i) {
+    int fd = open(found.paths[i], O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    size_t carried = 0;  // the end of the previous chunk, for a word across two
+    off_t at = 0;
+    for (ssize_t got; (got = pread(fd, buf.data() + carried, buf.size() - carried, at)) > 0; at += got) {
+      size_t end = carried + static_cast<size_t>(got);
+      for (size_t j = 0; j + kLen <= end; ++j)
+        if (strncasecmp(buf.data() + j, kWord, kLen) == 0) {
+          close(fd);
+          return true;
+        }
+      carried = std::min(end, kLen - 1);
+      memmove(buf.data(), buf.data() + end - carried, carried);
+    }
+    close(fd);
+  }
+  return false;
 }
 
 // HG604: the loaded runtime's exports against hip_api.def, said once at start (setup diagnostics).
@@ -111,6 +155,9 @@ Guard& guard() {
       runtime_version(config, real);
       guarded([&] { audit_runtime(config, runtime, real); });
     }
+    // HG210 only where a HotSwap build would forward (hotswap_build_loaded).
+    if (!config.hotswap_tool.empty() && !guarded(false, [] { return hotswap_build_loaded(); }))
+      config.hotswap_tool.clear();
     return Guard::init(std::move(config));
   }();
   return g;

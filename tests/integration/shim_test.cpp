@@ -28,6 +28,7 @@ const std::string kCli = HIPGUARD_CLI;
 const std::string kApps = HIPGUARD_APPS_DIR;
 const std::string kCorpus = std::string(HIPGUARD_CORPUS_DIR) + "/aiter";
 const std::string kReadelf = HIPGUARD_READELF;
+const std::string kSimrt = HIPGUARD_SIMRT_DIR;
 
 
 std::string app(const std::string& name) { return kApps + "/" + name; }
@@ -661,7 +662,9 @@ TEST(ShimConfig, NonHipProcessesStaySilentWhateverTheSettings) {
 }
 
 // HG210: HSA_TOOLS_LIB names the HotSwap tool and a fat binary holds a gfx1250
-// entry besides the gfx942 one; said in-process, and only then.
+// entry besides the gfx942 one; said in-process, and only then, and only where
+// the loaded runtime is a HotSwap build (the simulated one says it is; ROCm
+// 5.2's real libamdhip64.so.5, like 6.4.3's and 7.2.4's, is not).
 TEST(ShimHotSwap, ForwardedEntryIsNamedOnlyWhenTheToolIsEnabled) {
   REQUIRE_CORPUS();
   if (kApps.empty() || !exists(app("module_loader"))) GTEST_SKIP() << "module_loader not built";
@@ -700,11 +703,18 @@ TEST(ShimHotSwap, ForwardedEntryIsNamedOnlyWhenTheToolIsEnabled) {
     fwrite(bundle.data(), 1, bundle.size(), f);
     fclose(f);
   }
+  const std::map<std::string, std::string> sim = {{"LD_LIBRARY_PATH", kSimrt}, {"HIPGUARD_SIM_GPUS", "gfx942"}};
+  auto with = [&](std::map<std::string, std::string> env, const std::map<std::string, std::string>& runtime) {
+    env.insert(runtime.begin(), runtime.end());
+    return shim_env(env);
+  };
   ProcessResult on = run_process({app("module_loader"), path},
-                                 shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HSA_TOOLS_LIB", "libhsa-hotswap.so"}}));
-  ProcessResult off = run_process({app("module_loader"), path}, shim_env({{"HIPGUARD_TARGET", "gfx942"}}));
+                                 with({{"HIPGUARD_TARGET", "gfx942"}, {"HSA_TOOLS_LIB", "libhsa-hotswap.so"}}, sim));
+  ProcessResult off = run_process({app("module_loader"), path}, with({{"HIPGUARD_TARGET", "gfx942"}}, sim));
   ProcessResult other = run_process({app("module_loader"), path},
-                                    shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HSA_TOOLS_LIB", "librocprofiler64.so"}}));
+                                    with({{"HIPGUARD_TARGET", "gfx942"}, {"HSA_TOOLS_LIB", "librocprofiler64.so"}}, sim));
+  ProcessResult rocm52 = run_process({app("module_loader"), path},
+                                     shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HSA_TOOLS_LIB", "libhsa-hotswap.so"}}));
   unlink(path.c_str());
   rmdir(dir);
   auto hits = lines_with(on.err, "warning HG210 [gfx942:sramecc+:xnack-]");
@@ -715,6 +725,7 @@ TEST(ShimHotSwap, ForwardedEntryIsNamedOnlyWhenTheToolIsEnabled) {
   EXPECT_EQ(lines_with(off.err, "HG210").size(), 0u) << off.err;
   EXPECT_EQ(lines_with(other.err, "HG210").size(), 0u) << other.err;
   EXPECT_EQ(on.status, off.status) << "a warning changes nothing in warn mode";
+  EXPECT_EQ(lines_with(rocm52.err, "HG210").size(), 0u) << "not a HotSwap build: " << rocm52.err;
 }
 
 // LD_PRELOAD splits at spaces and colons: hipguard run must never run the

@@ -156,6 +156,11 @@ void logf(State& s, const char* fmt, ...) {
   fprintf(stderr, "simrt: %s\n", buf);
 }
 
+// A CLR build with HotSwap forwarding (rocclr/device/hotswap.hpp) reads HSA_HOTSWAP_DISABLE: the
+// simulated runtime's file mentions it too, so that the shim takes it for such a build (HG210 is
+// said only there). It forwards nothing itself.
+[[gnu::used]] const char kHotSwapBuild[] = "HSA_HOTSWAP_DISABLE";
+
 void configure(State& s) {
   const char* clr = getenv("HIPGUARD_SIM_CLR");
   if (clr && strcmp(clr, "new") == 0) s.model = Model::ClrNew;
