@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -505,6 +506,33 @@ def case_AiterKernelLists():
 
 # ---- the shim with the real HIP 6.4 runtime ---------------------------------------------------------
 
+def case_ForksUnderHip64():
+    """Fork-safe under the real HIP 6.4 runtime: threads_host's 4 threads dlopen a library built by
+    hipcc 7 (tests/rocm/apps/fork_lib.hip), which registers its fat binary, and check and launch its
+    kernel 200 times each while the main thread forks 1,000 times; each child makes its library's
+    first kernel call and launch. No hang (killed after 120 s) and no failure, without the shim and
+    under it in warn and strict mode, whatever the settings (no report)."""
+    threads_host = os.path.join(A.build, "tests", "apps", "threads_host")
+    if not os.path.exists(threads_host):
+        skip(f"{threads_host} was not built")
+    lib = app("libfork_lib.so")
+    want = "4 threads, 800 launches, 1000 forks, 0 failures"
+    with tempfile.TemporaryDirectory(dir=A.build) as tmp:
+        libs = []
+        for i in range(2):  # the threads' copy, and the one only the children call
+            libs.append(os.path.join(tmp, f"libfork{i}.so"))
+            shutil.copy(lib, libs[-1])
+        cmd = ["/usr/bin/timeout", "-s", "KILL", "120", threads_host, "4", "200", *libs]
+        for label, env in (("without the shim", []),
+                           ("warn", [f"LD_PRELOAD={A.shim}", "HIPGUARD_TARGET=mi300x"]),
+                           ("strict", [f"LD_PRELOAD={A.shim}", "HIPGUARD_TARGET=mi300x", "HIPGUARD_MODE=strict"])):
+            p = in_root(*cmd, env=["THREADS_HOST_FORKS=1000", *env], binds=[tmp])
+            expect(p.returncode == 0 and want in p.stdout,
+                   f"{label}: exit {p.returncode} (137: hung, killed), {p.stdout.strip()!r}: {p.stderr[-600:]}")
+            expect(not re.search(r"\b(error|warning) HG\d+", p.stderr), f"{label}: {p.stderr[-600:]}")
+    print(f"forks under libamdhip64.so.6: {want}, without the shim, warn and strict")
+
+
 def case_ShimOnHip64():
     exe = app("saxpy_specific")
     base = in_root(exe)
@@ -723,7 +751,6 @@ def deb_file(package):
 def case_Archives():
     """Real .deb files, and a wheel, a tar.zst and a .a made here from real files, read in place: every member
     with GPU code gets the report its extracted file gets (dpkg-deb -x, the oracle), named ARCHIVE!MEMBER."""
-    import shutil
     import time
     targets = ["--target", "gfx942", "--target", "gfx90a"]
     with tempfile.TemporaryDirectory() as tmp:
