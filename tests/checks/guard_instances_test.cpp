@@ -39,18 +39,16 @@ TEST(GuardInstances, EachDecidesOnItsOwnSettings) {
 
   // Registration: only the gfx942 guards find no code object for their GPU,
   // and each says so itself (its own set of lines said).
+  testing::internal::CaptureStderr();
   for (Guard* g : {&warn_gfx90a, &strict_gfx90a}) {
-    testing::internal::CaptureStderr();
     EXPECT_EQ(hgtest::register_fatbin(*g, &w, &handle).action, Action::Forward);
-    std::string err = testing::internal::GetCapturedStderr();
-    EXPECT_EQ(err.find("HG201"), std::string::npos) << err;
+    EXPECT_TRUE(g->findings().empty()) << hgtest::lines(g->findings());
   }
   for (Guard* g : {&strict_gfx942, &strict_gfx942_too}) {
-    testing::internal::CaptureStderr();
     EXPECT_EQ(hgtest::check_fatbin(*g, &w).action, Action::Exit);
-    std::string err = testing::internal::GetCapturedStderr();
-    EXPECT_NE(err.find("HG201"), std::string::npos) << err;
+    EXPECT_EQ(hgtest::count_said(g->findings(), "HG201", Severity::Error, "gfx942"), 1u) << hgtest::lines(g->findings());
   }
+  testing::internal::GetCapturedStderr();
 
   // A kernel the code object lacks (HG409) is refused at launch in strict
   // mode; the warn guard forwards it. A kernel it has is forwarded by both.
@@ -63,10 +61,15 @@ TEST(GuardInstances, EachDecidesOnItsOwnSettings) {
   EXPECT_EQ(warn_gfx90a.on_launch(&host_absent, 0, "hipLaunchKernel").action, Action::Forward);
   EXPECT_EQ(strict_gfx90a.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward);
   Decision refused = strict_gfx90a.on_launch(&host_absent, 0, "hipLaunchKernel");
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(refused.action, Action::Refuse) << err;
-  EXPECT_EQ(refused.hip_error, kHipErrorInvalidDeviceFunction) << err;
-  EXPECT_NE(err.find("HG409"), std::string::npos) << err;
+  testing::internal::GetCapturedStderr();
+  std::vector<Diagnostic> said = strict_gfx90a.findings();
+  EXPECT_EQ(refused.action, Action::Refuse) << hgtest::lines(said);
+  EXPECT_EQ(refused.hip_error, kHipErrorInvalidDeviceFunction);
+  EXPECT_EQ(hgtest::count_said(said, "HG502", Severity::Error, "", "_Z9absent_v2v"), 1u) << hgtest::lines(said);
+  EXPECT_NE(hgtest::lines(said).find("HG409"), std::string::npos) << hgtest::lines(said);
+  said = warn_gfx90a.findings();
+  EXPECT_EQ(hgtest::count_said(said, "HG502", Severity::Error, "", "_Z9absent_v2v"), 1u) << "warn mode says it too: "
+                                                                                          << hgtest::lines(said);
   // The refusal left its error on this thread, as the runtime would.
   EXPECT_EQ(refused_launch_error(true), kHipErrorInvalidDeviceFunction);
   refused_launch_command_error(true);
@@ -122,7 +125,7 @@ TEST(GuardInstances, ProbeAndRegistryFromManyThreads) {
   for (int t = 0; t < kLaunchers; ++t) threads.emplace_back(cycles, t, true);
   threads.emplace_back(cycles, kLaunchers, false);
   for (auto& th : threads) th.join();
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(g_probes.load(), kLaunchers * kCycles) << err;
-  EXPECT_EQ(err.find("HG5"), std::string::npos) << err;
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(g_probes.load(), kLaunchers * kCycles);
+  EXPECT_TRUE(g.findings().empty() && g.consequences().empty()) << hgtest::lines(g.findings());
 }

@@ -80,13 +80,16 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   g.set_probe_functions(fns);
   g_attr_result = 98;  // the runtime rejects the kernel
   Decision v = g.on_launch(&host_a, 0, "hipLaunchKernel");
-  std::string err = testing::internal::GetCapturedStderr();
+  testing::internal::GetCapturedStderr();
   EXPECT_EQ(g_attr_calls, 1);
   // One cause, one line: the probe's rejection and the launch are consequences
   // of the HG201 said at registration (they go into the report, not the log).
-  EXPECT_NE(err.find("error HG201"), std::string::npos) << err;
-  EXPECT_EQ(err.find("HG501"), std::string::npos) << err;
-  EXPECT_EQ(err.find("HG502"), std::string::npos) << err;
+  std::vector<Diagnostic> said = g.findings(), after = g.consequences();
+  EXPECT_EQ(hgtest::count_said(said, "HG201", Severity::Error), 1u) << hgtest::lines(said);
+  EXPECT_EQ(hgtest::count_said(said, "HG501", Severity::Error) + hgtest::count_said(said, "HG502", Severity::Error), 0u)
+      << hgtest::lines(said);
+  EXPECT_EQ(hgtest::count_said(after, "HG501", Severity::Error), 1u) << hgtest::lines(after);
+  EXPECT_EQ(hgtest::count_said(after, "HG502", Severity::Error), 1u) << hgtest::lines(after);
   EXPECT_EQ(v.action, Action::Refuse);
   EXPECT_EQ(v.hip_error, kHipErrorInvalidDeviceFunction);
   EXPECT_EQ(refused_launch_error(/*clear=*/true), kHipErrorInvalidDeviceFunction) << "hipGetLastError reports it";
@@ -102,9 +105,10 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   hgtest::register_fatbin(g, &w, &handle_a);
   g.on_register_function(&handle_a, &host_a, "_Z10vector_addPKfS0_Pfi");
   g.on_launch(&host_a, 0, "hipLaunchKernel");
-  err = testing::internal::GetCapturedStderr();
+  testing::internal::GetCapturedStderr();
   EXPECT_EQ(g_attr_calls, 2) << "probed once more (library b), then off for good";
-  EXPECT_EQ(err.find("HG501"), std::string::npos) << err;
+  EXPECT_EQ(hgtest::count_said(g.consequences(), "HG501", Severity::Error), 1u) << "none since the probe went off";
+  EXPECT_EQ(hgtest::count_said(g.findings(), "HG501", Severity::Error), 0u);
   // Unregistering forgets the kernel: its host address may be reused.
   g.on_unregister_fatbin(&handle_a);
   EXPECT_EQ(g.on_launch(&host_a, 0, "hipLaunchKernel").action, Action::Forward);
@@ -119,15 +123,18 @@ TEST_F(GuardProbe, KpackFatBinaryIsANoteNotAnError) {
   FatbinWrapper w{kHipkMagic, 1, metadata, nullptr};
   testing::internal::CaptureStderr();
   Decision v = hgtest::check_fatbin(guard(), &w);
-  std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(v.action, Action::Forward) << err;
-  EXPECT_NE(err.find("note HG209"), std::string::npos) << err;
-  EXPECT_EQ(err.find("HG102"), std::string::npos) << err;
+  testing::internal::GetCapturedStderr();
+  size_t mark = 0;
+  std::vector<Diagnostic> said = hgtest::said_since(guard(), mark);
+  EXPECT_EQ(v.action, Action::Forward) << hgtest::lines(said);
+  EXPECT_EQ(hgtest::count_said(said, "HG209", Severity::Note), 1u) << hgtest::lines(said);
+  EXPECT_EQ(said.size(), 1u) << hgtest::lines(said);
   // Any other magic still is HG102.
   FatbinWrapper bad{0x12345678, 1, metadata, nullptr};
   testing::internal::CaptureStderr();
   v = hgtest::check_fatbin(guard(), &bad);
-  err = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(v.action, Action::Exit) << err;
-  EXPECT_NE(err.find("error HG102"), std::string::npos) << err;
+  testing::internal::GetCapturedStderr();
+  said = hgtest::said_since(guard(), mark);
+  EXPECT_EQ(v.action, Action::Exit) << hgtest::lines(said);
+  EXPECT_EQ(hgtest::count_said(said, "HG102", Severity::Error), 1u) << hgtest::lines(said);
 }

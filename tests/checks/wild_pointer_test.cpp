@@ -42,10 +42,13 @@ struct Guarded {
   size_t size;
 };
 
-std::string capture(const std::function<void()>& f) {
+// What `g` says while `f` runs: its findings (Guard::findings) as log lines; the log itself is silenced.
+std::string said_by(Guard& g, const std::function<void()>& f) {
+  size_t mark = g.findings().size();
   testing::internal::CaptureStderr();
   f();
-  return testing::internal::GetCapturedStderr();
+  testing::internal::GetCapturedStderr();
+  return hgtest::lines(hgtest::said_since(g, mark));
 }
 
 class WildPointers : public hgtest::OwnGuardTest {
@@ -58,12 +61,12 @@ class WildPointers : public hgtest::OwnGuardTest {
 TEST_F(WildPointers, WrapperInUnmappedMemory) {
   Guarded g(1);
   Decision v;
-  std::string err = capture([&] { v = hgtest::check_fatbin(guard(), g.guard); });
+  std::string err = said_by(guard(), [&] { v = hgtest::check_fatbin(guard(), g.guard); });
   EXPECT_EQ(v.action, Action::Exit) << "strict mode stops a program whose fat binary cannot be read";
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;
   EXPECT_NE(err.find("wrapper"), std::string::npos) << err;
   // A wrapper straddling the end of the mapping is unreadable too.
-  err = capture([&] { hgtest::check_fatbin(guard(), g.guard - 8); });
+  err = said_by(guard(), [&] { hgtest::check_fatbin(guard(), g.guard - 8); });
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;
 }
 
@@ -71,10 +74,10 @@ TEST_F(WildPointers, BinaryPointerInUnmappedMemory) {
   Guarded g(1);
   auto* w = reinterpret_cast<FatbinWrapper*>(g.base);
   *w = FatbinWrapper{kHipFatbinMagic, 1, g.guard, nullptr};
-  std::string err = capture([&] { hgtest::check_fatbin(guard(), w); });
+  std::string err = said_by(guard(), [&] { hgtest::check_fatbin(guard(), w); });
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;
   *w = FatbinWrapper{kHipFatbinMagic, 1, reinterpret_cast<const void*>(uintptr_t{16}), nullptr};
-  err = capture([&] { hgtest::check_fatbin(guard(), w); });
+  err = said_by(guard(), [&] { hgtest::check_fatbin(guard(), w); });
   EXPECT_NE(err.find("HG101"), std::string::npos) << "a near-null pointer: " << err;
 }
 
@@ -87,7 +90,7 @@ TEST_F(WildPointers, BundleWhoseTableRunsPastTheMapping) {
   memcpy(b + 24, &count, 8);
   auto* w = reinterpret_cast<FatbinWrapper*>(g.base);
   *w = FatbinWrapper{kHipFatbinMagic, 1, b, nullptr};
-  std::string err = capture([&] { hgtest::check_fatbin(guard(), w); });
+  std::string err = said_by(guard(), [&] { hgtest::check_fatbin(guard(), w); });
   EXPECT_NE(err.find("HG104"), std::string::npos) << err;
   // One entry whose payload offset/size point past the mapping.
   count = 1;
@@ -95,7 +98,7 @@ TEST_F(WildPointers, BundleWhoseTableRunsPastTheMapping) {
   uint64_t entry[3] = {4096, 1 << 20, 8};
   memcpy(b + 32, entry, sizeof entry);
   memcpy(b + 56, "hipv4-x", 8);
-  err = capture([&] { hgtest::check_fatbin(guard(), w); });
+  err = said_by(guard(), [&] { hgtest::check_fatbin(guard(), w); });
   EXPECT_NE(err.find("HG104"), std::string::npos) << err;
 }
 
@@ -114,7 +117,7 @@ TEST_F(WildPointers, ElfWhoseHeadersClaimMoreThanIsMapped) {
   memcpy(e + 58, &shentsize, 2);
   memcpy(e + 60, &shnum, 2);
   Decision v;
-  std::string err = capture([&] { v = hgtest::check_module_data(guard(), e); });
+  std::string err = said_by(guard(), [&] { v = hgtest::check_module_data(guard(), e); });
   EXPECT_EQ(v.action, Action::Refuse);
   EXPECT_EQ(v.hip_error, kHipErrorInvalidImage);
   EXPECT_NE(err.find("HG106"), std::string::npos) << err;
@@ -123,7 +126,7 @@ TEST_F(WildPointers, ElfWhoseHeadersClaimMoreThanIsMapped) {
 TEST_F(WildPointers, ModuleImageInUnmappedMemory) {
   Guarded g(1);
   Decision v;
-  std::string err = capture([&] { v = hgtest::check_module_data(guard(), g.guard); });
+  std::string err = said_by(guard(), [&] { v = hgtest::check_module_data(guard(), g.guard); });
   EXPECT_EQ(v.action, Action::Refuse);
   EXPECT_NE(err.find("HG101"), std::string::npos) << err;
   EXPECT_EQ(readable_extent(g.guard, 1 << 20), 0u);

@@ -19,16 +19,19 @@ TEST(GuardCodes, BadWrapperIsHG102AndDeviceFunctionIsHG408) {
   FatbinWrapper bad{0x12345678, 1, nullptr, nullptr};
   testing::internal::CaptureStderr();
   Decision v = hgtest::check_fatbin(g, &bad);
-  std::string err = testing::internal::GetCapturedStderr();
+  testing::internal::GetCapturedStderr();
+  size_t mark = 0;
+  std::vector<Diagnostic> said = hgtest::said_since(g, mark);
   EXPECT_EQ(v.action, Action::Forward) << "warn mode never changes what the program does";
-  EXPECT_NE(err.find(std::string(code::kBadFatbinWrapper)), std::string::npos) << err;
-  EXPECT_NE(err.find("0x12345678"), std::string::npos) << err;
+  ASSERT_EQ(hgtest::count_said(said, code::kBadFatbinWrapper, Severity::Error), 1u) << hgtest::lines(said);
+  EXPECT_NE(said.front().message.find("0x12345678"), std::string::npos) << hgtest::lines(said);
   // Version must be 1.
   FatbinWrapper bad_version{kHipFatbinMagic, 2, nullptr, nullptr};
   testing::internal::CaptureStderr();
   hgtest::check_fatbin(g, &bad_version);
-  err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find(std::string(code::kBadFatbinWrapper)), std::string::npos) << err;
+  testing::internal::GetCapturedStderr();
+  said = hgtest::said_since(g, mark);
+  EXPECT_EQ(hgtest::count_said(said, code::kBadFatbinWrapper, Severity::Error), 1u) << hgtest::lines(said);
 
   // HG408: hipModuleGetFunction asked for a device function of a loaded module.
   CodeObjectSpec s;
@@ -41,8 +44,13 @@ TEST(GuardCodes, BadWrapperIsHG102AndDeviceFunctionIsHG408) {
   // The shim asks before forwarding (warn mode: forward anyway), then reports the result.
   EXPECT_EQ(g.before_module_get_function(&fake_module, "_Z6helperf").action, Action::Forward);
   g.on_module_get_function(&fake_module, "_Z6helperf", nullptr, 500 /* hipErrorNotFound */);
-  err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find(std::string(code::kDeviceFunction)), std::string::npos) << err;
-  EXPECT_NE(err.find("the_kernel"), std::string::npos) << "the message lists the module's kernels: " << err;
+  testing::internal::GetCapturedStderr();
+  said = hgtest::said_since(g, mark);
+  std::vector<Diagnostic> all = said;
+  for (const auto& c : g.consequences()) all.push_back(c);
+  size_t named = 0;
+  for (const auto& d : all)
+    if (d.code == code::kDeviceFunction) named += d.message.find("the_kernel") != std::string::npos;
+  EXPECT_EQ(named, 1u) << "HG408, listing the module's kernels: " << hgtest::lines(all);
   g.on_module_unloaded(&fake_module);
 }
