@@ -20,6 +20,8 @@
 #include <mutex>
 #include <new>
 
+#include "hipguard/owned_mutex.h"
+
 namespace {
 
 // Whole pages from mmap, returned with munmap: the pool's chunks, and blocks
@@ -50,13 +52,21 @@ class Pages final : public std::pmr::memory_resource {
 // One lock around an unsynchronized pool: the shim allocates on its slow paths
 // only (registration, first launches, reports), mostly under the guard's own
 // lock already. Held across fork() (pthread_atfork), as glibc holds malloc's.
+// A fork() from a signal handler that interrupted this thread inside the heap
+// skips the lock (OwnedMutex::lock_for_fork): the thread, resuming, releases it.
+thread_local bool t_heap_taken_for_fork = false;
+
 struct Heap {
-  std::mutex mu;
+  hipguard::OwnedMutex mu;
   Pages pages;
   // Blocks up to 64 KiB pooled; larger ones straight from Pages.
   std::pmr::unsynchronized_pool_resource pool{{0, 64 * 1024}, &pages};
   Heap() {
-    pthread_atfork([] { heap().mu.lock(); }, [] { heap().mu.unlock(); }, [] { heap().mu.unlock(); });
+    pthread_atfork([] { t_heap_taken_for_fork = heap().mu.lock_for_fork(); }, after_fork, after_fork);
+  }
+  static void after_fork() {
+    if (t_heap_taken_for_fork) heap().mu.unlock();
+    t_heap_taken_for_fork = false;
   }
   static Heap& heap() {
     // Built in place at first use (an allocation during static initialisation
@@ -103,7 +113,7 @@ void* take(size_t n, size_t align) {
   Heap& h = Heap::heap();
   void* block;
   {
-    std::lock_guard<std::mutex> lock(h.mu);
+    std::lock_guard lock(h.mu);
     block = h.pool.allocate(total, kMinAlign);
   }
   uintptr_t start = reinterpret_cast<uintptr_t>(block);
@@ -120,7 +130,7 @@ void give_back(void* p) noexcept {
   size_t offset = reinterpret_cast<size_t*>(user)[-2];
   size_t total = reinterpret_cast<size_t*>(user)[-1];
   Heap& h = Heap::heap();
-  std::lock_guard<std::mutex> lock(h.mu);
+  std::lock_guard lock(h.mu);
   h.pool.deallocate(reinterpret_cast<void*>(user - offset), total, kMinAlign);
 }
 

@@ -12,6 +12,7 @@
 #include "hipguard/bundle.h"
 #include "hipguard/code_object.h"
 #include "hipguard/diagnostic.h"
+#include "hipguard/owned_mutex.h"
 #include "hipguard/runtime_version.h"
 #include "hipguard/target.h"
 
@@ -127,10 +128,11 @@ class SelectionMemo {
   size_t size() const;  // tables remembered
   void lock() const { mu_.lock(); }
   void unlock() const { mu_.unlock(); }
+  bool lock_for_fork() const { return mu_.lock_for_fork(); }  // OwnedMutex::lock_for_fork
 
  private:
   bool same_context(const std::vector<TargetId>& targets, const Machine& machine) const;
-  mutable std::mutex mu_;
+  mutable OwnedMutex mu_;
   std::vector<TargetId> targets_;
   const RuntimeInfo* runtime_ = nullptr;
   bool one_process_ = false;

@@ -45,7 +45,7 @@ class Pool {
       if (i >= jobs_.count) return;
       Slot* slot;
       {
-        std::unique_lock<std::mutex> lock(m_);
+        std::unique_lock lock(m_);
         cv_.wait(lock, [&] { return stop_ || i < head_ + window_; });
         if (stop_) return;
         slot = &slots_[i % window_];
@@ -57,7 +57,7 @@ class Pool {
       } catch (...) {
         error = std::current_exception();
       }
-      std::lock_guard<std::mutex> lock(m_);
+      std::lock_guard lock(m_);
       slot->report = std::move(r);
       slot->error = error;
       slot->done = true;
@@ -67,7 +67,7 @@ class Pool {
 
   // An event of file i: delivered now when i is the head, else queued.
   void push(size_t i, Slot& slot, FileEvent&& e) {
-    std::unique_lock<std::mutex> lock(m_);
+    std::unique_lock lock(m_);
     cv_.wait(lock, [&] { return stop_ || i == head_ || slot.queue.size() < Slot::kMaxQueued; });
     if (stop_) return;
     if (i == head_) {

@@ -10,7 +10,7 @@ bool SelectionMemo::same_context(const std::vector<TargetId>& targets, const Mac
 std::optional<std::vector<SelectionMemo::Choice>> SelectionMemo::find(const std::vector<TargetId>& targets,
                                                                       const Machine& machine,
                                                                       const std::string& ids) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   if (!same_context(targets, machine)) return std::nullopt;
   auto it = tables_.find(ids);
   if (it == tables_.end()) return std::nullopt;
@@ -18,13 +18,13 @@ std::optional<std::vector<SelectionMemo::Choice>> SelectionMemo::find(const std:
 }
 
 size_t SelectionMemo::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   return tables_.size();
 }
 
 void SelectionMemo::remember(const std::vector<TargetId>& targets, const Machine& machine, std::string ids,
                              std::vector<Choice> choices) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   if (!same_context(targets, machine)) {
     tables_.clear();
     targets_ = targets;

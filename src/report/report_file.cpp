@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -122,9 +123,11 @@ std::optional<std::string> ReportFile::finish(llvm::json::Object record, bool xm
 
 void ReportFile::prepare_fork() {
   if (fd_ < 0) return;
-  // A new open file description: its lock is the child's own.
-  std::string self = "/proc/self/fd/" + std::to_string(fd_);
-  child_fd_ = ::open(self.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
+  // A new open file description: its lock is the child's own. No allocation: fork() may come with
+  // the heap exhausted.
+  char self[40];
+  snprintf(self, sizeof self, "/proc/self/fd/%d", fd_);
+  child_fd_ = ::open(self, O_RDWR | O_APPEND | O_CLOEXEC);
   if (child_fd_ >= 0) flock(child_fd_, LOCK_SH | LOCK_NB);
 }
 

@@ -306,13 +306,13 @@ bool MappedFiles::read(const void* p, uint64_t size, uint8_t* out) {
   auto same_object = [&](const MappedFile& m) { return m.base == seg.base && m.path == path; };
   std::optional<MappedFile> file;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     auto it = std::find_if(known_.begin(), known_.end(), same_object);
     if (it != known_.end() && it->subs != seg.subs) known_.erase(it);  // an object was unloaded since: check again
     else if (it != known_.end()) file = *it;
   }
   if (file && !file->same) return false;  // checked already, and not the file mapped
-  std::lock_guard<std::mutex> io(io_mu_);
+  std::lock_guard io(io_mu_);
   struct stat st;
   // The file read last, if the descriptor is still the one opened for it: a
   // program may have closed it (then it is forgotten, never closed here).
@@ -330,7 +330,7 @@ bool MappedFiles::read(const void* p, uint64_t size, uint8_t* out) {
     ok = m && m->major == major(st.st_dev) && m->minor == minor(st.st_dev) && m->ino == st.st_ino &&
          m->offset == seg.file_offset;
     file = MappedFile{seg.base, path, ok ? st.st_dev : 0, ok ? st.st_ino : 0, seg.subs, ok};
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     if (std::none_of(known_.begin(), known_.end(), same_object)) known_.push_back(*file);  // unless another thread checked it meanwhile
   }
   ok = ok && file->dev == st.st_dev && file->ino == st.st_ino && pread_all(f.fd, out, size, seg.file_offset);
@@ -351,7 +351,7 @@ bool MappedFiles::kept_is_ours() const {
 }
 
 std::vector<MappedFile> MappedFiles::known() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   return known_;
 }
 

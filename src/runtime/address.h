@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "hipguard/owned_mutex.h"
+
 namespace hipguard {
 
 // The running program's path (/proc/self/exe), or "<program>".
@@ -66,11 +68,18 @@ class MappedFiles {
     mu_.unlock();
     io_mu_.unlock();
   }
+  // The same for a fork handler (OwnedMutex::lock_for_fork): which of the two it took (bit 0: io_mu_,
+  // bit 1: mu_), for unlock_after_fork.
+  unsigned lock_for_fork() { return (io_mu_.lock_for_fork() ? 1u : 0u) | (mu_.lock_for_fork() ? 2u : 0u); }
+  void unlock_after_fork(unsigned taken) {
+    if (taken & 2u) mu_.unlock();
+    if (taken & 1u) io_mu_.unlock();
+  }
 
  private:
-  mutable std::mutex mu_;
+  mutable OwnedMutex mu_;
   std::vector<MappedFile> known_;
-  std::mutex io_mu_;
+  OwnedMutex io_mu_;
   int kept_fd_ = -1;  // the file read last (O_CLOEXEC), or -1
   uint64_t kept_dev_ = 0, kept_ino_ = 0;
   bool kept_is_ours() const;  // kept_fd_ still names the file it was opened for (io_mu_ held)

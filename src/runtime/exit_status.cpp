@@ -18,7 +18,7 @@ void Guard::on_process_exit(int status) try {
   std::string first;
   size_t failing = 0;
   {
-    std::lock_guard<std::mutex> lock(s.findings.mu);
+    std::lock_guard lock(s.findings.mu);
     if (s.findings.findings_pid != getpid() || s.findings.failing == 0) return;
     failing = s.findings.failing;
     first = s.findings.first_failing;

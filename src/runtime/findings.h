@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "hipguard/check.h"
+#include "hipguard/owned_mutex.h"
 #include "hipguard/report.h"
 #include "report/report_file.h"
 
@@ -29,7 +30,7 @@ struct FindingsSink {
   // nothing is locked while it is held but spdlog's lock and the report
   // file's flock. Saying a finding (Guard::report_once) therefore never waits
   // for a whole registration, only for the sink's own short sections.
-  std::mutex mu;
+  OwnedMutex mu;
 
   // Every line said (format_line): a finding is said once per guard.
   std::set<std::string> logged;
@@ -79,7 +80,7 @@ struct FindingsSink {
 
   // The report of the fat binary a strict-mode stop is at. Takes the lock.
   void stop_at(const ImageReport& report) {
-    std::lock_guard<std::mutex> lock(mu);
+    std::lock_guard lock(mu);
     stopped_at = report;
   }
 
@@ -87,7 +88,7 @@ struct FindingsSink {
   void keep_gone_image(ImageReport&& img, uint64_t image_seq) {
     std::string key = img.origin;
     for (const auto& d : img.diagnostics) key.append("\n").append(format_line(d));
-    std::lock_guard<std::mutex> lock(mu);
+    std::lock_guard lock(mu);
     if (unregistered_keys.count(key)) return;
     if (unregistered.size() >= kMaxGoneImages) {
       ++not_listed;
@@ -100,7 +101,7 @@ struct FindingsSink {
   // Sums a gone kernel's launches and refusals into its (name, file) record. Takes the lock.
   void keep_gone_kernel(KernelRecord rec, uint64_t kernel_seq) {
     auto id = std::make_pair(rec.name, rec.file);
-    std::lock_guard<std::mutex> lock(mu);
+    std::lock_guard lock(mu);
     auto it = gone_kernels.find(id);
     if (it == gone_kernels.end() && gone_kernels.size() < kMaxGoneKernels) {
       KernelRecord first{rec.name, rec.file, 0, 0, rec.codes};

@@ -35,7 +35,7 @@ GuardConfig* g_config = nullptr;  // init()'s, until the state takes it
 }  // namespace
 
 Guard& Guard::init(GuardConfig config) {
-  std::lock_guard<std::mutex> lock(g_config_mu);
+  std::lock_guard lock(g_config_mu);
   if (!g_config && !g_state_ready.load(std::memory_order_acquire)) g_config = new GuardConfig(std::move(config));
   return get();
 }
@@ -57,7 +57,7 @@ Guard::State& Guard::state() {
   static State* s = [] {
     auto* st = new State(&g_launch_gate, &g_launch_cache);
     {
-      std::lock_guard<std::mutex> lock(g_config_mu);
+      std::lock_guard lock(g_config_mu);
       if (g_config) st->config = std::move(*g_config);
     }
     Guard::get().start(*st);
@@ -117,7 +117,7 @@ void Guard::report_once(const Diagnostic& d) {
   std::string line = format_line(d);
   {
     State& s = state();
-    std::lock_guard<std::mutex> lock(s.findings.mu);
+    std::lock_guard lock(s.findings.mu);
     if (!s.findings.logged.insert(line).second) return;
     if (s.findings.said.size() < FindingsSink::kMaxSaid) s.findings.said.push_back(d);
     if (s.findings.report_file.is_open() || s.findings.report_reopen) journal(s, d);
@@ -131,13 +131,13 @@ void Guard::report_once(const Diagnostic& d) {
 
 std::vector<Diagnostic> Guard::findings() {
   FindingsSink& f = state().findings;
-  std::lock_guard<std::mutex> lock(f.mu);
+  std::lock_guard lock(f.mu);
   return {f.said.begin() + std::min(f.said_at_fork, f.said.size()), f.said.end()};
 }
 
 std::vector<Diagnostic> Guard::consequences() {
   FindingsSink& f = state().findings;
-  std::lock_guard<std::mutex> lock(f.mu);
+  std::lock_guard lock(f.mu);
   return {f.consequences.begin() + std::min(f.consequences_at_fork, f.consequences.size()), f.consequences.end()};
 }
 
@@ -146,7 +146,7 @@ void Guard::report_consequence(const Diagnostic& d, const Diagnostic* cause) {
     State& s = state();
     bool said;
     {
-      std::lock_guard<std::mutex> lock(s.findings.mu);
+      std::lock_guard lock(s.findings.mu);
       said = s.findings.logged.count(format_line(*cause)) != 0;
       if (said && s.findings.consequences.size() < kMaxConsequences) s.findings.consequences.push_back(d);
     }

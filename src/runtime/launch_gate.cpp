@@ -14,7 +14,7 @@ void Guard::check_in_full(const void* handle) {
   State& s = state();
   std::vector<Diagnostic> said;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    std::lock_guard lock(s.mu);
     auto it = s.registry.fatbins.find(handle);
     if (it == s.registry.fatbins.end() || it->second.depth == Depth::Full) return;
     FatbinState& fb = it->second;

@@ -94,7 +94,7 @@ Decision Guard::on_module_load_data(const void* image, PendingModulePtr& pending
 void Guard::on_module_loaded(const void* module, PendingModulePtr pending) try {
   if (!module || !pending) return;
   State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard lock(s.mu);
   pending->seq = ++s.registry.seq;
   s.registry.modules[module] = std::move(*pending);
 } catch (...) {
@@ -102,7 +102,7 @@ void Guard::on_module_loaded(const void* module, PendingModulePtr pending) try {
 
 void Guard::on_module_unloaded(const void* module) try {
   State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard lock(s.mu);
   auto it = s.registry.modules.find(module);
   if (it == s.registry.modules.end()) return;
   for (const void* f : it->second.functions) s.retire(f);
@@ -117,7 +117,7 @@ Decision Guard::before_module_get_function(const void* module, const char* name,
   Diagnostic d;
   {
     State& s = state();
-    std::lock_guard<std::mutex> lock(s.mu);
+    std::lock_guard lock(s.mu);
     auto it = s.registry.modules.find(module);
     if (it == s.registry.modules.end() || !it->second.device_functions.count(name)) return {};
     std::string kernels;
@@ -141,7 +141,7 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
   if (!name) return;
   State& s = state();
   if (s.config.mode == Mode::Off) return;
-  std::unique_lock<std::mutex> lock(s.mu);
+  std::unique_lock lock(s.mu);
   auto it = s.registry.modules.find(module);
   if (it == s.registry.modules.end()) return;
   ModuleInfo& m = it->second;
@@ -257,7 +257,7 @@ void Guard::on_get_func_by_symbol(const void* host_function, int result, const v
   if (s.config.mode == Mode::Off) return;
   if (result == 0) {
     index_kernel(host_function);
-    std::lock_guard<std::mutex> lock(s.mu);
+    std::lock_guard lock(s.mu);
     return index_function_of(host_function, function);
   }
   const KernelState* k = kernel_in_full(host_function);

@@ -39,7 +39,7 @@ void Guard::run_probe(const void* fatbin_handle) {
     // Taken and marked in one section of the registry's lock, so that an
     // unregistration or a new registration under the same handle cannot come
     // between (it would leave its own kernels marked, its list never taken).
-    std::lock_guard<std::mutex> lock(s.mu);
+    std::lock_guard lock(s.mu);
     batch = s.probe.take(fatbin_handle);
     if (!batch) return;
     for (const void* host : batch->host_functions)

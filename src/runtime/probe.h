@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "hipguard/owned_mutex.h"
 #include "runtime/guard.h"
 
 namespace hipguard {
@@ -34,14 +35,14 @@ class Probe {
 
   // Handed in by the shim at the first launch.
   void set_functions(const ProbeFunctions& f) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     functions_ = f;
   }
   // The kernels `host_functions` of fat binary `handle` wait for its first
   // launch (nothing, once the probe is off).
   void add(const void* handle, std::span<const void* const> host_functions) {
     if (host_functions.empty()) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     if (off()) return;
     auto& waiting = unprobed_[handle];
     waiting.insert(waiting.end(), host_functions.begin(), host_functions.end());
@@ -49,13 +50,13 @@ class Probe {
   }
   // The fat binary is gone: its kernels no longer wait.
   void forget(const void* handle) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     if (unprobed_.erase(handle)) close_gate_if_done();
   }
   // The kernels of `handle` still waiting, taken once: each kernel is probed
   // by whichever launch gets here first. None when the probe is off.
   std::optional<Batch> take(const void* handle) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     if (off()) return std::nullopt;
     auto it = unprobed_.find(handle);
     if (it == unprobed_.end()) return std::nullopt;
@@ -66,7 +67,7 @@ class Probe {
   }
   // The runtime has no usable GPU: probing says nothing from now on.
   void switch_off() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     off_.store(true, std::memory_order_release);
     unprobed_.clear();
     close_gate_if_done();
@@ -77,13 +78,14 @@ class Probe {
   // fork(): Guard::before_fork and after_fork hold it across.
   void lock() { mu_.lock(); }
   void unlock() { mu_.unlock(); }
+  bool lock_for_fork() { return mu_.lock_for_fork(); }  // OwnedMutex::lock_for_fork
 
  private:
   void close_gate_if_done() {
     if (unprobed_.empty()) gate_.fetch_and(~kGateProbe, std::memory_order_acq_rel);
   }
 
-  std::mutex mu_;
+  OwnedMutex mu_;
   std::atomic<unsigned>& gate_;
   ProbeFunctions functions_;
   std::unordered_map<const void*, std::vector<const void*>> unprobed_;

@@ -273,7 +273,7 @@ void Guard::stopping_at(const ImageReport& report) try {
 void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) try {
   if (!pending) return;
   State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard lock(s.mu);
   // A null handle (the runtime refused outright) still gets its report kept, keyed by null.
   FatbinState& fb = s.registry.fatbins[handle];
   s.forget_kernels_of(handle, fb);  // registered anew under the same handle: its kernels are registered anew
@@ -298,7 +298,7 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
   if (!host_function || !device_name) return {};
   State& s = state();
   if (s.config.mode == Mode::Off) return {};
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard lock(s.mu);
   if (handle != s.registry.last_fatbin_handle || !s.registry.last_fatbin) {
     auto it = s.registry.fatbins.find(handle);
     if (it == s.registry.fatbins.end()) return {};
@@ -380,7 +380,7 @@ void Guard::index_kernel(const void* key) {
   State& s = state();
   if (!(s.gate.load(std::memory_order_acquire) & kGateUnindexed)) return;
   if (s.registry.find(key)) return;
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard lock(s.mu);
   if (s.registry.find(key)) return;
   s.registry.settle_claims();
   const void* handle = s.registry.owner_of(key);
@@ -395,7 +395,7 @@ void Guard::on_unregister_fatbin(const void* handle) try {
   // The report lists every kernel (write_report): a library unregisters its fat binaries before the
   // report is written, at exit.
   if (!s.config.report_path.empty()) check_in_full(handle);
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::lock_guard lock(s.mu);
   auto it = s.registry.fatbins.find(handle);
   if (it == s.registry.fatbins.end()) return;
   // The report lists kernels with findings: index them while their names are valid.

@@ -29,42 +29,60 @@ void Guard::open_report(State& s) {
 
 // Around fork(): the child starts with the guard unlocked, its own report
 // descriptor (or, with "%p", its own file, opened at its first record), and
-// counts and lists only what it does itself.
+// counts and lists only what it does itself. A fork() from a signal handler
+// that interrupted this thread inside the guard skips the locks this thread
+// holds (OwnedMutex::lock_for_fork): the thread, resuming, releases them in
+// parent and child alike. What was taken is kept per thread for after_fork;
+// nothing here allocates.
+namespace {
+thread_local struct ForkLocks {
+  bool memo, state, probe, findings;
+  unsigned files;
+} t_fork_locks;
+}  // namespace
+
 void Guard::before_fork() {
   State& s = state();
   // The memo's and the mapped files' locks are never held with the others (the
   // mapped files' two in their own order, MappedFiles::lock). The probe's and
   // the sink's come after the state mutex, as everywhere (two leaves, never
   // held together).
-  s.selection_memo.lock();
-  s.mapped_files.lock();
-  s.mu.lock();
-  s.probe.lock();
-  s.findings.mu.lock();
-  if (!is_per_process_path(s.config.report_path)) s.findings.report_file.prepare_fork();  // with "%p" the child opens a file of its own
+  ForkLocks& t = t_fork_locks;
+  t = {};
+  t.memo = s.selection_memo.lock_for_fork();
+  t.files = s.mapped_files.lock_for_fork();
+  t.state = s.mu.lock_for_fork();
+  t.probe = s.probe.lock_for_fork();
+  t.findings = s.findings.mu.lock_for_fork();
+  // With "%p" the child opens a file of its own. Under the sink's lock only.
+  if (t.findings && !is_per_process_path(s.config.report_path)) s.findings.report_file.prepare_fork();
 }
 
 void Guard::after_fork(bool child) {
   State& s = state();
-  if (child) {
-    s.fork_seq = s.registry.seq;
-    s.findings.consequences_at_fork = s.findings.consequences.size();
-    s.findings.said_at_fork = s.findings.said.size();
-    s.findings.report_written_by = 0;
-    if (is_per_process_path(s.config.report_path)) {
-      s.findings.report_file.close_inherited();
-      s.findings.report_reopen = true;
+  ForkLocks& t = t_fork_locks;
+  if (t.findings) {
+    if (child) {
+      s.fork_seq = s.registry.seq;
+      s.findings.consequences_at_fork = s.findings.consequences.size();
+      s.findings.said_at_fork = s.findings.said.size();
+      s.findings.report_written_by = 0;
+      if (is_per_process_path(s.config.report_path)) {
+        s.findings.report_file.close_inherited();
+        s.findings.report_reopen = true;
+      } else {
+        s.findings.report_file.child_after_fork();
+      }
     } else {
-      s.findings.report_file.child_after_fork();
+      s.findings.report_file.parent_after_fork();
     }
-  } else {
-    s.findings.report_file.parent_after_fork();
+    s.findings.mu.unlock();
   }
-  s.findings.mu.unlock();
-  s.probe.unlock();
-  s.mu.unlock();
-  s.mapped_files.unlock();
-  s.selection_memo.unlock();
+  if (t.probe) s.probe.unlock();
+  if (t.state) s.mu.unlock();
+  s.mapped_files.unlock_after_fork(t.files);
+  if (t.memo) s.selection_memo.unlock();
+  t = {};
 }
 
 // Under the sink's lock: a forked child with "%p" in the path opens its own
@@ -147,13 +165,13 @@ void Guard::write_report() try {
   State& s = state();
   if (s.config.report_path.empty()) return;
   {
-    std::lock_guard<std::mutex> lock(s.findings.mu);
+    std::lock_guard lock(s.findings.mu);
     if (s.findings.report_written_by == getpid()) return;
     s.findings.report_written_by = getpid();
   }
   std::vector<const void*> not_in_full;  // the report covers every kernel: check their fat binaries in full
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    std::lock_guard lock(s.mu);
     // The kernels of what this process registered itself (a forked child
     // leaves what it inherited as it is), in registration order.
     for (const void* h : s.registry.unindexed_order)
@@ -165,8 +183,8 @@ void Guard::write_report() try {
   std::vector<FileReport> files;
   RunInfo run;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
-    std::lock_guard<std::mutex> sink_lock(s.findings.mu);
+    std::lock_guard lock(s.mu);
+    std::lock_guard sink_lock(s.findings.mu);
     files = reported_files(s);
     run = reported_run(s);
   }
@@ -182,7 +200,7 @@ void Guard::write_report() try {
   std::optional<std::string> problem;
   std::string path;
   {
-    std::lock_guard<std::mutex> lock(s.findings.mu);
+    std::lock_guard lock(s.findings.mu);
     reopen_report_if_forked(s);
     path = s.findings.report_file.path();
     problem = s.findings.report_file.finish(std::move(record), xml);

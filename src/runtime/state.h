@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hipguard/check.h"
+#include "hipguard/owned_mutex.h"
 #include "hipguard/report.h"
 #include "runtime/address.h"
 #include "runtime/findings.h"
@@ -39,7 +40,7 @@ struct Guard::State {
       : gate(launch_gate ? *launch_gate : own_gate), launch_cache(cache) {}
   // The registry's lock. Taken before the probe's or the sink's when both are
   // needed; those two are leaves, never held together.
-  std::mutex mu;
+  OwnedMutex mu;
   GuardConfig config;
   std::shared_ptr<spdlog::logger> logger;
   std::once_flag setup_said;  // the set-up findings, said at first use (config())

@@ -1,10 +1,13 @@
 // Calls HIP through whatever is preloaded while every malloc called from
 // libhipguard.so's own code fails (with HIPGUARD_HEAP=malloc, its operator new
 // then throws std::bad_alloc), then the same calls again with allocations
-// working, and prints each result: alloc_fail_host IMAGE KERNEL. Without the
-// shim nothing fails. No HIP link.
+// working, and prints each result: alloc_fail_host IMAGE KERNEL. Each round
+// also forks, and its child loads the image. Without the shim nothing fails.
+// No HIP link.
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -64,6 +67,12 @@ void calls(const std::vector<char>& image, const char* kernel, const char* round
   r = hip<int (*)(void**, const void*)>("hipModuleLoadData")(&module, junk);
   printf("%s hipModuleLoadData(junk): %d\n", round, r);
   printf("%s hipGetLastError: %d\n", round, hip<int (*)()>("hipGetLastError")());
+  // fork() with the shim's allocations failing: parent and child go on; the child loads the image.
+  pid_t pid = fork();
+  if (pid == 0) _exit(hip<int (*)(void**, const void*)>("hipModuleLoadData")(&module, image.data()) == 0 ? 0 : 1);
+  int status = -1;
+  if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status)) status = WEXITSTATUS(status);
+  printf("%s fork: child exit %d\n", round, status);
 }
 }  // namespace
 

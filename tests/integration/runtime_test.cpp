@@ -543,6 +543,30 @@ TEST_F(Runtime, ForksWhileThreadsRegisterAndLaunch) {
   run_process({"/bin/rm", "-rf", dir});
 }
 
+// fork() from a signal handler (SIGPROF every 100 us of CPU) while the program loads, looks up and
+// unloads a module over and over, in and out of the guard's and the shim's heap's locks: a handler
+// that interrupted this thread holding one of them must not wait for it (OwnedMutex::lock_for_fork).
+// Before: warn mode hung at its first such fork. A hang is killed after 60 s (status 137).
+TEST_F(Runtime, ForkFromASignalHandler) {
+  std::string hipfb = app("vector_add_gfx90a.hipfb");
+  if (!exists(app("signal_fork_host")) || !exists(hipfb)) GTEST_SKIP() << "signal_fork_host not built";
+  const std::vector<std::string> argv = {"/usr/bin/timeout", "-s", "KILL", "60", app("signal_fork_host"), hipfb, "20000"};
+  ProcessResult plain = run_process(argv, sim(kMi210, false));
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  char report[] = "/tmp/hipguard-sigfork-XXXXXX";
+  ASSERT_TRUE(mkdtemp(report));
+  for (auto [mode, heap] : {std::pair<const char*, const char*>{"warn", "private"}, {"strict", "private"}, {"warn", "malloc"}}) {
+    auto env = sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", mode}, {"HIPGUARD_HEAP", heap},
+                                  {"HIPGUARD_REPORT", std::string(report) + "/%p.json"}});
+    ProcessResult r = run_process(argv, env);
+    EXPECT_EQ(r.status, 0) << mode << ", " << heap << " heap (137: hung): " << r.out << r.err.substr(0, 2000);
+    EXPECT_NE(r.out.find("20000 rounds, "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" forks, 0 failed"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find(" 0 forks"), std::string::npos) << "no signal came: " << r.out;
+  }
+  run_process({"/bin/rm", "-rf", report});
+}
+
 // Strict mode (and warn mode with HIPGUARD_FAIL_ON) gives a process that saw an
 // error and still exits 0 the status HIPGUARD_EXIT_CODE, like a sanitizer's
 // exitcode; a program that fails keeps its own status.

@@ -203,6 +203,21 @@ void configure(State& s) {
          s.devices[i].lds);
 }
 
+// The runtime's lock, held by this thread: a fork() from a signal handler that interrupted it there
+// must not wait for it (the thread, resuming, releases it), as the shim's own locks (OwnedMutex).
+thread_local bool t_in_runtime = false, t_taken_for_fork = false;
+struct Locked {
+  std::mutex& mu;
+  explicit Locked(State& s) : mu(s.mu) {
+    t_in_runtime = true;  // before: a signal while it waits counts too (a test double's simplification)
+    mu.lock();
+  }
+  ~Locked() {
+    mu.unlock();
+    t_in_runtime = false;
+  }
+};
+
 // Leaked on purpose: __hipUnregisterFatBinary runs from atexit handlers that
 // may come after static destructors. Registration uses state() only; the
 // configuration (devices, model) is read at the first other HIP call, as the
@@ -214,7 +229,16 @@ State& state() {
     st->log = log && *log && strcmp(log, "0") != 0;
     // Held across fork(), so a child forked while another thread is inside the runtime can use it
     // (the fork tests exercise the shim's locks, not this one's).
-    pthread_atfork([] { state().mu.lock(); }, [] { state().mu.unlock(); }, [] { state().mu.unlock(); });
+    auto after = [] {
+      if (t_taken_for_fork) state().mu.unlock();
+      t_taken_for_fork = false;
+    };
+    pthread_atfork(
+        [] {
+          t_taken_for_fork = !t_in_runtime;
+          if (t_taken_for_fork) state().mu.lock();
+        },
+        after, after);
     return st;
   }();
   return *s;
@@ -497,7 +521,7 @@ hipError_t launch(State& s, Function& f, LaunchKind kind, uint64_t bx, uint64_t 
 // hipLaunchKernel / _spt / hipLaunchCooperativeKernel / hipLaunchKernelExC.
 hipError_t launch_static(const void* host, dim3 grid, dim3 block, size_t shared, bool cooperative) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (hipError_t e = need_device(s)) return ret(e);
   Function* f = nullptr;
   hipError_t e = get_static_function(s, host, &f);
@@ -529,7 +553,7 @@ hipError_t launch_static(const void* host, dim3 grid, dim3 block, size_t shared,
 hipError_t launch_module(hipFunction_t fn, uint64_t gx, uint64_t gy, uint64_t gz, uint64_t bx, uint64_t by,
                          uint64_t bz, uint64_t shared, void** params, void** extra, bool cooperative) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (hipError_t e = need_device(s)) return ret(e);
   Function* f = as_function(s, fn);
   if (!f) return ret(hipErrorInvalidResourceHandle);
@@ -594,7 +618,7 @@ using namespace simrt;
 
 SIMRT_EXPORT void** __hipRegisterFatBinary(const void* data) {
   State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   // The wrapper {u32 magic, u32 version, void* binary, void*} is checked at
   // registration by both CLRs (ref §1); the bundle itself is not parsed here.
   struct Wrapper {
@@ -629,7 +653,7 @@ SIMRT_EXPORT void** __hipRegisterFatBinary(const void* data) {
 SIMRT_EXPORT void __hipRegisterFunction(void** modules, const void* hostFunction, char* deviceFunction,
                                         const char* deviceName, unsigned int, uint3*, uint3*, dim3*, dim3*, int*) {
   State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!hostFunction) return;
   const char* name = deviceName ? deviceName : deviceFunction;
   StaticKernel sk;
@@ -647,7 +671,7 @@ SIMRT_EXPORT void __hipRegisterVar(void**, void*, char*, char*, int, size_t, int
 
 SIMRT_EXPORT void __hipUnregisterFatBinary(void** modules) {
   State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   auto* fb = reinterpret_cast<FatBinary*>(modules);
   auto it = std::find_if(s.fatbins.begin(), s.fatbins.end(), [&](auto& p) { return p.get() == fb; });
   if (it == s.fatbins.end()) return;
@@ -756,7 +780,7 @@ SIMRT_EXPORT hipError_t hipHccModuleLaunchKernel(hipFunction_t f, uint32_t globa
 
 SIMRT_EXPORT hipError_t hipGetFuncBySymbol(hipFunction_t* functionPtr, const void* symbolPtr) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!functionPtr) return ret(hipErrorInvalidValue);
   if (hipError_t e = need_device(s)) return ret(e);
   Function* f = nullptr;
@@ -773,7 +797,7 @@ SIMRT_EXPORT hipError_t hipGetFuncBySymbol(hipFunction_t* functionPtr, const voi
 
 SIMRT_EXPORT hipError_t hipFuncGetAttributes(hipFuncAttributes* attr, const void* func) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!attr) return ret(hipErrorInvalidValue);
   if (!func) return ret(hipErrorInvalidDeviceFunction);
   if (hipError_t e = need_device(s)) return ret(e);
@@ -797,7 +821,7 @@ SIMRT_EXPORT hipError_t hipFuncGetAttributes(hipFuncAttributes* attr, const void
 
 SIMRT_EXPORT hipError_t hipModuleLoad(hipModule_t* module, const char* fname) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!module || !fname) return ret(hipErrorInvalidValue);
   if (hipError_t e = need_device(s)) return ret(e);
   std::ifstream in(fname, std::ios::binary);
@@ -820,7 +844,7 @@ namespace {
 // the library would go through an interposer again, which CLR's calls do not.
 hipError_t module_load_data(hipModule_t* module, const void* image) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!module || !image) return ret(hipErrorInvalidValue);
   if (hipError_t e = need_device(s)) return ret(e);
   char origin[64];
@@ -842,7 +866,7 @@ SIMRT_EXPORT hipError_t hipModuleLoadDataEx(hipModule_t* module, const void* ima
 
 SIMRT_EXPORT hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_t module, const char* kname) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   s.initialized = true;
   if (!function || !kname || !*kname) return ret(hipErrorInvalidValue);
   if (!module) return ret(hipErrorInvalidResourceHandle);
@@ -860,7 +884,7 @@ SIMRT_EXPORT hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_
 
 SIMRT_EXPORT hipError_t hipModuleUnload(hipModule_t module) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   auto it = s.modules.find(module);
   if (!module || it == s.modules.end()) return ret(hipErrorInvalidResourceHandle);
   for (auto& [name, f] : it->second->functions) s.functions.erase(f.get());
@@ -872,7 +896,7 @@ SIMRT_EXPORT hipError_t hipModuleUnload(hipModule_t module) {
 
 SIMRT_EXPORT hipError_t hipInit(unsigned int flags) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   s.initialized = true;
   if (flags != 0) return ret(hipErrorInvalidValue);
   return s.devices.empty() ? ret(hipErrorNoDevice) : hipSuccess;
@@ -880,7 +904,7 @@ SIMRT_EXPORT hipError_t hipInit(unsigned int flags) {
 
 SIMRT_EXPORT hipError_t hipGetDeviceCount(int* count) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   s.initialized = true;
   if (!count) return ret(hipErrorInvalidValue);
   *count = static_cast<int>(s.devices.size());
@@ -889,7 +913,7 @@ SIMRT_EXPORT hipError_t hipGetDeviceCount(int* count) {
 
 SIMRT_EXPORT hipError_t hipSetDevice(int deviceId) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   s.initialized = true;
   if (s.devices.empty()) return ret(hipErrorNoDevice);
   if (deviceId < 0 || static_cast<size_t>(deviceId) >= s.devices.size()) return ret(hipErrorInvalidDevice);
@@ -899,7 +923,7 @@ SIMRT_EXPORT hipError_t hipSetDevice(int deviceId) {
 
 SIMRT_EXPORT hipError_t hipGetDevice(int* deviceId) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   s.initialized = true;
   if (!deviceId) return ret(hipErrorInvalidValue);
   if (s.devices.empty()) return ret(hipErrorNoDevice);
@@ -909,7 +933,7 @@ SIMRT_EXPORT hipError_t hipGetDevice(int* deviceId) {
 
 SIMRT_EXPORT hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int deviceId) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   s.initialized = true;
   if (!prop) return ret(hipErrorInvalidValue);
   if (deviceId < 0 || static_cast<size_t>(deviceId) >= s.devices.size()) return ret(hipErrorInvalidDevice);
@@ -936,7 +960,7 @@ SIMRT_EXPORT hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int device
 
 SIMRT_EXPORT hipError_t hipDeviceSynchronize() {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (hipError_t e = need_device(s)) return ret(e);
   return hipSuccess;
 }
@@ -945,7 +969,7 @@ SIMRT_EXPORT hipError_t hipDeviceSynchronize() {
 
 SIMRT_EXPORT hipError_t hipMalloc(void** ptr, size_t size) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!ptr) return ret(hipErrorInvalidValue);
   if (hipError_t e = need_device(s)) return ret(e);
   if (size == 0) {
@@ -961,7 +985,7 @@ SIMRT_EXPORT hipError_t hipMalloc(void** ptr, size_t size) {
 
 SIMRT_EXPORT hipError_t hipFree(void* ptr) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   s.initialized = true;
   if (!ptr) return hipSuccess;
   auto it = s.allocations.find(ptr);
@@ -1017,7 +1041,7 @@ SIMRT_EXPORT hipError_t hipModuleLoadFatBinary(hipModule_t* module, const void* 
 namespace {
 hipError_t library_load(hipLibrary_sim* library, std::unique_ptr<Library> lib, unsigned int numJitOptions) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   s.initialized = true;
   if (numJitOptions > 0) return ret(hipErrorInvalidValue);  // CLR: JIT options are not supported
   Library* raw = lib.get();
@@ -1055,7 +1079,7 @@ SIMRT_EXPORT hipError_t hipLibraryLoadFromFile(hipLibrary_sim* library, const ch
 
 SIMRT_EXPORT hipError_t hipLibraryUnload(hipLibrary_sim library) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!library) return ret(hipErrorInvalidResourceHandle);
   auto it = s.libraries.find(library);
   if (it == s.libraries.end()) return ret(hipErrorInvalidResourceHandle);
@@ -1108,7 +1132,7 @@ Module* library_module(State& s, hipLibrary_sim library, hipError_t* err) {
 // hipModuleLaunchKernel and friends.
 SIMRT_EXPORT hipError_t hipLibraryGetKernel(hipKernel_sim* pKernel, hipLibrary_sim library, const char* name) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!library || !name || !pKernel) return ret(hipErrorInvalidValue);
   hipError_t e = hipSuccess;
   Module* built = library_module(s, library, &e);
@@ -1128,7 +1152,7 @@ SIMRT_EXPORT hipError_t hipLibraryGetKernel(hipKernel_sim* pKernel, hipLibrary_s
 SIMRT_EXPORT hipError_t hipLibraryEnumerateKernels(hipKernel_sim* kernels, unsigned int numKernels,
                                                    hipLibrary_sim library) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!library || (numKernels && !kernels)) return ret(hipErrorInvalidValue);
   hipError_t e = hipSuccess;
   Module* built = library_module(s, library, &e);
@@ -1144,7 +1168,7 @@ SIMRT_EXPORT hipError_t hipLibraryEnumerateKernels(hipKernel_sim* kernels, unsig
 
 SIMRT_EXPORT hipError_t hipLibraryGetKernelCount(unsigned int* count, hipLibrary_sim library) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!count || !library) return ret(hipErrorInvalidValue);
   hipError_t e = hipSuccess;
   Module* m = library_module(s, library, &e);
@@ -1156,7 +1180,7 @@ SIMRT_EXPORT hipError_t hipLibraryGetKernelCount(unsigned int* count, hipLibrary
 // hipKernelGetName / hipKernelGetLibrary (hip_7.2): a kernel handle's name and owner.
 SIMRT_EXPORT hipError_t hipKernelGetName(const char** name, hipKernel_sim kernel) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   auto* f = reinterpret_cast<Function*>(kernel);
   if (!name || !kernel || !s.functions.count(f)) return ret(hipErrorInvalidValue);
   *name = f->kernel.name.c_str();
@@ -1165,7 +1189,7 @@ SIMRT_EXPORT hipError_t hipKernelGetName(const char** name, hipKernel_sim kernel
 
 SIMRT_EXPORT hipError_t hipKernelGetLibrary(hipLibrary_sim* library, hipKernel_sim kernel) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!library || !kernel) return ret(hipErrorInvalidValue);
   for (auto& [handle, l] : s.libraries)
     if (l->module)
@@ -1204,7 +1228,7 @@ SIMRT_EXPORT hipError_t hipLaunchByPtr(const void* hostFunction) {
 
 SIMRT_EXPORT hipError_t hipStreamCreate(hipStream_t* stream) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!stream) return ret(hipErrorInvalidValue);
   if (hipError_t e = need_device(s)) return ret(e);
   auto st = std::make_unique<Stream>();
@@ -1216,14 +1240,14 @@ SIMRT_EXPORT hipError_t hipStreamCreate(hipStream_t* stream) {
 
 SIMRT_EXPORT hipError_t hipStreamDestroy(hipStream_t stream) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   return s.streams.erase(stream) ? hipSuccess : ret(hipErrorInvalidHandle);
 }
 
 // hipStreamGetDevice (hip_4.2 in CLR's map; not in ROCm 5.2): the null stream is the current device's.
 SIMRT_EXPORT hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t* device) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!device) return ret(hipErrorInvalidValue);
   if (!stream) {
     *device = t_device;
@@ -1245,7 +1269,7 @@ hipError_t multi_device(const Params* list, long n, StreamOf stream_of, Launch l
   State& s = api();
   std::vector<int> devices;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    Locked lock(s);
     if (hipError_t e = need_device(s)) return ret(e);
     if (!list || n <= 0) return ret(hipErrorInvalidValue);
     if (static_cast<size_t>(n) > s.devices.size()) return ret(hipErrorInvalidDevice);
@@ -1326,7 +1350,7 @@ GraphNode* find_node(State& s, hipGraphNode_t node) {
 
 hipError_t add_node(hipGraphNode_t* pGraphNode, hipGraph_t graph, int type, const hipKernelNodeParams* params) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!pGraphNode) return ret(hipErrorInvalidValue);
   auto it = s.graphs.find(graph);
   if (it == s.graphs.end()) return ret(hipErrorInvalidValue);
@@ -1341,7 +1365,7 @@ hipError_t add_node(hipGraphNode_t* pGraphNode, hipGraph_t graph, int type, cons
 
 hipError_t set_node(hipGraphExec_t exec, hipGraphNode_t node, const hipKernelNodeParams* params) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   GraphNode* n = find_node(s, node);
   if (!n || n->type != kSimGraphNodeTypeKernel) return ret(hipErrorInvalidValue);
   if (hipError_t e = validate_kernel_node(s, params)) return ret(e);
@@ -1358,7 +1382,7 @@ hipError_t set_node(hipGraphExec_t exec, hipGraphNode_t node, const hipKernelNod
 
 SIMRT_EXPORT hipError_t hipGraphCreate(hipGraph_t* pGraph, unsigned int flags) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   if (!pGraph || flags != 0) return ret(hipErrorInvalidValue);
   auto g = std::make_unique<Graph>();
   *pGraph = reinterpret_cast<hipGraph_t>(g.get());
@@ -1368,14 +1392,14 @@ SIMRT_EXPORT hipError_t hipGraphCreate(hipGraph_t* pGraph, unsigned int flags) {
 
 SIMRT_EXPORT hipError_t hipGraphDestroy(hipGraph_t graph) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   return s.graphs.erase(graph) ? hipSuccess : ret(hipErrorInvalidValue);
 }
 
 SIMRT_EXPORT hipError_t hipGraphInstantiate(hipGraphExec_t* pGraphExec, hipGraph_t graph, hipGraphNode_t*, char*,
                                             size_t) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   auto it = s.graphs.find(graph);
   if (!pGraphExec || it == s.graphs.end()) return ret(hipErrorInvalidValue);
   auto e = std::make_unique<GraphExec>();
@@ -1387,14 +1411,14 @@ SIMRT_EXPORT hipError_t hipGraphInstantiate(hipGraphExec_t* pGraphExec, hipGraph
 
 SIMRT_EXPORT hipError_t hipGraphExecDestroy(hipGraphExec_t graphExec) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   return s.graph_execs.erase(graphExec) ? hipSuccess : ret(hipErrorInvalidValue);
 }
 
 // hipGraphLaunch (+_spt): its kernel nodes were validated when made or set; nothing runs.
 SIMRT_EXPORT hipError_t hipGraphLaunch(hipGraphExec_t graphExec, hipStream_t) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   return s.graph_execs.count(graphExec) ? hipSuccess : ret(hipErrorInvalidValue);
 }
 SIMRT_EXPORT hipError_t hipGraphLaunch_spt(hipGraphExec_t graphExec, hipStream_t stream) {
@@ -1416,7 +1440,7 @@ SIMRT_EXPORT hipError_t hipGraphKernelNodeSetParams(hipGraphNode_t node, const h
 
 SIMRT_EXPORT hipError_t hipGraphKernelNodeGetParams(hipGraphNode_t node, hipKernelNodeParams* pNodeParams) {
   State& s = api();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Locked lock(s);
   GraphNode* n = find_node(s, node);
   if (!n || !pNodeParams) return ret(hipErrorInvalidValue);
   *pNodeParams = n->kernel;
