@@ -89,7 +89,7 @@ bool hotswap_build_loaded() {
     for (ssize_t got; (got = pread(fd, buf.data() + carried, buf.size() - carried, at)) > 0; at += got) {
       size_t end = carried + static_cast<size_t>(got);
       for (size_t j = 0; j + kLen <= end; ++j)
-        if (strncasecmp(buf.data() + j, kWord, kLen) == 0) {
+        if ((buf[j] | 0x20) == 'h' && strncasecmp(buf.data() + j, kWord, kLen) == 0) {
           close(fd);
           return true;
         }

@@ -262,7 +262,11 @@ class Guard {
   void report_consequence(const Diagnostic& d, const Diagnostic* cause);
   static constexpr size_t kMaxConsequences = 1000;
   void run_probe(const void* fatbin_handle);  // probes the kernels of one fat binary, once
-  void check_in_full(const void* fatbin_handle);  // a fat binary registered checked to selection only
+  // A fat binary registered checked to selection only, checked in full: at its first use, where
+  // its findings are said (and count for the exit status); for the report (`say` false), where they
+  // are only listed: an unused kernel changes neither the log nor the exit status.
+  void check_in_full(const void* fatbin_handle, bool say = true);
+  bool for_the_report(const void* fatbin_handle);  // not in full, registered by this process, report not written
   // `key` indexed and its fat binary checked in full: its state, or null (a lookup's kernel).
   const KernelState* kernel_in_full(const void* key);
   // Registered kernels enter the kernel table lazily, a fat binary at a time

@@ -10,7 +10,7 @@
 
 namespace hipguard {
 
-void Guard::check_in_full(const void* handle) {
+void Guard::check_in_full(const void* handle, bool say) {
   State& s = state();
   std::vector<Diagnostic> said;
   {
@@ -51,7 +51,8 @@ void Guard::check_in_full(const void* handle) {
     if (--s.registry.fatbins_not_checked_in_full == 0)
       s.gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
   }
-  for (const auto& d : said) report_once(d);
+  if (say)
+    for (const auto& d : said) report_once(d);
 }
 
 const KernelState* Guard::kernel_in_full(const void* key) {

@@ -1,6 +1,8 @@
 // Fat binaries and their kernels: __hipRegisterFatBinary / __hipRegisterFunction / __hipUnregisterFatBinary, and the kernel table they fill.
 #include "runtime/guard.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -390,11 +392,20 @@ void Guard::index_kernel(const void* key) {
   if (s.registry.unindexed_order.empty()) s.gate.fetch_and(~kGateUnindexed, std::memory_order_release);
 }
 
+bool Guard::for_the_report(const void* handle) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  auto it = s.registry.fatbins.find(handle);
+  if (it == s.registry.fatbins.end() || it->second.depth == Depth::Full || it->second.seq <= s.fork_seq) return false;
+  std::lock_guard sink(s.findings.mu);
+  return s.findings.report_written_by != getpid();
+}
+
 void Guard::on_unregister_fatbin(const void* handle) try {
   State& s = state();
   // The report lists every kernel (write_report): a library unregisters its fat binaries before the
-  // report is written, at exit.
-  if (!s.config.report_path.empty()) check_in_full(handle);
+  // report is written, at exit. Not what a forked child inherited, nor after the report is written.
+  if (!s.config.report_path.empty() && for_the_report(handle)) check_in_full(handle, /*say=*/false);
   std::lock_guard lock(s.mu);
   auto it = s.registry.fatbins.find(handle);
   if (it == s.registry.fatbins.end()) return;

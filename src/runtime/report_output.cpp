@@ -179,7 +179,7 @@ void Guard::write_report() try {
     for (const auto& [h, fb] : s.registry.fatbins)
       if (fb.depth != Depth::Full && fb.seq > s.fork_seq) not_in_full.push_back(h);
   }
-  for (const void* h : not_in_full) check_in_full(h);
+  for (const void* h : not_in_full) check_in_full(h, /*say=*/false);
   std::vector<FileReport> files;
   RunInfo run;
   {

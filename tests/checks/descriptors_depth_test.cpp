@@ -11,8 +11,13 @@
 #include <gtest/gtest.h>
 #include <llvm/BinaryFormat/MsgPackReader.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -469,7 +474,8 @@ TEST_F(StrictRegistration, KernelsAreWhatTheMetadataNames) {
 
 // A compressed bundle is judged at the first use of one of its kernels, as
 // the runtime decompresses it then (its table is inside the compressed data):
-// nothing is decoded or said at registration.
+// nothing is said at registration (that nothing is decoded there either: the
+// next test's payload that does not decode).
 TEST_F(StrictRegistration, ACompressedBundleIsJudgedAtTheFirstUse) {
   Guard& g = guard();
   hgtest::CodeObjectSpec spec = two_kernels();
@@ -537,6 +543,31 @@ TEST_F(StrictRegistration, ACompressedBundleWithoutCodeForTheGpuRefusesItsFirstL
   EXPECT_EQ(register_fatbin(old, elsewhere, &handle3), Action::Exit);
   EXPECT_EQ(count_said(old.findings(), "HG201", Severity::Error, "gfx942"), 1u) << "ROCm 5.2: at registration: "
                                                                                 << lines(old.findings());
+}
+
+// With a report, a fat binary never used is checked in full when it is unregistered (a library
+// unregisters before the report is written, at exit), for the report only: its findings are listed
+// there, not said, and do not count for the exit status (an unused kernel changes neither).
+TEST(StrictRegistrationReport, AnUnusedFatBinaryIsListedNotSaid) {
+  const std::string path = "/tmp/hipguard-unused-" + std::to_string(getpid()) + ".json";
+  Guard g(hgtest::guard_config({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_REPORT", path}}));
+  hgtest::CodeObjectSpec spec = two_kernels();
+  spec.mach = 0x03f;  // EF_AMDGPU_MACH_AMDGCN_GFX90A
+  spec.target = "amdgcn-amd-amdhsa--gfx90a";
+  std::vector<uint8_t> elsewhere = hgtest::make_ccob(bundled(hgtest::make_code_object(spec), "gfx90a"), 3,
+                                                     hgtest::kCcobZstd);
+  static int handle, host;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(register_fatbin(g, elsewhere, &handle), Action::Forward);
+  EXPECT_EQ(g.on_register_function(&handle, &host, "alpha").action, Action::Forward);
+  g.on_unregister_fatbin(&handle);
+  g.write_report();
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_said(g.findings(), "HG201", Severity::Error), 0u) << lines(g.findings());
+  std::ifstream in(path);
+  std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(report.find("\"HG201\""), std::string::npos) << "listed in the report: " << report.substr(0, 2000);
+  std::remove(path.c_str());
 }
 
 // A stub registered first by a fat binary whose code object lacks its kernel

@@ -726,6 +726,7 @@ TEST(ShimHotSwap, ForwardedEntryIsNamedOnlyWhenTheToolIsEnabled) {
   EXPECT_EQ(lines_with(other.err, "HG210").size(), 0u) << other.err;
   EXPECT_EQ(on.status, off.status) << "a warning changes nothing in warn mode";
   EXPECT_EQ(lines_with(rocm52.err, "HG210").size(), 0u) << "not a HotSwap build: " << rocm52.err;
+  EXPECT_NE(rocm52.out.find("hipModuleLoad"), std::string::npos) << "the program ran: " << rocm52.out << rocm52.err;
 }
 
 // LD_PRELOAD splits at spaces and colons: hipguard run must never run the
