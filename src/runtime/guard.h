@@ -169,8 +169,8 @@ class Guard {
   // memory. The check goes from the first call to the second in `pending`.
   Decision on_register_fatbin(const void* wrapper, PendingFatbinPtr& pending);
   void on_registered_fatbin(const void* handle, PendingFatbinPtr pending);
-  // __hipRegisterFunction(handle, host_function, device_name). Strict mode may
-  // stop here: a kernel missing from the selected code object (HG409).
+  // __hipRegisterFunction(handle, host_function, device_name): only recorded (the kernel is
+  // judged at its first use; a kernel missing from the selected code object, HG409, is refused then).
   Decision on_register_function(const void* handle, const void* host_function, const char* device_name);
   void on_unregister_fatbin(const void* handle);
 

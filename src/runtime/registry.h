@@ -116,8 +116,8 @@ struct ImageIndex {
   // Per target with a parsed selected code object: the kernels it holds. A
   // registered kernel missing there cannot be launched on that target (HG409).
   // Names are views into `names`, so the report's code objects may be dropped.
-  // Strict registration asks once per kernel (rocSOLVER: 13.8 k): a hash set,
-  // not a sorted list of long mangled names; sorted only for an HG409 message.
+  // Asked once per kernel when its fat binary's kernels are indexed (a library has thousands): a
+  // hash set, not a sorted list of long mangled names; sorted only for an HG409 message.
   struct Selected {
     const TargetId* target;
     std::string entry;
