@@ -277,12 +277,16 @@ class Guard {
   void index_function_of(const void* host_function, const void* function);  // state mutex held
 };
 
-// hipError_t values hipguard returns: when refusing, and from the shim when the
-// runtime lacks a function (hip_runtime_api.h, hipError_t).
+// hipError_t values hipguard returns (when refusing, and from the shim when the
+// runtime lacks a function) or reads (a runtime without a usable GPU):
+// hip_runtime_api.h, hipError_t.
 inline constexpr int kHipSuccess = 0;
 inline constexpr int kHipErrorInvalidValue = 1;
 inline constexpr int kHipErrorNotInitialized = 3;
 inline constexpr int kHipErrorInvalidConfiguration = 9;
+inline constexpr int kHipErrorInsufficientDriver = 35;
+inline constexpr int kHipErrorNoDevice = 100;
+inline constexpr int kHipErrorInvalidDevice = 101;
 inline constexpr int kHipErrorInvalidDeviceFunction = 98;
 inline constexpr int kHipErrorInvalidImage = 200;
 inline constexpr int kHipErrorNoBinaryForGpu = 209;

@@ -88,7 +88,10 @@ struct PendingFatbin {
 extern std::atomic<bool> g_state_ready;
 
 // The runtime answers these when it has no usable GPU at all: a probe then says nothing.
-inline bool no_device_error(int e) { return e == 100 || e == 101 || e == 35 || e == 3; }
+inline bool no_device_error(int e) {
+  return e == kHipErrorNoDevice || e == kHipErrorInvalidDevice || e == kHipErrorInsufficientDriver ||
+         e == kHipErrorNotInitialized;
+}
 
 // A warning line on `logger` (guard.cpp).
 void log_warning(spdlog::logger& logger, const std::string& line);
