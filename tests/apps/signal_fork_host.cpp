@@ -1,6 +1,6 @@
-// Forks from a signal handler while the program calls HIP all the time, as a program whose SIGALRM
-// or SIGCHLD handler starts a helper does: signal_fork_host IMAGE ROUNDS. An interval timer's
-// SIGALRM (every 100 us of CPU time) forks; the child _exits 0 at once and the handler waits for
+// Forks from a signal handler while the program calls HIP all the time, as a program whose signal
+// handler starts a helper does: signal_fork_host IMAGE ROUNDS. An interval timer's
+// SIGPROF (every 100 us of CPU time) forks; the child _exits 0 at once and the handler waits for
 // it. Meanwhile main loads IMAGE as a module, looks up its kernel and unloads it, ROUNDS times
 // (through the shim's guard and its locks). Prints the rounds, forks and failed children.
 #include <hip/hip_runtime_api.h>
