@@ -60,16 +60,8 @@ class MappedFiles {
   bool read(const void* p, uint64_t size, uint8_t* out);
   std::vector<MappedFile> known() const;  // a copy of the list
   // Held across fork() by the guard's fork handlers (Guard::before_fork, installed with the guard's state).
-  void lock() {  // in read()'s order
-    io_mu_.lock();
-    mu_.lock();
-  }
-  void unlock() {
-    mu_.unlock();
-    io_mu_.unlock();
-  }
-  // The same for a fork handler (OwnedMutex::lock_for_fork): which of the two it took (bit 0: io_mu_,
-  // bit 1: mu_), for unlock_after_fork.
+  // Both locks, in read()'s order, each unless this thread holds it (OwnedMutex::lock_for_fork):
+  // which of the two it took (bit 0: io_mu_, bit 1: mu_), for unlock_after_fork.
   unsigned lock_for_fork() { return (io_mu_.lock_for_fork() ? 1u : 0u) | (mu_.lock_for_fork() ? 2u : 0u); }
   void unlock_after_fork(unsigned taken) {
     if (taken & 2u) mu_.unlock();

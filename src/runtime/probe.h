@@ -76,7 +76,6 @@ class Probe {
   bool off() const { return off_.load(std::memory_order_acquire); }
 
   // fork(): Guard::before_fork and after_fork hold it across.
-  void lock() { mu_.lock(); }
   void unlock() { mu_.unlock(); }
   bool lock_for_fork() { return mu_.lock_for_fork(); }  // OwnedMutex::lock_for_fork
 

@@ -44,7 +44,7 @@ thread_local struct ForkLocks {
 void Guard::before_fork() {
   State& s = state();
   // The memo's and the mapped files' locks are never held with the others (the
-  // mapped files' two in their own order, MappedFiles::lock). The probe's and
+  // mapped files' two in their own order, MappedFiles::lock_for_fork). The probe's and
   // the sink's come after the state mutex, as everywhere (two leaves, never
   // held together).
   ForkLocks& t = t_fork_locks;
