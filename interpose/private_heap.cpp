@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdlib>
 
 #include <cstddef>
@@ -53,8 +54,15 @@ class Pages final : public std::pmr::memory_resource {
 // only (registration, first launches, reports), mostly under the guard's own
 // lock already. Held across fork() (pthread_atfork), as glibc holds malloc's.
 // A fork() from a signal handler that interrupted this thread inside the heap
-// skips the lock (OwnedMutex::lock_for_fork): the thread, resuming, releases it.
-thread_local bool t_heap_taken_for_fork = false;
+// leaves the lock to it (OwnedMutex::lock_for_fork): the thread, resuming,
+// releases it. Kept per depth: a handler's fork inside another fork's handlers.
+// A child that did not get the lock (the pool half-changed, or the lock held
+// for good) abandons the pool: blocks come from whole pages and are never
+// given back, and the child is unclean (OwnedMutex::unclean_fork).
+constexpr unsigned kMaxForkDepth = 4;
+std::atomic<bool> g_pool_abandoned{false};
+thread_local hipguard::OwnedMutex::ForkHold t_heap_fork_hold[kMaxForkDepth];
+thread_local unsigned t_heap_fork_depth = 0;
 
 struct Heap {
   hipguard::OwnedMutex mu;
@@ -62,11 +70,28 @@ struct Heap {
   // Blocks up to 64 KiB pooled; larger ones straight from Pages.
   std::pmr::unsynchronized_pool_resource pool{{0, 64 * 1024}, &pages};
   Heap() {
-    pthread_atfork([] { t_heap_taken_for_fork = heap().mu.lock_for_fork(); }, after_fork, after_fork);
+    pthread_atfork(before_fork, [] { after_fork(false); }, [] { after_fork(true); });
   }
-  static void after_fork() {
-    if (t_heap_taken_for_fork) heap().mu.unlock();
-    t_heap_taken_for_fork = false;
+  static void before_fork() {
+    unsigned depth = t_heap_fork_depth++;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (depth >= kMaxForkDepth) return;
+    // An abandoned pool's lock may be held for good: not waited for.
+    t_heap_fork_hold[depth] = g_pool_abandoned.load(std::memory_order_relaxed) ? hipguard::OwnedMutex::ForkHold::Mine
+                                                                               : heap().mu.lock_for_fork();
+  }
+  static void after_fork(bool child) {
+    using Hold = hipguard::OwnedMutex::ForkHold;
+    unsigned depth = t_heap_fork_depth - 1;
+    Hold hold = depth < kMaxForkDepth ? t_heap_fork_hold[depth] : Hold::Mine;
+    if (hold == Hold::Taken) {
+      heap().mu.unlock_after_fork();
+    } else if (child) {
+      g_pool_abandoned.store(true, std::memory_order_relaxed);
+      hipguard::OwnedMutex::set_unclean_fork();
+    }
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t_heap_fork_depth = depth;
   }
   static Heap& heap() {
     // Built in place at first use (an allocation during static initialisation
@@ -112,7 +137,9 @@ void* take(size_t n, size_t align) {
   size_t total = round_up(n + kMinAlign + pad, kMinAlign);
   Heap& h = Heap::heap();
   void* block;
-  {
+  if (g_pool_abandoned.load(std::memory_order_relaxed)) {
+    block = h.pages.allocate(total, kMinAlign);
+  } else {
     std::lock_guard lock(h.mu);
     block = h.pool.allocate(total, kMinAlign);
   }
@@ -130,6 +157,7 @@ void give_back(void* p) noexcept {
   size_t offset = reinterpret_cast<size_t*>(user)[-2];
   size_t total = reinterpret_cast<size_t*>(user)[-1];
   Heap& h = Heap::heap();
+  if (g_pool_abandoned.load(std::memory_order_relaxed)) return;  // a fork's child: kept (see before_fork)
   std::lock_guard lock(h.mu);
   h.pool.deallocate(reinterpret_cast<void*>(user - offset), total, kMinAlign);
 }

@@ -109,7 +109,7 @@ struct Machine {
 // every target native or generic (a bundle with nothing for a target is
 // searched for kernels, which reads its entries' contents: never kept); for
 // one set of targets and machine (another clears it). At most kMaxTables
-// tables of at most kMaxKeyBytes of IDs each. Thread-safe; lock_for_fork() and unlock()
+// tables of at most kMaxKeyBytes of IDs each. Thread-safe; lock_for_fork() and unlock_after_fork()
 // hold its lock across fork() (the shim's fork handlers), so that a child
 // never starts with it held.
 class SelectionMemo {
@@ -126,8 +126,8 @@ class SelectionMemo {
   void remember(const std::vector<TargetId>& targets, const Machine& machine, std::string ids,
                 std::vector<Choice> choices);
   size_t size() const;  // tables remembered
-  void unlock() const { mu_.unlock(); }
-  bool lock_for_fork() const { return mu_.lock_for_fork(); }  // OwnedMutex::lock_for_fork
+  void unlock_after_fork() const { mu_.unlock_after_fork(); }
+  OwnedMutex::ForkHold lock_for_fork() const { return mu_.lock_for_fork(); }
 
  private:
   bool same_context(const std::vector<TargetId>& targets, const Machine& machine) const;

@@ -1,76 +1,105 @@
-// A mutex that knows whether the calling thread holds it, for the fork handlers of a library that
-// lives inside other people's processes.
+// A mutex whose lock word is its owner, for the fork handlers of a library that lives inside other
+// people's processes.
 //
 // pthread_atfork's prepare handler takes each of hipguard's locks so that a child never starts with
-// one held by a thread it does not have. A fork() from a signal handler that interrupted this very
-// thread while it held (or was taking) one of them would wait for itself forever: such a lock is
-// skipped (lock_for_fork returns false), and in parent and child the interrupted thread, resuming,
-// releases it as it would have. Locks other threads hold are waited for, as always. Costs a store per
-// lock and unlock (the slow paths only: the launch fast path takes no lock).
+// one held by a thread it does not have. A fork() from a signal handler that interrupted a thread
+// inside hipguard must neither wait for that thread (itself) nor, holding one of hipguard's locks,
+// wait for a thread that waits for it. Taking the lock is writing the owner (one compare-exchange),
+// so at every instruction a handler can tell whether its own thread holds it (std::mutex's owner is
+// not visible, and pthread's is written after the lock is taken). Waiters sleep on a futex. The
+// slow paths only: the launch fast path takes no lock.
 #pragma once
 
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
-#include <mutex>
+#include <cstdint>
 
 namespace hipguard {
 
 class OwnedMutex {
  public:
-  // Each step leaves, at every instruction, a state a signal handler on this thread can read:
-  // owner_ is this thread from before mu_ is released until it is held by no one or another.
-  // (t_taking is restored, not cleared: a fork handler takes several locks while the thread it
-  // interrupted may be taking one of them.)
+  // What lock_for_fork did: took the lock (the after-fork handler releases it), found it held by
+  // this thread (which, resuming, releases it in parent and child alike), or left it held by
+  // another thread (in a child, held for good: set_unclean_fork()).
+  enum class ForkHold : unsigned char { Taken, Mine, Other };
+
   void lock() {
-    const OwnedMutex* was = t_taking;
-    t_taking = this;  // held or not yet: lock_for_fork cannot tell, and tries
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    mu_.lock();
-    owner_.store(pthread_self(), std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    t_taking = was;
+    if (try_lock()) return;
+    waiters_.fetch_add(1);
+    for (;;) {
+      uint32_t seen = seq_.load();
+      if (try_lock()) break;
+      syscall(SYS_futex, &seq_, FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+    }
+    waiters_.fetch_sub(1);
   }
+  // Counted as held by this thread just before the attempt, so that a handler never misses a lock
+  // this thread holds (it may, for an instruction, count one it does not).
   bool try_lock() {
-    const OwnedMutex* was = t_taking;
-    t_taking = this;
+    ++t_held;
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    bool got = mu_.try_lock();
-    if (got) owner_.store(pthread_self(), std::memory_order_relaxed);
+    uintptr_t none = 0;
+    if (owner_.compare_exchange_strong(none, self())) return true;
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    t_taking = was;
-    return got;
-  }
-  void unlock() {
-    pthread_t self = pthread_self();
-    mu_.unlock();
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    owner_.compare_exchange_strong(self, pthread_t{}, std::memory_order_relaxed);  // unless taken since
-  }
-  // For fork handlers: takes the lock unless this thread holds it; whether it did. Interrupted while
-  // taking it, this thread may hold it already or still wait for another: tried for up to 200 ms.
-  bool lock_for_fork() {
-    if (pthread_equal(owner_.load(std::memory_order_relaxed), pthread_self())) return false;
-    if (t_taking != this) {
-      lock();
-      return true;
-    }
-    for (int i = 0; i < 200; ++i) {
-      if (mu_.try_lock()) {
-        owner_.store(pthread_self(), std::memory_order_relaxed);
-        return true;
-      }
-      timespec ms{0, 1000 * 1000};
-      nanosleep(&ms, nullptr);
-    }
+    --t_held;
     return false;
   }
+  void unlock() {
+    owner_.store(0);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    --t_held;
+    seq_.fetch_add(1);
+    if (waiters_.load() != 0) syscall(SYS_futex, &seq_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  }
+  bool held_by_this_thread() const { return owner_.load() == self(); }
+
+  // For fork handlers. A thread whose only locks are those fork handlers took, in their order,
+  // waits as long as it takes (no holder waits for it). One that holds another (a handler that
+  // interrupted it inside hipguard) tries for up to kForkPatienceMs: the holder may be waiting for
+  // the lock this thread holds. A lock Taken here is released with unlock_after_fork.
+  static constexpr long kForkPatienceMs = 100;
+  ForkHold lock_for_fork() {
+    if (held_by_this_thread()) return ForkHold::Mine;
+    if (t_held == t_fork_taken) {
+      lock();
+      ++t_fork_taken;
+      return ForkHold::Taken;
+    }
+    for (long ms = 0; ms < kForkPatienceMs; ++ms) {
+      if (try_lock()) {
+        ++t_fork_taken;
+        return ForkHold::Taken;
+      }
+      timespec one{0, 1000 * 1000};
+      nanosleep(&one, nullptr);
+    }
+    return ForkHold::Other;
+  }
+  void unlock_after_fork() {
+    --t_fork_taken;
+    unlock();
+  }
+  // A child whose fork handlers did not take every one of hipguard's locks: one held by another
+  // thread (ForkHold::Other) is never released there and what it guards may be half-written; one
+  // held by the forking thread (Mine) is mid-change. Set by the child handlers; from then on
+  // nothing in that process enters hipguard (hipguard::guarded).
+  static void set_unclean_fork() { s_unclean_fork.store(true, std::memory_order_relaxed); }
+  static bool unclean_fork() { return s_unclean_fork.load(std::memory_order_relaxed); }
 
  private:
-  std::mutex mu_;
-  std::atomic<pthread_t> owner_{};
-  static inline thread_local const OwnedMutex* t_taking = nullptr;
+  static uintptr_t self() { return static_cast<uintptr_t>(pthread_self()); }  // never 0; kept by fork()
+
+  std::atomic<uintptr_t> owner_{0};
+  std::atomic<uint32_t> seq_{0};  // the futex: bumped by each unlock
+  std::atomic<uint32_t> waiters_{0};
+  static inline thread_local unsigned t_held = 0;  // locks this thread holds or is taking
+  static inline thread_local unsigned t_fork_taken = 0;  // of those, the ones fork handlers took
+  static inline std::atomic<bool> s_unclean_fork{false};
 };
 
 }  // namespace hipguard

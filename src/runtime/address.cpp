@@ -1,6 +1,6 @@
 // Address-space facts for untrusted pointers: which file holds an address, how
 // many bytes from it are readable (from the loader's segments, else
-// /proc/self/maps read with getline: a mapped file's path may be any length);
+// /proc/self/maps, read with read(2) and no line length limit);
 // releasing the read-only pages a check read.
 #include "runtime/address.h"
 
@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <utility>
 
 namespace hipguard {
@@ -76,6 +77,35 @@ std::string hex(const void* p) {
 
 namespace {
 // "lo-hi perms ..." from one /proc/self/maps line; false when malformed.
+// Calls keep_going(line) for each line of /proc/self/maps (NUL-terminated, without its newline; a
+// mapped file's path may be any length) until it returns false; false if the file cannot be opened.
+// Not stdio: fopen takes glibc's list lock, and a fork() from a signal handler that interrupted a
+// thread there waits for that lock forever (Runtime.ForkFromASignalHandler, three threads).
+template <class F>
+bool for_each_maps_line(F&& keep_going) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::string line;
+  char buf[4096];
+  for (bool more = true; more;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (const char *p = buf, *end = buf + n; p < end && more;) {
+      const char* nl = static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)));
+      line.append(p, nl ? nl : end);
+      p = nl ? nl + 1 : end;
+      if (!nl) continue;
+      more = keep_going(line.c_str());
+      line.clear();
+    }
+    if (!more) line.clear();
+  }
+  if (!line.empty()) keep_going(line.c_str());
+  close(fd);
+  return true;
+}
+
 bool parse_maps_line(const char* line, uintptr_t* lo, uintptr_t* hi, bool* readable) {
   char* end = nullptr;
   *lo = strtoull(line, &end, 16);
@@ -189,34 +219,26 @@ uint64_t readable_extent(const void* p, uint64_t cap) {
   uintptr_t addr = reinterpret_cast<uintptr_t>(p);
   if (addr == 0) return 0;
   if (uint64_t in_object = loaded_segment_extent(addr)) return in_object < cap ? in_object : cap;
-  FILE* f = fopen("/proc/self/maps", "re");
-  if (!f) return 0;
-  // getline: a line has no length limit (a mapped file's path can be long, and a
-  // fixed buffer would read its tail as a line of its own).
-  char* line = nullptr;
-  size_t line_cap = 0;
   uintptr_t want = addr;  // next address that must be covered
   uint64_t extent = 0;
   bool started = false;
-  while (getline(&line, &line_cap, f) > 0) {
+  for_each_maps_line([&](const char* line) {
     uintptr_t lo, hi;
     bool readable;
-    if (!parse_maps_line(line, &lo, &hi, &readable)) continue;
+    if (!parse_maps_line(line, &lo, &hi, &readable)) return true;
     if (!started) {
-      if (addr >= hi) continue;
-      if (addr < lo || !readable) break;  // lines are sorted: addr is in a gap, or unreadable
+      if (addr >= hi) return true;
+      if (addr < lo || !readable) return false;  // lines are sorted: addr is in a gap, or unreadable
       started = true;
       extent = hi - addr;
       want = hi;
     } else {
-      if (lo != want || !readable) break;  // gap or unreadable: stop
+      if (lo != want || !readable) return false;  // gap or unreadable: stop
       extent += hi - lo;
       want = hi;
     }
-    if (extent >= cap) break;
-  }
-  free(line);
-  fclose(f);
+    return extent < cap;
+  });
   return extent < cap ? extent : cap;
 }
 
@@ -259,21 +281,15 @@ struct MapsEntry {
   unsigned long long ino = 0, offset = 0;
 };
 std::optional<MapsEntry> maps_entry_of(uintptr_t addr) {
-  FILE* f = fopen("/proc/self/maps", "re");
-  if (!f) return std::nullopt;
   std::optional<MapsEntry> out;
-  char* line = nullptr;
-  size_t cap = 0;
-  while (getline(&line, &cap, f) > 0) {
+  for_each_maps_line([&](const char* line) {
     unsigned long long lo, hi, off, ino;
     unsigned maj, min;
-    if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu", &lo, &hi, &off, &maj, &min, &ino) != 6) continue;
-    if (addr >= hi) continue;
+    if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu", &lo, &hi, &off, &maj, &min, &ino) != 6) return true;
+    if (addr >= hi) return true;
     if (addr >= lo) out = MapsEntry{maj, min, ino, off + (addr - lo)};
-    break;  // lines are sorted by address
-  }
-  free(line);
-  fclose(f);
+    return false;  // lines are sorted by address
+  });
   return out;
 }
 

@@ -60,12 +60,14 @@ class MappedFiles {
   bool read(const void* p, uint64_t size, uint8_t* out);
   std::vector<MappedFile> known() const;  // a copy of the list
   // Held across fork() by the guard's fork handlers (Guard::before_fork, installed with the guard's state).
-  // Both locks, in read()'s order, each unless this thread holds it (OwnedMutex::lock_for_fork):
-  // which of the two it took (bit 0: io_mu_, bit 1: mu_), for unlock_after_fork.
-  unsigned lock_for_fork() { return (io_mu_.lock_for_fork() ? 1u : 0u) | (mu_.lock_for_fork() ? 2u : 0u); }
-  void unlock_after_fork(unsigned taken) {
-    if (taken & 2u) mu_.unlock();
-    if (taken & 1u) io_mu_.unlock();
+  // Both locks, in read()'s order (OwnedMutex::lock_for_fork); unlock_after_fork releases those taken.
+  struct ForkHolds {
+    OwnedMutex::ForkHold io, list;
+  };
+  ForkHolds lock_for_fork() { return {io_mu_.lock_for_fork(), mu_.lock_for_fork()}; }
+  void unlock_after_fork(ForkHolds h) {
+    if (h.list == OwnedMutex::ForkHold::Taken) mu_.unlock_after_fork();
+    if (h.io == OwnedMutex::ForkHold::Taken) io_mu_.unlock_after_fork();
   }
 
  private:

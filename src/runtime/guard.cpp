@@ -2,10 +2,12 @@
 #include "runtime/guard.h"
 
 #include <pthread.h>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -64,9 +66,9 @@ Guard::State& Guard::state() {
     if (!st->config.report_path.empty()) atexit([] { guarded([] { Guard::get().write_report(); }); });
     // Whatever the settings: a child forked while another thread holds one of the guard's locks
     // (registering, launching) would inherit it held and hang at its first HIP call.
-    pthread_atfork([] { guarded([] { Guard::get().before_fork(); }); },
-                   [] { guarded([] { Guard::get().after_fork(false); }); },
-                   [] { guarded([] { Guard::get().after_fork(true); }); });
+    pthread_atfork([] { fork_guarded([] { Guard::get().before_fork(); }); },
+                   [] { fork_guarded([] { Guard::get().after_fork(false); }); },
+                   [] { fork_guarded([] { Guard::get().after_fork(true); }); });
     g_state_ready.store(true, std::memory_order_release);
     return st;
   }();
@@ -95,12 +97,57 @@ const GuardConfig& Guard::config() {
   return s.config;
 }
 
+// hipguard's lines go to stderr with write(2) under log_mutex(), an OwnedMutex
+// the fork handlers hold across fork(). Not spdlog's stderr sink: its lock is a
+// std::mutex a child could inherit held, and its fwrite waits for stderr's
+// stdio lock, which the thread a forking signal handler interrupted may hold.
+namespace {
+class StderrSink final : public spdlog::sinks::sink {
+ public:
+  void log(const spdlog::details::log_msg& msg) override {
+    std::lock_guard lock(log_mutex());
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    for (size_t at = 0; at < line.size();) {
+      ssize_t n = write(2, line.data() + at, line.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      at += static_cast<size_t>(n);
+    }
+  }
+  void flush() override {}
+  void set_pattern(const std::string& pattern) override {
+    set_formatter(std::make_unique<spdlog::pattern_formatter>(pattern));
+  }
+  void set_formatter(std::unique_ptr<spdlog::formatter> formatter) override {
+    std::lock_guard lock(log_mutex());
+    formatter_ = std::move(formatter);
+  }
+
+ private:
+  std::unique_ptr<spdlog::formatter> formatter_ = std::make_unique<spdlog::pattern_formatter>();
+};
+}  // namespace
+
+OwnedMutex& log_mutex() {
+  static OwnedMutex m;  // constant-initialized, nothing to destroy: usable at any time
+  return m;
+}
+
 void Guard::start(State& st) {
-  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-  st.logger = std::make_shared<spdlog::logger>("hipguard", sink);
+  st.logger = std::make_shared<spdlog::logger>("hipguard", std::make_shared<StderrSink>());
+  st.logger->set_error_handler([](const std::string&) {});  // spdlog's default takes a std::mutex and stdio
   st.logger->set_pattern("hipguard: %v");
   st.logger->set_level(static_cast<spdlog::level::level_enum>(st.config.log_level));
   st.logger->flush_on(spdlog::level::trace);
+  if (st.logger->should_log(spdlog::level::warn))
+    st.unclean_fork_line = "hipguard: " +
+                           format_line(make_diagnostic(code::kUncleanFork, self_exe(),
+                                                       "forked while another thread held hipguard's lock, or from a "
+                                                       "signal handler inside hipguard: this child process is not checked",
+                                                       "fork from a signal handler only to exec or _exit (POSIX allows "
+                                                       "no more); check the program without such forks")) +
+                           "\n";
   if (!st.config.report_path.empty()) open_report(st);
 }
 

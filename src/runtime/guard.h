@@ -15,6 +15,7 @@
 
 #include "hipguard/check.h"
 #include "hipguard/devices.h"
+#include "hipguard/owned_mutex.h"
 #include "runtime/address.h"
 #include "runtime/config.h"
 #include "runtime/kernel_table.h"
@@ -105,9 +106,12 @@ struct ProbeFunctions {
 // way into the guard from outside C++ (the shim's wrappers, the exit and fork
 // handlers) goes through it: hipguard is never the reason a program ends.
 // (Guard's deciding and recording methods also catch their own failures and
-// answer Forward, for callers inside C++; config() and log() may throw.)
+// answer Forward, for callers inside C++; config() and log() may throw.) In a
+// child whose fork left hipguard's locks unusable (OwnedMutex::unclean_fork),
+// f is not run: `fallback`.
 template <class T, class F>
 T guarded(T fallback, F&& f) noexcept {
+  if (OwnedMutex::unclean_fork()) return fallback;
   try {
     return f();
   } catch (...) {
@@ -116,6 +120,16 @@ T guarded(T fallback, F&& f) noexcept {
 }
 template <class F>
 void guarded(F&& f) noexcept {
+  if (OwnedMutex::unclean_fork()) return;
+  try {
+    f();
+  } catch (...) {
+  }
+}
+// The fork handlers' way in: run in an unclean child too, where they keep
+// their per-depth records and take no lock (Guard::before_fork).
+template <class F>
+void fork_guarded(F&& f) noexcept {
   try {
     f();
   } catch (...) {
@@ -254,6 +268,7 @@ class Guard {
   void reopen_report_if_forked(State& s);
   void before_fork();
   void after_fork(bool child);
+  void say_unclean_fork(State& s);
   [[noreturn]] void stop_for_settings();
   void report_once(const Diagnostic& d);
   // One cause, one line: a runtime event (HG501/HG502/HG503) caused by `cause`

@@ -76,8 +76,8 @@ class Probe {
   bool off() const { return off_.load(std::memory_order_acquire); }
 
   // fork(): Guard::before_fork and after_fork hold it across.
-  void unlock() { mu_.unlock(); }
-  bool lock_for_fork() { return mu_.lock_for_fork(); }  // OwnedMutex::lock_for_fork
+  void unlock_after_fork() { mu_.unlock_after_fork(); }
+  OwnedMutex::ForkHold lock_for_fork() { return mu_.lock_for_fork(); }
 
  private:
   void close_gate_if_done() {

@@ -30,38 +30,58 @@ void Guard::open_report(State& s) {
 // Around fork(): the child starts with the guard unlocked, its own report
 // descriptor (or, with "%p", its own file, opened at its first record), and
 // counts and lists only what it does itself. A fork() from a signal handler
-// that interrupted this thread inside the guard skips the locks this thread
-// holds (OwnedMutex::lock_for_fork): the thread, resuming, releases them in
-// parent and child alike. What was taken is kept per thread for after_fork;
-// nothing here allocates.
+// that interrupted a thread inside the guard cannot take every lock
+// (OwnedMutex::lock_for_fork): the parent goes on as before, and the child
+// never enters the guard (OwnedMutex::unclean_fork; said once, HG605). What
+// was taken is kept per thread and per depth (a handler's fork inside another
+// fork's handlers) for after_fork; nothing here allocates.
 namespace {
-thread_local struct ForkLocks {
-  bool memo, state, probe, findings;
-  unsigned files;
-} t_fork_locks;
+using Hold = OwnedMutex::ForkHold;
+struct ForkLocks {
+  Hold memo, state, probe, findings, log;
+  MappedFiles::ForkHolds files;
+  bool was_unclean;  // the process was unclean already: nothing taken, nothing said
+  bool all_taken() const {
+    for (Hold h : {memo, state, probe, findings, log, files.io, files.list})
+      if (h != Hold::Taken) return false;
+    return true;
+  }
+};
+constexpr ForkLocks kNoneTaken{Hold::Mine, Hold::Mine, Hold::Mine, Hold::Mine, Hold::Mine, {Hold::Mine, Hold::Mine}, false};
+constexpr unsigned kMaxForkDepth = 4;  // deeper forks take nothing: their children are unclean
+thread_local ForkLocks t_fork_locks[kMaxForkDepth];
+thread_local unsigned t_fork_depth = 0;
 }  // namespace
 
 void Guard::before_fork() {
   State& s = state();
+  unsigned depth = t_fork_depth++;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (depth >= kMaxForkDepth) return;
   // The memo's and the mapped files' locks are never held with the others (the
   // mapped files' two in their own order, MappedFiles::lock_for_fork). The probe's and
   // the sink's come after the state mutex, as everywhere (two leaves, never
-  // held together).
-  ForkLocks& t = t_fork_locks;
-  t = {};
+  // held together); the log's is the last leaf.
+  ForkLocks& t = t_fork_locks[depth];
+  t = kNoneTaken;
+  // An unclean process's locks may be held for good (its children are unclean too).
+  t.was_unclean = OwnedMutex::unclean_fork();
+  if (t.was_unclean) return;
   t.memo = s.selection_memo.lock_for_fork();
   t.files = s.mapped_files.lock_for_fork();
   t.state = s.mu.lock_for_fork();
   t.probe = s.probe.lock_for_fork();
   t.findings = s.findings.mu.lock_for_fork();
+  t.log = log_mutex().lock_for_fork();
   // With "%p" the child opens a file of its own. Under the sink's lock only.
-  if (t.findings && !is_per_process_path(s.config.report_path)) s.findings.report_file.prepare_fork();
+  if (t.findings == Hold::Taken && !is_per_process_path(s.config.report_path)) s.findings.report_file.prepare_fork();
 }
 
 void Guard::after_fork(bool child) {
   State& s = state();
-  ForkLocks& t = t_fork_locks;
-  if (t.findings) {
+  unsigned depth = t_fork_depth - 1;
+  ForkLocks t = depth < kMaxForkDepth ? t_fork_locks[depth] : kNoneTaken;
+  if (t.findings == Hold::Taken) {
     if (child) {
       s.fork_seq = s.registry.seq;
       s.findings.consequences_at_fork = s.findings.consequences.size();
@@ -76,13 +96,29 @@ void Guard::after_fork(bool child) {
     } else {
       s.findings.report_file.parent_after_fork();
     }
-    s.findings.mu.unlock();
   }
-  if (t.probe) s.probe.unlock();
-  if (t.state) s.mu.unlock();
+  // The heap's child handler, which runs first, may have found the child unclean.
+  if (child && !t.was_unclean && (!t.all_taken() || OwnedMutex::unclean_fork())) say_unclean_fork(s);
+  if (t.log == Hold::Taken) log_mutex().unlock_after_fork();
+  if (t.findings == Hold::Taken) s.findings.mu.unlock_after_fork();
+  if (t.probe == Hold::Taken) s.probe.unlock_after_fork();
+  if (t.state == Hold::Taken) s.mu.unlock_after_fork();
   s.mapped_files.unlock_after_fork(t.files);
-  if (t.memo) s.selection_memo.unlock();
-  t = {};
+  if (t.memo == Hold::Taken) s.selection_memo.unlock_after_fork();
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_fork_depth = depth;
+}
+
+// In a child that after_fork left unclean: from now on the guard is not
+// entered; HG605 said with write(2) (no lock, no allocation), unless quiet.
+void Guard::say_unclean_fork(State& s) {
+  OwnedMutex::set_unclean_fork();
+  if (s.config.mode == Mode::Off || s.unclean_fork_line.empty()) return;
+  for (size_t at = 0; at < s.unclean_fork_line.size();) {
+    ssize_t n = write(2, s.unclean_fork_line.data() + at, s.unclean_fork_line.size() - at);
+    if (n <= 0) break;
+    at += static_cast<size_t>(n);
+  }
 }
 
 // Under the sink's lock: a forked child with "%p" in the path opens its own

@@ -57,6 +57,7 @@ struct Guard::State {
   // read from the file (Guard::head_from_file), each checked once: its own lock.
   MappedFiles mapped_files;
   uint64_t fork_seq = 0;  // registry.seq at the last fork: a child's report lists what has a seq above it
+  std::string unclean_fork_line;  // HG605's line, made at start: a child's fork handler cannot allocate
 
   // What crosses the parts: a kernel leaving the registry leaves what it found
   // (or how often it ran into findings) with the sink, when a report is kept;
@@ -95,6 +96,8 @@ inline bool no_device_error(int e) {
 
 // A warning line on `logger` (guard.cpp).
 void log_warning(spdlog::logger& logger, const std::string& line);
+// The lock of hipguard's lines on stderr (every guard's logger), held across fork() with the guard's.
+OwnedMutex& log_mutex();
 
 // Per-kernel facts from an image's report (kernel_index.cpp).
 // lds false: findings and Selected only, no LDS facts (HG409 at a strict registration).

@@ -28,6 +28,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+
+#include "hipguard/owned_mutex.h"
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -124,7 +126,7 @@ struct LaunchConfig {
 };
 
 struct State {
-  std::mutex mu;
+  hipguard::OwnedMutex mu;  // as the shim's locks: a fork handler can tell that its own thread holds it
   Model model = Model::Clr62;
   bool log = false;
   bool initialized = false;  // any non-registration HIP API has been called
@@ -203,20 +205,20 @@ void configure(State& s) {
          s.devices[i].lds);
 }
 
-// The runtime's lock, held by this thread: a fork() from a signal handler that interrupted it there
-// must not wait for it (the thread, resuming, releases it), as the shim's own locks (OwnedMutex).
-thread_local bool t_in_runtime = false, t_taken_for_fork = false;
+// The runtime's lock, held across fork() so that a child forked while another thread is inside the
+// runtime can use it. A fork() from a signal handler that interrupted this thread holding it leaves
+// it to the thread, which, resuming, releases it; what the handlers took is kept per depth (a
+// handler's fork inside another fork's handlers). Tried for 100 ms only, then left held: this
+// library cannot know whether its thread holds the shim's locks (another library's), for which
+// the holder of this one may be waiting in a fork handler of its own (the shim's lock_for_fork
+// knows its own). The fork tests' children that call HIP fork outside signal handlers.
 struct Locked {
-  std::mutex& mu;
-  explicit Locked(State& s) : mu(s.mu) {
-    t_in_runtime = true;  // before: a signal while it waits counts too (a test double's simplification)
-    mu.lock();
-  }
-  ~Locked() {
-    mu.unlock();
-    t_in_runtime = false;
-  }
+  std::lock_guard<hipguard::OwnedMutex> lock;
+  explicit Locked(State& s) : lock(s.mu) {}
 };
+constexpr unsigned kMaxForkDepth = 4;
+thread_local hipguard::OwnedMutex::ForkHold t_fork_hold[kMaxForkDepth];
+thread_local unsigned t_fork_depth = 0;
 
 // Leaked on purpose: __hipUnregisterFatBinary runs from atexit handlers that
 // may come after static destructors. Registration uses state() only; the
@@ -230,13 +232,20 @@ State& state() {
     // Held across fork(), so a child forked while another thread is inside the runtime can use it
     // (the fork tests exercise the shim's locks, not this one's).
     auto after = [] {
-      if (t_taken_for_fork) state().mu.unlock();
-      t_taken_for_fork = false;
+      unsigned depth = --t_fork_depth;
+      if (depth < kMaxForkDepth && t_fork_hold[depth] == hipguard::OwnedMutex::ForkHold::Taken) state().mu.unlock();
     };
     pthread_atfork(
         [] {
-          t_taken_for_fork = !t_in_runtime;
-          if (t_taken_for_fork) state().mu.lock();
+          unsigned depth = t_fork_depth++;
+          if (depth >= kMaxForkDepth) return;
+          using Hold = hipguard::OwnedMutex::ForkHold;
+          hipguard::OwnedMutex& mu = state().mu;
+          t_fork_hold[depth] = mu.held_by_this_thread() ? Hold::Mine : Hold::Other;
+          for (int ms = 0; ms < 100 && t_fork_hold[depth] == Hold::Other; ++ms) {
+            if (mu.try_lock()) t_fork_hold[depth] = Hold::Taken;
+            else usleep(1000);
+          }
         },
         after, after);
     return st;
