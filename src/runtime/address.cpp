@@ -76,15 +76,14 @@ std::string hex(const void* p) {
 // The runtime answers these when it has no usable GPU at all: a probe then says nothing.
 
 namespace {
-// "lo-hi perms ..." from one /proc/self/maps line; false when malformed.
 // Calls keep_going(line) for each line of /proc/self/maps (NUL-terminated, without its newline; a
-// mapped file's path may be any length) until it returns false; false if the file cannot be opened.
+// mapped file's path may be any length) until it returns false; none if the file cannot be opened.
 // Not stdio: fopen takes glibc's list lock, and a fork() from a signal handler that interrupted a
 // thread there waits for that lock forever (Runtime.ForkFromASignalHandler, three threads).
 template <class F>
-bool for_each_maps_line(F&& keep_going) {
+void for_each_maps_line(F&& keep_going) {
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  if (fd < 0) return;
   std::string line;
   char buf[4096];
   for (bool more = true; more;) {
@@ -99,13 +98,12 @@ bool for_each_maps_line(F&& keep_going) {
       more = keep_going(line.c_str());
       line.clear();
     }
-    if (!more) line.clear();
   }
   if (!line.empty()) keep_going(line.c_str());
   close(fd);
-  return true;
 }
 
+// "lo-hi perms ..." from one /proc/self/maps line; false when malformed.
 bool parse_maps_line(const char* line, uintptr_t* lo, uintptr_t* hi, bool* readable) {
   char* end = nullptr;
   *lo = strtoull(line, &end, 16);
