@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/write_all.h"
 #include "hipguard/report.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -67,17 +68,9 @@ std::optional<std::string> ReportFile::open(const std::string& path, llvm::json:
 }
 
 bool ReportFile::write_line(const std::string& line) {
-  size_t done = 0;
-  while (done < line.size()) {
-    ssize_t n = write(fd_, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (error_.empty()) error_ = n < 0 ? strerror(errno) : "short write";
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
+  if (write_all(fd_, line.data(), line.size())) return true;
+  if (error_.empty()) error_ = errno ? strerror(errno) : "short write";
+  return false;
 }
 
 void ReportFile::append(llvm::json::Object record) {

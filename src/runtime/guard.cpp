@@ -7,12 +7,12 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
 
+#include "base/write_all.h"
 #include "hipguard/report.h"
 #include "hipguard/version.h"
 #include "runtime/address.h"
@@ -108,12 +108,7 @@ class StderrSink final : public spdlog::sinks::sink {
     std::lock_guard lock(log_mutex());
     spdlog::memory_buf_t line;
     formatter_->format(msg, line);
-    for (size_t at = 0; at < line.size();) {
-      ssize_t n = write(2, line.data() + at, line.size() - at);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      at += static_cast<size_t>(n);
-    }
+    write_all(2, line.data(), line.size());
   }
   void flush() override {}
   void set_pattern(const std::string& pattern) override {

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/write_all.h"
 #include "hipguard/report.h"
 #include "runtime/address.h"
 #include "runtime/state.h"
@@ -113,12 +114,7 @@ void Guard::after_fork(bool child) {
 // entered; HG605 said with write(2) (no lock, no allocation), unless quiet.
 void Guard::say_unclean_fork(State& s) {
   OwnedMutex::set_unclean_fork();
-  if (s.config.mode == Mode::Off || s.unclean_fork_line.empty()) return;
-  for (size_t at = 0; at < s.unclean_fork_line.size();) {
-    ssize_t n = write(2, s.unclean_fork_line.data() + at, s.unclean_fork_line.size() - at);
-    if (n <= 0) break;
-    at += static_cast<size_t>(n);
-  }
+  if (s.config.mode != Mode::Off) write_all(2, s.unclean_fork_line.data(), s.unclean_fork_line.size());
 }
 
 // Under the sink's lock: a forked child with "%p" in the path opens its own
