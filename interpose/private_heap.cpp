@@ -59,10 +59,8 @@ class Pages final : public std::pmr::memory_resource {
 // A child that did not get the lock (the pool half-changed, or the lock held
 // for good) abandons the pool: blocks come from whole pages and are never
 // given back, and the child is unclean (OwnedMutex::unclean_fork).
-constexpr unsigned kMaxForkDepth = 4;
 std::atomic<bool> g_pool_abandoned{false};
-thread_local hipguard::OwnedMutex::ForkHold t_heap_fork_hold[kMaxForkDepth];
-thread_local unsigned t_heap_fork_depth = 0;
+thread_local hipguard::ForkRecords<hipguard::OwnedMutex::ForkHold> t_heap_fork_hold;
 
 struct Heap {
   hipguard::OwnedMutex mu;
@@ -73,25 +71,20 @@ struct Heap {
     pthread_atfork(before_fork, [] { after_fork(false); }, [] { after_fork(true); });
   }
   static void before_fork() {
-    unsigned depth = t_heap_fork_depth++;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (depth >= kMaxForkDepth) return;
+    auto* hold = t_heap_fork_hold.push();
+    if (!hold) return;
     // An abandoned pool's lock may be held for good: not waited for.
-    t_heap_fork_hold[depth] = g_pool_abandoned.load(std::memory_order_relaxed) ? hipguard::OwnedMutex::ForkHold::Mine
-                                                                               : heap().mu.lock_for_fork();
+    *hold = g_pool_abandoned.load(std::memory_order_relaxed) ? hipguard::OwnedMutex::ForkHold::Mine
+                                                             : heap().mu.lock_for_fork();
   }
   static void after_fork(bool child) {
     using Hold = hipguard::OwnedMutex::ForkHold;
-    unsigned depth = t_heap_fork_depth - 1;
-    Hold hold = depth < kMaxForkDepth ? t_heap_fork_hold[depth] : Hold::Mine;
-    if (hold == Hold::Taken) {
+    if (t_heap_fork_hold.pop(Hold::Mine) == Hold::Taken) {
       heap().mu.unlock_after_fork();
     } else if (child) {
       g_pool_abandoned.store(true, std::memory_order_relaxed);
       hipguard::OwnedMutex::set_unclean_fork();
     }
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    t_heap_fork_depth = depth;
   }
   static Heap& heap() {
     // Built in place at first use (an allocation during static initialisation

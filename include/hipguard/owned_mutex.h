@@ -102,4 +102,30 @@ class OwnedMutex {
   static inline std::atomic<bool> s_unclean_fork{false};
 };
 
+// What one pair of fork handlers took, kept per thread and per depth: a fork() from a signal handler
+// raised inside another fork's handlers gets a record of its own. A thread_local of each pair of
+// handlers. push() in the prepare handler: this fork's record, or null past kMaxDepth (take
+// nothing). pop(none) in the after-fork handler: a copy of that record (`none` past kMaxDepth),
+// copied before the depth is given back, so a fork nested from here on leaves it as it was.
+template <class Record, unsigned kMaxDepth = 4>
+class ForkRecords {
+ public:
+  Record* push() {
+    unsigned depth = depth_++;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    return depth < kMaxDepth ? &records_[depth] : nullptr;
+  }
+  Record pop(const Record& none) {
+    unsigned depth = depth_ - 1;
+    Record r = depth < kMaxDepth ? records_[depth] : none;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    depth_ = depth;
+    return r;
+  }
+
+ private:
+  Record records_[kMaxDepth];
+  unsigned depth_ = 0;
+};
+
 }  // namespace hipguard

@@ -49,21 +49,18 @@ struct ForkLocks {
   }
 };
 constexpr ForkLocks kNoneTaken{Hold::Mine, Hold::Mine, Hold::Mine, Hold::Mine, Hold::Mine, {Hold::Mine, Hold::Mine}, false};
-constexpr unsigned kMaxForkDepth = 4;  // deeper forks take nothing: their children are unclean
-thread_local ForkLocks t_fork_locks[kMaxForkDepth];
-thread_local unsigned t_fork_depth = 0;
+thread_local ForkRecords<ForkLocks> t_fork_locks;  // past its depth, nothing taken: the child is unclean
 }  // namespace
 
 void Guard::before_fork() {
   State& s = state();
-  unsigned depth = t_fork_depth++;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  if (depth >= kMaxForkDepth) return;
+  ForkLocks* record = t_fork_locks.push();
+  if (!record) return;
   // The memo's and the mapped files' locks are never held with the others (the
   // mapped files' two in their own order, MappedFiles::lock_for_fork). The probe's and
   // the sink's come after the state mutex, as everywhere (two leaves, never
   // held together); the log's is the last leaf.
-  ForkLocks& t = t_fork_locks[depth];
+  ForkLocks& t = *record;
   t = kNoneTaken;
   // An unclean process's locks may be held for good (its children are unclean too).
   t.was_unclean = OwnedMutex::unclean_fork();
@@ -80,8 +77,7 @@ void Guard::before_fork() {
 
 void Guard::after_fork(bool child) {
   State& s = state();
-  unsigned depth = t_fork_depth - 1;
-  ForkLocks t = depth < kMaxForkDepth ? t_fork_locks[depth] : kNoneTaken;
+  const ForkLocks t = t_fork_locks.pop(kNoneTaken);
   if (t.findings == Hold::Taken) {
     if (child) {
       s.fork_seq = s.registry.seq;
@@ -106,8 +102,6 @@ void Guard::after_fork(bool child) {
   if (t.state == Hold::Taken) s.mu.unlock_after_fork();
   s.mapped_files.unlock_after_fork(t.files);
   if (t.memo == Hold::Taken) s.selection_memo.unlock_after_fork();
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  t_fork_depth = depth;
 }
 
 // In a child that after_fork left unclean: from now on the guard is not

@@ -1,7 +1,8 @@
 // OwnedMutex (include/hipguard/owned_mutex.h), the lock of every hipguard structure a fork handler
 // holds across fork(): mutual exclusion under contention, exact ownership, and what lock_for_fork
 // does for a thread that holds nothing, one that holds the lock, and one that holds another lock
-// whose holder waits for it (a signal handler that interrupted hipguard).
+// whose holder waits for it (a signal handler that interrupted hipguard). ForkRecords: the
+// handlers' record of what they took, per depth of nested forks.
 #include "hipguard/owned_mutex.h"
 
 #include <gtest/gtest.h>
@@ -126,3 +127,24 @@ TEST(OwnedMutex, AForkInsideAForkFindsTheOuterLocksItsOwn) {
 }
 
 }  // namespace
+
+// The per-depth records of a pair of fork handlers: a nested fork's record leaves the outer one's
+// as it was; past the depth, no record, and pop answers `none`.
+TEST(ForkRecords, KeepsOneRecordPerNestedFork) {
+  hipguard::ForkRecords<int, 2> records;
+  int* outer = records.push();
+  ASSERT_NE(outer, nullptr);
+  *outer = 1;
+  int* inner = records.push();
+  ASSERT_NE(inner, nullptr);
+  EXPECT_NE(inner, outer);
+  *inner = 2;
+  EXPECT_EQ(records.push(), nullptr);  // a third level
+  EXPECT_EQ(records.pop(-1), -1);
+  EXPECT_EQ(records.pop(-1), 2);
+  EXPECT_EQ(records.pop(-1), 1);
+  int* again = records.push();
+  EXPECT_EQ(again, outer);
+  *again = 3;
+  EXPECT_EQ(records.pop(-1), 3);
+}

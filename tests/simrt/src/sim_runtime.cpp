@@ -216,9 +216,7 @@ struct Locked {
   std::lock_guard<hipguard::OwnedMutex> lock;
   explicit Locked(State& s) : lock(s.mu) {}
 };
-constexpr unsigned kMaxForkDepth = 4;
-thread_local hipguard::OwnedMutex::ForkHold t_fork_hold[kMaxForkDepth];
-thread_local unsigned t_fork_depth = 0;
+thread_local hipguard::ForkRecords<hipguard::OwnedMutex::ForkHold> t_fork_hold;
 
 // Leaked on purpose: __hipUnregisterFatBinary runs from atexit handlers that
 // may come after static destructors. Registration uses state() only; the
@@ -231,19 +229,18 @@ State& state() {
     st->log = log && *log && strcmp(log, "0") != 0;
     // Held across fork(), so a child forked while another thread is inside the runtime can use it
     // (the fork tests exercise the shim's locks, not this one's).
+    using Hold = hipguard::OwnedMutex::ForkHold;
     auto after = [] {
-      unsigned depth = --t_fork_depth;
-      if (depth < kMaxForkDepth && t_fork_hold[depth] == hipguard::OwnedMutex::ForkHold::Taken) state().mu.unlock();
+      if (t_fork_hold.pop(Hold::Mine) == Hold::Taken) state().mu.unlock();
     };
     pthread_atfork(
         [] {
-          unsigned depth = t_fork_depth++;
-          if (depth >= kMaxForkDepth) return;
-          using Hold = hipguard::OwnedMutex::ForkHold;
+          Hold* hold = t_fork_hold.push();
+          if (!hold) return;
           hipguard::OwnedMutex& mu = state().mu;
-          t_fork_hold[depth] = mu.held_by_this_thread() ? Hold::Mine : Hold::Other;
-          for (int ms = 0; ms < 100 && t_fork_hold[depth] == Hold::Other; ++ms) {
-            if (mu.try_lock()) t_fork_hold[depth] = Hold::Taken;
+          *hold = mu.held_by_this_thread() ? Hold::Mine : Hold::Other;
+          for (int ms = 0; ms < 100 && *hold == Hold::Other; ++ms) {
+            if (mu.try_lock()) *hold = Hold::Taken;
             else usleep(1000);
           }
         },
