@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -43,6 +44,9 @@ struct FindingsSink {
   // report under the run, not as more log lines. Bounded (Guard::kMaxConsequences).
   std::vector<Diagnostic> consequences;
   size_t consequences_at_fork = 0;  // a forked child's report lists the ones after
+  // What this process said, or caused, itself (a forked child: since the fork). The lock held.
+  std::vector<Diagnostic> said_here() const { return since(said, said_at_fork); }
+  std::vector<Diagnostic> consequences_here() const { return since(consequences, consequences_at_fork); }
   // The fat binary whose check stops the process (strict mode): its report,
   // for the report file, as it never reaches on_registered_fatbin. Set once:
   // the process exits right after (tests that go on keep the last one).
@@ -77,6 +81,10 @@ struct FindingsSink {
   pid_t findings_pid = 0;  // a forked child starts counting afresh
   size_t failing = 0;
   std::string first_failing;
+
+  static std::vector<Diagnostic> since(const std::vector<Diagnostic>& all, size_t at) {
+    return {all.begin() + static_cast<std::ptrdiff_t>(std::min(at, all.size())), all.end()};
+  }
 
   // The report of the fat binary a strict-mode stop is at. Takes the lock.
   void stop_at(const ImageReport& report) {

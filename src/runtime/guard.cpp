@@ -174,13 +174,13 @@ void Guard::report_once(const Diagnostic& d) {
 std::vector<Diagnostic> Guard::findings() {
   FindingsSink& f = state().findings;
   std::lock_guard lock(f.mu);
-  return {f.said.begin() + std::min(f.said_at_fork, f.said.size()), f.said.end()};
+  return f.said_here();
 }
 
 std::vector<Diagnostic> Guard::consequences() {
   FindingsSink& f = state().findings;
   std::lock_guard lock(f.mu);
-  return {f.consequences.begin() + std::min(f.consequences_at_fork, f.consequences.size()), f.consequences.end()};
+  return f.consequences_here();
 }
 
 void Guard::report_consequence(const Diagnostic& d, const Diagnostic* cause) {

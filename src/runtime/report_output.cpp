@@ -162,8 +162,7 @@ RunInfo Guard::reported_run(State& s) {
   run.mode = s.config.mode == Mode::Strict ? "strict" : s.config.mode == Mode::Off ? "off" : "warn";
   run.target_source = s.config.target_source;
   for (const auto& t : s.config.targets) run.devices.push_back(t.label());
-  run.consequences.assign(s.findings.consequences.begin() + std::min(s.findings.consequences_at_fork, s.findings.consequences.size()),
-                          s.findings.consequences.end());
+  run.consequences = s.findings.consequences_here();
   for (const auto& [id, gone] : s.findings.gone_kernels)
     if (gone.seq > s.fork_seq) run.kernels.push_back(gone.record);
   run.not_listed = s.findings.not_listed;
