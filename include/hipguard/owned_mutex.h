@@ -61,26 +61,26 @@ class OwnedMutex {
   // For fork handlers. A thread whose only locks are those fork handlers took, in their order,
   // waits as long as it takes (no holder waits for it). One that holds another (a handler that
   // interrupted it inside hipguard) tries for up to kForkPatienceMs: the holder may be waiting for
-  // the lock this thread holds. A lock Taken here is released with unlock_after_fork.
+  // the lock this thread holds. Not at all when another thread's fork handlers hold it: they wait
+  // for every lock after it, the one this thread holds perhaps too, and release it only after their
+  // fork (three threads forking from handlers spent up to 100 ms a lock on each other, and a run
+  // took over a minute). A lock Taken here is released with unlock_after_fork.
   static constexpr long kForkPatienceMs = 100;
   ForkHold lock_for_fork() {
     if (held_by_this_thread()) return ForkHold::Mine;
     if (t_held == t_fork_taken) {
       lock();
-      ++t_fork_taken;
-      return ForkHold::Taken;
+      return taken_for_fork();
     }
-    for (long ms = 0; ms < kForkPatienceMs; ++ms) {
-      if (try_lock()) {
-        ++t_fork_taken;
-        return ForkHold::Taken;
-      }
+    for (long ms = 0; ms < kForkPatienceMs && !held_for_fork_.load(); ++ms) {
+      if (try_lock()) return taken_for_fork();
       timespec one{0, 1000 * 1000};
       nanosleep(&one, nullptr);
     }
     return ForkHold::Other;
   }
   void unlock_after_fork() {
+    held_for_fork_.store(false);
     --t_fork_taken;
     unlock();
   }
@@ -93,10 +93,16 @@ class OwnedMutex {
 
  private:
   static uintptr_t self() { return static_cast<uintptr_t>(pthread_self()); }  // never 0; kept by fork()
+  ForkHold taken_for_fork() {
+    ++t_fork_taken;
+    held_for_fork_.store(true);
+    return ForkHold::Taken;
+  }
 
   std::atomic<uintptr_t> owner_{0};
   std::atomic<uint32_t> seq_{0};  // the futex: bumped by each unlock
   std::atomic<uint32_t> waiters_{0};
+  std::atomic<bool> held_for_fork_{false};  // by a fork handler (lock_for_fork), until unlock_after_fork
   static inline thread_local unsigned t_held = 0;  // locks this thread holds or is taking
   static inline thread_local unsigned t_fork_taken = 0;  // of those, the ones fork handlers took
   static inline std::atomic<bool> s_unclean_fork{false};

@@ -113,6 +113,30 @@ TEST(OwnedMutex, AThreadHoldingAnotherGivesUpOnACycle) {
   b.unlock_after_fork();
 }
 
+// Holding lock a, a fork handler does not wait at all for a lock another thread's fork handlers
+// hold: they release it only after their fork, and may be waiting for a.
+TEST(OwnedMutex, AThreadHoldingAnotherLeavesALockForkHandlersHoldAtOnce) {
+  OwnedMutex a, b;
+  a.lock();
+  std::promise<void> b_held, done;
+  std::thread forking([&] {
+    ASSERT_EQ(b.lock_for_fork(), Hold::Taken);
+    b_held.set_value();
+    done.get_future().wait();
+    b.unlock_after_fork();
+  });
+  b_held.get_future().wait();
+  auto start = Clock::now();
+  EXPECT_EQ(b.lock_for_fork(), Hold::Other);
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(OwnedMutex::kForkPatienceMs));
+  done.set_value();
+  forking.join();
+  // Released by the fork handler, it is tried again as any other lock.
+  EXPECT_EQ(b.lock_for_fork(), Hold::Taken);
+  b.unlock_after_fork();
+  a.unlock();
+}
+
 // A handler's fork inside another fork's handlers finds every lock the outer one took its own.
 TEST(OwnedMutex, AForkInsideAForkFindsTheOuterLocksItsOwn) {
   OwnedMutex a, b;
