@@ -126,7 +126,10 @@ struct LaunchConfig {
 };
 
 struct State {
-  hipguard::OwnedMutex mu;  // as the shim's locks: a fork handler can tell that its own thread holds it
+  // A std::mutex, not the shim's OwnedMutex: the sanitizer builds leave this library uninstrumented,
+  // and ThreadSanitizer sees the order a std::mutex gives through its interceptors, not through
+  // uninstrumented atomics (with an OwnedMutex it reported races in the programs' threads).
+  std::mutex mu;
   Model model = Model::Clr62;
   bool log = false;
   bool initialized = false;  // any non-registration HIP API has been called
@@ -212,9 +215,19 @@ void configure(State& s) {
 // library cannot know whether its thread holds the shim's locks (another library's), for which
 // the holder of this one may be waiting in a fork handler of its own (the shim's lock_for_fork
 // knows its own). The fork tests' children that call HIP fork outside signal handlers.
+// t_holding: this thread holds the lock, or waits for it (a test double's simplification: a
+// handler that interrupted the wait leaves the lock, as the one that interrupted a holder).
+thread_local unsigned t_holding = 0;
 struct Locked {
-  std::lock_guard<hipguard::OwnedMutex> lock;
-  explicit Locked(State& s) : lock(s.mu) {}
+  std::mutex& mu;
+  explicit Locked(State& s) : mu(s.mu) {
+    ++t_holding;
+    mu.lock();
+  }
+  ~Locked() {
+    mu.unlock();
+    --t_holding;
+  }
 };
 thread_local hipguard::ForkRecords<hipguard::OwnedMutex::ForkHold> t_fork_hold;
 
@@ -231,17 +244,23 @@ State& state() {
     // (the fork tests exercise the shim's locks, not this one's).
     using Hold = hipguard::OwnedMutex::ForkHold;
     auto after = [] {
-      if (t_fork_hold.pop(Hold::Mine) == Hold::Taken) state().mu.unlock();
+      if (t_fork_hold.pop(Hold::Mine) != Hold::Taken) return;
+      state().mu.unlock();
+      --t_holding;
     };
     pthread_atfork(
         [] {
           Hold* hold = t_fork_hold.push();
           if (!hold) return;
-          hipguard::OwnedMutex& mu = state().mu;
-          *hold = mu.held_by_this_thread() ? Hold::Mine : Hold::Other;
+          std::mutex& mu = state().mu;
+          *hold = t_holding ? Hold::Mine : Hold::Other;  // held by this thread: by a fork handler outside too
           for (int ms = 0; ms < 100 && *hold == Hold::Other; ++ms) {
-            if (mu.try_lock()) *hold = Hold::Taken;
-            else usleep(1000);
+            if (mu.try_lock()) {
+              *hold = Hold::Taken;
+              ++t_holding;
+            } else {
+              usleep(1000);
+            }
           }
         },
         after, after);
