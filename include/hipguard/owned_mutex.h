@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
 #include <cstdint>
 
 namespace hipguard {
@@ -28,13 +29,18 @@ class OwnedMutex {
   // another thread (in a child, held for good: set_unclean_fork()).
   enum class ForkHold : unsigned char { Taken, Mine, Other };
 
+  // A waiter looks again every kRecheckNs even unwoken: a signal handler that interrupted an
+  // unlock between its release and its wake-up owes the wake-up until it returns, and a fork there
+  // may wait for a lock that a thread sleeping here holds.
+  static constexpr long kRecheckNs = 2 * 1000 * 1000;
   void lock() {
     if (try_lock()) return;
     waiters_.fetch_add(1);
     for (;;) {
       uint32_t seen = seq_.load();
       if (try_lock()) break;
-      syscall(SYS_futex, &seq_, FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+      timespec recheck{0, kRecheckNs};
+      syscall(SYS_futex, &seq_, FUTEX_WAIT_PRIVATE, seen, &recheck, nullptr, 0);
     }
     waiters_.fetch_sub(1);
   }
@@ -50,11 +56,8 @@ class OwnedMutex {
     return false;
   }
   void unlock() {
-    owner_.store(0);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    --t_held;
-    seq_.fetch_add(1);
-    if (waiters_.load() != 0) syscall(SYS_futex, &seq_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    release();
+    wake();
   }
   bool held_by_this_thread() const { return owner_.load() == self(); }
 
@@ -92,6 +95,18 @@ class OwnedMutex {
   static bool unclean_fork() { return s_unclean_fork.load(std::memory_order_relaxed); }
 
  private:
+  friend struct OwnedMutexTestPeer;
+  void release() {
+    owner_.store(0);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    --t_held;
+    seq_.fetch_add(1);
+  }
+  // Every waiter, not one: a waiter woken as a signal arrives runs the handler first, and a fork
+  // there waits for locks other waiters' handlers hold; a single wake-up it took would be lost.
+  void wake() {
+    if (waiters_.load() != 0) syscall(SYS_futex, &seq_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  }
   static uintptr_t self() { return static_cast<uintptr_t>(pthread_self()); }  // never 0; kept by fork()
   ForkHold taken_for_fork() {
     ++t_fork_taken;

@@ -14,9 +14,19 @@
 #include <thread>
 #include <vector>
 
+namespace hipguard {
+// The two halves of unlock(), to stand for one a signal handler interrupted between them.
+struct OwnedMutexTestPeer {
+  static void release(OwnedMutex& mu) { mu.release(); }
+  static void wake(OwnedMutex& mu) { mu.wake(); }
+  static unsigned waiters(const OwnedMutex& mu) { return mu.waiters_.load(); }
+};
+}  // namespace hipguard
+
 namespace {
 
 using hipguard::OwnedMutex;
+using hipguard::OwnedMutexTestPeer;
 using Hold = OwnedMutex::ForkHold;
 using Clock = std::chrono::steady_clock;
 
@@ -49,6 +59,25 @@ TEST(OwnedMutex, KnowsItsOwner) {
                 if (got) mu.unlock();
                 return got;
               }).get());
+}
+
+// An unlock interrupted after its release, before its wake-up (a signal handler that forks there
+// runs its fork handlers first, and they may wait for a lock the sleeper holds): the sleeper still
+// finds the lock free. Before: it slept until that unlock resumed, and three threads forking from
+// signal handlers hung (Runtime.ForkFromASignalHandler).
+TEST(OwnedMutex, AWaiterFindsTheLockFreeWhenAnUnlockHasNotWokenIt) {
+  OwnedMutex mu;
+  mu.lock();
+  auto got = std::async(std::launch::async, [&] {
+    mu.lock();
+    mu.unlock();
+  });
+  while (OwnedMutexTestPeer::waiters(mu) == 0) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // asleep in the futex by now
+  OwnedMutexTestPeer::release(mu);
+  bool woke = got.wait_for(std::chrono::seconds(2)) == std::future_status::ready;
+  if (!woke) OwnedMutexTestPeer::wake(mu);
+  EXPECT_TRUE(woke) << "the waiter slept on after the lock was released";
 }
 
 // The handler's own thread holds it: left to that thread (waiting would never end).
