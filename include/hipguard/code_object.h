@@ -104,21 +104,6 @@ struct CodeObject {
   uint64_t size = 0;               // bytes of the ELF image
 };
 
-// Parses an AMDGPU code object held in `data` (exactly the image, or more):
-// reads it, then adds the findings of the target-independent kernel checks.
-// Fails (HG106) when the ELF itself is unusable, (HG108) when the processor
-// is unknown; metadata problems are recorded in issues and do not fail.
-// descriptors_only (Depth::Descriptors): the metadata is not read (only whether
-// the note is there, HG401); kernels are the "<name>.kd" symbols (name, symbol
-// and descriptor set, every other field 0), device functions are not listed,
-// only the checks that need no metadata run, and issues below error severity
-// are left out. Every error it finds the full parse finds too, for kernels the
-// metadata describes. only_lds_over (bytes, with descriptors_only): only the
-// kernels whose descriptor declares more static LDS are listed (a code object
-// built for another processor, where only whether its kernels fit at all is
-// said: HG301); UINT64_MAX lists none without reading the symbol table.
-Result<CodeObject> parse_code_object(Bytes data, bool descriptors_only = false, uint64_t only_lds_over = 0);
-
 // Reads the descriptors of a code object's NT_AMDGPU_METADATA notes (MessagePack;
 // AMDGPUUsage "Code Object V3+ Metadata"), in file order, into co.kernels and
 // co.metadata_target, merged as comgr merges them for the runtime

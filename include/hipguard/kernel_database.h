@@ -54,6 +54,7 @@
 #include "hipguard/diagnostic.h"
 #include "hipguard/result.h"
 #include "hipguard/target.h"
+#include "hipguard/tensile_dat.h"
 
 namespace hipguard {
 
@@ -90,7 +91,6 @@ struct DatabaseReport {
 inline constexpr size_t kMaxDatabaseFindings = 200;  // per target and database
 // Parser limits (docs/limits.md): a .dat larger than this is HG702, never read.
 inline constexpr uint64_t kMaxDatabaseFileBytes = 1ull << 30;
-inline constexpr int kMaxDatabaseDepth = 128;  // msgpack nesting
 
 // The facts a database check needs about one code object file: a raw code
 // object (one entry) or an offload bundle, compressed or not (hipBLASLt's
@@ -120,31 +120,5 @@ DatabaseReport check_kernel_database(const DatabaseDir& db, const std::vector<Ta
 uint64_t kernel_name_hash(std::string_view name);
 // An entry's facts from a parsed code object.
 CodeObjectFacts::Entry facts_of(const CodeObject& co);
-
-// The solutions of one Tensile .dat (msgpack): each solution's kernel and
-// whether it is a source kernel. Fails (HG702, kDatabaseMalformed) on anything the
-// library's loader would reject: not msgpack, not a map, "solutions" not an
-// array of maps, a solution without a string "name", no "library". A
-// "library" after "solutions" (as Tensile writes them) is not read: its
-// matching tables are a fifth of the bytes and half the parse time, and a
-// file cut inside them passes. Exposed for the tests.
-struct TensileSolution {
-  std::string kernel;  // "kernelName" when present (hipBLASLt), else "name"
-  bool source_kernel = false;
-};
-Result<std::vector<TensileSolution>> read_tensile_solutions(std::string_view data);
-// The "Placeholder" library names of a lazy Tensile database, in file order,
-// without repeats. Fails as read_tensile_solutions does.
-Result<std::vector<std::string>> read_tensile_placeholders(std::string_view data);
-
-// The entries of hipBLASLt's hipblasltExtOpLibrary.dat for one processor
-// ({processor: {op: {type: [{func_name, co_path, ...}]}}}, ROCm/rocm-libraries
-// projects/hipblaslt/library/src/amd_detail/hipblaslt-ext-op.cpp, ExtOpMasterLibrary):
-// the kernel and the code object file (beside the .dat) of each. Fails as
-// read_tensile_solutions does, or on an entry without a string func_name or co_path.
-struct ExtOpEntry {
-  std::string kernel, code_object;
-};
-Result<std::vector<ExtOpEntry>> read_extop_entries(std::string_view data, std::string_view processor);
 
 }  // namespace hipguard

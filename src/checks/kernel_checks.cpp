@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "format/read_code_object.h"
+#include "hipguard/check.h"
 #include "hipguard/diagnostic.h"
 
 namespace hipguard {

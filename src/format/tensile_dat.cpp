@@ -7,7 +7,8 @@
 
 #include <unordered_set>
 
-#include "hipguard/kernel_database.h"
+#include "hipguard/tensile_dat.h"
+#include "hipguard/diagnostic.h"
 
 namespace hipguard {
 namespace {

@@ -2,6 +2,7 @@
 // .co files and the code objects inside the hipcc-built bundles).
 #include "format/read_code_object.h"
 #include "fuzz_common.h"
+#include "hipguard/check.h"
 #include "hipguard/code_object.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
