@@ -8,7 +8,7 @@
 #   share/bash-completion/completions/hipguard
 #
 # The headers under include/hipguard are the core's internal interface (the
-# core is a static library linked into both programs): nothing to install.
+# core's layers are static libraries linked into both programs): nothing to install.
 install(TARGETS hipguard RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS hipguard_shim LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
