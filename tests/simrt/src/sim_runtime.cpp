@@ -211,10 +211,10 @@ void configure(State& s) {
 // The runtime's lock, held across fork() so that a child forked while another thread is inside the
 // runtime can use it. A fork() from a signal handler that interrupted this thread holding it leaves
 // it to the thread, which, resuming, releases it; what the handlers took is kept per depth (a
-// handler's fork inside another fork's handlers). Tried for 100 ms only, then left held: this
-// library cannot know whether its thread holds the shim's locks (another library's), for which
-// the holder of this one may be waiting in a fork handler of its own (the shim's lock_for_fork
-// knows its own). The fork tests' children that call HIP fork outside signal handlers.
+// handler's fork inside another fork's handlers). Tried only as long as the shim tries its own
+// (OwnedMutex::kForkPatienceMs), then left held: this library cannot know whether its thread
+// holds the shim's locks (another library's), for which the holder of this one may be waiting in a
+// fork handler of its own (the shim's lock_for_fork knows its own). The fork tests' children that call HIP fork outside signal handlers.
 // t_holding: this thread holds the lock, or waits for it (a test double's simplification: a
 // handler that interrupted the wait leaves the lock, as the one that interrupted a holder).
 thread_local unsigned t_holding = 0;
@@ -254,7 +254,7 @@ State& state() {
           if (!hold) return;
           std::mutex& mu = state().mu;
           *hold = t_holding ? Hold::Mine : Hold::Other;  // held by this thread: by a fork handler outside too
-          for (int ms = 0; ms < 100 && *hold == Hold::Other; ++ms) {
+          for (long ms = 0; ms < hipguard::OwnedMutex::kForkPatienceMs && *hold == Hold::Other; ++ms) {
             if (mu.try_lock()) {
               *hold = Hold::Taken;
               ++t_holding;
