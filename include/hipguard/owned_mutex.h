@@ -66,8 +66,8 @@ class OwnedMutex {
   // interrupted it inside hipguard) tries for up to kForkPatienceMs: the holder may be waiting for
   // the lock this thread holds. Not at all when another thread's fork handlers hold it: they wait
   // for every lock after it, the one this thread holds perhaps too, and release it only after their
-  // fork (three threads forking from handlers spent up to 100 ms a lock on each other, and a run
-  // took over a minute). A lock Taken here is released with unlock_after_fork.
+  // fork (so threads forking at once would each spend kForkPatienceMs a lock on the others'). A lock
+  // Taken here is released with unlock_after_fork.
   static constexpr long kForkPatienceMs = 100;
   ForkHold lock_for_fork() {
     if (held_by_this_thread()) return ForkHold::Mine;
