@@ -65,15 +65,13 @@ class ConfigReader {
   bool misspelled(const std::vector<std::string>& names) {
     bool misspelled_mode = false;
     for (const auto& name : names) {
+      if (std::any_of(std::begin(kVariables), std::end(kVariables), [&](const char* v) { return name == v; })) continue;
       std::string upper = name;
       for (char& ch : upper) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
       const char* meant = nullptr;
-      bool known = false;
-      for (const char* v : kVariables) {
-        if (name == v) known = true;
-        else if (!meant && (upper == v || edit_distance(upper, v) <= 2)) meant = v;
-      }
-      if (known || !meant) continue;  // HIPGUARD_SIM_GPUS and the like belong to others
+      for (const char* v : kVariables)
+        if (!meant && (upper == v || edit_distance(upper, v) <= 2)) meant = v;
+      if (!meant) continue;  // HIPGUARD_SIM_GPUS and the like belong to others
       bool mode_var = std::string_view(meant) == "HIPGUARD_MODE" && !env_("HIPGUARD_MODE");
       misspelled_mode = misspelled_mode || mode_var;
       setup(code::kBadSetting,

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
+#include <vector>
 
 #include "runtime/runtime_exports.h"
 
@@ -55,29 +57,39 @@ Result<RuntimeExports> read_loaded_exports(const LoadedObject& object) {
     return std::string_view(strtab + off, strnlen(strtab + off, strsz - off));
   };
   // Version index -> node name, from the definitions (index 1 is the object itself: no node).
-  std::map<uint16_t, std::string_view> node_of;
+  std::vector<std::string_view> node_names;
   const uint8_t* v = verdef;
   for (uint64_t i = 0; v && i < verdefnum; ++i) {
     const auto* def = reinterpret_cast<const Elf64_Verdef*>(v);
-    if (!(def->vd_flags & VER_FLG_BASE) && def->vd_cnt > 0)
-      node_of[def->vd_ndx & 0x7fff] = name_at(reinterpret_cast<const Elf64_Verdaux*>(v + def->vd_aux)->vda_name);
+    const uint16_t index = def->vd_ndx & 0x7fff;
+    if (!(def->vd_flags & VER_FLG_BASE) && def->vd_cnt > 0) {
+      if (index >= node_names.size()) node_names.resize(index + 1);
+      node_names[index] = name_at(reinterpret_cast<const Elf64_Verdaux*>(v + def->vd_aux)->vda_name);
+    }
     if (!def->vd_next) break;
     v += def->vd_next;
   }
   RuntimeExports out;
   const size_t count = gnu_hash_symbol_count(gnu_hash);
+  out.symbols.reserve(count);
+  std::vector<bool> node_used(node_names.size());
   for (size_t i = 1; i < count; ++i) {
     const Elf64_Sym& sym = symtab[i];
     // An import, or an absolute symbol (each version node has one of its own name): no entry point.
     if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) continue;
     std::string_view name = name_at(sym.st_name);
     if (name.empty()) continue;
-    std::string node;
-    if (versym)
-      if (auto it = node_of.find(versym[i] & 0x7fff); it != node_of.end()) node = std::string(it->second);
-    if (!node.empty()) out.nodes.insert(node);
-    out.symbols.emplace(std::string(name), std::move(node));
+    std::string_view node;
+    if (versym && (versym[i] & 0x7fff) < node_names.size()) {
+      node = node_names[versym[i] & 0x7fff];
+      node_used[versym[i] & 0x7fff] = true;
+    }
+    out.symbols.push_back({name, node});
   }
+  // The nodes a defined symbol is exported under, as the file's reader finds them.
+  for (size_t index = 0; index < node_names.size(); ++index)
+    if (node_used[index] && !node_names[index].empty()) out.nodes.push_back(node_names[index]);
+  out.seal();
   return out;
 }
 

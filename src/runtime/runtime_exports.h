@@ -2,9 +2,9 @@
 // a kernel entry point hipguard does not know, or a wrapped one the runtime lacks (HG604, at start).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <map>
-#include <set>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,9 +17,23 @@ namespace hipguard {
 
 // What a shared library exports: each defined dynamic symbol with its version node ("" when
 // unversioned), and the version nodes it defines (ELF .gnu.version_d; the base entry left out).
+// The names are views into `storage`, or, when it is null, into memory that outlives the value (the
+// loaded object's own tables: read them while it stays loaded). Sorted vectors, not maps: the shim
+// reads the runtime's ~500 exports once per process inside the program's first HIP call.
 struct RuntimeExports {
-  std::map<std::string, std::string> symbols;
-  std::set<std::string> nodes;
+  struct Symbol {
+    std::string_view name, node;
+    bool operator==(const Symbol&) const = default;
+  };
+  std::vector<Symbol> symbols;          // ordered after seal() (for node_of); of two with one name, the first
+  std::vector<std::string_view> nodes;  // sorted and unique after seal()
+  std::shared_ptr<const void> storage;
+
+  // Sorts and drops repeats: call after filling `symbols` and `nodes`, before the lookups below.
+  void seal();
+  // The node `name` is exported under, or null when it is not exported.
+  const std::string_view* node_of(std::string_view name) const;
+  bool defines(std::string_view node) const { return std::binary_search(nodes.begin(), nodes.end(), node); }
 };
 
 // Reads `path`'s dynamic symbol table and version definitions (LLVM Object). Error HG101 when it

@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 #include <link.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "check_util.h"
@@ -27,7 +29,7 @@ void expect_nothing_to_say(const std::string& runtime) {
   Result<RuntimeExports> e = read_runtime_exports(runtime);
   ASSERT_TRUE(e) << e.error().message;
   EXPECT_GT(e->symbols.size(), 400u) << runtime;
-  EXPECT_TRUE(e->nodes.count("hip_4.2")) << runtime;
+  EXPECT_TRUE(e->defines("hip_4.2")) << runtime;
   std::vector<Diagnostic> said = audit_runtime_exports(*e, table(), runtime);
   for (const auto& d : said) ADD_FAILURE() << runtime << ": " << d.message;
 }
@@ -50,11 +52,12 @@ TEST(RuntimeExports, Hip72RuntimeHasNothingToSay) {
   // Each symbol with its own node (readelf --dyn-syms: hipModuleLaunchKernel@@hip_4.2, ...).
   Result<RuntimeExports> e = read_runtime_exports(runtime);
   ASSERT_TRUE(e);
-  EXPECT_EQ(e->symbols["hipModuleLaunchKernel"], "hip_4.2");
-  EXPECT_EQ(e->symbols["hipLaunchKernelExC"], "hip_6.5");
-  EXPECT_EQ(e->symbols["hipLibraryLoadData"], "hip_7.2");
-  EXPECT_EQ(e->symbols["hipGetProcAddress"], "hip_6.1");
-  for (const char* node : {"hip_4.2", "hip_6.1", "hip_6.5", "hip_7.1", "hip_7.2"}) EXPECT_TRUE(e->nodes.count(node)) << node;
+  auto node_of = [&](std::string_view name) { return e->node_of(name) ? *e->node_of(name) : "(not exported)"; };
+  EXPECT_EQ(node_of("hipModuleLaunchKernel"), "hip_4.2");
+  EXPECT_EQ(node_of("hipLaunchKernelExC"), "hip_6.5");
+  EXPECT_EQ(node_of("hipLibraryLoadData"), "hip_7.2");
+  EXPECT_EQ(node_of("hipGetProcAddress"), "hip_6.1");
+  for (const char* node : {"hip_4.2", "hip_6.1", "hip_6.5", "hip_7.1", "hip_7.2"}) EXPECT_TRUE(e->defines(node)) << node;
 }
 
 // A runtime newer than this hipguard (an unknown launch entry point) and one that lacks a wrapped
@@ -62,18 +65,26 @@ TEST(RuntimeExports, Hip72RuntimeHasNothingToSay) {
 // under a node the runtime does not define (an older runtime), or one whose other spelling it
 // exports (ROCm 5.2's C++-only hipExtModuleLaunchKernel), is nothing to say.
 TEST(RuntimeExports, UnknownAndMissingEntryPointsAreSaid) {
-  RuntimeExports e;
-  e.nodes = {"hip_4.2", "hip_6.0"};
+  std::vector<RuntimeExports::Symbol> symbols;
+  const std::vector<std::string_view> nodes = {"hip_4.2", "hip_6.0"};
   for (const auto& k : table())
-    if (k.wrapped && e.nodes.count(std::string(k.node)) && k.name.substr(0, 2) != "_Z")
-      e.symbols.emplace(std::string(k.name), std::string(k.node));
-  e.symbols.erase("hipExtModuleLaunchKernel");  // only its C++ spelling, as ROCm 5.2
-  e.symbols.emplace("_Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j",
-                    "hip_4.2");
-  ASSERT_TRUE(audit_runtime_exports(e, table(), "libamdhip64.so").empty());
-  e.symbols.emplace("hipMemcpyAsync", "hip_4.2");                 // not on a kernel's path
-  e.symbols.emplace("hipLaunchKernelWithMoreOptions", "hip_6.0");  // on one, unknown
-  e.symbols.erase("hipModuleLaunchKernel");                        // wrapped, its node defined
+    if (k.wrapped && std::count(nodes.begin(), nodes.end(), k.node) && k.name.substr(0, 2) != "_Z" &&
+        k.name != "hipExtModuleLaunchKernel")  // only its C++ spelling, as ROCm 5.2
+      symbols.push_back({k.name, k.node});
+  symbols.push_back(
+      {"_Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j", "hip_4.2"});
+  auto exports = [&] {
+    RuntimeExports e;
+    e.symbols = symbols;
+    e.nodes = nodes;
+    e.seal();
+    return e;
+  };
+  ASSERT_TRUE(audit_runtime_exports(exports(), table(), "libamdhip64.so").empty());
+  symbols.push_back({"hipMemcpyAsync", "hip_4.2"});                 // not on a kernel's path
+  symbols.push_back({"hipLaunchKernelWithMoreOptions", "hip_6.0"});  // on one, unknown
+  std::erase_if(symbols, [](const auto& s) { return s.name == "hipModuleLaunchKernel"; });  // wrapped, its node defined
+  RuntimeExports e = exports();
   std::vector<Diagnostic> said = audit_runtime_exports(e, table(), "libamdhip64.so");
   ASSERT_EQ(said.size(), 2u);
   for (const auto& d : said) EXPECT_EQ(d.code, code::kRuntimeEntryPoints);
@@ -121,10 +132,11 @@ TEST(RuntimeExports, LoadedObjectReadsAsItsFile) {
     EXPECT_GT(mem->symbols.size(), 400u) << f.path;
     std::string differ;
     for (const auto& [n, v] : mem->symbols)
-      if (!file->symbols.count(n) || file->symbols.at(n) != v) differ += " mem:" + n + "@" + v;
+      if (!file->node_of(n) || *file->node_of(n) != v) (((differ += " mem:") += n) += "@") += v;
     for (const auto& [n, v] : file->symbols)
-      if (!mem->symbols.count(n) || mem->symbols.at(n) != v) differ += " file:" + n + "@" + v;
+      if (!mem->node_of(n) || *mem->node_of(n) != v) (((differ += " file:") += n) += "@") += v;
     EXPECT_EQ(differ.substr(0, 600), "") << f.path;
+    EXPECT_TRUE(mem->symbols == file->symbols) << f.path;
     EXPECT_TRUE(mem->nodes == file->nodes) << f.path;
     ++compared;
   }
