@@ -39,6 +39,8 @@ enum class Feature : uint8_t {
   On,           // "feature+"
 };
 
+enum class HotSwap : uint8_t { None, Native, Forwarded };
+
 // One row of hipguard's processor table.
 struct ProcessorInfo {
   std::string_view name;     // "gfx942", "gfx9-4-generic"
@@ -56,6 +58,13 @@ struct ProcessorInfo {
   // One 512-entry VGPR file shared by arch VGPRs and AGPRs (gfx90a-class;
   // LLVM AMDGPUBaseInfo, FeatureGFX90AInsts; AMDGPUUsage, .amdhsa_accum_offset).
   bool unified_vgprs = false;
+  // VGPRs one work-item addresses (AMDGPUBaseInfo getAddressableNumVGPRs): the unified file's 512,
+  // gfx125x's 1024, else 256.
+  uint16_t vgprs = 256;
+  // Its part in CLR's HotSwap forwarding (HG210; CLR builds with HotSwap, before ROCm PR #9856):
+  // Native, a processor whose selected code object the forwarding replaces; Forwarded, the
+  // processor of the bundle entry handed to the HotSwap tool instead.
+  HotSwap hotswap = HotSwap::None;
 };
 
 std::span<const ProcessorInfo> all_processors();

@@ -22,11 +22,11 @@ std::string kib(uint64_t bytes) {
 bool power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
 
 // VGPR encoding granule of compute_pgm_rsrc1 (AMDGPUBaseInfo getVGPREncodingGranule;
-// AMDGPUUsage compute_pgm_rsrc1): 8 on gfx90a-class, 16 for wave32 on gfx125x,
-// 8 for wave32 on gfx10+, else 4.
+// AMDGPUUsage compute_pgm_rsrc1): 8 on gfx90a-class, 16 for wave32 with gfx125x's
+// 1024 VGPRs, 8 for wave32 on gfx10+, else 4.
 uint64_t vgpr_granule(const ProcessorInfo& p, bool wave32) {
   if (p.unified_vgprs) return 8;
-  if (p.major == 12 && p.minor == 5) return wave32 ? 16 : 8;
+  if (p.vgprs == 1024) return wave32 ? 16 : 8;
   if (p.major >= 10 && wave32) return 8;
   return 4;
 }
@@ -60,13 +60,6 @@ void check_generic_version(CodeObject& co) {
             "; generic code objects require v6 (AMDGPUUsage, Generic Processors)");
 }
 
-// VGPRs addressable per work-item (AMDGPUBaseInfo getAddressableNumVGPRs): the
-// unified VGPR/AGPR file of gfx90a-class processors, 1024 on gfx125x, else 256.
-uint64_t addressable_vgprs(const ProcessorInfo& p) {
-  if (p.unified_vgprs) return 512;
-  return (p.major == 12 && p.minor == 5) ? 1024 : 256;
-}
-
 // VGPR allocation: the hardware gives each work-item (compute_pgm_rsrc1
 // GRANULATED_WORKITEM_VGPR_COUNT + 1) x granule VGPRs (AMDGPUUsage,
 // compute_pgm_rsrc1). LLVM allocates at least what the kernel uses and often
@@ -90,10 +83,10 @@ void check_vgpr_allocation(CodeObject& co, const KernelInfo& k, const KernelDesc
     add(co, code::kDescriptorMismatch, k.name,
         "VGPRs: metadata says the kernel uses " + std::to_string(used) + ", kernel descriptor allocates only " +
             std::to_string(allocated) + how);
-  else if (allocated > addressable_vgprs(p))
+  else if (allocated > p.vgprs)
     add(co, code::kDescriptorMismatch, k.name,
         "VGPRs: kernel descriptor allocates " + std::to_string(allocated) + how + "; " + std::string(p.name) +
-            " addresses at most " + std::to_string(addressable_vgprs(p)));
+            " addresses at most " + std::to_string(p.vgprs));
 }
 
 // Kernel descriptor vs metadata: the runtime reads the metadata, the hardware the
@@ -246,13 +239,13 @@ std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const Processo
     uint64_t agpr = k.agpr_count.value_or(0);
     if (proc.unified_vgprs) {
       // Here .vgpr_count is already the total: align4(arch VGPRs) + AGPRs (AMDGPUAsmPrinter).
-      if (k.vgpr_count > addressable_vgprs(proc) || agpr > 256)
+      if (k.vgpr_count > proc.vgprs || agpr > 256)
         out.push_back({code::kRegisterLimit, k.name,
                        "uses " + std::to_string(k.vgpr_count) + " VGPRs in total, " + std::to_string(agpr) + " of them AGPRs; " +
                            p + " has a unified file of 512 with at most 256 AGPRs",
                        "rebuild for " + p + " so the compiler can fit the register budget", k.vgpr_count, 512});
     } else {
-      uint64_t vlimit = addressable_vgprs(proc);
+      uint64_t vlimit = proc.vgprs;
       if (k.vgpr_count > vlimit || agpr > 256)
         out.push_back({code::kRegisterLimit, k.name,
                        "uses " + std::to_string(k.vgpr_count) + " VGPRs" + (agpr ? " and " + std::to_string(agpr) + " AGPRs" : "") +

@@ -1,9 +1,11 @@
-// HG210: an HSA_TOOLS_LIB HotSwap tool would forward a gfx1250 bundle entry
-// instead of the native code object CLR selects for gfx942/gfx950.
+// HG210: an HSA_TOOLS_LIB HotSwap tool would forward a bundle entry (gfx1250) instead of the
+// native code object CLR selects (gfx942, gfx950): the processors' hotswap column (target.h).
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "hipguard/bundle.h"
+#include "hipguard/target.h"
 #include "runtime/guard.h"
 
 namespace hipguard {
@@ -12,13 +14,12 @@ std::vector<Diagnostic> hotswap_forwarding(const ImageReport& report, const std:
                                            const std::string& tool) {
   std::vector<Diagnostic> out;
   if (tool.empty()) return out;
-  // The bundle entry CLR's HotSwap branch would forward: the first gfx1250 one.
+  // The bundle entry CLR's HotSwap branch would forward: the first of a Forwarded processor.
   std::string foreign;
   for (const auto& id : report.entry_ids) {
-    size_t dash = id.rfind("--");
-    std::string_view target = dash == std::string::npos ? std::string_view() : std::string_view(id).substr(dash + 2);
-    std::string_view proc = target.substr(0, target.find(':'));
-    if (proc == "gfx1250") {
+    Result<TargetId> target = parse_target_id(parse_entry_id(id).target_id);
+    if (const ProcessorInfo* p = target ? find_processor(target->processor) : nullptr;
+        p && p->hotswap == HotSwap::Forwarded) {
       foreign = id;
       break;
     }
@@ -27,7 +28,8 @@ std::vector<Diagnostic> hotswap_forwarding(const ImageReport& report, const std:
   for (size_t i = 0; i < targets.size() && i < report.verdicts.size(); ++i) {
     const TargetId& t = targets[i];
     const TargetVerdict& v = report.verdicts[i];
-    if (t.processor != "gfx942" && t.processor != "gfx950") continue;
+    const ProcessorInfo* p = find_processor(t.processor);
+    if (!p || p->hotswap != HotSwap::Native) continue;
     if (v.selection == Selection::None) continue;  // nothing native to lose (HG201 says why)
     Diagnostic d = make_diagnostic(
         code::kHotSwapForwarding, report.origin,

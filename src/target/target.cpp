@@ -57,12 +57,12 @@ constexpr std::array kProcessors = {
   ProcessorInfo{"gfx906",  E::EF_AMDGPU_MACH_AMDGCN_GFX906,  9, 0,  6, K64, false, true, true,  true,  "gfx9-generic",   false, false, Feature::Off},
   ProcessorInfo{"gfx908",  E::EF_AMDGPU_MACH_AMDGCN_GFX908,  9, 0,  8, K64, false, true, true,  true,  "",               false, false, Feature::Off},
   ProcessorInfo{"gfx909",  E::EF_AMDGPU_MACH_AMDGCN_GFX909,  9, 0,  9, K64, false, true, true,  false, "gfx9-generic",   false, false},
-  ProcessorInfo{"gfx90a",  E::EF_AMDGPU_MACH_AMDGCN_GFX90A,  9, 0, 10, K64, false, true, true,  true,  "",               false, false, Feature::Off, true},
+  ProcessorInfo{"gfx90a",  E::EF_AMDGPU_MACH_AMDGCN_GFX90A,  9, 0, 10, K64, false, true, true,  true,  "",               false, false, Feature::Off, true, 512},
   ProcessorInfo{"gfx90c",  E::EF_AMDGPU_MACH_AMDGCN_GFX90C,  9, 0, 12, K64, false, true, true,  false, "gfx9-generic",   false, false},
-  ProcessorInfo{"gfx940",  E::EF_AMDGPU_MACH_AMDGCN_GFX940,  9, 4,  0, K64, false, true, true,  true,  "",               false, true, Feature::Off, true},
-  ProcessorInfo{"gfx941",  kMach_gfx941,  9, 4,  1, K64, false, true, true,  true,  "",               false, true, Feature::Off, true},
-  ProcessorInfo{"gfx942",  kMach_gfx942,  9, 4,  2, K64, false, true, true,  true,  "gfx9-4-generic", false, false, Feature::Off, true},
-  ProcessorInfo{"gfx950",  kMach_gfx950,  9, 5,  0, K160, false, true, true, true,  "gfx9-4-generic", false, false, Feature::Off, true},
+  ProcessorInfo{"gfx940",  E::EF_AMDGPU_MACH_AMDGCN_GFX940,  9, 4,  0, K64, false, true, true,  true,  "",               false, true, Feature::Off, true, 512},
+  ProcessorInfo{"gfx941",  kMach_gfx941,  9, 4,  1, K64, false, true, true,  true,  "",               false, true, Feature::Off, true, 512},
+  ProcessorInfo{"gfx942",  kMach_gfx942,  9, 4,  2, K64, false, true, true,  true,  "gfx9-4-generic", false, false, Feature::Off, true, 512, HotSwap::Native},
+  ProcessorInfo{"gfx950",  kMach_gfx950,  9, 5,  0, K160, false, true, true, true,  "gfx9-4-generic", false, false, Feature::Off, true, 512, HotSwap::Native},
   ProcessorInfo{"gfx1010", E::EF_AMDGPU_MACH_AMDGCN_GFX1010, 10, 1,  0, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
   ProcessorInfo{"gfx1011", E::EF_AMDGPU_MACH_AMDGCN_GFX1011, 10, 1,  1, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
   ProcessorInfo{"gfx1012", E::EF_AMDGPU_MACH_AMDGCN_GFX1012, 10, 1,  2, K64, true,  true, true,  false, "gfx10-1-generic", false, false},
@@ -85,18 +85,22 @@ constexpr std::array kProcessors = {
   ProcessorInfo{"gfx1200", kMach_gfx1200, 12, 0,  0, K64, true,  true, false, false, "gfx12-generic",  false, false},
   ProcessorInfo{"gfx1201", kMach_gfx1201, 12, 0,  1, K64, true,  true, false, false, "gfx12-generic",  false, false},
   // gfx125x: wave32 only; AMDGPUUsage lists no target-ID features (e_flags carry "any").
-  ProcessorInfo{"gfx1250", kMach_gfx1250, 12, 5,  0, K320, true, false, false, false, "gfx12-5-generic", false, false},
-  ProcessorInfo{"gfx1251", kMach_gfx1251, 12, 5,  1, K320, true, false, false, false, "gfx12-5-generic", false, false},
+  ProcessorInfo{"gfx1250", kMach_gfx1250, 12, 5,  0, K320, true, false, false, false, "gfx12-5-generic", false, false, Feature::Any, false, 1024, HotSwap::Forwarded},
+  ProcessorInfo{"gfx1251", kMach_gfx1251, 12, 5,  1, K320, true, false, false, false, "gfx12-5-generic", false, false, Feature::Any, false, 1024},
   // Generic processors (code object v6 only).
   ProcessorInfo{"gfx9-generic",    kMach_gfx9_generic,  9, 0, 0, K64,  false, true, true,  false, "", true, false},
-  ProcessorInfo{"gfx9-4-generic",  kMach_gfx9_4_generic,  9, 4, 0, K64,  false, true, true,  true,  "", true, false, Feature::Any, true},
+  ProcessorInfo{"gfx9-4-generic",  kMach_gfx9_4_generic,  9, 4, 0, K64,  false, true, true,  true,  "", true, false, Feature::Any, true, 512},
   ProcessorInfo{"gfx10-1-generic", kMach_gfx10_1_generic, 10, 1, 0, K64,  true,  true, true,  false, "", true, false},
   ProcessorInfo{"gfx10-3-generic", kMach_gfx10_3_generic, 10, 3, 0, K64,  true,  true, false, false, "", true, false},
   ProcessorInfo{"gfx11-generic",   kMach_gfx11_generic, 11, 0, 0, K64,  true,  true, false, false, "", true, false},
   ProcessorInfo{"gfx12-generic",   kMach_gfx12_generic, 12, 0, 0, K64,  true,  true, false, false, "", true, false},
-  ProcessorInfo{"gfx12-5-generic", kMach_gfx12_5_generic, 12, 5, 0, K320, true,  false, false, false, "", true, false},
+  ProcessorInfo{"gfx12-5-generic", kMach_gfx12_5_generic, 12, 5, 0, K320, true,  false, false, false, "", true, false, Feature::Any, false, 1024},
 };
 // clang-format on
+
+// The unified VGPR/AGPR file is the 512-VGPR one (target.h, ProcessorInfo::vgprs).
+static_assert(std::all_of(kProcessors.begin(), kProcessors.end(),
+                          [](const ProcessorInfo& p) { return p.unified_vgprs == (p.vgprs == 512); }));
 
 // Products and the configuration they run with as shipped (sources: target.h).
 constexpr Feature kOn = Feature::On, kOff = Feature::Off, kNone = Feature::Unsupported;
