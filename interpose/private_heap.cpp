@@ -22,6 +22,7 @@
 #include <new>
 
 #include "hipguard/owned_mutex.h"
+#include "hipguard/settings.h"
 
 namespace {
 
@@ -108,7 +109,7 @@ constexpr size_t kMinAlign = 16;
 // settings, and kept, so that every block goes back where it came from.
 bool uses_malloc() {
   static const bool m = [] {
-    const char* v = getenv("HIPGUARD_HEAP");
+    const char* v = getenv(hipguard::variable(hipguard::Setting::Heap));
     return v && strcasecmp(v, "malloc") == 0;
   }();
   return m;

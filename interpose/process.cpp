@@ -211,17 +211,6 @@ __attribute__((constructor)) void install_exit_status() {
 }
 }  // namespace
 
-void provide_probe_functions() {
-  static std::atomic<bool> done{false};
-  if (done.load(std::memory_order_acquire) || done.exchange(true)) return;  // no locked exchange per launch
-  hipguard::ProbeFunctions f;
-  f.get_func_by_symbol = reinterpret_cast<int (*)(void**, const void*)>(resolve("hipGetFuncBySymbol", "hip_6.2", true));
-  f.func_get_attributes = reinterpret_cast<int (*)(void*, const void*)>(resolve("hipFuncGetAttributes", "hip_4.2", true));
-  f.get_last_error = reinterpret_cast<int (*)()>(resolve("hipGetLastError", "hip_4.2", true));
-  f.peek_at_last_error = reinterpret_cast<int (*)()>(resolve("hipPeekAtLastError", "hip_4.2", true));
-  guard().set_probe_functions(f);
-}
-
 namespace {
 std::atomic<void*> g_stream_get_device;  // hipStreamGetDevice, once resolved
 }  // namespace

@@ -46,17 +46,31 @@ Api other_spelling(Api api) {
   return kApiCount;
 }
 
-// The runtime's function for `api`, cached; a miss is retried (the runtime may be dlopen'ed later).
+// The runtime's function for `api`, cached; a miss is retried (the runtime may be dlopen'ed later)
+// and logged unless `optional`.
 template <class Fn>
-Fn real(Api api) {
+Fn real(Api api, bool optional = false) {
   void* p = g_slots[api].load(std::memory_order_acquire);
   if (__builtin_expect(!p, 0)) {
     Api other = other_spelling(api);
-    p = resolve(kApis[api].name, kApis[api].node, /*optional=*/other != kApiCount);
+    p = resolve(kApis[api].name, kApis[api].node, /*optional=*/optional || other != kApiCount);
     if (!p && other != kApiCount) p = resolve(kApis[other].name, kApis[other].node);
     if (p) g_slots[api].store(p, std::memory_order_release);
   }
   return reinterpret_cast<Fn>(p);
+}
+
+// The probe runs at the first launch; hands the guard the runtime's lookup functions then, once.
+// A runtime without one (ROCm 5.2 has no hipGetFuncBySymbol) leaves it null: not probed that way.
+void provide_probe_functions() {
+  static std::atomic<bool> done{false};
+  if (done.load(std::memory_order_acquire) || done.exchange(true)) return;  // no locked exchange per launch
+  hipguard::ProbeFunctions f;
+  f.get_func_by_symbol = real<decltype(f.get_func_by_symbol)>(api_hipGetFuncBySymbol, /*optional=*/true);
+  f.func_get_attributes = real<decltype(f.func_get_attributes)>(api_hipFuncGetAttributes, /*optional=*/true);
+  f.get_last_error = real<decltype(f.get_last_error)>(api_hipGetLastError, /*optional=*/true);
+  f.peek_at_last_error = real<decltype(f.peek_at_last_error)>(api_hipPeekAtLastError, /*optional=*/true);
+  guard().set_probe_functions(f);
 }
 
 // ---------------------------------------------------------------- helpers of the hooks

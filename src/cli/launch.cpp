@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "hipguard/settings.h"
 #include "report/report_file.h"
 
 namespace hipguard {
@@ -27,7 +28,7 @@ extern "C" void forward_signal(int sig) {
 }  // namespace
 
 int launch(char** argv, const std::string& report) {
-  if (!report.empty()) setenv("HIPGUARD_REPORT", report.c_str(), 1);
+  if (!report.empty()) setenv(variable(Setting::Report), report.c_str(), 1);
   // "%p": a file per process, each written by the process itself.
   if (report.empty() || is_per_process_path(report)) {
     execvp(argv[0], argv);

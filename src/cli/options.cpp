@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "hipguard/settings.h"
 #include "hipguard/version.h"
 
 namespace hipguard {
@@ -134,6 +136,19 @@ int overview_of(const std::string& command) {
   return command == "check" ? 1 : command == "inspect" ? 2 : command == "targets" ? 3 : 4;
 }
 
+// `command`'s help text; run's ends with the settings the shim reads (settings.def).
+const std::string& overview(const std::string& command) {
+  static const std::string run = [] {
+    std::string text = std::string(kOverview[4]) + "\nThe shim's settings (environment; run sets MODE, TARGET, LOG_LEVEL and REPORT from its options):\n";
+    for (const SettingInfo& s : all_settings())
+      ((((text += "  ") += s.variable) += ": ") += s.accepted) += "; without it: " + std::string(s.fallback) + "\n";
+    return text;
+  }();
+  static const std::string others[] = {kOverview[0], kOverview[1], kOverview[2], kOverview[3]};
+  const int i = overview_of(command);
+  return i == 4 ? run : others[i];
+}
+
 // run: the options end at the first argument that is not one, or at "--";
 // the program and its arguments are never seen by the option parser (which
 // would expand an @FILE argument). Returns where the options end; *command:
@@ -163,7 +178,7 @@ bool parse_options(const std::string& command, const std::vector<const char*>& a
   cl::SetVersionPrinter([](llvm::raw_ostream& os) { os << "hipguard " << HIPGUARD_VERSION_STRING << "\n"; });
   std::string errors;
   llvm::raw_string_ostream es(errors);
-  if (cl::ParseCommandLineOptions(static_cast<int>(args.size()), args.data(), kOverview[overview_of(command)], &es,
+  if (cl::ParseCommandLineOptions(static_cast<int>(args.size()), args.data(), overview(command), &es,
                                   nullptr, /*LongOptionsUseDoubleDash=*/true))
     return true;
   es.flush();

@@ -5,6 +5,7 @@
 
 #include "cli/common.h"
 #include "cli/launch.h"
+#include "hipguard/settings.h"
 #include "hipguard/version.h"
 
 namespace hipguard {
@@ -14,7 +15,7 @@ namespace {
 // the install (and the build tree) puts it relative to the executable, so an
 // installed tree or an unpacked tarball works from any prefix.
 std::string find_shim() {
-  if (const char* env = getenv("HIPGUARD_SHIM"); env && *env) return env;
+  if (const char* env = getenv(variable(Setting::Shim)); env && *env) return env;
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
@@ -91,11 +92,11 @@ int run_run(const RunOptions& o) {
 #endif
   if (const char* old = getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   setenv("LD_PRELOAD", preload.c_str(), 1);
-  if (!targets.empty()) setenv("HIPGUARD_TARGET", targets.c_str(), 1);
-  if (o.strict) setenv("HIPGUARD_MODE", "strict", 1);
-  if (o.output.quiet) setenv("HIPGUARD_LOG_LEVEL", "error", 1);
+  if (!targets.empty()) setenv(variable(Setting::Target), targets.c_str(), 1);
+  if (o.strict) setenv(variable(Setting::Mode), "strict", 1);
+  if (o.output.quiet) setenv(variable(Setting::LogLevel), "error", 1);
   if (o.output.verbose) {
-    setenv("HIPGUARD_LOG_LEVEL", "debug", 1);
+    setenv(variable(Setting::LogLevel), "debug", 1);
     fprintf(stderr, "hipguard: LD_PRELOAD=%s\n", preload.c_str());
   }
   return launch(o.command, o.report.value_or(""));

@@ -2,6 +2,7 @@
 #include "runtime/guard.h"
 #include "runtime/address.h"
 #include "base/edit_distance.h"
+#include "hipguard/settings.h"
 
 #include <llvm/ADT/StringRef.h>
 
@@ -18,10 +19,6 @@ namespace hipguard {
 
 namespace {
 
-constexpr const char* kVariables[] = {"HIPGUARD_MODE",      "HIPGUARD_TARGET", "HIPGUARD_EXIT_CODE",
-                                      "HIPGUARD_FAIL_ON",   "HIPGUARD_LOG_LEVEL", "HIPGUARD_REPORT",
-                                      "HIPGUARD_SYSFS_ROOT", "HIPGUARD_SHIM", "HIPGUARD_HEAP"};
-
 // The settings read one by one into a GuardConfig; each finding about them becomes a setup diagnostic.
 class ConfigReader {
  public:
@@ -35,10 +32,10 @@ class ConfigReader {
     log_level();
     heap();
     // A setuid/setgid process must not write files chosen by its environment.
-    if (std::string report = get("HIPGUARD_REPORT"); !report.empty() && !secure_)
+    if (std::string report = get(Setting::Report); !report.empty() && !secure_)
       c_.report_path = report;  // "%p" is expanded when the report is written: a forked child has its own pid
     hotswap_tool();
-    if (std::string targets = get("HIPGUARD_TARGET"); !targets.empty()) named_targets(targets);
+    if (std::string targets = get(Setting::Target); !targets.empty()) named_targets(targets);
     else device_targets();
     return std::move(c_);
   }
@@ -48,6 +45,7 @@ class ConfigReader {
     const char* v = env_(name);
     return v ? v : "";  // empty counts as unset
   }
+  std::string get(Setting s) const { return get(variable(s)); }
 
   void setup(std::string_view code, std::string msg, std::string fix) {
     Diagnostic d = make_diagnostic(code, self_exe(), std::move(msg), std::move(fix));
@@ -55,24 +53,26 @@ class ConfigReader {
     c_.setup_diagnostics.push_back(std::move(d));
   }
 
-  // One line naming the variable, the value, what is accepted and what hipguard does instead.
-  void refuse(const char* name, const std::string& value, const std::string& accepted, const std::string& instead) {
-    setup(code::kBadSetting, std::string(name) + "='" + value + "' is not accepted (accepted: " + accepted + "): " + instead,
-          "set " + std::string(name) + " to one of: " + accepted);
+  // One line naming the variable, the value, what is accepted (settings.def) and what hipguard does instead.
+  void refuse(Setting s, const std::string& instead) {
+    const std::string name = variable(s), accepted(setting(s).accepted);
+    setup(code::kBadSetting, name + "='" + get(s) + "' is not accepted (accepted: " + accepted + "): " + instead,
+          "set " + name + " to one of: " + accepted);
   }
 
   // Misspelled variable names: said, never silently ignored. True when one of them meant HIPGUARD_MODE.
   bool misspelled(const std::vector<std::string>& names) {
     bool misspelled_mode = false;
     for (const auto& name : names) {
-      if (std::any_of(std::begin(kVariables), std::end(kVariables), [&](const char* v) { return name == v; })) continue;
+      auto settings = all_settings();
+      if (std::any_of(settings.begin(), settings.end(), [&](const SettingInfo& v) { return name == v.variable; })) continue;
       std::string upper = name;
       for (char& ch : upper) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
       const char* meant = nullptr;
-      for (const char* v : kVariables)
-        if (!meant && (upper == v || edit_distance(upper, v) <= 2)) meant = v;
+      for (const SettingInfo& v : settings)
+        if (!meant && (upper == v.variable || edit_distance(upper, v.variable) <= 2)) meant = v.variable;
       if (!meant) continue;  // HIPGUARD_SIM_GPUS and the like belong to others
-      bool mode_var = std::string_view(meant) == "HIPGUARD_MODE" && !env_("HIPGUARD_MODE");
+      bool mode_var = std::string_view(meant) == variable(Setting::Mode) && !env_(variable(Setting::Mode));
       misspelled_mode = misspelled_mode || mode_var;
       setup(code::kBadSetting,
             name + " is not a hipguard variable (did you mean " + meant + "?): ignored" +
@@ -84,44 +84,42 @@ class ConfigReader {
 
   // HIPGUARD_MODE; strict when it is not accepted or its name was misspelled (fail closed).
   void mode(bool misspelled_mode) {
-    std::string value = llvm::StringRef(get("HIPGUARD_MODE")).lower();
+    std::string value = llvm::StringRef(get(Setting::Mode)).lower();
     if (value.empty() || value == "warn") c_.mode = Mode::Warn;
     else if (value == "strict") c_.mode = Mode::Strict;
     else if (value == "off") c_.mode = Mode::Off;
     else {
       c_.mode = Mode::Strict;  // fail closed: a CI job that asked for something asked for checking
-      refuse("HIPGUARD_MODE", get("HIPGUARD_MODE"), "warn, strict, off (any case)", "running in strict mode");
+      refuse(Setting::Mode, "running in strict mode");
     }
     if (misspelled_mode) c_.mode = Mode::Strict;
   }
 
   // HIPGUARD_EXIT_CODE: 1 to 255.
   void exit_code() {
-    if (std::string e = get("HIPGUARD_EXIT_CODE"); !e.empty()) {
+    if (std::string e = get(Setting::ExitCode); !e.empty()) {
       char* end = nullptr;
       errno = 0;
       long v = strtol(e.c_str(), &end, 10);
       bool number = end && end != e.c_str() && *end == 0 && errno == 0 && isdigit(static_cast<unsigned char>(e[0]));
       if (number && v >= 1 && v <= 255) c_.exit_code = static_cast<int>(v);
       else
-        refuse("HIPGUARD_EXIT_CODE", e, "a decimal exit status from 1 to 255",
-               std::string(number && v == 0 ? "0 would let a failing process pass; " : "") + "using exit status " +
-                   std::to_string(kDefaultExitCode));
+        refuse(Setting::ExitCode, std::string(number && v == 0 ? "0 would let a failing process pass; " : "") +
+                                      "using exit status " + std::to_string(kDefaultExitCode));
     }
   }
 
   // HIPGUARD_FAIL_ON, never weaker than the mode: strict fails on errors, off on nothing.
   void fail_on() {
     if (c_.mode == Mode::Strict) c_.fail_on = Severity::Error;
-    if (std::string f = llvm::StringRef(get("HIPGUARD_FAIL_ON")).lower(); !f.empty()) {
+    if (std::string f = llvm::StringRef(get(Setting::FailOn)).lower(); !f.empty()) {
       if (f == "error") c_.fail_on = Severity::Error;
       else if (f == "warning" || f == "warn") c_.fail_on = Severity::Warning;
       else if (f == "none") {
         // Never weaker than strict mode.
       } else {
         c_.fail_on = Severity::Warning;  // the stricter choice
-        refuse("HIPGUARD_FAIL_ON", get("HIPGUARD_FAIL_ON"), "error, warning, none (any case)",
-               "failing the exit status on warnings and errors");
+        refuse(Setting::FailOn, "failing the exit status on warnings and errors");
       }
     }
     if (c_.mode == Mode::Off) c_.fail_on.reset();  // off changes nothing, not even the exit status
@@ -129,7 +127,7 @@ class ConfigReader {
 
   // HIPGUARD_LOG_LEVEL: a name or AMD_LOG_LEVEL's number.
   void log_level() {
-    if (std::string l = llvm::StringRef(get("HIPGUARD_LOG_LEVEL")).lower(); !l.empty()) {
+    if (std::string l = llvm::StringRef(get(Setting::LogLevel)).lower(); !l.empty()) {
       static const std::pair<const char*, LogLevel> kLevels[] = {
           {"trace", LogLevel::Trace}, {"debug", LogLevel::Debug}, {"info", LogLevel::Info},
           {"warn", LogLevel::Warn},   {"warning", LogLevel::Warn}, {"error", LogLevel::Error},
@@ -141,9 +139,7 @@ class ConfigReader {
       for (const auto& [name, level] : kLevels)
         if (l == name) c_.log_level = level, found = true;
       if (!found)
-        refuse("HIPGUARD_LOG_LEVEL", get("HIPGUARD_LOG_LEVEL"),
-               "trace, debug, info, warn, error, off (any case), or AMD_LOG_LEVEL's 0 (off) to 5 (trace)",
-               "logging at info");
+        refuse(Setting::LogLevel, "logging at info");
     }
   }
 
@@ -151,9 +147,9 @@ class ConfigReader {
   // (interpose/private_heap.cpp) reads it itself, at its first allocation;
   // here it is only validated, so that a typo is said.
   void heap() {
-    std::string h = llvm::StringRef(get("HIPGUARD_HEAP")).lower();
+    std::string h = llvm::StringRef(get(Setting::Heap)).lower();
     if (!h.empty() && h != "private" && h != "malloc")
-      refuse("HIPGUARD_HEAP", get("HIPGUARD_HEAP"), "private, malloc (any case)", "using the shim's private heap");
+      refuse(Setting::Heap, "using the shim's private heap");
   }
 
   // A code object hot-swap tool in HSA_TOOLS_LIB (a space-separated list of tool libraries ROCr loads).
@@ -187,7 +183,7 @@ class ConfigReader {
             "use a comma-separated list of target IDs such as gfx942, gfx942:sramecc+:xnack- or product names such "
             "as mi300x");
     }
-    c_.target_source = "HIPGUARD_TARGET";
+    c_.target_source = variable(Setting::Target);
     if (c_.targets.empty())
       setup(code::kDeviceChecksSkipped,
             "HIPGUARD_TARGET='" + targets + "' has no valid entry: device checks skipped, structural checks only" +
@@ -198,7 +194,7 @@ class ConfigReader {
   // No HIPGUARD_TARGET: the GPUs of this machine (KFD topology under sysfs).
   void device_targets() {
     // A setuid/setgid process reads the real sysfs only, not files its environment names.
-    std::string sysfs = secure_ ? "/sys" : get("HIPGUARD_SYSFS_ROOT");
+    std::string sysfs = secure_ ? "/sys" : get(Setting::SysfsRoot);
     if (sysfs.empty()) sysfs = "/sys";
     c_.machine.one_process = true;
     for (const Device& d : discover_devices(sysfs, env_)) {

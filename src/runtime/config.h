@@ -2,29 +2,12 @@
 // from a lookup its caller gives (the shim passes getenv); nothing here reads
 // the environment itself.
 //
-// Environment (values are case-insensitive; an empty value counts as unset; a
-// value that is not accepted is an error (HG601, HG206) and hipguard takes the
-// stricter choice, see config_from):
-//   HIPGUARD_MODE       warn (default: log each problem once, forward unchanged)
-//                       | strict (refuse bad modules and launches; end the
-//                       process on a bad fat binary) | off (forward, no checks)
-//   HIPGUARD_TARGET     comma-separated target IDs or product names; overrides
-//                       the GPUs found in the KFD topology
-//   HIPGUARD_EXIT_CODE  1..255: exit status of a strict-mode stop, and of a
-//                       process that saw an error and exited 0 (default 86)
-//   HIPGUARD_FAIL_ON    error | warning | none: which findings make a process
-//                       that exits 0 exit with HIPGUARD_EXIT_CODE instead
-//                       (default: error in strict mode, none in warn mode;
-//                       never weaker than strict mode's "error")
-//   HIPGUARD_LOG_LEVEL  trace|debug|info|warn|error|off, or AMD_LOG_LEVEL's
-//                       numbers 0 (off) 1 (error) 2 (warn) 3 (info) 4 (debug)
-//                       5 (trace) (default info)
-//   HIPGUARD_REPORT     file written at exit: JSON, or JUnit XML when it ends
-//                       in .xml; "%p" becomes the process ID
-//   HIPGUARD_SYSFS_ROOT sysfs root for GPU discovery (tests; default /sys)
-//   HSA_TOOLS_LIB       read only to say when it loads the HotSwap tool (HG210)
-// In a setuid/setgid (AT_SECURE) process HIPGUARD_REPORT and
-// HIPGUARD_SYSFS_ROOT are ignored: the environment chooses no file to write or read.
+// The variables, what each accepts and what holds without it: include/hipguard/settings.def; what
+// each means: the README's table. Values are case-insensitive and an empty value counts as unset; a
+// value that is not accepted is an error (HG601, HG206) and hipguard takes the stricter choice (see
+// config_from). HSA_TOOLS_LIB is read only to say when it loads the HotSwap tool (HG210). In a
+// setuid/setgid (AT_SECURE) process HIPGUARD_REPORT and HIPGUARD_SYSFS_ROOT are ignored: the
+// environment chooses no file to write or read.
 #pragma once
 
 #include <functional>

@@ -94,12 +94,13 @@ void note_refused_launch(int hip_error);
 // hipGetLastError / hipPeekAtLastError report while the runtime has none newer.
 int restored_last_error(bool clear);
 
-// Real runtime entry points the probe needs (resolved by the shim).
+// The runtime's entry points the probe needs, resolved by the shim from hip_api.def's lines; null
+// when the runtime lacks one.
 struct ProbeFunctions {
-  int (*get_func_by_symbol)(void** function, const void* symbol) = nullptr;  // hip_6.2, may be absent
-  int (*func_get_attributes)(void* attr, const void* func) = nullptr;        // hip_4.2
-  int (*get_last_error)() = nullptr;                                         // hip_4.2
-  int (*peek_at_last_error)() = nullptr;                                     // hip_4.2
+  int (*get_func_by_symbol)(void** function, const void* symbol) = nullptr;  // hipGetFuncBySymbol
+  int (*func_get_attributes)(void* attr, const void* func) = nullptr;        // hipFuncGetAttributes
+  int (*get_last_error)() = nullptr;                                         // hipGetLastError
+  int (*peek_at_last_error)() = nullptr;                                     // hipPeekAtLastError
 };
 
 // Runs f(); an exception (std::bad_alloc included) becomes `fallback`. Every

@@ -16,6 +16,7 @@
 
 #include "corpus_facts.h"
 #include "hipguard/diagnostic.h"
+#include "hipguard/settings.h"
 #include "hipguard/version.h"
 #include "test_util.h"
 
@@ -290,6 +291,15 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_cli({}).status, 2) << "no command";
   EXPECT_EQ(run_cli({"frobnicate"}).status, 2) << "unknown command";
   EXPECT_EQ(run_cli({"--help"}).status, 0);
+}
+
+// `hipguard run --help` lists each setting of the shim with what it accepts (settings.def).
+TEST(Cli, RunHelpListsTheShimsSettings) {
+  CliRun r = run_cli({"run", "--help"});
+  EXPECT_EQ(r.status, 0);
+  for (const hipguard::SettingInfo& s : hipguard::all_settings())
+    EXPECT_NE(r.out.find(std::string(s.variable) + ": " + std::string(s.accepted)), std::string::npos) << s.variable << "\n"
+                                                                                                    << r.out;
 }
 
 // ---------------------------------------------------------------- inspect

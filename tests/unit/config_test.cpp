@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "hipguard/settings.h"
 #include "runtime/guard.h"
 #include "test_util.h"
 
@@ -277,4 +278,25 @@ TEST(HotSwap, ForeignEntryForwardedInsteadOfTheNativeOne) {
   // Without a gfx1250 entry: nothing.
   ByteVec plain = make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", co_for("gfx942")}});
   EXPECT_TRUE(hotswap_forwarding(check_image(span(plain), "app", targets), targets, "libhsa-hotswap.so").empty());
+}
+
+// The settings table (settings.def) is what users read: each variable has its row in the README's
+// table of settings (HIPGUARD_SYSFS_ROOT, for tests, and HIPGUARD_SHIM, `hipguard run`'s, in its
+// text) and is named among the variables HG601 knows (docs/diagnostics.md); a variable the
+// configuration refuses quotes the table's accepted values.
+TEST(Config, EverySettingIsDocumentedAndRefusedAsTheTableSays) {
+  const std::string readme = read_text(std::string(HIPGUARD_SOURCE_DIR) + "/README.md");
+  const std::string diagnostics = read_text(std::string(HIPGUARD_SOURCE_DIR) + "/docs/diagnostics.md");
+  const size_t hg601 = diagnostics.find("## HG601");
+  ASSERT_NE(hg601, std::string::npos);
+  const std::string hg601_section = diagnostics.substr(hg601, diagnostics.find("\n## ", hg601 + 1) - hg601);
+  for (const SettingInfo& s : all_settings()) {
+    const std::string name = std::string("`") + s.variable + "`";
+    EXPECT_NE(readme.find(name), std::string::npos) << s.variable << " is not in the README";
+    EXPECT_NE(hg601_section.find(name), std::string::npos) << s.variable << " is not in HG601's list";
+  }
+  EXPECT_EQ(std::to_string(config({{"HIPGUARD_TARGET", "gfx942"}}).exit_code), setting(Setting::ExitCode).fallback);
+  for (Setting s : {Setting::Mode, Setting::ExitCode, Setting::FailOn, Setting::LogLevel, Setting::Heap})
+    expect_refused(config({{variable(s), "not-a-value"}, {"HIPGUARD_TARGET", "gfx942"}}), variable(s), "not-a-value",
+                   std::string(setting(s).accepted));
 }
