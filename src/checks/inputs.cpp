@@ -7,7 +7,7 @@
 #include "hipguard/dependencies.h"
 #include "checks/database_hook.h"
 #include "checks/expand_paths.h"
-#include "checks/offloading.h"
+#include "format/offloading.h"
 #include "checks/ordered_pool.h"
 
 #include <llvm/BinaryFormat/ELF.h>

@@ -5,7 +5,7 @@
 #include <llvm/Object/OffloadBinary.h>
 #include <llvm/Support/MemoryBuffer.h>
 
-#include "checks/offloading.h"
+#include "format/offloading.h"
 #include "test_util.h"
 
 using namespace hgtest;

@@ -1,5 +1,5 @@
 // The .llvm.offloading section of host objects (clang's new offload driver) read with LLVM's OffloadBinary.
-#include "checks/offloading.h"
+#include "format/offloading.h"
 
 #include "hipguard/diagnostic.h"
 
