@@ -77,7 +77,6 @@ hipError_t missing_runtime_function();
 // (HIPGUARD_REPORT) is the one thing written first.
 [[noreturn]] void strict_exit();
 
-
 // The HIP device of a multi-device launch entry (its stream's: CLR rejects null streams there), or -1.
 int stream_device(hipStream_t stream);
 

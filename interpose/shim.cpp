@@ -54,7 +54,7 @@ Fn real(Api api, bool optional = false) {
   if (__builtin_expect(!p, 0)) {
     Api other = other_spelling(api);
     p = resolve(kApis[api].name, kApis[api].node, /*optional=*/optional || other != kApiCount);
-    if (!p && other != kApiCount) p = resolve(kApis[other].name, kApis[other].node);
+    if (!p && other != kApiCount) p = resolve(kApis[other].name, kApis[other].node, optional);
     if (p) g_slots[api].store(p, std::memory_order_release);
   }
   return reinterpret_cast<Fn>(p);

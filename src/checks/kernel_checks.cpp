@@ -242,8 +242,8 @@ std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const Processo
       if (k.vgpr_count > proc.vgprs || agpr > 256)
         out.push_back({code::kRegisterLimit, k.name,
                        "uses " + std::to_string(k.vgpr_count) + " VGPRs in total, " + std::to_string(agpr) + " of them AGPRs; " +
-                           p + " has a unified file of 512 with at most 256 AGPRs",
-                       "rebuild for " + p + " so the compiler can fit the register budget", k.vgpr_count, 512});
+                           p + " has a unified file of " + std::to_string(proc.vgprs) + " with at most 256 AGPRs",
+                       "rebuild for " + p + " so the compiler can fit the register budget", k.vgpr_count, proc.vgprs});
     } else {
       uint64_t vlimit = proc.vgprs;
       if (k.vgpr_count > vlimit || agpr > 256)

@@ -17,8 +17,9 @@ std::vector<Diagnostic> hotswap_forwarding(const ImageReport& report, const std:
   // The bundle entry CLR's HotSwap branch would forward: the first of a Forwarded processor.
   std::string foreign;
   for (const auto& id : report.entry_ids) {
-    Result<TargetId> target = parse_target_id(parse_entry_id(id).target_id);
-    if (const ProcessorInfo* p = target ? find_processor(target->processor) : nullptr;
+    // The processor alone: CLR forwards the entry whatever features it names.
+    const std::string target = parse_entry_id(id).target_id;
+    if (const ProcessorInfo* p = find_processor(std::string_view(target).substr(0, target.find(':')));
         p && p->hotswap == HotSwap::Forwarded) {
       foreign = id;
       break;

@@ -18,8 +18,8 @@ namespace hipguard {
 // What a shared library exports: each defined dynamic symbol with its version node ("" when
 // unversioned), and the version nodes it defines (ELF .gnu.version_d; the base entry left out).
 // The names are views into `storage`, or, when it is null, into memory that outlives the value (the
-// loaded object's own tables: read them while it stays loaded). Sorted vectors, not maps: the shim
-// reads the runtime's ~500 exports once per process inside the program's first HIP call.
+// loaded object's own tables: read them while it stays loaded). Two sorted vectors of views: the
+// shim reads the runtime's ~525 exports once per process, inside the program's first HIP call.
 struct RuntimeExports {
   struct Symbol {
     std::string_view name, node;
@@ -72,7 +72,7 @@ namespace hipguard {
 
 // The same read from a loaded object's own memory (dl_iterate_phdr's load bias and program headers):
 // PT_DYNAMIC's DT_SYMTAB, DT_STRTAB, DT_GNU_HASH (the symbol count), DT_VERSYM, DT_VERDEF(NUM), which
-// the dynamic loader has mapped and checked. Allocates only the result (operator new: a failure is
+// the dynamic loader has mapped and checked. Allocates with operator new only (a failure is
 // std::bad_alloc, never an abort): what the shim uses inside other processes, where LLVM's own
 // allocation failures would abort. Error HG106 when the object has no such tables.
 struct LoadedObject {

@@ -43,7 +43,8 @@ constexpr uint32_t kMach_gfx12_5_generic = 0x05b;
 constexpr uint32_t K64 = 65536, K160 = 163840, K320 = 327680;
 
 // clang-format off
-// name, mach, major, minor, stepping, lds, wave32, wave64, xnack, sramecc, generic family, is_generic, legacy
+// name, mach, major, minor, stepping, lds, wave32, wave64, xnack, sramecc, generic family, is_generic, legacy,
+// then, where not the default: default_xnack, unified_vgprs, vgprs, hotswap (ProcessorInfo, target.h)
 constexpr std::array kProcessors = {
   // gfx8: dropped by current ROCm but still found in older fat binaries (e.g. Debian's rocSPARSE).
   ProcessorInfo{"gfx801",  E::EF_AMDGPU_MACH_AMDGCN_GFX801,  8, 0,  1, K64, false, true, true,  false, "",               false, true},

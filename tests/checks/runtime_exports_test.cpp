@@ -83,12 +83,19 @@ TEST(RuntimeExports, UnknownAndMissingEntryPointsAreSaid) {
   ASSERT_TRUE(audit_runtime_exports(exports(), table(), "libamdhip64.so").empty());
   symbols.push_back({"hipMemcpyAsync", "hip_4.2"});                 // not on a kernel's path
   symbols.push_back({"hipLaunchKernelWithMoreOptions", "hip_6.0"});  // on one, unknown
+  // Another, longer but first by name: the list is by name. Its name twice: the first one counts.
+  symbols.push_back({"hipLaunchAlongerNameThanTheOtherUnknownOne", "hip_6.0"});
+  symbols.push_back({"hipLaunchAlongerNameThanTheOtherUnknownOne", "hip_4.2"});
   std::erase_if(symbols, [](const auto& s) { return s.name == "hipModuleLaunchKernel"; });  // wrapped, its node defined
   RuntimeExports e = exports();
   std::vector<Diagnostic> said = audit_runtime_exports(e, table(), "libamdhip64.so");
   ASSERT_EQ(said.size(), 2u);
   for (const auto& d : said) EXPECT_EQ(d.code, code::kRuntimeEntryPoints);
-  EXPECT_NE(said[0].message.find("hipLaunchKernelWithMoreOptions@hip_6.0"), std::string::npos) << said[0].message;
+  EXPECT_NE(said[0].message.find(
+                "2 entry point(s) on a kernel's path that this hipguard does not know: "
+                "hipLaunchAlongerNameThanTheOtherUnknownOne@hip_6.0, hipLaunchKernelWithMoreOptions@hip_6.0;"),
+            std::string::npos)
+      << said[0].message;
   EXPECT_EQ(said[0].message.find("hipMemcpyAsync"), std::string::npos) << said[0].message;
   EXPECT_NE(said[1].message.find("hipModuleLaunchKernel@hip_4.2"), std::string::npos) << said[1].message;
   EXPECT_EQ(said[1].message.find("hipExtModuleLaunchKernel"), std::string::npos) << said[1].message;

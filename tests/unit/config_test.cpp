@@ -275,6 +275,12 @@ TEST(HotSwap, ForeignEntryForwardedInsteadOfTheNativeOne) {
   EXPECT_NE(format_line(ds[1]).find("hipv4-amdgcn-amd-amdhsa--gfx950"), std::string::npos);
   // Without the tool: nothing.
   EXPECT_TRUE(hotswap_forwarding(r, targets, "").empty());
+  // An entry naming features is forwarded all the same: the processor decides.
+  ByteVec featured = make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", co_for("gfx942")},
+                                  {"hipv4-amdgcn-amd-amdhsa--gfx1250:xnack+", co_for("gfx1250")}});
+  auto featured_ds = hotswap_forwarding(check_image(span(featured), "app", targets), targets, "libhsa-hotswap.so");
+  ASSERT_EQ(featured_ds.size(), 1u) << dump(featured_ds);
+  EXPECT_EQ(featured_ds[0].entry, "hipv4-amdgcn-amd-amdhsa--gfx1250:xnack+");
   // Without a gfx1250 entry: nothing.
   ByteVec plain = make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", co_for("gfx942")}});
   EXPECT_TRUE(hotswap_forwarding(check_image(span(plain), "app", targets), targets, "libhsa-hotswap.so").empty());
