@@ -12,14 +12,14 @@ enum class Setting {
 #undef HG_SETTING
 };
 
+// kSettings[s] is the line of Setting s: both are expanded from settings.def in its order.
 struct SettingInfo {
-  Setting id;
   const char* variable;  // "HIPGUARD_MODE": a C string, for getenv and setenv
   std::string_view accepted, fallback;
 };
 
 inline constexpr SettingInfo kSettings[] = {
-#define HG_SETTING(id, variable, accepted, fallback) {Setting::id, variable, accepted, fallback},
+#define HG_SETTING(id, variable, accepted, fallback) {variable, accepted, fallback},
 #include "hipguard/settings.def"
 #undef HG_SETTING
 };

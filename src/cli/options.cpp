@@ -136,17 +136,17 @@ int overview_of(const std::string& command) {
   return command == "check" ? 1 : command == "inspect" ? 2 : command == "targets" ? 3 : 4;
 }
 
-// `command`'s help text; run's ends with the settings the shim reads (settings.def).
-const std::string& overview(const std::string& command) {
+// `command`'s help text; run's ends with the settings the shim reads (settings.def). llvm::cl keeps
+// the text it is given, so run's is built once and kept.
+llvm::StringRef overview(const std::string& command) {
   static const std::string run = [] {
     std::string text = std::string(kOverview[4]) + "\nThe shim's settings (environment; run sets MODE, TARGET, LOG_LEVEL and REPORT from its options):\n";
     for (const SettingInfo& s : all_settings())
       ((((text += "  ") += s.variable) += ": ") += s.accepted) += "; without it: " + std::string(s.fallback) + "\n";
     return text;
   }();
-  static const std::string others[] = {kOverview[0], kOverview[1], kOverview[2], kOverview[3]};
   const int i = overview_of(command);
-  return i == 4 ? run : others[i];
+  return i == 4 ? llvm::StringRef(run) : llvm::StringRef(kOverview[i]);
 }
 
 // run: the options end at the first argument that is not one, or at "--";

@@ -80,9 +80,9 @@ Result<RuntimeExports> read_loaded_exports(const LoadedObject& object) {
     std::string_view name = name_at(sym.st_name);
     if (name.empty()) continue;
     std::string_view node;
-    if (versym && (versym[i] & 0x7fff) < node_names.size()) {
-      node = node_names[versym[i] & 0x7fff];
-      node_used[versym[i] & 0x7fff] = true;
+    if (const uint16_t index = versym ? versym[i] & 0x7fff : 0; index < node_names.size()) {
+      node = node_names[index];
+      node_used[index] = true;
     }
     out.symbols.push_back({name, node});
   }
