@@ -96,11 +96,14 @@ class OwnedMutex {
 
  private:
   friend struct OwnedMutexTestPeer;
+  // The futex word moves only when someone waits: a waiter counts itself in waiters_ before it
+  // reads seq_ and tries the lock, and this store precedes the load of waiters_ (both seq_cst), so
+  // a waiter not counted yet finds the lock free when it tries. An uncontended unlock is one store.
   void release() {
     owner_.store(0);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     --t_held;
-    seq_.fetch_add(1);
+    if (waiters_.load() != 0) seq_.fetch_add(1);
   }
   // Every waiter, not one: a waiter woken as a signal arrives runs the handler first, and a fork
   // there waits for locks other waiters' handlers hold; a single wake-up it took would be lost.
@@ -115,7 +118,7 @@ class OwnedMutex {
   }
 
   std::atomic<uintptr_t> owner_{0};
-  std::atomic<uint32_t> seq_{0};  // the futex: bumped by each unlock
+  std::atomic<uint32_t> seq_{0};  // the futex: bumped by each unlock that finds a waiter
   std::atomic<uint32_t> waiters_{0};
   std::atomic<bool> held_for_fork_{false};  // by a fork handler (lock_for_fork), until unlock_after_fork
   static inline thread_local unsigned t_held = 0;  // locks this thread holds or is taking

@@ -1,75 +1,98 @@
-// The .llvm.offloading section of host objects (clang's new offload driver) read with LLVM's OffloadBinary.
+// The .llvm.offloading section of host objects (clang's new offload driver): OffloadBinary images
+// read through LLVM's own definitions of the format (OffloadBinary::Header, Entry, StringEntry,
+// ImageKind), without OffloadBinary::create. That function's object file also holds the
+// IR-reading half of OffloadBinary, which links LLVM's IR, bitcode and MC libraries, with their
+// static constructors, into every process the shim is preloaded in (docs/performance.md, R4).
 #include "format/offloading.h"
 
 #include "hipguard/diagnostic.h"
 
 #include <llvm/Object/OffloadBinary.h>
-#include <llvm/Support/Alignment.h>
-#include <llvm/Support/Error.h>
-#include <llvm/Support/MemoryBuffer.h>
 
 #include <cstring>
+#include <optional>
 
 namespace hipguard {
 namespace {
 using llvm::object::OffloadBinary;
 
-// What OffloadBinary::create (LLVM 16) leaves unchecked, checked first: the
-// image and every string of the string table inside the `size` bytes of the
-// binary at `p` (8-byte aligned), each string NUL-terminated there.
-bool within(const char* p, uint64_t size, std::string* error) {
-  if (size < sizeof(OffloadBinary::Header)) return *error = "shorter than its header", false;
-  const auto* h = reinterpret_cast<const OffloadBinary::Header*>(p);
-  if (h->EntryOffset > size || size - h->EntryOffset < sizeof(OffloadBinary::Entry) ||
-      h->EntryOffset % alignof(OffloadBinary::Entry) != 0)
-    return *error = "entry out of bounds", false;
-  const auto* e = reinterpret_cast<const OffloadBinary::Entry*>(p + h->EntryOffset);
-  if (e->ImageOffset > size || e->ImageSize > size - e->ImageOffset) return *error = "image out of bounds", false;
-  if (e->StringOffset > size || e->NumStrings > (size - e->StringOffset) / sizeof(OffloadBinary::StringEntry) ||
-      e->StringOffset % alignof(OffloadBinary::StringEntry) != 0)
-    return *error = "string table out of bounds", false;
-  const auto* strings = reinterpret_cast<const OffloadBinary::StringEntry*>(p + e->StringOffset);
-  for (uint64_t i = 0; i < e->NumStrings; ++i)
-    for (uint64_t at : {strings[i].KeyOffset, strings[i].ValueOffset})
-      if (at >= size || !std::memchr(p + at, 0, size - at)) return *error = "string out of bounds", false;
-  return true;
+template <class T>
+T read_at(const uint8_t* p) {  // the section need not be aligned for T
+  T out;
+  std::memcpy(&out, p, sizeof out);
+  return out;
+}
+
+// One OffloadBinary of `size` bytes at `p` (size checked against the section and the header): the
+// checks OffloadBinary::create (LLVM 16-21) makes, and what it leaves unchecked, checked too: the
+// image and every string of the string table inside the binary, each string NUL-terminated there.
+std::optional<std::string> invalid(const uint8_t* p, uint64_t size) {
+  const auto h = read_at<OffloadBinary::Header>(p);
+  if (h.Version != OffloadBinary::Version)
+    return "version " + std::to_string(h.Version) + ", not " + std::to_string(OffloadBinary::Version);
+  if (size < sizeof(OffloadBinary::Header) + sizeof(OffloadBinary::Entry) ||
+      h.EntryOffset > size - sizeof(OffloadBinary::Entry) || h.EntrySize > size - sizeof(OffloadBinary::Header))
+    return "entry out of bounds";
+  const auto e = read_at<OffloadBinary::Entry>(p + h.EntryOffset);
+  if (e.ImageOffset > size || e.ImageSize > size - e.ImageOffset) return "image out of bounds";
+  if (e.StringOffset > size || e.NumStrings > (size - e.StringOffset) / sizeof(OffloadBinary::StringEntry))
+    return "string table out of bounds";
+  for (uint64_t i = 0; i < e.NumStrings; ++i) {
+    const auto s = read_at<OffloadBinary::StringEntry>(p + e.StringOffset + i * sizeof(OffloadBinary::StringEntry));
+    for (uint64_t at : {s.KeyOffset, s.ValueOffset})
+      if (at >= size || !std::memchr(p + at, 0, size - at)) return "string out of bounds";
+  }
+  return std::nullopt;
+}
+
+// The value of `key` in the binary's string table ("" when absent; the last of two, as
+// OffloadBinary's map keeps it). The binary is valid (invalid() said nothing).
+std::string string_of(const uint8_t* p, std::string_view key) {
+  const auto e = read_at<OffloadBinary::Entry>(p + read_at<OffloadBinary::Header>(p).EntryOffset);
+  std::string out;
+  for (uint64_t i = 0; i < e.NumStrings; ++i) {
+    const auto s = read_at<OffloadBinary::StringEntry>(p + e.StringOffset + i * sizeof(OffloadBinary::StringEntry));
+    if (reinterpret_cast<const char*>(p + s.KeyOffset) == key) out = reinterpret_cast<const char*>(p + s.ValueOffset);
+  }
+  return out;
+}
+
+// getImageKindName's names (LLVM 16-21) for the kinds not named in words.
+std::string kind_name(uint16_t kind) {
+  switch (kind) {
+    case llvm::object::IMG_Object: return "an object";
+    case llvm::object::IMG_Bitcode: return "LLVM IR";
+    case llvm::object::IMG_Cubin: return "cubin";
+    case llvm::object::IMG_Fatbinary: return "fatbin";
+    case llvm::object::IMG_PTX: return "s";
+    default: return "";
+  }
 }
 }  // namespace
 
 Result<std::vector<OffloadingImage>> read_offloading_section(Bytes section) {
   auto malformed = [](std::string why) { return ParseError{std::string(code::kMalformedElf), std::move(why)}; };
   std::vector<OffloadingImage> images;
-  llvm::StringRef all(reinterpret_cast<const char*>(section.data()), section.size());
   uint64_t offset = 0;
-  while (offset < all.size()) {
-    // OffloadBinary wants its header 8-byte aligned: a copy when the section is not.
-    llvm::StringRef rest = all.drop_front(offset);
-    uint64_t size = 0;
-    if (rest.size() >= sizeof(OffloadBinary::Header)) std::memcpy(&size, rest.data() + 8, sizeof size);  // Header::Size
+  while (offset < section.size()) {
+    const uint8_t* p = section.data() + offset;
+    const uint64_t rest = section.size() - offset;
+    uint64_t size = rest >= sizeof(OffloadBinary::Header) ? read_at<OffloadBinary::Header>(p).Size : 0;
     std::string why = "image at offset " + std::to_string(offset) + ": ";
-    if (size < sizeof(OffloadBinary::Header) || size > rest.size())
+    if (size < sizeof(OffloadBinary::Header) || size > rest)
       return malformed(why + "size " + std::to_string(size) + " outside the section");
-    std::unique_ptr<llvm::MemoryBuffer> buffer =
-        llvm::MemoryBuffer::getMemBuffer(rest.take_front(size), "", /*RequiresNullTerminator=*/false);
-    if (!llvm::isAddrAligned(llvm::Align(OffloadBinary::getAlignment()), buffer->getBufferStart()))
-      buffer = llvm::MemoryBuffer::getMemBufferCopy(buffer->getBuffer());
-    if (rest.size() < 8 || std::memcmp(rest.data(), "\x10\xff\x10\xad", 4) != 0)
-      return malformed(why + "no OffloadBinary magic");
-    std::string bounds;
-    if (!within(buffer->getBufferStart(), size, &bounds)) return malformed(why + bounds);
-    auto binary = OffloadBinary::create(*buffer);
-    if (!binary) return malformed(why + llvm::toString(binary.takeError()));
-    const OffloadBinary& b = **binary;
+    if (std::memcmp(p, "\x10\xff\x10\xad", 4) != 0) return malformed(why + "no OffloadBinary magic");
+    if (auto bad = invalid(p, size)) return malformed(why + *bad);
+    const auto e = read_at<OffloadBinary::Entry>(p + read_at<OffloadBinary::Header>(p).EntryOffset);
     OffloadingImage image;
-    image.triple = b.getTriple().str();
-    image.arch = b.getArch().str();
-    image.kind = b.getImageKind() == llvm::object::IMG_Bitcode  ? "LLVM IR"
-                 : b.getImageKind() == llvm::object::IMG_Object ? "an object"
-                                                                : llvm::object::getImageKindName(b.getImageKind()).str();
-    image.code_object = b.getImageKind() == llvm::object::IMG_Object && llvm::StringRef(image.triple).startswith("amdgcn");
-    image.bytes = b.getImage().str();
+    image.triple = string_of(p, "triple");
+    image.arch = string_of(p, "arch");
+    image.kind = kind_name(e.TheImageKind);
+    image.code_object = e.TheImageKind == llvm::object::IMG_Object && llvm::StringRef(image.triple).startswith("amdgcn");
+    image.bytes.assign(reinterpret_cast<const char*>(p + e.ImageOffset), e.ImageSize);
     images.push_back(std::move(image));
-    offset = llvm::alignTo(offset + size, OffloadBinary::getAlignment());
+    offset += size;
+    offset += (OffloadBinary::getAlignment() - offset % OffloadBinary::getAlignment()) % OffloadBinary::getAlignment();
   }
   return images;
 }

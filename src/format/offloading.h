@@ -19,7 +19,8 @@ struct OffloadingImage {
 
 // The images of one SHT_LLVM_OFFLOADING section's contents, in order (the
 // section holds OffloadBinary blobs back to back, each padded to 8 bytes; read
-// with llvm::object::OffloadBinary, version 1 as clang 16 to 21 write it).
+// through LLVM's definitions of llvm::object::OffloadBinary, version 1 as clang
+// 16 to 21 write it).
 // HG106 (kMalformedElf) when the contents are not such a list.
 Result<std::vector<OffloadingImage>> read_offloading_section(Bytes section);
 

@@ -359,6 +359,21 @@ TEST(ShimExports, OnlyInterposedHipSymbolsUnderTheRuntimeVersions) {
     EXPECT_EQ(dyn.out.find(lib), std::string::npos) << "libhipguard.so must not depend on " << lib;
 }
 
+// The shim links LLVM's ELF, msgpack and compression readers, never its IR, bitcode or MC
+// libraries: ObjectFile::createELFObjectFile or OffloadBinary::create would pull them in, and
+// --gc-sections drops their code but keeps ~20 static constructors (_GLOBAL__sub_I_<file>), which
+// run in every process the shim is preloaded in (R4 in docs/performance.md). Read from the shim's
+// own symbol table, where those constructors stay as local symbols.
+TEST(ShimExports, LinksNoLlvmIrBitcodeOrMc) {
+  ProcessResult syms = run_process({kReadelf, "-sW", kShim});
+  ASSERT_EQ(syms.status, 0);
+  ASSERT_NE(syms.out.find("_GLOBAL__sub_I_"), std::string::npos) << "the shim's symbol table is stripped";
+  for (const char* file : {"LLVMContextImpl.cpp", "BitcodeReader.cpp", "LegacyPassManager.cpp", "Verifier.cpp",
+                           "MCAsmParser.cpp", "MCSymbol.cpp", "IRSymtab.cpp"})
+    EXPECT_EQ(syms.out.find(std::string(" _GLOBAL__sub_I_") + file), std::string::npos)
+        << "libhipguard.so links LLVM's " << file;
+}
+
 // The table's facts about the runtime's export map: symbols hipguard decided
 // not to interpose (HG_SKIP) are not exported by the shim, and every symbol of
 // Debian's ROCm 5.2 runtime whose name says it loads code, launches a kernel,
