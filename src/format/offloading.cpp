@@ -24,7 +24,7 @@ T read_at(const uint8_t* p) {  // the section need not be aligned for T
 }
 
 // One OffloadBinary of `size` bytes at `p` (size checked against the section and the header): the
-// checks OffloadBinary::create (LLVM 16-21) makes, and what it leaves unchecked, checked too: the
+// checks OffloadBinary::create (LLVM 16) makes, and what it leaves unchecked, checked too: the
 // image and every string of the string table inside the binary, each string NUL-terminated there.
 std::optional<std::string> invalid(const uint8_t* p, uint64_t size) {
   const auto h = read_at<OffloadBinary::Header>(p);
@@ -57,7 +57,7 @@ std::string string_of(const uint8_t* p, std::string_view key) {
   return out;
 }
 
-// getImageKindName's names (LLVM 16-21) for the kinds not named in words.
+// getImageKindName's names (LLVM 16; later LLVM adds IMG_SPIRV) for the kinds not named in words.
 std::string kind_name(uint16_t kind) {
   switch (kind) {
     case llvm::object::IMG_Object: return "an object";

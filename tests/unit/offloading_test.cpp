@@ -1,5 +1,5 @@
 // Relocatable host objects of clang's new offload driver: the .llvm.offloading section
-// (SHT_LLVM_OFFLOADING, OffloadBinary images) read with LLVM's OffloadBinary. The objects are
+// (SHT_LLVM_OFFLOADING, OffloadBinary images) read through LLVM's OffloadBinary structures. The objects are
 // crafted here (OffloadBinary::write, a minimal ELF64 ET_REL) around a crafted code object.
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/Object/OffloadBinary.h>
