@@ -8,6 +8,7 @@
 #include "hipguard/diagnostic.h"
 
 #include <llvm/Object/OffloadBinary.h>
+#include <llvm/Support/MathExtras.h>
 
 #include <cstring>
 #include <optional>
@@ -26,8 +27,7 @@ T read_at(const uint8_t* p) {  // the section need not be aligned for T
 // One OffloadBinary of `size` bytes at `p` (size checked against the section and the header): the
 // checks OffloadBinary::create (LLVM 16) makes, and what it leaves unchecked, checked too: the
 // image and every string of the string table inside the binary, each string NUL-terminated there.
-std::optional<std::string> invalid(const uint8_t* p, uint64_t size) {
-  const auto h = read_at<OffloadBinary::Header>(p);
+std::optional<std::string> invalid(const uint8_t* p, uint64_t size, const OffloadBinary::Header& h) {
   if (h.Version != OffloadBinary::Version)
     return "version " + std::to_string(h.Version) + ", not " + std::to_string(OffloadBinary::Version);
   if (size < sizeof(OffloadBinary::Header) + sizeof(OffloadBinary::Entry) ||
@@ -46,9 +46,8 @@ std::optional<std::string> invalid(const uint8_t* p, uint64_t size) {
 }
 
 // The value of `key` in the binary's string table ("" when absent; the last of two, as
-// OffloadBinary's map keeps it). The binary is valid (invalid() said nothing).
-std::string string_of(const uint8_t* p, std::string_view key) {
-  const auto e = read_at<OffloadBinary::Entry>(p + read_at<OffloadBinary::Header>(p).EntryOffset);
+// OffloadBinary's map keeps it). The binary is valid (invalid() said nothing); `e` is its entry.
+std::string string_of(const uint8_t* p, const OffloadBinary::Entry& e, std::string_view key) {
   std::string out;
   for (uint64_t i = 0; i < e.NumStrings; ++i) {
     const auto s = read_at<OffloadBinary::StringEntry>(p + e.StringOffset + i * sizeof(OffloadBinary::StringEntry));
@@ -77,22 +76,23 @@ Result<std::vector<OffloadingImage>> read_offloading_section(Bytes section) {
   while (offset < section.size()) {
     const uint8_t* p = section.data() + offset;
     const uint64_t rest = section.size() - offset;
-    uint64_t size = rest >= sizeof(OffloadBinary::Header) ? read_at<OffloadBinary::Header>(p).Size : 0;
+    // A section too short for a header reads as one of size 0.
+    const auto h = rest >= sizeof(OffloadBinary::Header) ? read_at<OffloadBinary::Header>(p) : OffloadBinary::Header{};
+    const uint64_t size = h.Size;
     std::string why = "image at offset " + std::to_string(offset) + ": ";
     if (size < sizeof(OffloadBinary::Header) || size > rest)
       return malformed(why + "size " + std::to_string(size) + " outside the section");
     if (std::memcmp(p, "\x10\xff\x10\xad", 4) != 0) return malformed(why + "no OffloadBinary magic");
-    if (auto bad = invalid(p, size)) return malformed(why + *bad);
-    const auto e = read_at<OffloadBinary::Entry>(p + read_at<OffloadBinary::Header>(p).EntryOffset);
+    if (auto bad = invalid(p, size, h)) return malformed(why + *bad);
+    const auto e = read_at<OffloadBinary::Entry>(p + h.EntryOffset);
     OffloadingImage image;
-    image.triple = string_of(p, "triple");
-    image.arch = string_of(p, "arch");
+    image.triple = string_of(p, e, "triple");
+    image.arch = string_of(p, e, "arch");
     image.kind = kind_name(e.TheImageKind);
     image.code_object = e.TheImageKind == llvm::object::IMG_Object && llvm::StringRef(image.triple).startswith("amdgcn");
     image.bytes.assign(reinterpret_cast<const char*>(p + e.ImageOffset), e.ImageSize);
     images.push_back(std::move(image));
-    offset += size;
-    offset += (OffloadBinary::getAlignment() - offset % OffloadBinary::getAlignment()) % OffloadBinary::getAlignment();
+    offset = llvm::alignTo(offset + size, OffloadBinary::getAlignment());
   }
   return images;
 }
