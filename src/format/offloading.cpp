@@ -27,6 +27,8 @@ T read_at(const uint8_t* p) {  // the section need not be aligned for T
 // One OffloadBinary of `size` bytes at `p` (size checked against the section and the header): the
 // checks OffloadBinary::create (LLVM 16) makes, and what it leaves unchecked, checked too: the
 // image and every string of the string table inside the binary, each string NUL-terminated there.
+// Linear in `size` whatever the binary says: a string is terminated inside it exactly when it starts
+// at or before the binary's last NUL, found once.
 std::optional<std::string> invalid(const uint8_t* p, uint64_t size, const OffloadBinary::Header& h) {
   if (h.Version != OffloadBinary::Version)
     return "version " + std::to_string(h.Version) + ", not " + std::to_string(OffloadBinary::Version);
@@ -37,34 +39,40 @@ std::optional<std::string> invalid(const uint8_t* p, uint64_t size, const Offloa
   if (e.ImageOffset > size || e.ImageSize > size - e.ImageOffset) return "image out of bounds";
   if (e.StringOffset > size || e.NumStrings > (size - e.StringOffset) / sizeof(OffloadBinary::StringEntry))
     return "string table out of bounds";
+  const void* last_nul = memrchr(p, 0, size);
+  const uint64_t terminated_below = last_nul ? static_cast<const uint8_t*>(last_nul) - p + 1 : 0;
   for (uint64_t i = 0; i < e.NumStrings; ++i) {
     const auto s = read_at<OffloadBinary::StringEntry>(p + e.StringOffset + i * sizeof(OffloadBinary::StringEntry));
-    for (uint64_t at : {s.KeyOffset, s.ValueOffset})
-      if (at >= size || !std::memchr(p + at, 0, size - at)) return "string out of bounds";
+    if (s.KeyOffset >= terminated_below || s.ValueOffset >= terminated_below) return "string out of bounds";
   }
   return std::nullopt;
 }
 
 // The value of `key` in the binary's string table ("" when absent; the last of two, as
 // OffloadBinary's map keeps it). The binary is valid (invalid() said nothing); `e` is its entry.
+// Each key is compared over at most key.size() + 1 bytes and one value copied: linear in the table.
 std::string string_of(const uint8_t* p, const OffloadBinary::Entry& e, std::string_view key) {
-  std::string out;
+  const char* value = "";
   for (uint64_t i = 0; i < e.NumStrings; ++i) {
     const auto s = read_at<OffloadBinary::StringEntry>(p + e.StringOffset + i * sizeof(OffloadBinary::StringEntry));
-    if (reinterpret_cast<const char*>(p + s.KeyOffset) == key) out = reinterpret_cast<const char*>(p + s.ValueOffset);
+    const char* k = reinterpret_cast<const char*>(p + s.KeyOffset);
+    if (std::strncmp(k, key.data(), key.size()) == 0 && k[key.size()] == '\0')
+      value = reinterpret_cast<const char*>(p + s.ValueOffset);
   }
-  return out;
+  return value;
 }
 
-// getImageKindName's names (LLVM 16; later LLVM adds IMG_SPIRV) for the kinds not named in words.
+// The image kinds not named as code objects or IR, in words (getImageKindName gives file
+// extensions: "s" for PTX); LLVM 16's ImageKind, whose later versions add IMG_SPIRV (6).
 std::string kind_name(uint16_t kind) {
   switch (kind) {
     case llvm::object::IMG_Object: return "an object";
     case llvm::object::IMG_Bitcode: return "LLVM IR";
-    case llvm::object::IMG_Cubin: return "cubin";
-    case llvm::object::IMG_Fatbinary: return "fatbin";
-    case llvm::object::IMG_PTX: return "s";
-    default: return "";
+    case llvm::object::IMG_Cubin: return "a cubin";
+    case llvm::object::IMG_Fatbinary: return "a CUDA fatbin";
+    case llvm::object::IMG_PTX: return "PTX";
+    case 6: return "SPIR-V";
+    default: return "an image of kind " + std::to_string(kind);
   }
 }
 }  // namespace

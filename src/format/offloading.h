@@ -12,7 +12,7 @@ namespace hipguard {
 
 struct OffloadingImage {
   std::string triple, arch;  // "amdgcn-amd-amdhsa", "gfx942" (the image's string table)
-  std::string kind;          // "an object", "LLVM IR" (compiled when the program is linked), else getImageKindName
+  std::string kind;          // in words: "an object", "LLVM IR" (compiled when the program is linked), "PTX", ...
   bool code_object = false;  // an ELF image for amdgcn: checked as a raw code object
   std::string bytes;         // the image, copied out of the section (8-byte alignment not required of it)
 };
