@@ -41,7 +41,7 @@ function(hipguard_layer name)
   target_include_directories(hipguard_${name} PUBLIC ${root}/public PRIVATE ${internal})
   target_link_libraries(hipguard_${name} PUBLIC ${L_DEPENDS})
   target_compile_options(hipguard_${name} PRIVATE -Wall -Wextra -ffunction-sections -fdata-sections
-                         -fvisibility=hidden -fvisibility-inlines-hidden)
+                         -fvisibility=hidden -fvisibility-inlines-hidden ${HIPGUARD_TLS_MODEL})
 endfunction()
 
 # Every header under include/hipguard/ belongs to exactly one layer: one that none lists could be

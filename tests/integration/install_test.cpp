@@ -58,15 +58,15 @@ TEST(ShimLibrary, VersionedSonameAndFewDependencies) {
   ProcessResult d = run_process({kReadelf, "-d", kShim});
   EXPECT_EQ(lines_with(d.out, "Library soname: [" + kSoname + "]").size(), 1u) << d.out;
   EXPECT_EQ(fs::read_symlink(kBuild + "/lib/" + kSoname).string(), "libhipguard.so." + kVersion);
-  // libc, libm, the dynamic loader, zlib and zstd; libstdc++ and libgcc are linked in.
+  // glibc alone (libc, libm, the dynamic loader): libstdc++, libgcc, LLVM, zlib and zstd are linked
+  // in. A library the shim needed would sit in the host's global scope, searched by every later
+  // symbol lookup (docs/performance.md, R4), and keep the shim from loading where it is missing.
   for (const auto& lib : needed(kShim)) {
 #ifdef HIPGUARD_SANITIZER_RUNTIME
     // A sanitizer build of the shim needs the sanitizer's runtime too.
     if (lib.rfind("libasan.so", 0) == 0 || lib.rfind("libubsan.so", 0) == 0 || lib.rfind("libtsan.so", 0) == 0) continue;
 #endif
-    EXPECT_TRUE(lib == "libc.so.6" || lib == "libm.so.6" || lib == "ld-linux-x86-64.so.2" || lib == "libz.so.1" ||
-                lib == "libzstd.so.1")
-        << "libhipguard.so needs " << lib;
+    EXPECT_TRUE(lib == "libc.so.6" || lib == "libm.so.6" || lib == "ld-linux-x86-64.so.2") << "libhipguard.so needs " << lib;
   }
   for (const auto& lib : needed(kCli)) EXPECT_EQ(lib.find("tinfo"), std::string::npos) << "hipguard needs " << lib;
 }
@@ -118,8 +118,10 @@ TEST(Package, DebAndTarball) {
   EXPECT_EQ(field("Package"), "hipguard");
   EXPECT_EQ(field("Version"), kVersion);
   std::string depends = field("Depends");
-  for (const char* lib : {"libc6", "libstdc++6", "libgcc-s1", "zlib1g", "libzstd1", "libarchive13"})
+  for (const char* lib : {"libc6", "libstdc++6", "libgcc-s1", "libarchive13"})
     EXPECT_NE(depends.find(lib), std::string::npos) << lib << " not in Depends: " << depends;
+  for (const char* lib : {"zlib1g", "libzstd1"})  // linked in statically
+    EXPECT_EQ(depends.find(lib), std::string::npos) << lib << " in Depends: " << depends;
   EXPECT_EQ(depends.find("tinfo"), std::string::npos) << depends;
   EXPECT_EQ(depends.find("llvm"), std::string::npos) << depends;
   std::string contents = run_process({"dpkg-deb", "-c", deb}).out;
