@@ -1,14 +1,10 @@
-// Checking files: host ELF sections, bundles, archive members, and check_paths over many files
-// (reading a file: file_data.cpp; directory walking: expand_paths.cpp; the ordered pool: ordered_pool.cpp).
+// Checking one file: host ELF sections, bundles, archive members (many paths in order: check_paths.cpp;
+// reading a file: file_data.cpp).
 #include "hipguard/inputs.h"
 
 #include "base/regular_file.h"
 #include "checks/library.h"
-#include "hipguard/dependencies.h"
-#include "checks/database_hook.h"
-#include "checks/expand_paths.h"
 #include "format/offloading.h"
-#include "checks/ordered_pool.h"
 
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/Object/ELF.h>
@@ -27,10 +23,6 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <filesystem>
-#include <thread>
-#include <unordered_set>
-#include <variant>
 
 namespace hipguard {
 bool FileReport::ok() const {
@@ -207,6 +199,28 @@ FileReport& check_data(Bytes data, const FileData& file, const std::string& path
   return r;
 }
 
+// A kernel library's file (library.h): an image built only for other processors is marked
+// other_target and counted, not reported as an error for them.
+void mark_library_image(ImageReport& img) {
+  if (library::is_library_image(img)) library::mark_other_targets(img);
+}
+
+// `options` for a kernel library's file, a file found in a directory walk or an archive's member:
+// checked to Depth::Library, each image marked before it reaches options.sink (through `marked`,
+// which must outlive the check).
+CheckFileOptions library_file_options(const CheckFileOptions& options, ImageSink& marked) {
+  CheckFileOptions o = options;
+  if (o.depth == Depth::ForTargets) o.depth = Depth::Library;
+  if (options.sink) {
+    marked = [sink = options.sink](ImageReport&& img) {
+      mark_library_image(img);
+      (*sink)(std::move(img));
+    };
+    o.sink = &marked;
+  }
+  return o;
+}
+
 FileReport check_one_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options) {
   FileReport r;
   r.path = path;
@@ -221,22 +235,11 @@ FileReport check_one_file(const std::string& path, const std::vector<TargetId>& 
 
 FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options) {
   if (!options.library_file) return check_one_file(path, targets, options);
-  // A kernel library's file (library.h): files for other processors are counted, not checked.
-  auto mark = [](ImageReport& img) {
-    if (library::is_library_image(img)) library::mark_other_targets(img);
-  };
-  CheckFileOptions o = options;
-  if (o.depth == Depth::ForTargets) o.depth = Depth::Library;
-  ImageSink marked = [&](ImageReport&& img) {
-    mark(img);
-    (*options.sink)(std::move(img));
-  };
-  if (options.sink) o.sink = &marked;
-  FileReport r = check_one_file(path, targets, o);
-  for (auto& img : r.images) mark(img);
+  ImageSink marked;
+  FileReport r = check_one_file(path, targets, library_file_options(options, marked));
+  for (auto& img : r.images) mark_library_image(img);
   return r;
 }
-
 
 namespace {
 // An archive's members with GPU code, each checked as a file named
@@ -257,11 +260,15 @@ bool check_archive(Bytes data, const std::string& path, const std::vector<Target
     CheckFileOptions o = options;
     o.explicit_arg = false;  // a member without GPU code is skipped, like a file found in a directory
     o.archives = nullptr;    // nested archives are the reader's
-    o.library_file = false;  // a member is a file of its own, in no directory's kernel library
-    if (o.depth == Depth::Library) o.depth = Depth::ForTargets;
     o.sink = files ? &to_files : nullptr;
+    // A member is a file of the kernel library its directory in the archive is, as the same file
+    // found in a directory walk once the archive is installed (check_paths delivers it to that library).
+    o.library_file = true;
+    ImageSink marked;
+    o = library_file_options(o, marked);
     if (problem) m.diagnostics.push_back(*problem);
     else check_data(bytes, FileData(), name, targets, o, m);
+    for (auto& img : m.images) mark_library_image(img);
     if (!begun && !m.hip && m.diagnostics.empty()) return;
     ++reported;
     if (!files) return r.members.push_back(std::move(m));
@@ -302,197 +309,6 @@ void CollectSink::end_file(FileReport&& file) {
   if (on_file_) on_file_(current_);
   if (keep_) reports.push_back(std::move(current_));
   current_ = FileReport();
-}
-
-namespace {
-
-// The dependency search of check_paths: the sysroot, and the targets (rocBLAS's <processor>/ directories).
-DependencyOptions dependency_options(const CheckPathsOptions& options) {
-  DependencyOptions o;
-  o.sysroot = options.sysroot;
-  for (const auto& t : options.dependency_targets.empty() ? options.targets : options.dependency_targets)
-    o.processors.push_back(t.str());
-  return o;
-}
-
-// An archive's members (CheckFileOptions::members) as FileEvents.
-class MemberEvents : public FileSink {
- public:
-  explicit MemberEvents(const EventSink& to) : to_(to) {}
-  void begin_file(const std::string& path) override { to_(FileEvent(std::in_place_type<std::string>, path)); }
-  void image(ImageReport&& img) override { to_(FileEvent(std::move(img))); }
-  void end_file(FileReport&& file) override { to_(FileEvent(std::move(file))); }
-
- private:
-  const EventSink& to_;
-};
-
-// Delivers files to the sink in input order and keeps the verdict.
-class Delivery {
- public:
-  Delivery(FileSink& sink, CheckPathsResult& result, library::Tally& libraries)
-      : sink_(sink), result_(result), libraries_(libraries) {}
-  DatabaseHook* databases = nullptr;  // sees each image's parsed code objects (kernel databases)
-
-  // Files that need no check (HG101, HG110 reports): delivered whole.
-  void whole(FileReport&& r) {
-    sink_.begin_file(r.path);
-    for (auto& img : r.images) image_ok(img), sink_.image(std::move(img));
-    r.images.clear();
-    end(std::move(r));
-  }
-  // The images of the file being delivered: the file begins with its first image.
-  // `library`: the kernel library of a file found in a directory walk, or "".
-  void image(const std::string& path, ImageReport&& img, const std::string& library) {
-    if (!begun_) sink_.begin_file(path), begun_ = true;
-    if (!library.empty() && !in_member_ && library::is_library_image(img)) libraries_.add(library, img), in_library_ = true;
-    image_ok(img);
-    if (databases) databases->observe(img);
-    sink_.image(std::move(img));
-  }
-  // The end of a checked file; one that is not HIP and says nothing is skipped.
-  // Returns whether it (or a member of it) held GPU code.
-  bool finish(FileReport&& r) {
-    bool hip = r.hip || member_hip_;
-    if (in_library_) r.library = libraries_.last_name();
-    in_library_ = false;
-    if (begun_ || r.hip || !r.diagnostics.empty()) {
-      if (!begun_) sink_.begin_file(r.path);
-      end(std::move(r));
-    }
-    begun_ = member_hip_ = false;
-    return hip;
-  }
-  // The begin or end of an archive member, a file of its own inside the file
-  // being delivered (its images come through image(): in no library).
-  void member(FileEvent&& e) {
-    if (auto* path = std::get_if<std::string>(&e)) return sink_.begin_file(*path), void(begun_ = in_member_ = true);
-    FileReport& r = std::get<FileReport>(e);
-    member_hip_ = member_hip_ || r.hip;
-    end(std::move(r));
-    begun_ = in_member_ = false;
-  }
-
- private:
-  void image_ok(const ImageReport& img) {
-    if (!img.ok()) result_.ok = false;
-  }
-  void end(FileReport&& r) {
-    for (const auto& d : r.diagnostics) {
-      if (d.severity == Severity::Error) result_.ok = false;
-      if (d.code == code::kUnreadable || d.code == code::kUnreadableArchive) result_.unreadable = true;
-    }
-    sink_.end_file(std::move(r));
-  }
-
-  FileSink& sink_;
-  CheckPathsResult& result_;
-  library::Tally& libraries_;
-  bool begun_ = false;
-  bool in_library_ = false;  // the file being delivered has a library image
-  bool in_member_ = false;   // an archive member has begun and not ended
-  bool member_hip_ = false;  // a member of the file being delivered held GPU code
-};
-
-// What check_paths checks: the files below the paths, in order, and what each one is.
-struct Plan {
-  std::vector<std::string> files;
-  std::vector<bool> regular;                       // its stat or directory entry said "regular file"
-  std::vector<PathProblem> problems;               // paths that cannot be read (HG101)
-  std::unordered_set<std::string> explicit_files;  // named on the command line (a hash set: thousands are looked up)
-  std::vector<std::pair<std::string, size_t>> found_below;  // GPU-code files found in each directory argument
-  std::vector<DependencyFile> deps;                // what the named files load (dependencies.h), by file
-  std::vector<std::string> library_of;             // the kernel library of a file found in a directory walk, or ""
-
-  Plan(const std::vector<std::string>& paths, const CheckPathsOptions& options) {
-    files = expand(paths, &problems, &regular);
-    for (const auto& p : paths) {
-      std::error_code ec;
-      if (std::filesystem::is_directory(p, ec)) found_below.emplace_back(p, 0);
-      else explicit_files.insert(p);
-    }
-    // Each after the file that needs it.
-    if (options.dependencies) add_dependencies(&files, &regular, explicit_files, dependency_options(options), &deps);
-    library_of.resize(files.size());
-    for (size_t i = 0; i < files.size(); ++i)
-      if (!explicit_files.count(files[i]) && !is_dependency_library(i))
-        library_of[i] = library::library_name(files[i]);  // and the kernel files of a dependency
-  }
-
-  bool is_dependency_library(size_t i) const { return i < deps.size() && deps[i].shared_library; }
-
-  // How files[i] is checked, whichever thread checks it. Files named on the
-  // command line get HG107 when they carry no GPU code; files found inside
-  // directories are skipped silently.
-  CheckFileOptions file_options(size_t i, const CheckPathsOptions& options, const ImageSink* sink,
-                                FileData::ReadBuffer* buffer, FileSink* members) const {
-    CheckFileOptions o;
-    o.archives = options.archives;
-    o.members = members;
-    o.explicit_arg = explicit_files.count(files[i]) != 0 && !(i < deps.size() && deps[i].dependencies_have_gpu_code);
-    o.sink = sink;
-    o.map_above = kCliMapAbove;
-    o.reuse = buffer;
-    o.seen_regular = regular[i];
-    o.depth = options.depth;
-    o.machine = options.machine;
-    o.library_file = !library_of[i].empty();
-    return o;
-  }
-
-  // files[i]'s report with what the loader search found about it.
-  FileReport with_deps(size_t i, FileReport&& r) {
-    if (i >= deps.size()) return std::move(r);
-    r.needed_by = deps[i].needed_by;
-    for (auto& d : deps[i].diagnostics) r.diagnostics.push_back(std::move(d));
-    return std::move(r);
-  }
-
-  // A file with GPU code counts for the directory arguments it is below.
-  void count_hip(const std::string& f) {
-    for (auto& [dir, n] : found_below)
-      if (f.size() > dir.size() && f.compare(0, dir.size(), dir) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
-  }
-};
-
-}  // namespace
-
-CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckPathsOptions& options, FileSink& sink) {
-  CheckPathsResult result;
-  library::Tally libraries(options.targets);
-  Delivery out(sink, result, libraries);
-  DatabaseHook databases(paths, options);  // kernel databases: after the files (database_hook.h)
-  if (databases.active()) out.databases = &databases;
-  Plan plan(paths, options);
-  for (const auto& p : plan.problems) out.whole(path_problem_report(p));
-
-  OrderedJobs jobs;
-  jobs.count = plan.files.size();
-  jobs.jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
-  jobs.jobs = static_cast<unsigned>(std::min<size_t>(jobs.jobs, std::max<size_t>(jobs.count, 1)));
-  jobs.check = [&](size_t i, const EventSink& push, FileData::ReadBuffer& buffer) {
-    ImageSink to_sink = [&](ImageReport&& img) { push(FileEvent(std::move(img))); };
-    MemberEvents members(push);
-    return plan.with_deps(i, check_file(plan.files[i], options.targets,
-                                        plan.file_options(i, options, &to_sink, &buffer, &members)));
-  };
-  jobs.deliver = [&](size_t i, FileEvent&& e) {
-    if (auto* img = std::get_if<ImageReport>(&e)) out.image(plan.files[i], std::move(*img), plan.library_of[i]);
-    else out.member(std::move(e));
-  };
-  jobs.finish = [&](size_t i, FileReport&& r) {
-    if (out.finish(std::move(r))) plan.count_hip(plan.files[i]);
-    if (options.progress) options.progress(i + 1, plan.files.size(), plan.files[i]);
-  };
-  run_in_order(jobs);
-
-  databases.finish([&](FileReport&& r) { out.whole(std::move(r)); });
-  for (auto& r : libraries.missing_targets()) out.whole(std::move(r));
-  for (auto& l : libraries.take()) sink.library(std::move(l));
-  if (options.empty_directory_is_error)
-    for (const auto& [dir, n] : plan.found_below)
-      if (n == 0) out.whole(empty_directory_report(dir));
-  return result;
 }
 
 }  // namespace hipguard
