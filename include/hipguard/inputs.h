@@ -226,6 +226,7 @@ struct CheckPathsOptions {
 struct CheckPathsResult {
   bool ok = true;           // every file and image ok (FileReport::ok)
   bool unreadable = false;  // some path could not be read (HG101), or an archive is damaged (HG113)
+  bool gpu_code = false;    // some file or archive member held GPU code
 };
 
 // `hipguard check` / `inspect` over paths: unusable paths first (HG101), then

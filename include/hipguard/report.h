@@ -16,6 +16,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "hipguard/inputs.h"
+#include "hipguard/support.h"
 
 namespace llvm::json {
 class Value;
@@ -50,6 +51,9 @@ struct RunInfo {
 // image..., end_file), then finish(). Nothing is complete before finish().
 class ReportWriter : public FileSink {
  public:
+  // Which GPUs the files run on (check without --target), before finish(): JSON's "support"; the
+  // other formats ignore it.
+  virtual void support(const std::vector<SupportRow>& /*rows*/) {}
   // `run`: the shim's section (JSON only; ignored by the other formats).
   virtual void finish(const RunInfo* run = nullptr) = 0;
 };

@@ -219,7 +219,7 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
     else out.member(std::move(e));
   };
   jobs.finish = [&](size_t i, FileReport&& r) {
-    if (out.finish(std::move(r))) plan.count_hip(plan.files[i]);
+    if (out.finish(std::move(r))) plan.count_hip(plan.files[i]), result.gpu_code = true;
     if (options.progress) options.progress(i + 1, plan.files.size(), plan.files[i]);
   };
   run_in_order(jobs);

@@ -10,6 +10,7 @@
 
 #include "cli/common.h"
 #include "cli/progress.h"
+#include "cli/support.h"
 #include "hipguard/report.h"
 
 namespace hipguard {
@@ -283,6 +284,7 @@ void print_table(const std::vector<FileReport>& reports, const std::vector<Libra
   printf("%s\n", tally.line(targets).c_str());
 }
 
+
 }  // namespace
 
 int run_check(const CheckOptions& o) {
@@ -303,6 +305,7 @@ int run_check(const CheckOptions& o) {
     auto writer = make_report_writer(o.json ? ReportFormat::Json : o.junit ? ReportFormat::JUnit : ReportFormat::Sarif,
                                       *os, targets);
     CheckPathsResult result = check_paths(o.input.paths, options, *writer);
+    if (o.json && targets.empty() && result.gpu_code) writer->support(check_support(o.input.paths, options, progress));
     writer->finish();
     return result.ok ? kExitOk : kExitProblems;
   }
@@ -312,6 +315,12 @@ int run_check(const CheckOptions& o) {
   CheckPathsResult result = check_paths(o.input.paths, options, sink);
   progress.clear();
   print_table(sink.reports, sink.libraries, targets, tally, o.output);
+  // Without --target, the other question: which GPUs (its exit status stays the structural check's:
+  // a CI gate names its targets).
+  if (targets.empty() && !o.output.quiet && result.gpu_code) {
+    printf("\n");
+    print_support(check_support(o.input.paths, options, progress), o.output.color);
+  }
   return result.ok ? kExitOk : kExitProblems;
 }
 

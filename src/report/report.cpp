@@ -255,6 +255,22 @@ void write_libraries(OStream& j, const std::vector<LibrarySummary>& libraries) {
   });
 }
 
+// Which GPUs the files run on (hipguard/support.h): a row per shipped configuration.
+void write_support(OStream& j, const std::vector<SupportRow>& rows) {
+  j.attributeArray("support", [&] {
+    for (const auto& r : rows)
+      j.object([&] {
+        j.attribute("target", r.target.str());
+        j.attributeArray("products", [&] {
+          for (const auto& p : r.products) j.value(p);
+        });
+        j.attribute("runs", r.runs);
+        if (!r.runs) put_text(j, "cause", r.cause);
+        if (!r.code.empty()) j.attribute("code", r.code);
+      });
+  });
+}
+
 void write_run(OStream& j, const RunInfo& run) {
   j.attributeObject("run", [&] {
     put_text(j, "program", run.program);
@@ -324,11 +340,13 @@ class JsonWriter final : public ReportWriter {
   }
 
   void library(LibrarySummary&& l) override { libraries_.push_back(std::move(l)); }
+  void support(const std::vector<SupportRow>& rows) override { support_ = rows; }
 
   void finish(const RunInfo* run) override {
     j_.arrayEnd();
     j_.attributeEnd();
     if (!libraries_.empty()) write_libraries(j_, libraries_);
+    if (!support_.empty()) write_support(j_, support_);
     write_summary(j_, summary_);
     if (run) write_run(j_, *run);
     j_.objectEnd();
@@ -343,6 +361,7 @@ class JsonWriter final : public ReportWriter {
   ReportSummary summary_;
   bool file_ok_ = true;
   std::vector<LibrarySummary> libraries_;
+  std::vector<SupportRow> support_;
 };
 
 class StdioOStream final : public llvm::raw_ostream {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -256,6 +257,65 @@ TEST(Cli, StructuralOnlyWithoutTarget) {
                        "checks only)"),
             std::string::npos)
       << r.out.substr(r.out.size() > 300 ? r.out.size() - 300 : 0);
+}
+
+// Without --target, after the structural check: one row per configuration the product table
+// ships (hipguard targets' TARGET IDs, each once), "runs" exactly where `check --target <one of its
+// products>` passes, else the code of the first error that check reports; the exit status stays the
+// structural check's.
+TEST(Cli, WithoutTargetSaysWhichGpusItRunsOn) {
+  HG_REQUIRE_APP(path, "vector_add_multi");
+  CliRun r = run_cli({"check", path});
+  EXPECT_EQ(r.status, 0) << r.out;
+  std::set<std::string> shipped;
+  std::istringstream products(run_cli({"targets"}).out);
+  for (std::string line; std::getline(products, line) && line.rfind("Processors", 0) != 0;) {
+    std::smatch m;
+    if (std::regex_search(line, m, std::regex(R"(\s(gfx[0-9a-f]+(:[a-z]+[+-])*)\s)"))) shipped.insert(m[1]);
+  }
+  ASSERT_GT(shipped.size(), 5u);
+  const size_t at = r.out.find("which GPUs");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::istringstream table(r.out.substr(at));
+  std::string line;
+  std::getline(table, line), std::getline(table, line);  // the title, the column names
+  std::set<std::string> rows;
+  std::map<std::string, bool> runs_on;
+  size_t runs = 0;
+  const std::regex row_re(R"(^  (runs|does not run) +(\S+) +(\S+).*$)");
+  for (; std::getline(table, line) && !line.empty();) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, row_re)) << line;
+    EXPECT_TRUE(rows.insert(m[2]).second) << m[2] << " twice";
+    CliRun one = run_cli({"check", "--target", m[3], path});
+    const bool row_runs = m[1] == "runs";
+    runs += row_runs;
+    runs_on[m[2]] = row_runs;
+    EXPECT_EQ(row_runs, one.status == 0) << line << "\n" << one.out;
+    if (row_runs) continue;
+    std::smatch code;
+    ASSERT_TRUE(std::regex_search(line, code, std::regex("error (HG[0-9]+)"))) << line;
+    EXPECT_NE(one.out.find("error " + code[1].str()), std::string::npos) << line << "\n" << one.out;
+  }
+  EXPECT_EQ(rows, shipped);
+  EXPECT_GT(runs, 0u) << r.out;             // built for gfx90a among others
+  EXPECT_LT(runs, rows.size()) << r.out;    // and not for gfx942
+  // A CI gate names its targets: with one, no such table.
+  EXPECT_EQ(run_cli({"check", "--target", "gfx90a", path}).out.find("which GPUs"), std::string::npos);
+  // The JSON report's "support" says the same, each row that does not run with its cause's code.
+  CliRun json = run_cli({"check", "--json", path});
+  EXPECT_EQ(json.status, r.status);
+  auto doc = llvm::json::parse(json.out);
+  ASSERT_TRUE(bool(doc)) << llvm::toString(doc.takeError());
+  const llvm::json::Array* support = doc->getAsObject()->getArray("support");
+  ASSERT_NE(support, nullptr) << json.out.substr(0, 400);
+  std::map<std::string, bool> in_json;
+  for (const auto& row : *support) {
+    const auto* o = row.getAsObject();
+    in_json[o->getString("target")->str()] = *o->getBoolean("runs");
+    if (!*o->getBoolean("runs")) EXPECT_TRUE(o->getString("code") && o->getString("cause")) << o->getString("target")->str();
+  }
+  EXPECT_EQ(in_json, runs_on);
 }
 
 TEST(Cli, HipccProgram) {

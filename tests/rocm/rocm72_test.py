@@ -252,6 +252,22 @@ def case_KernelLibraries72():
             found = sorted({x["code"] for x in errors_and_warnings(doc)})
             expect(rc == 0 and not found, f"{name} on {target}: exit {rc}, findings {found}")
     print("rocBLAS 5 and hipBLASLt 7.2 on gfx90a, gfx1100, gfx1201: nothing to say")
+    # Without --target, the other direction: which GPUs each library runs on, as the targeted checks
+    # above say it (rocBLAS 5: not MI355X, naming gfx942; hipBLASLt 7.2: not MI300X).
+    for name, d, runs, not_on in (("rocBLAS 5", rocblas, ("gfx942", "gfx90a", "gfx1100", "gfx1201"), "gfx950"),
+                                  ("hipBLASLt 7.2", hipblaslt, ("gfx90a", "gfx1100", "gfx1201"), "gfx942")):
+        p = run([R.A.cli, "check", d])
+        rows = {m.group(2).split(":")[0]: (m.group(1), m.group(3)) for m in
+                re.finditer(r"^  (runs|does not run) +(\S+) +\S.*?(error HG\d+.*)?$", p.stdout, re.M)}
+        expect(p.returncode == 0, f"{name} without --target: exit {p.returncode} (the structural check's)")
+        for proc in runs:
+            expect(rows.get(proc, ("",))[0] == "runs", f"{name} without --target: {proc} row {rows.get(proc)}")
+        row = rows.get(not_on, ("", ""))
+        expect(row[0] == "does not run" and (row[1] or "").startswith("error HG214"),
+               f"{name} without --target: {not_on} row {row}")
+        if name == "rocBLAS 5":
+            expect("nearest: gfx942" in (row[1] or ""), f"rocBLAS 5 on gfx950: {row}")
+        print(f"{name} without --target: runs on {sorted(p for p, r in rows.items() if r[0] == 'runs')}")
 
 
 # Fat binaries of the 7.2 stack, each checked on the processors it ships code for.

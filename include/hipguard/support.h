@@ -1,0 +1,32 @@
+// Which GPUs checked files run on: `hipguard check` without --target answers with one row per
+// configuration the product table ships (mi300x ... rx9070xt), "runs" or "does not run" and the
+// first cause; the text table, the JSON report's "support" (docs/report.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hipguard/inputs.h"
+
+namespace hipguard {
+
+// One shipped configuration, the products that ship with it and whether the files run on it.
+struct SupportRow {
+  TargetId target;                    // as parse_target gives each of its products: "gfx942:sramecc+:xnack-"
+  std::vector<std::string> products;  // "mi300x", "mi300a", ... in the product table's order
+  bool runs = true;
+  // Why not: the first error for it, or a structural one (a file's own first, then its images', in
+  // input order), as its line without the fix; else the fat binary or library that cannot run.
+  std::string cause;
+  std::string code;  // the cause's diagnostic code ("HG201"), empty when no finding says it
+};
+
+// Every configuration all_products() ships, each once, in the order of its first product; each
+// row "runs" until judged.
+std::vector<SupportRow> support_rows();
+
+// Judges each row from check_paths over the rows' targets, in the rows' order.
+void judge_support(std::vector<SupportRow>& rows, const std::vector<FileReport>& reports,
+                   const std::vector<LibrarySummary>& libraries);
+
+}  // namespace hipguard
