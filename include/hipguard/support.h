@@ -15,8 +15,7 @@ struct SupportRow {
   TargetId target;                    // as parse_target gives each of its products: "gfx942:sramecc+:xnack-"
   std::vector<std::string> products;  // "mi300x", "mi300a", ... in the product table's order
   bool runs = true;
-  // Why not: the first error for it, or a structural one (a file's own first, then its images', in
-  // input order), as its line without the fix; else the fat binary or library that cannot run.
+  // Why not: the first error of the check against it, as its line without the fix.
   std::string cause;
   std::string code;  // the cause's diagnostic code ("HG201"), empty when no finding says it
 };
@@ -25,8 +24,9 @@ struct SupportRow {
 // row "runs" until judged.
 std::vector<SupportRow> support_rows();
 
-// Judges each row from check_paths over the rows' targets, in the rows' order.
-void judge_support(std::vector<SupportRow>& rows, const std::vector<FileReport>& reports,
-                   const std::vector<LibrarySummary>& libraries);
+// Judges `row` from check_paths over the row's target alone (`ok`: its result, what `hipguard check
+// --target <its product>` exits with) and the reports it delivered: the first error (a file's own
+// first, then its images', in input order) is the cause.
+void judge_support(SupportRow& row, bool ok, const std::vector<FileReport>& reports);
 
 }  // namespace hipguard

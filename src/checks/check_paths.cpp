@@ -43,13 +43,14 @@ class MemberEvents : public FileSink {
   const EventSink& to_;
 };
 
-// An archive member's kernel library: its directory inside the archive
-// ("pkg.deb!data.tar.xz!./usr/lib/rocblas/library"); a member at the archive's top is in the archive's
-// own ("pkg.tar!."), never in the directory that holds the archive.
+// An archive member's kernel library: its directory inside the archive, named as library_name
+// names an installed file's ("pkg.deb!usr/lib/rocblas/library", "lib.tar!hsa/<processor>"); a member
+// at the archive's top is in the archive's own ("pkg.tar!."), never in the directory that holds the
+// archive. Member names are "ARCHIVE!MEMBER" (nested: "A!B!MEMBER").
 std::string member_library(const std::string& member) {
   const size_t bang = member.rfind('!');
-  if (bang != std::string::npos && member.find('/', bang) == std::string::npos) return member.substr(0, bang + 1) + ".";
-  return library::library_name(member);
+  if (bang == std::string::npos) return library::library_name(member);
+  return member.substr(0, bang + 1) + library::library_name(member.substr(bang + 1));
 }
 
 // Delivers files to the sink in input order and keeps the verdict.

@@ -10,12 +10,13 @@ namespace hipguard {
 std::vector<SupportRow> check_support(const std::vector<std::string>& paths, CheckPathsOptions options,
                                       Progress& progress) {
   std::vector<SupportRow> rows = support_rows();
-  options.targets.clear();
-  for (const auto& r : rows) options.targets.push_back(r.target);
-  CollectSink sink(/*keep_parsed=*/false, {}, /*keep=*/true);
-  check_paths(paths, options, sink);
-  progress.clear();
-  judge_support(rows, sink.reports, sink.libraries);
+  for (auto& row : rows) {
+    options.targets = {row.target};
+    CollectSink sink(/*keep_parsed=*/false, {}, /*keep=*/true);
+    CheckPathsResult result = check_paths(paths, options, sink);
+    progress.clear();
+    judge_support(row, result.ok, sink.reports);
+  }
   return rows;
 }
 

@@ -11,9 +11,10 @@
 
 namespace hipguard {
 
-// `paths` checked with `options` against every configuration the product table ships (a second
-// pass: the structural check reads every code object in full, this one what each configuration
-// loads), each row judged.
+// `paths` checked with `options` against each configuration the product table ships, one pass per
+// configuration (each row is what `hipguard check --target <its product>` says, exactly: a pass
+// over all of them at once would read library files and Tensile subdirectories a one-target check
+// never reads), each row judged.
 std::vector<SupportRow> check_support(const std::vector<std::string>& paths, CheckPathsOptions options,
                                       Progress& progress);
 

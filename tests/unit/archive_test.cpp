@@ -423,3 +423,32 @@ TEST(CliArchive, MemberNamesInEveryReportFormat) {
   EXPECT_EQ(rc_text, rc_tar);
   EXPECT_EQ(rc_sarif, rc_tar);
 }
+
+// Processor-named directories at an archive's top (hsa/<processor>/ as AITER lays it out, tarred from
+// inside): one library, as the same directories installed, named after the archive
+// ("kernels.tar!<processor>"), whose gfx90a file runs on gfx90a; not one library per directory with
+// an HG214 for the one without gfx90a code.
+TEST(CliArchive, ProcessorDirectoriesAtTheTopAreOneLibrary) {
+  CodeObjectSpec gfx90a;
+  gfx90a.mach = 0x03f;
+  gfx90a.target = "amdgcn-amd-amdhsa--gfx90a";
+  Members ms = {{"gfx942/k.co", str(make_code_object(CodeObjectSpec{}))}, {"gfx90a/k.co", str(make_code_object(gfx90a))}};
+  Scratch t;
+  for (const auto& [name, bytes] : ms) t.put("installed/" + name, bytes);
+  std::string tar = t.put("kernels.tar", checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE, ms));
+  auto [rc_tar, json] = cli({"check", "--target", "gfx90a", "--json", tar});
+  auto [rc_dir, installed] = cli({"check", "--target", "gfx90a", "--json", (t.dir / "installed").string()});
+  EXPECT_EQ(rc_tar, 0) << json.substr(0, 1200);
+  EXPECT_EQ(rc_dir, 0) << installed.substr(0, 1200);
+  auto libraries = [](const std::string& doc) {
+    std::vector<std::string> names;
+    auto parsed = llvm::json::parse(doc);
+    EXPECT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+    if (!parsed) return names;
+    if (const auto* ls = parsed->getAsObject()->getArray("libraries"))
+      for (const auto& l : *ls) names.push_back(l.getAsObject()->getString("name")->str());
+    return names;
+  };
+  EXPECT_EQ(libraries(json), std::vector<std::string>{tar + "!<processor>"});
+  EXPECT_EQ(libraries(installed), std::vector<std::string>{(t.dir / "installed").string() + "/<processor>"});
+}
