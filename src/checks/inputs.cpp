@@ -263,7 +263,6 @@ bool check_archive(Bytes data, const std::string& path, const std::vector<Target
     o.sink = files ? &to_files : nullptr;
     // A member is a file of the kernel library its directory in the archive is, as the same file
     // found in a directory walk once the archive is installed (check_paths delivers it to that library).
-    o.library_file = true;
     ImageSink marked;
     o = library_file_options(o, marked);
     if (problem) m.diagnostics.push_back(*problem);

@@ -284,7 +284,6 @@ void print_table(const std::vector<FileReport>& reports, const std::vector<Libra
   printf("%s\n", tally.line(targets).c_str());
 }
 
-
 }  // namespace
 
 int run_check(const CheckOptions& o) {

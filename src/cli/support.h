@@ -1,5 +1,5 @@
-// hipguard check without --target: the second pass that answers which GPUs the inputs run on, and
-// its table (hipguard/support.h).
+// hipguard check without --target: the checks, one per shipped configuration, that answer which GPUs
+// the inputs run on, and their table (hipguard/support.h).
 #pragma once
 
 #include <string>
