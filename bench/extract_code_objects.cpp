@@ -4,7 +4,7 @@
 #include <fstream>
 #include <string>
 
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 
 using namespace hipguard;
 

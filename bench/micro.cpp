@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "runtime/guard.h"
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 
 using namespace hipguard;
 

@@ -45,7 +45,7 @@ struct TargetVerdict {
   bool can_run = false;  // no error-severity diagnostic for this target
   size_t kernels = 0;    // kernels in the selected code object
   bool kernel_free = false;  // nothing selected, but no entry has a kernel: the fat binary runs (HG211)
-  // A kernel library's file (inputs.h, LibrarySummary) built for another processor or configuration:
+  // A kernel library's file (check_paths.h, LibrarySummary) built for another processor or configuration:
   // the library's loader does not load it for this target, so it is counted, not checked, and its
   // HG201/HG202/HG203 for this target are dropped. can_run stays false; it fails nothing.
   bool other_target = false;
@@ -94,7 +94,7 @@ enum class Depth {
               // shim's registration path; kernels are checked at first use), except
               // that when nothing fits a target the entries' descriptors are read
               // until one has a kernel (HG201 or HG211)
-  Library,     // as ForTargets, for a kernel library's file (inputs.h, LibrarySummary): a raw code object
+  Library,     // as ForTargets, for a kernel library's file (check_paths.h, LibrarySummary): a raw code object
                // built for a processor that none of the targets has is read only to its ELF header, and a
                // bundle with nothing for a target is not searched for kernels (HG201, not HG211): the
                // library's loader loads neither there, so it is counted, not checked

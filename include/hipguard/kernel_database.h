@@ -47,9 +47,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "hipguard/check_paths.h"
 #include "hipguard/code_object.h"
 #include "hipguard/diagnostic.h"
 #include "hipguard/result.h"
@@ -115,6 +117,13 @@ using FactsLookup = std::function<const CodeObjectFacts*(const std::string& path
 // already known (null: the file is read here). Never throws.
 DatabaseReport check_kernel_database(const DatabaseDir& db, const std::vector<TargetId>& targets,
                                      const FactsLookup& lookup = {});
+
+// check_paths' kernel-database step (CheckPathsOptions::kernel_databases): the databases below the
+// directory arguments among `paths`, their .dat files read in a thread of their own while the files are
+// checked, each checked after them with the facts of the code objects already parsed, one report each
+// (path: the database directory). Null when there is no database below `paths`.
+std::unique_ptr<DatabaseStep> kernel_database_step(const std::vector<std::string>& paths,
+                                                   const std::vector<TargetId>& targets);
 
 // The 64-bit hash kernel names are compared by (std::hash of the name).
 uint64_t kernel_name_hash(std::string_view name);

@@ -15,7 +15,7 @@
 
 #include <llvm/Support/raw_ostream.h>
 
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 #include "hipguard/support.h"
 
 namespace llvm::json {

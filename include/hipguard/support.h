@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 
 namespace hipguard {
 

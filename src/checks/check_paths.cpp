@@ -1,10 +1,9 @@
 // check_paths: the files below many paths checked in parallel and delivered in input order, each
 // with its dependencies (dependencies.h) and kernel library (library.h) (directory walking:
-// expand_paths.cpp; one file: inputs.cpp; the ordered pool: ordered_pool.cpp).
-#include "hipguard/inputs.h"
+// inputs/expand_paths.cpp; one file: check_file.cpp; the ordered pool: ordered_pool.cpp).
+#include "hipguard/check_paths.h"
 
-#include "checks/database_hook.h"
-#include "checks/expand_paths.h"
+#include "inputs/expand_paths.h"
 #include "checks/library.h"
 #include "checks/ordered_pool.h"
 #include "hipguard/dependencies.h"
@@ -58,7 +57,7 @@ class Delivery {
  public:
   Delivery(FileSink& sink, CheckPathsResult& result, library::Tally& libraries)
       : sink_(sink), result_(result), libraries_(libraries) {}
-  DatabaseHook* databases = nullptr;  // sees each image's parsed code objects (kernel databases)
+  DatabaseStep* databases = nullptr;  // sees each image's parsed code objects (kernel databases)
 
   // Files that need no check (HG101, HG110 reports): delivered whole.
   void whole(FileReport&& r) {
@@ -200,8 +199,9 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
   CheckPathsResult result;
   library::Tally libraries(options.targets);
   Delivery out(sink, result, libraries);
-  DatabaseHook databases(paths, options);  // kernel databases: after the files (database_hook.h)
-  if (databases.active()) out.databases = &databases;
+  std::unique_ptr<DatabaseStep> databases;  // kernel databases: after the files
+  if (options.kernel_databases) databases = options.kernel_databases(paths, options.targets);
+  out.databases = databases.get();
   Plan plan(paths, options);
   for (const auto& p : plan.problems) out.whole(path_problem_report(p));
 
@@ -225,7 +225,7 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
   };
   run_in_order(jobs);
 
-  databases.finish([&](FileReport&& r) { out.whole(std::move(r)); });
+  if (databases) databases->finish([&](FileReport&& r) { out.whole(std::move(r)); });
   for (auto& r : libraries.missing_targets()) out.whole(std::move(r));
   for (auto& l : libraries.take()) sink.library(std::move(l));
   if (options.empty_directory_is_error)

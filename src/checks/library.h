@@ -1,4 +1,4 @@
-// Kernel libraries (inputs.h, LibrarySummary): which library a file found in a
+// Kernel libraries (check_paths.h, LibrarySummary): which library a file found in a
 // directory walk belongs to, a library file's verdicts, and the tally per library.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 
 namespace hipguard::library {
 

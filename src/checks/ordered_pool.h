@@ -7,7 +7,7 @@
 #include <string>
 #include <variant>
 
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 
 namespace hipguard {
 

@@ -11,6 +11,7 @@
 #include "cli/common.h"
 #include "cli/progress.h"
 #include "cli/support.h"
+#include "hipguard/kernel_database.h"
 #include "hipguard/report.h"
 
 namespace hipguard {
@@ -293,8 +294,8 @@ int run_check(const CheckOptions& o) {
   if (o.json + o.junit + o.sarif > 1) return usage_error("check", "--json, --junit and --sarif exclude each other");
   if (o.input.paths.empty()) return usage_error("check", "check needs at least one PATH");
   // Code objects for other processors are read to their descriptors (check.h, Depth::ForTargets).
-  CheckPathsOptions options{targets, o.jobs, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, {}, false, {}, {}};
-  options.kernel_databases = true;  // kernel databases below directory arguments (kernel_database.h)
+  CheckPathsOptions options{targets, o.jobs, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, {}, false, {}, {}, {}};
+  options.kernel_databases = kernel_database_step;  // kernel databases below directory arguments
   if (std::string err; !read_input_options(o.input, !o.no_deps, &options, &err)) return usage_error("check", err);
   // Not over a report streamed to the same terminal.
   Progress progress(!o.output.quiet && !(report && isatty(STDOUT_FILENO)), o.input.progress_delay_ms);

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "base/edit_distance.h"
-#include "checks/archive.h"
+#include "inputs/archive.h"
 
 namespace hipguard {
 

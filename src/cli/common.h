@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 
 namespace hipguard {
 

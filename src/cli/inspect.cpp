@@ -160,7 +160,7 @@ int run_inspect(const InspectOptions& o) {
     return usage_error("inspect", "--sort must be lds, scratch, vgpr or name (got '" + o.sort + "')");
   const std::vector<std::string>& paths = o.input.paths;
   if (paths.empty()) return usage_error("inspect", "inspect needs at least one PATH");
-  CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false, Depth::Full, {}, {}, false, {}, {}};
+  CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false, Depth::Full, {}, {}, false, {}, {}, {}};
   if (std::string err; !read_input_options(o.input, o.deps, &options, &err)) return usage_error("inspect", err);
   CheckPathsResult result;
   if (o.json) {  // streamed as the files are read; with --target, what would be selected

@@ -229,7 +229,7 @@ void write_summary(OStream& j, const ReportSummary& s) {
   });
 }
 
-// Kernel libraries (inputs.h, LibrarySummary): what each target can load from each.
+// Kernel libraries (check_paths.h, LibrarySummary): what each target can load from each.
 void write_libraries(OStream& j, const std::vector<LibrarySummary>& libraries) {
   j.attributeArray("libraries", [&] {
     for (const auto& l : libraries)

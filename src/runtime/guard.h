@@ -22,7 +22,7 @@
 
 namespace hipguard {
 
-struct FileReport;  // hipguard/inputs.h
+struct FileReport;  // hipguard/check_paths.h
 struct RunInfo;     // hipguard/report.h
 
 // HG210: the fat binary `report` holds a gfx1250 entry that CLR's HotSwap

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 #include "runtime/address.h"
 #include "runtime/state.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "hipguard/check.h"
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 #include "check_util.h"
 
 using namespace hipguard;

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "runtime/guard.h"
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 #include "check_util.h"
 #include "runtime/kernel_table.h"  // launch_known_clean
 

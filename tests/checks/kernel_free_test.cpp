@@ -11,7 +11,7 @@
 #include "ccob.h"
 #include "check_util.h"
 #include "hipguard/check.h"
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 #include "hipguard/runtime_version.h"
 
 using namespace hipguard;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 #include "check_util.h"
 
 using namespace hipguard;

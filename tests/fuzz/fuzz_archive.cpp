@@ -1,9 +1,9 @@
-// Archives read in place (src/checks/archive.cpp): the libarchive walk on arbitrary bytes, each member
+// Archives read in place (src/inputs/archive.cpp): the libarchive walk on arbitrary bytes, each member
 // handed over checked with check_image; damage and budgets must be diagnostics, never a crash.
 #include <string>
 #include <vector>
 
-#include "checks/archive.h"
+#include "inputs/archive.h"
 #include "fuzz_common.h"
 #include "hipguard/check.h"
 

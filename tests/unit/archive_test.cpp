@@ -1,4 +1,4 @@
-// Archives read in place (src/checks/archive.cpp): members named "archive!member" and checked like
+// Archives read in place (src/inputs/archive.cpp): members named "archive!member" and checked like
 // the files they are, a .deb's data.tar opened transparently, and hostile archives (truncated,
 // members over budget, nesting and decompression bombs) as diagnostics. The archives are written
 // in the test with libarchive's writer from crafted code objects.
@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "archive_writer.h"
-#include "checks/archive.h"
+#include "inputs/archive.h"
 #include "test_util.h"
 
 using namespace hgtest;

@@ -1,9 +1,9 @@
-// check.h / inputs.h end to end: the AITER corpus against gfx942 and gfx950,
+// check.h / check_paths.h end to end: the AITER corpus against gfx942 and gfx950,
 // hipcc-built programs against gfx90a / gfx942, selection order, and the
 // per-target kernel checks on crafted code objects.
 #include "hipguard/check.h"
 
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 #include "corpus_facts.h"
 #include "test_util.h"
 
@@ -719,7 +719,7 @@ TEST(KernelChecks, MetadataIssuesFailTheImage) {
   EXPECT_FALSE(r.ok());
 }
 
-// ---- inputs.h: files --------------------------------------------------------------------
+// ---- check_paths.h: files --------------------------------------------------------------------
 
 TEST(Inputs, MissingFileIsHG101) {
   auto r = check_file("/nonexistent/hipguard/file.co", {target("gfx942")});

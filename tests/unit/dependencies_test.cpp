@@ -1,7 +1,7 @@
 // dependencies.h: glibc's search order, sysroot containment, hostile dynamic sections, and check_paths'
 // hook, on small ELF files built here with the system's gcc.
 #include "hipguard/dependencies.h"
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 
 #include <gtest/gtest.h>
 

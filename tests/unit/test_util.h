@@ -24,7 +24,7 @@
 #include "hipguard/bundle.h"
 #include "hipguard/check.h"
 #include "hipguard/diagnostic.h"
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 #include "bundle.h"
 #include "bytes.h"
 #include "ccob.h"

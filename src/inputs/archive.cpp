@@ -1,6 +1,6 @@
 // Archives for the CLI: walks ar, tar and zip (tar also gzip/xz/zstd/bzip2-compressed), nested
 // ones included, in memory with libarchive and hands each member that may hold GPU code to the checks.
-#include "checks/archive.h"
+#include "inputs/archive.h"
 
 #include <archive.h>
 #include <archive_entry.h>

@@ -1,8 +1,7 @@
 // Directory walking: the paths hipguard check is given, expanded into the files to check.
-#include "checks/expand_paths.h"
+#include "inputs/expand_paths.h"
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <system_error>
 
@@ -62,25 +61,6 @@ std::vector<std::string> expand(const std::vector<std::string>& paths, std::vect
 std::vector<std::string> expand_paths(const std::vector<std::string>& paths, std::vector<PathProblem>* problems) {
   std::vector<bool> regular;
   return expand(paths, problems, &regular);
-}
-
-FileReport path_problem_report(const PathProblem& p) {
-  FileReport r;
-  r.path = p.path;
-  std::string why = p.reason;
-  if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
-  r.diagnostics.push_back(make_diagnostic(code::kUnreadable, p.path, why, "check the path and its permissions"));
-  return r;
-}
-
-FileReport empty_directory_report(const std::string& path) {
-  FileReport r;
-  r.path = path;
-  r.diagnostics.push_back(make_diagnostic(code::kNothingToCheck, path,
-                                          "no GPU code found below this directory (no code object, offload bundle or "
-                                          "program with a .hip_fatbin section): nothing was checked",
-                                          "check the path; name the build outputs that hold the kernels"));
-  return r;
 }
 
 }  // namespace hipguard

@@ -1,6 +1,6 @@
 // The ELF layer of the dependency search: dynamic sections read with LLVM's ELFFile, and paths
 // resolved inside a sysroot.
-#include "checks/dynamic_elf.h"
+#include "inputs/dynamic_elf.h"
 
 #include "hipguard/dependencies.h"
 #include "hipguard/inputs.h"

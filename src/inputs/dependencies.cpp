@@ -2,7 +2,7 @@
 // those libraries open, for `hipguard check`.
 #include "hipguard/dependencies.h"
 
-#include "checks/dynamic_elf.h"
+#include "inputs/dynamic_elf.h"
 
 #include <dirent.h>
 #include <fnmatch.h>

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <set>
 
-#include "checks/kernel_database_internal.h"
+#include "databases/kernel_database_internal.h"
 
 namespace hipguard::kdb {
 namespace {

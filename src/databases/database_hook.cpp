@@ -1,14 +1,13 @@
 // check_paths' kernel-database step: the code objects seen below a database, its .dat files read ahead, the check.
-#include "checks/database_hook.h"
+#include "databases/database_hook.h"
 
 #include <algorithm>
 #include <filesystem>
 
 namespace hipguard {
 
-DatabaseHook::DatabaseHook(const std::vector<std::string>& paths, const CheckPathsOptions& options)
-    : targets_(options.targets) {
-  if (!options.kernel_databases) return;
+DatabaseHook::DatabaseHook(const std::vector<std::string>& paths, const std::vector<TargetId>& targets)
+    : targets_(targets) {
   for (const auto& p : paths) {
     std::error_code ec;
     if (!std::filesystem::is_directory(p, ec)) continue;
@@ -58,6 +57,13 @@ void DatabaseHook::finish(const std::function<void(FileReport&&)>& deliver) {
   if (prefetch_.joinable()) prefetch_.join();
   for (size_t i = 0; i < dbs_.size(); ++i)
     deliver(database_file_report(kdb::check_kernel_database(dbs_[i], targets_, *caches_[i])));
+}
+
+std::unique_ptr<DatabaseStep> kernel_database_step(const std::vector<std::string>& paths,
+                                                   const std::vector<TargetId>& targets) {
+  auto hook = std::make_unique<DatabaseHook>(paths, targets);
+  if (!hook->active()) return nullptr;
+  return hook;
 }
 
 FileReport database_file_report(DatabaseReport&& r) {

@@ -6,7 +6,7 @@
 #include <thread>
 #include <unordered_set>
 
-#include "checks/kernel_database_internal.h"
+#include "databases/kernel_database_internal.h"
 #include "hipguard/check.h"
 
 namespace hipguard::kdb {

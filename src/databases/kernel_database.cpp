@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <set>
 
-#include "checks/kernel_database_internal.h"
+#include "databases/kernel_database_internal.h"
 #include "hipguard/check.h"
-#include "hipguard/inputs.h"
+#include "hipguard/check_paths.h"
 
 namespace hipguard {
 

@@ -8,25 +8,25 @@
 #include <thread>
 #include <vector>
 
-#include "checks/kernel_database_internal.h"
-#include "hipguard/inputs.h"
+#include "databases/kernel_database_internal.h"
+#include "hipguard/check_paths.h"
 #include "hipguard/kernel_database.h"
 
 namespace hipguard {
 
-class DatabaseHook {
+class DatabaseHook : public DatabaseStep {
  public:
-  // Finds the databases below the directory arguments when options.kernel_databases.
+  // Finds the databases below the directory arguments among `paths`.
   // Starts reading their .dat files in a thread of its own.
-  DatabaseHook(const std::vector<std::string>& paths, const CheckPathsOptions& options);
-  ~DatabaseHook();
+  DatabaseHook(const std::vector<std::string>& paths, const std::vector<TargetId>& targets);
+  ~DatabaseHook() override;
   DatabaseHook(const DatabaseHook&) = delete;
   DatabaseHook& operator=(const DatabaseHook&) = delete;
   bool active() const { return !dbs_.empty(); }
   // A checked image: a raw code object below a database keeps its facts (no second parse).
-  void observe(const ImageReport& img);
+  void observe(const ImageReport& img) override;
   // Checks every database and hands each report to `deliver`.
-  void finish(const std::function<void(FileReport&&)>& deliver);
+  void finish(const std::function<void(FileReport&&)>& deliver) override;
 
  private:
   std::vector<DatabaseDir> dbs_;

@@ -1,6 +1,6 @@
 // Checking one file: host ELF sections, bundles, archive members (many paths in order: check_paths.cpp;
-// reading a file: file_data.cpp).
-#include "hipguard/inputs.h"
+// reading a file: inputs/file_data.cpp).
+#include "hipguard/check_paths.h"
 
 #include "base/regular_file.h"
 #include "checks/library.h"
@@ -308,6 +308,25 @@ void CollectSink::end_file(FileReport&& file) {
   if (on_file_) on_file_(current_);
   if (keep_) reports.push_back(std::move(current_));
   current_ = FileReport();
+}
+
+FileReport path_problem_report(const PathProblem& p) {
+  FileReport r;
+  r.path = p.path;
+  std::string why = p.reason;
+  if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
+  r.diagnostics.push_back(make_diagnostic(code::kUnreadable, p.path, why, "check the path and its permissions"));
+  return r;
+}
+
+FileReport empty_directory_report(const std::string& path) {
+  FileReport r;
+  r.path = path;
+  r.diagnostics.push_back(make_diagnostic(code::kNothingToCheck, path,
+                                          "no GPU code found below this directory (no code object, offload bundle or "
+                                          "program with a .hip_fatbin section): nothing was checked",
+                                          "check the path; name the build outputs that hold the kernels"));
+  return r;
 }
 
 }  // namespace hipguard
