@@ -16,14 +16,8 @@ namespace hipguard {
 void Guard::on_process_exit(int status) try {
   if (status != 0) return;  // a program that fails keeps its own status
   State& s = state();
-  std::string first;
-  size_t failing = 0;
-  {
-    std::lock_guard lock(s.findings.mu);
-    if (s.findings.findings_pid != getpid() || s.findings.failing == 0) return;
-    failing = s.findings.failing;
-    first = s.findings.first_failing;
-  }
+  auto [failing, first] = s.findings.failing_here();
+  if (failing == 0) return;
   const GuardConfig& c = s.config;
   fflush(nullptr);  // the program's buffered output first: _exit below skips stdio's own flush
   std::string why = c.mode == Mode::Strict ? "strict mode" : variable(Setting::FailOn);

@@ -1,17 +1,16 @@
 // The guard's findings sink (internal): what this process has said, what its
 // report keeps of fat binaries, modules and kernels that are gone, the report
-// file, and the counts behind the exit status. Guard::State::findings, under
-// its own lock.
+// file, and the counts behind the exit status. Guard::State::findings; every
+// method takes the sink's own lock unless it says otherwise.
 #pragma once
 
 #include <sys/types.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -25,104 +24,95 @@
 
 namespace hipguard {
 
-struct FindingsSink {
-  // Guards every field below. A leaf: taken alone, or after the state mutex
-  // (a registry change leaving something with the sink, the report, fork);
-  // nothing is locked while it is held but spdlog's lock and the report
-  // file's flock. Saying a finding (Guard::report_once) therefore never waits
-  // for a whole registration, only for the sink's own short sections.
-  OwnedMutex mu;
+class FindingsSink {
+ public:
+  static constexpr size_t kMaxSaid = 4096;           // findings kept for Guard::findings
+  static constexpr size_t kMaxConsequences = 1000;   // runtime events kept for the report's run
+  static constexpr size_t kMaxGoneImages = 256;
+  static constexpr size_t kMaxGoneKernels = 1024;
 
-  // Every line said (format_line): a finding is said once per guard.
-  std::set<std::string> logged;
-  // The findings said, in order, at most kMaxSaid (Guard::findings: what a test or an embedder asks
-  // instead of reading the log); a forked child's start at said_at_fork.
-  std::vector<Diagnostic> said;
-  size_t said_at_fork = 0;
-  static constexpr size_t kMaxSaid = 4096;
-  // Runtime events (HG501/HG502/HG503) whose cause was said already: in the
-  // report under the run, not as more log lines. Bounded (Guard::kMaxConsequences).
-  std::vector<Diagnostic> consequences;
-  size_t consequences_at_fork = 0;  // a forked child's report lists the ones after
-  // What this process said, or caused, itself (a forked child: since the fork). The lock held.
-  std::vector<Diagnostic> said_here() const { return since(said, said_at_fork); }
-  std::vector<Diagnostic> consequences_here() const { return since(consequences, consequences_at_fork); }
-  // The fat binary whose check stops the process (strict mode): its report,
-  // for the report file, as it never reaches on_registered_fatbin. Set once:
-  // the process exits right after (tests that go on keep the last one).
-  std::optional<ImageReport> stopped_at;
+  // HIPGUARD_REPORT's path ("%p": the pid; "" none). Set once, before use.
+  void set_report(std::string path) { report_path_ = std::move(path); }
 
-  // Fat binaries and modules seen but gone, for the report: one per distinct
-  // (origin, findings), at most kMaxGoneImages; the rest are counted in not_listed.
+  // Opens this process's report file; why it cannot be (HG603), to be logged.
+  std::optional<Diagnostic> open_report();
+
+  // Saying a finding. `line` is its text (format_line), the key of say-once: false when said
+  // already. Otherwise it is kept (at most kMaxSaid), journaled to the report file, and, when
+  // `fails` (at or above HIPGUARD_FAIL_ON), counted for the exit status. A forked child with "%p"
+  // opens its own report at its first record: why it could not is put in `report_problem`.
+  bool say(const Diagnostic& d, const std::string& line, bool fails, std::optional<Diagnostic>* report_problem);
+  // A runtime event (HG501/HG502/HG503) whose cause (`cause_line`) was said: kept for the report's
+  // run (at most kMaxConsequences) and true; false when the cause was not said.
+  bool add_consequence(const Diagnostic& d, const std::string& cause_line);
+  // What this process said, or caused, itself (a forked child: since the fork).
+  std::vector<Diagnostic> said_here() const;
+  std::vector<Diagnostic> consequences_here() const;
+  // The findings at or above HIPGUARD_FAIL_ON this process said, and the first ("HG301 kernel 'k'").
+  std::pair<size_t, std::string> failing_here() const;
+
+  // The report of the fat binary a strict-mode stop is at (it never reaches on_registered_fatbin).
+  void stop_at(const ImageReport& report);
+  // Keeps a gone fat binary's or module's report unless one like it is kept (at most kMaxGoneImages).
+  void keep_gone_image(ImageReport&& img, uint64_t image_seq);
+  // Sums a gone kernel's launches and refusals into its (name, file) record (at most kMaxGoneKernels).
+  void keep_gone_kernel(KernelRecord rec, uint64_t kernel_seq);
+
+  // Whether this process's report is written already; claim_report: it is about to be (false: it was).
+  bool report_written() const;
+  bool claim_report();
+  // What the report keeps of this process since `fork_seq`: the gone images and the one a strict
+  // stop is at, to `add`; the consequences, gone kernels and the count of those not listed, to `run`.
+  void add_to_report(uint64_t fork_seq, const std::function<void(const ImageReport&)>& add, RunInfo& run) const;
+  // Finishes the report file with `record`: its path, and the first write error if any.
+  std::pair<std::string, std::optional<std::string>> finish_report(llvm::json::Object record, bool xml,
+                                                                   std::optional<Diagnostic>* report_problem);
+
+  // Around fork() (Guard::before_fork / after_fork): the lock taken for the fork (a leaf, after
+  // the state mutex); the child's lists and counts start afresh, its report file its own.
+  OwnedMutex::ForkHold lock_for_fork();
+  void after_fork(bool child);  // the lock taken for the fork held
+  void unlock_after_fork() { mu_.unlock_after_fork(); }
+
+ private:
   struct GoneImage {
     ImageReport report;
     uint64_t seq;  // registration order (Registry::seq)
   };
-  std::deque<GoneImage> unregistered;  // no copies on growth
-  std::set<std::string> unregistered_keys;
-  // Kernels of unloaded modules / unregistered fat binaries that had findings
-  // or launches, summed per (name, file), at most kMaxGoneKernels.
   struct GoneKernel {
     KernelRecord record;
     uint64_t seq;  // of the last one summed in
   };
-  std::map<std::pair<std::string, std::string>, GoneKernel> gone_kernels;
-  size_t not_listed = 0;  // images and kernels over those bounds
-  static constexpr size_t kMaxGoneImages = 256;
-  static constexpr size_t kMaxGoneKernels = 1024;
+  static std::vector<Diagnostic> since(const std::vector<Diagnostic>& all, size_t at);
+  std::optional<Diagnostic> open_report_locked();  // the lock held
+  std::optional<Diagnostic> reopen_if_forked();    // the lock held
 
-  // HIPGUARD_REPORT: findings appended as said, the document at exit.
-  ReportFile report_file;
-  bool report_reopen = false;   // a forked child with "%p" in the path opens its own
-  pid_t report_written_by = 0;  // the report is written once per process (a forked child writes its own)
+  // Guards every field below. A leaf: taken alone, or after the state mutex
+  // (a registry change leaving something with the sink, the report, fork);
+  // nothing is locked while it is held but the report file's flock. Saying a
+  // finding therefore never waits for a whole registration.
+  mutable OwnedMutex mu_;
 
-  // The findings this process reported (for HIPGUARD_FAIL_ON / strict exit
-  // status): how many at or above config.fail_on, the first of them.
-  pid_t findings_pid = 0;  // a forked child starts counting afresh
-  size_t failing = 0;
-  std::string first_failing;
+  std::set<std::string> logged_;  // every line said
+  std::vector<Diagnostic> said_;  // in order, at most kMaxSaid
+  size_t said_at_fork_ = 0;       // a forked child's start
+  std::vector<Diagnostic> consequences_;
+  size_t consequences_at_fork_ = 0;
+  std::optional<ImageReport> stopped_at_;  // set once: the process exits right after
 
-  static std::vector<Diagnostic> since(const std::vector<Diagnostic>& all, size_t at) {
-    return {all.begin() + static_cast<std::ptrdiff_t>(std::min(at, all.size())), all.end()};
-  }
+  std::deque<GoneImage> unregistered_;  // one per distinct (origin, findings); no copies on growth
+  std::set<std::string> unregistered_keys_;
+  std::map<std::pair<std::string, std::string>, GoneKernel> gone_kernels_;  // by (name, file)
+  size_t not_listed_ = 0;  // images and kernels over those bounds
 
-  // The report of the fat binary a strict-mode stop is at. Takes the lock.
-  void stop_at(const ImageReport& report) {
-    std::lock_guard lock(mu);
-    stopped_at = report;
-  }
+  std::string report_path_;
+  ReportFile report_file_;
+  bool report_reopen_ = false;   // a forked child with "%p" in the path opens its own
+  pid_t report_written_by_ = 0;  // the report is written once per process (a forked child writes its own)
 
-  // Keeps `img` for the report unless one like it is kept already. Takes the lock.
-  void keep_gone_image(ImageReport&& img, uint64_t image_seq) {
-    std::string key = img.origin;
-    for (const auto& d : img.diagnostics) key.append("\n").append(format_line(d));
-    std::lock_guard lock(mu);
-    if (unregistered_keys.count(key)) return;
-    if (unregistered.size() >= kMaxGoneImages) {
-      ++not_listed;
-      return;
-    }
-    unregistered_keys.insert(std::move(key));
-    unregistered.push_back(GoneImage{std::move(img), image_seq});
-  }
-
-  // Sums a gone kernel's launches and refusals into its (name, file) record. Takes the lock.
-  void keep_gone_kernel(KernelRecord rec, uint64_t kernel_seq) {
-    auto id = std::make_pair(rec.name, rec.file);
-    std::lock_guard lock(mu);
-    auto it = gone_kernels.find(id);
-    if (it == gone_kernels.end() && gone_kernels.size() < kMaxGoneKernels) {
-      KernelRecord first{rec.name, rec.file, 0, 0, rec.codes};
-      it = gone_kernels.emplace(std::move(id), GoneKernel{std::move(first), 0}).first;
-    }
-    if (it == gone_kernels.end()) {
-      ++not_listed;
-      return;
-    }
-    it->second.record.launches += rec.launches;
-    it->second.record.blocked += rec.blocked;
-    it->second.seq = kernel_seq;
-  }
+  pid_t findings_pid_ = 0;  // a forked child starts counting afresh
+  size_t failing_ = 0;
+  std::string first_failing_;
 };
 
 }  // namespace hipguard

@@ -157,42 +157,21 @@ bool Guard::logs_debug() { return state().logger->should_log(spdlog::level::debu
 
 void Guard::report_once(const Diagnostic& d) {
   std::string line = format_line(d);
-  {
-    State& s = state();
-    std::lock_guard lock(s.findings.mu);
-    if (!s.findings.logged.insert(line).second) return;
-    if (s.findings.said.size() < FindingsSink::kMaxSaid) s.findings.said.push_back(d);
-    if (s.findings.report_file.is_open() || s.findings.report_reopen) journal(s, d);
-    if (s.config.fails_on(d.severity)) {
-      if (s.findings.findings_pid != getpid()) s.findings.findings_pid = getpid(), s.findings.failing = 0;
-      if (s.findings.failing++ == 0) s.findings.first_failing = d.code + (d.kernel.empty() ? "" : " kernel '" + d.kernel + "'");
-    }
-  }
+  State& s = state();
+  std::optional<Diagnostic> report_problem;
+  if (!s.findings.say(d, line, s.config.fails_on(d.severity), &report_problem)) return;
+  if (report_problem) log_warning(*s.logger, format_line(*report_problem));
   log(d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warn" : "info", line);
 }
 
-std::vector<Diagnostic> Guard::findings() {
-  FindingsSink& f = state().findings;
-  std::lock_guard lock(f.mu);
-  return f.said_here();
-}
+std::vector<Diagnostic> Guard::findings() { return state().findings.said_here(); }
 
-std::vector<Diagnostic> Guard::consequences() {
-  FindingsSink& f = state().findings;
-  std::lock_guard lock(f.mu);
-  return f.consequences_here();
-}
+std::vector<Diagnostic> Guard::consequences() { return state().findings.consequences_here(); }
 
 void Guard::report_consequence(const Diagnostic& d, const Diagnostic* cause) {
   if (cause) {
     State& s = state();
-    bool said;
-    {
-      std::lock_guard lock(s.findings.mu);
-      said = s.findings.logged.count(format_line(*cause)) != 0;
-      if (said && s.findings.consequences.size() < kMaxConsequences) s.findings.consequences.push_back(d);
-    }
-    if (said) {  // at debug level, as a note: it adds nothing the user must act on
+    if (s.findings.add_consequence(d, format_line(*cause))) {  // at debug level, as a note: it adds nothing the user must act on
       Diagnostic note = d;
       note.severity = Severity::Note;
       log("debug", format_line(note));

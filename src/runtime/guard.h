@@ -263,10 +263,8 @@ class Guard {
   // A fat binary's check stops the process: its report goes into the report file.
   void stopping_at(const ImageReport& report);
   void open_report(State& s);
-  std::vector<FileReport> reported_files(State& s);  // state mutex and sink's lock held
-  RunInfo reported_run(State& s);                    // state mutex and sink's lock held
-  void journal(State& s, const Diagnostic& d);
-  void reopen_report_if_forked(State& s);
+  std::vector<FileReport> reported_files(State& s, RunInfo& run);  // state mutex held
+  void add_run(State& s, RunInfo& run);                              // state mutex held
   void before_fork();
   void after_fork(bool child);
   void say_unclean_fork(State& s);
@@ -276,7 +274,6 @@ class Guard {
   // is logged only when `cause` was not said already; otherwise it goes to the
   // debug log and into the report's run.consequences.
   void report_consequence(const Diagnostic& d, const Diagnostic* cause);
-  static constexpr size_t kMaxConsequences = 1000;
   void run_probe(const void* fatbin_handle);  // probes the kernels of one fat binary, once
   // A fat binary registered checked to selection only, checked in full: at its first use, where
   // its findings are said (and count for the exit status); for the report (`say` false), where they

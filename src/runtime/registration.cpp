@@ -397,8 +397,7 @@ bool Guard::for_the_report(const void* handle) {
   std::lock_guard lock(s.mu);
   auto it = s.registry.fatbins.find(handle);
   if (it == s.registry.fatbins.end() || it->second.depth == Depth::Full || it->second.seq <= s.fork_seq) return false;
-  std::lock_guard sink(s.findings.mu);
-  return s.findings.report_written_by != getpid();
+  return !s.findings.report_written();
 }
 
 void Guard::on_unregister_fatbin(const void* handle) try {

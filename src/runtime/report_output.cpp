@@ -18,14 +18,8 @@ namespace hipguard {
 // HIPGUARD_REPORT for this process ("%p" = its pid). A path that cannot be a
 // report (a directory, /dev/full, a symlink) is said once, and nothing is created.
 void Guard::open_report(State& s) {
-  std::string path = s.config.report_path;
-  for (size_t p; (p = path.find("%p")) != std::string::npos;) path.replace(p, 2, std::to_string(getpid()));
-  if (auto why = s.findings.report_file.open(path, llvm::json::Object{{"program", self_exe()}})) {
-    Diagnostic d = make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT not written: " + *why,
-                                   "give HIPGUARD_REPORT the path of a regular file (or of one to create), e.g. "
-                                   "hipguard-%p.json");
-    log_warning(*s.logger, format_line(d));
-  }
+  s.findings.set_report(s.config.report_path);
+  if (auto problem = s.findings.open_report()) log_warning(*s.logger, format_line(*problem));
 }
 
 // Around fork(): the child starts with the guard unlocked, its own report
@@ -69,35 +63,21 @@ void Guard::before_fork() {
   t.files = s.mapped_files.lock_for_fork();
   t.state = s.mu.lock_for_fork();
   t.probe = s.probe.lock_for_fork();
-  t.findings = s.findings.mu.lock_for_fork();
+  t.findings = s.findings.lock_for_fork();
   t.log = log_mutex().lock_for_fork();
-  // With "%p" the child opens a file of its own. Under the sink's lock only.
-  if (t.findings == Hold::Taken && !is_per_process_path(s.config.report_path)) s.findings.report_file.prepare_fork();
 }
 
 void Guard::after_fork(bool child) {
   State& s = state();
   const ForkLocks t = t_fork_locks.pop(kNoneTaken);
   if (t.findings == Hold::Taken) {
-    if (child) {
-      s.fork_seq = s.registry.seq;
-      s.findings.consequences_at_fork = s.findings.consequences.size();
-      s.findings.said_at_fork = s.findings.said.size();
-      s.findings.report_written_by = 0;
-      if (is_per_process_path(s.config.report_path)) {
-        s.findings.report_file.close_inherited();
-        s.findings.report_reopen = true;
-      } else {
-        s.findings.report_file.child_after_fork();
-      }
-    } else {
-      s.findings.report_file.parent_after_fork();
-    }
+    if (child) s.fork_seq = s.registry.seq;
+    s.findings.after_fork(child);
   }
   // The heap's child handler, which runs first, may have found the child unclean.
   if (child && !t.was_unclean && (!t.all_taken() || OwnedMutex::unclean_fork())) say_unclean_fork(s);
   if (t.log == Hold::Taken) log_mutex().unlock_after_fork();
-  if (t.findings == Hold::Taken) s.findings.mu.unlock_after_fork();
+  if (t.findings == Hold::Taken) s.findings.unlock_after_fork();
   if (t.probe == Hold::Taken) s.probe.unlock_after_fork();
   if (t.state == Hold::Taken) s.mu.unlock_after_fork();
   s.mapped_files.unlock_after_fork(t.files);
@@ -111,25 +91,12 @@ void Guard::say_unclean_fork(State& s) {
   if (s.config.mode != Mode::Off) write_all(2, s.unclean_fork_line.data(), s.unclean_fork_line.size());
 }
 
-// Under the sink's lock: a forked child with "%p" in the path opens its own
-// file at its first record.
-void Guard::reopen_report_if_forked(State& s) {
-  if (!s.findings.report_reopen) return;
-  s.findings.report_reopen = false;
-  open_report(s);
-}
 
-// Under the sink's lock: the journal record of a finding just said.
-void Guard::journal(State& s, const Diagnostic& d) {
-  reopen_report_if_forked(s);
-  s.findings.report_file.append(llvm::json::Object{{"diagnostic", diagnostic_json(d)}});
-}
-
-
-// The state mutex and the sink's lock held: what this process registered or loaded itself (a forked
+// The state mutex held: what this process registered or loaded itself (a forked
 // child: after the fork), a file per origin: fat binaries, then modules, then
-// gone images, then the one a strict stop is at.
-std::vector<FileReport> Guard::reported_files(State& s) {
+// gone images, then the one a strict stop is at; and the report's "run": the
+// process, its runtime events, and its kernels with findings or launches.
+std::vector<FileReport> Guard::reported_files(State& s, RunInfo& run) {
   std::vector<FileReport> files;
   std::map<std::string, size_t> by_origin;
   auto add = [&](const ImageReport& img) {
@@ -146,26 +113,17 @@ std::vector<FileReport> Guard::reported_files(State& s) {
   for (const auto& [m, mi] : s.registry.modules)
     if (mi.seq > s.fork_seq)
       for (const auto& img : mi.images) add(img);
-  for (const auto& g : s.findings.unregistered)
-    if (g.seq > s.fork_seq) add(g.report);
-  // A strict-mode stop comes between a fat binary's check and its registration.
-  if (s.findings.stopped_at) add(*s.findings.stopped_at);
+  s.findings.add_to_report(s.fork_seq, add, run);  // gone images, the one a strict stop is at
+  add_run(s, run);
   return files;
 }
 
-// The state mutex and the sink's lock held: the report's "run": the process, its runtime events, and
-// its kernels with findings or launches.
-RunInfo Guard::reported_run(State& s) {
-  RunInfo run;
+void Guard::add_run(State& s, RunInfo& run) {
   run.program = self_exe();
   run.pid = getpid();
   run.mode = s.config.mode == Mode::Strict ? "strict" : s.config.mode == Mode::Off ? "off" : "warn";
   run.target_source = s.config.target_source;
   for (const auto& t : s.config.targets) run.devices.push_back(t.label());
-  run.consequences = s.findings.consequences_here();
-  for (const auto& [id, gone] : s.findings.gone_kernels)
-    if (gone.seq > s.fork_seq) run.kernels.push_back(gone.record);
-  run.not_listed = s.findings.not_listed;
   // One record per kernel: launches by its host stub and by the hipFunction_t
   // hipGetFuncBySymbol returned for it (the same name, file and findings) are summed.
   std::map<std::tuple<std::string, std::string, std::vector<std::string>>, size_t> listed;
@@ -181,7 +139,6 @@ RunInfo Guard::reported_run(State& s) {
       run.kernels[at->second].blocked += rec.blocked;
     }
   }
-  return run;
 }
 
 // Once per process: every kernel indexed and checked in full, then the
@@ -189,11 +146,7 @@ RunInfo Guard::reported_run(State& s) {
 void Guard::write_report() try {
   State& s = state();
   if (s.config.report_path.empty()) return;
-  {
-    std::lock_guard lock(s.findings.mu);
-    if (s.findings.report_written_by == getpid()) return;
-    s.findings.report_written_by = getpid();
-  }
+  if (!s.findings.claim_report()) return;
   std::vector<const void*> not_in_full;  // the report covers every kernel: check their fat binaries in full
   {
     std::lock_guard lock(s.mu);
@@ -209,9 +162,7 @@ void Guard::write_report() try {
   RunInfo run;
   {
     std::lock_guard lock(s.mu);
-    std::lock_guard sink_lock(s.findings.mu);
-    files = reported_files(s);
-    run = reported_run(s);
+    files = reported_files(s, run);
   }
   bool xml = is_junit_path(s.config.report_path);
   llvm::json::Object record;
@@ -222,14 +173,9 @@ void Guard::write_report() try {
   }
   record["report"] = std::move(*doc);
   if (xml) record["junit"] = report_junit(files, s.config.targets);
-  std::optional<std::string> problem;
-  std::string path;
-  {
-    std::lock_guard lock(s.findings.mu);
-    reopen_report_if_forked(s);
-    path = s.findings.report_file.path();
-    problem = s.findings.report_file.finish(std::move(record), xml);
-  }
+  std::optional<Diagnostic> report_problem;
+  auto [path, problem] = s.findings.finish_report(std::move(record), xml, &report_problem);
+  if (report_problem) log_warning(*s.logger, format_line(*report_problem));
   if (problem) {
     report_once(make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT is incomplete: " + *problem,
                                 "free space (or raise the file size limit) where the report goes"));
