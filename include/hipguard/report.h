@@ -51,8 +51,8 @@ struct RunInfo {
 // image..., end_file), then finish(). Nothing is complete before finish().
 class ReportWriter : public FileSink {
  public:
-  // Which GPUs the files run on (check without --target), before finish(): JSON's "support"; the
-  // other formats ignore it.
+  // Which GPUs the files run on (check without --target), before finish(): JSON's "support",
+  // SARIF's runs[0].properties.support; JUnit ignores it.
   virtual void support(const std::vector<SupportRow>& /*rows*/) {}
   // `run`: the shim's section (JSON only; ignored by the other formats).
   virtual void finish(const RunInfo* run = nullptr) = 0;

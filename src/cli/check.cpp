@@ -305,7 +305,7 @@ int run_check(const CheckOptions& o) {
     auto writer = make_report_writer(o.json ? ReportFormat::Json : o.junit ? ReportFormat::JUnit : ReportFormat::Sarif,
                                       *os, targets);
     CheckPathsResult result = check_paths(o.input.paths, options, *writer);
-    if (o.json && targets.empty() && result.gpu_code) writer->support(check_support(o.input.paths, options, progress));
+    if (!o.junit && targets.empty() && result.gpu_code) writer->support(check_support(o.input.paths, options, progress));
     writer->finish();
     return result.ok ? kExitOk : kExitProblems;
   }

@@ -255,22 +255,6 @@ void write_libraries(OStream& j, const std::vector<LibrarySummary>& libraries) {
   });
 }
 
-// Which GPUs the files run on (hipguard/support.h): a row per shipped configuration.
-void write_support(OStream& j, const std::vector<SupportRow>& rows) {
-  j.attributeArray("support", [&] {
-    for (const auto& r : rows)
-      j.object([&] {
-        j.attribute("target", r.target.str());
-        j.attributeArray("products", [&] {
-          for (const auto& p : r.products) j.value(p);
-        });
-        j.attribute("runs", r.runs);
-        if (!r.runs) put_text(j, "cause", r.cause);
-        if (!r.code.empty()) j.attribute("code", r.code);
-      });
-  });
-}
-
 void write_run(OStream& j, const RunInfo& run) {
   j.attributeObject("run", [&] {
     put_text(j, "program", run.program);
@@ -400,6 +384,23 @@ std::string render(ReportFormat format, const std::vector<FileReport>& reports, 
 }
 
 }  // namespace
+
+// Which GPUs the files run on (hipguard/support.h): a row per shipped configuration.
+void write_support(llvm::json::OStream& j, const std::vector<SupportRow>& rows) {
+  j.attributeArray("support", [&] {
+    for (const auto& r : rows)
+      j.object([&] {
+        j.attribute("target", r.target.str());
+        j.attributeArray("products", [&] {
+          for (const auto& p : r.products) j.value(p);
+        });
+        j.attribute("runs", r.runs);
+        if (!r.runs) put_text(j, "cause", r.cause);
+        if (!r.code.empty()) j.attribute("code", r.code);
+      });
+  });
+}
+
 
 // The same object write_diag streams, as a value (the shim's journal lines).
 llvm::json::Value diagnostic_json(const Diagnostic& d) {

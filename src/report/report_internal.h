@@ -8,6 +8,8 @@
 
 #include "hipguard/report.h"
 
+#include <llvm/Support/JSON.h>
+
 namespace hipguard {
 
 inline constexpr const char* kReportSchema = "hipguard-report/1";
@@ -45,6 +47,10 @@ struct ReportSummary {
  private:
   void add_diagnostic(const Diagnostic& d);
 };
+
+// Which GPUs the files run on (hipguard/support.h), as the attribute "support": a row per shipped
+// configuration (docs/report.md). The JSON report's top level, SARIF's run properties.
+void write_support(llvm::json::OStream& j, const std::vector<SupportRow>& rows);
 
 std::unique_ptr<ReportWriter> make_junit_writer(llvm::raw_ostream& os, const std::vector<TargetId>& targets);
 std::unique_ptr<ReportWriter> make_sarif_writer(llvm::raw_ostream& os, const std::vector<TargetId>& targets);

@@ -126,9 +126,13 @@ class SarifWriter final : public ReportWriter {
     for (const auto& d : r.diagnostics) write_result(d, "");
   }
 
+  void support(const std::vector<SupportRow>& rows) override { support_ = rows; }
+
   void finish(const RunInfo*) override {
     j_.arrayEnd();
     j_.attributeEnd();
+    // Which GPUs (check without --target): a property of the run, as SARIF has no place for it.
+    if (!support_.empty()) j_.attributeObject("properties", [&] { write_support(j_, support_); });
     j_.objectEnd();
     j_.arrayEnd();
     j_.attributeEnd();
@@ -213,6 +217,7 @@ class SarifWriter final : public ReportWriter {
   llvm::raw_ostream& os_;
   OStream j_;
   std::string path_, uri_;
+  std::vector<SupportRow> support_;
 };
 
 }  // namespace

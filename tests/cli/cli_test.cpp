@@ -316,6 +316,16 @@ TEST(Cli, WithoutTargetSaysWhichGpusItRunsOn) {
     if (!*o->getBoolean("runs")) EXPECT_TRUE(o->getString("code") && o->getString("cause")) << o->getString("target")->str();
   }
   EXPECT_EQ(in_json, runs_on);
+  // SARIF carries the same array in its run's properties.
+  CliRun sarif = run_cli({"check", "--sarif", path});
+  EXPECT_EQ(sarif.status, r.status);
+  auto sdoc = llvm::json::parse(sarif.out);
+  ASSERT_TRUE(bool(sdoc)) << llvm::toString(sdoc.takeError());
+  const llvm::json::Object* run0 = (*sdoc->getAsObject()->getArray("runs"))[0].getAsObject();
+  const llvm::json::Object* props = run0->getObject("properties");
+  ASSERT_NE(props, nullptr) << sarif.out.substr(0, 400);
+  ASSERT_NE(props->getArray("support"), nullptr);
+  EXPECT_EQ(llvm::json::Value(llvm::json::Array(*props->getArray("support"))), llvm::json::Value(llvm::json::Array(*support)));
 }
 
 TEST(Cli, HipccProgram) {

@@ -215,6 +215,9 @@ class Formats:
             fingerprints.add(json.dumps(res["partialFingerprints"], sort_keys=True) + res["message"]["text"])
         expect(by_level == report["summary"]["diagnostics"],
                f"{name}: results by level {by_level} == JSON summary {report['summary']['diagnostics']}")
+        # Which GPUs (no --target): the JSON report's "support" as it is, in the run's properties.
+        expect(r.get("properties", {}).get("support") == report.get("support"),
+               f"{name}: runs[0].properties.support == the JSON report's support")
 
     # ----------------------------------------------------------------- CLI
     def check(self, name, targets, paths, expect_status=None):
