@@ -22,12 +22,12 @@ std::string waves(const ProcessorInfo& p) {
 
 void print_products() {
   printf("Products (checked as shipped; NAME:xnack+ etc. for another setting)\n");
-  printf("  %-11s %-24s %-26s %-10s %s\n", "NAME", "GPU", "TARGET ID", "LDS", "WAVE");
+  printf("  %-13s %-24s %-26s %-10s %s\n", "NAME", "GPU", "TARGET ID", "LDS", "WAVE");
   for (const auto& p : all_products()) {
     auto t = parse_target(p.name);
     const ProcessorInfo* info = find_processor(p.processor);
     if (!t || !info) continue;
-    printf("  %-11s %-24s %-26s %-10s %s\n", std::string(p.name).c_str(), std::string(p.display).c_str(),
+    printf("  %-13s %-24s %-26s %-10s %s\n", std::string(p.name).c_str(), std::string(p.display).c_str(),
            t->str().c_str(), human_bytes(info->lds_bytes).c_str(), waves(*info).c_str());
   }
 }

@@ -124,12 +124,17 @@ constexpr std::array kProducts = {
   ProductInfo{"w7900",      "AMD Radeon PRO W7900",  "gfx1100", kNone, kNone},
   ProductInfo{"rx7900xtx",  "AMD Radeon RX 7900 XTX", "gfx1100", kNone, kNone},
   ProductInfo{"rx9070xt",   "AMD Radeon RX 9070 XT", "gfx1201", kNone, kNone},
+  ProductInfo{"rx9070",     "AMD Radeon RX 9070",    "gfx1201", kNone, kNone},
+  ProductInfo{"rx9060xt",   "AMD Radeon RX 9060 XT", "gfx1200", kNone, kNone},
+  ProductInfo{"ryzen-ai-max", "AMD Ryzen AI Max 300", "gfx1151", kNone, kNone},  // Radeon 8060S/8050S
 };
 // clang-format on
 
 constexpr std::array kSources = {
     FactSource{"processors, EF_AMDGPU_MACH, generic families",
                "LLVM AMDGPUUsage (AMDGPU Processors, EF_AMDGPU_MACH values, Generic Processors); BinaryFormat/ELF.h"},
+    FactSource{"products' processors", "LLVM AMDGPUUsage (AMDGPU Processors, Example Products; e.g. Radeon 8060S of "
+                                       "the Ryzen AI Max 300 series: gfx1151)"},
     FactSource{"LDS per workgroup", "LLVM AMDGPU.td FeatureAddressableLocalMemorySize; CLR ISA table"},
     FactSource{"wavefront sizes", "LLVM AMDGPUUsage (AMDGPU Processors: wavefrontsize64 / wave32-only gfx125x)"},
     FactSource{"xnack default off", "Linux amdgpu_gmc.c amdgpu_gmc_noretry_set: noretry=1 on GC 9.0.1, 9.4.x, 9.5.0"},

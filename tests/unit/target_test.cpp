@@ -102,7 +102,8 @@ TEST(Target, ProductAliases) {
                {"mi250", "gfx90a", "gfx90a:sramecc+:xnack-"},  {"mi210", "gfx90a", "gfx90a:sramecc+:xnack-"},
                {"mi100", "gfx908", "gfx908:sramecc+:xnack-"},  {"mi50", "gfx906", "gfx906:sramecc+:xnack-"},
                {"radeon-vii", "gfx906", "gfx906:sramecc-:xnack-"}, {"mi25", "gfx900", "gfx900:xnack-"},
-               {"w7900", "gfx1100", "gfx1100"}};
+               {"w7900", "gfx1100", "gfx1100"},                {"rx9060xt", "gfx1200", "gfx1200"},
+               {"rx9070", "gfx1201", "gfx1201"},               {"ryzen-ai-max", "gfx1151", "gfx1151"}};
   for (const auto& c : cases) {
     TargetId t = must_parse(c.product);
     EXPECT_EQ(t.processor, c.processor) << c.product;
