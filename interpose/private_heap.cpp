@@ -69,7 +69,8 @@ struct Heap {
   // Blocks up to 64 KiB pooled; larger ones straight from Pages.
   std::pmr::unsynchronized_pool_resource pool{{0, 64 * 1024}, &pages};
   Heap() {
-    pthread_atfork(before_fork, [] { after_fork(false); }, [] { after_fork(true); });
+    pthread_atfork(
+        before_fork, [] { after_fork(false); }, [] { after_fork(true); });
   }
   static void before_fork() {
     auto* hold = t_heap_fork_hold.push();

@@ -148,8 +148,8 @@ Guard& guard() {
     for (char** e = environ; e && *e; ++e)
       if (strncasecmp(*e, "HIPGUARD_", 9) == 0)
         if (const char* eq = strchr(*e, '=')) names.emplace_back(*e, static_cast<size_t>(eq - *e));
-    hipguard::GuardConfig config = hipguard::config_from(
-        [](const char* name) -> const char* { return getenv(name); }, getauxval(AT_SECURE) != 0, names);
+    hipguard::GuardConfig config = hipguard::config_from([](const char* name) -> const char* { return getenv(name); },
+                                                         getauxval(AT_SECURE) != 0, names);
     if (LoadedRuntime runtime = loaded_runtime(); runtime.path) {
       std::string real = real_file(runtime.path);
       runtime_version(config, real);
@@ -244,7 +244,8 @@ void redirect(const char* requested, bool per_thread, void** pfn) {
   void* mine = self ? dlvsym(self, api->name, api->node) : nullptr;
   if (!mine || mine == *pfn) return;
   log_line("debug", [&] {
-    return std::string(requested ? requested : "?") + ": handing out hipguard's " + api->name + " instead of the runtime's";
+    return std::string(requested ? requested : "?") + ": handing out hipguard's " + api->name +
+           " instead of the runtime's";
   });
   *pfn = mine;
 }

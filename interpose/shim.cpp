@@ -359,19 +359,18 @@ auto run(Api api, Hook hook, Call call) {
 // alignment to differ on); dim3 in structs (hip_abi.h) keeps its layout.
 using dim3_in_registers = unsigned __int128;
 #define dim3 dim3_in_registers
-#define HG_API(sym, node, kind, ret, params, args, shape)                                        \
-  extern "C" ret sym params;                                                                     \
-  __attribute__((noinline)) static ret sym##_slow params {                                       \
-    using Fn = ret(*) params;                                                                    \
-    return run<Fn>(api_##sym, hook::shape, [&](Fn fn) { return fn args; });                      \
-  }                                                                                              \
-  extern "C" __attribute__((visibility("default"))) ret sym params {                             \
-    if constexpr (decltype(hook::shape)::fast_path) {                                            \
-      void* p = g_slots[api_##sym].load(std::memory_order_acquire);                              \
-      if (__builtin_expect(p != nullptr && hook::shape.clean(), 1))                              \
-        return reinterpret_cast<decltype(&sym)>(p) args;                                         \
-    }                                                                                            \
-    return sym##_slow args;                                                                      \
+#define HG_API(sym, node, kind, ret, params, args, shape)                                                            \
+  extern "C" ret sym params;                                                                                         \
+  __attribute__((noinline)) static ret sym##_slow params {                                                           \
+    using Fn = ret(*) params;                                                                                        \
+    return run<Fn>(api_##sym, hook::shape, [&](Fn fn) { return fn args; });                                          \
+  }                                                                                                                  \
+  extern "C" __attribute__((visibility("default"))) ret sym params {                                                 \
+    if constexpr (decltype(hook::shape)::fast_path) {                                                                \
+      void* p = g_slots[api_##sym].load(std::memory_order_acquire);                                                  \
+      if (__builtin_expect(p != nullptr && hook::shape.clean(), 1)) return reinterpret_cast<decltype(&sym)>(p) args; \
+    }                                                                                                                \
+    return sym##_slow args;                                                                                          \
   }
 #define HG_SKIP(...)
 #include "hip_api.def"

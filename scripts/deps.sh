@@ -15,6 +15,7 @@ pkgs=(
   "${build_pkgs[@]}"
   libgtest-dev libbenchmark-dev            # tests, benchmarks
   clang-14 libclang-rt-14-dev              # libFuzzer and sanitizer runtimes
+  clang-format-14                          # Style.ClangFormat, scripts/format.sh
   hipcc libamdhip64-dev                    # builds the test HIP programs; real libamdhip64 (ROCm 5.2)
   librocsparse0                            # real ROCm library full of fat binaries (inspect/bench input)
   valgrind time

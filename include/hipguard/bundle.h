@@ -23,10 +23,10 @@ using Bytes = std::span<const uint8_t>;
 
 // __CudaFatBinaryWrapper as emitted by clang for HIP (24 bytes on LP64).
 struct FatbinWrapper {
-  uint32_t magic;       // kHipFatbinMagic
-  uint32_t version;     // must be 1
-  const void* binary;   // offload bundle, compressed bundle or raw ELF code object
-  const void* reserved; // null for HIPF
+  uint32_t magic;        // kHipFatbinMagic
+  uint32_t version;      // must be 1
+  const void* binary;    // offload bundle, compressed bundle or raw ELF code object
+  const void* reserved;  // null for HIPF
 };
 inline constexpr uint32_t kHipFatbinMagic = 0x48495046;  // "HIPF" read as a LE u32
 // "HIPK": a kpack fat binary (CLR hip_platform.cpp, symbols::kHipkMagic): `binary`
@@ -58,18 +58,18 @@ struct BundleEntryId {
 BundleEntryId parse_entry_id(std::string_view id);
 
 struct BundleEntry {
-  std::string id;        // the raw entry ID string
+  std::string id;  // the raw entry ID string
   BundleEntryId parsed;
-  uint64_t offset = 0;   // from the start of the (decompressed) bundle
-  uint64_t size = 0;     // bytes
+  uint64_t offset = 0;  // from the start of the (decompressed) bundle
+  uint64_t size = 0;    // bytes
 };
 
 struct Bundle {
   bool compressed = false;
-  uint16_t ccob_version = 0;  // 1, 2 or 3 when compressed
-  uint16_t ccob_method = 0;   // 0 zlib, 1 zstd (llvm::compression::Format)
-  uint64_t encoded_size = 0;  // bytes the bundle occupies in its container
-  uint64_t table_size = 0;    // bytes of header + entry table (of the decompressed bundle)
+  uint16_t ccob_version = 0;         // 1, 2 or 3 when compressed
+  uint16_t ccob_method = 0;          // 0 zlib, 1 zstd (llvm::compression::Format)
+  uint64_t encoded_size = 0;         // bytes the bundle occupies in its container
+  uint64_t table_size = 0;           // bytes of header + entry table (of the decompressed bundle)
   std::vector<BundleEntry> entries;  // in file order
   // Compressed bundles: the compressed payload (a view into the input), the
   // uncompressed size from the header, and the decompressed prefix decoded so
@@ -97,8 +97,9 @@ inline constexpr uint64_t kCompressionRatioFloor = 16ull << 20;
 inline constexpr uint64_t kMaxParsedBytesFactor = 2;
 // The uncompressed size a CCOB of `payload_bytes` compressed bytes may claim.
 inline constexpr uint64_t max_claimed_uncompressed(uint64_t payload_bytes) {
-  uint64_t by_ratio = payload_bytes > kMaxDecompressedBytes / kMaxCompressionRatio ? kMaxDecompressedBytes
-                                                                                    : payload_bytes * kMaxCompressionRatio;
+  uint64_t by_ratio = payload_bytes > kMaxDecompressedBytes / kMaxCompressionRatio
+                          ? kMaxDecompressedBytes
+                          : payload_bytes * kMaxCompressionRatio;
   return by_ratio > kCompressionRatioFloor ? by_ratio : kCompressionRatioFloor;
 }
 

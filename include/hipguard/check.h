@@ -41,9 +41,9 @@ std::string_view to_string(Selection s);
 struct TargetVerdict {
   TargetId target;
   Selection selection = Selection::None;
-  std::string selected;  // bundle entry ID, or the raw code object's target ID
-  bool can_run = false;  // no error-severity diagnostic for this target
-  size_t kernels = 0;    // kernels in the selected code object
+  std::string selected;      // bundle entry ID, or the raw code object's target ID
+  bool can_run = false;      // no error-severity diagnostic for this target
+  size_t kernels = 0;        // kernels in the selected code object
   bool kernel_free = false;  // nothing selected, but no entry has a kernel: the fat binary runs (HG211)
   // A kernel library's file (check_paths.h, LibrarySummary) built for another processor or configuration:
   // the library's loader does not load it for this target, so it is counted, not checked, and its
@@ -61,20 +61,20 @@ struct CodeObjectSummary {
 };
 
 struct ImageReport {
-  std::string origin;    // file path or in-memory origin
-  std::string location;  // where in the origin: "bundle #2 @0x3000", "" for whole files
+  std::string origin;        // file path or in-memory origin
+  std::string location;      // where in the origin: "bundle #2 @0x3000", "" for whole files
   uint64_t file_offset = 0;  // where the payload starts in the origin file (set by check_file)
   PayloadKind kind = PayloadKind::Unknown;
-  std::vector<std::string> entry_ids;        // bundle entry IDs, file order
-  std::vector<BundleEntry> entries;          // the same entries with offsets and sizes
+  std::vector<std::string> entry_ids;          // bundle entry IDs, file order
+  std::vector<BundleEntry> entries;            // the same entries with offsets and sizes
   uint16_t ccob_version = 0, ccob_method = 0;  // compressed bundles: header version, 0 zlib / 1 zstd
-  uint64_t table_bytes = 0;  // a bundle's header and entry table, bytes (of the decompressed bundle); 0: not parsed
+  uint64_t table_bytes = 0;   // a bundle's header and entry table, bytes (of the decompressed bundle); 0: not parsed
   uint64_t encoded_read = 0;  // a compressed bundle: bytes of it (header and payload) read to decode its table
   std::deque<CodeObjectSummary> code_objects;  // deque: diagnostics keep pointers stable
-  std::string built_for;                     // a raw code object: the target ID it is built for (describe_target)
-  std::vector<TargetVerdict> verdicts;       // one per requested target, same order
-  std::vector<Diagnostic> diagnostics;       // structural ones have an empty target
-  bool structurally_ok = true;               // no target-independent error
+  std::string built_for;                       // a raw code object: the target ID it is built for (describe_target)
+  std::vector<TargetVerdict> verdicts;         // one per requested target, same order
+  std::vector<Diagnostic> diagnostics;         // structural ones have an empty target
+  bool structurally_ok = true;                 // no target-independent error
 
   // With targets: every requested target can run this image. Without: the
   // image is structurally sound.
@@ -84,20 +84,20 @@ struct ImageReport {
 // How far check_image goes for offload bundles (a raw code object is checked
 // in full, but at ForTargets).
 enum class Depth {
-  Full,       // select, then parse the selected code objects and check every kernel
-  ForTargets,  // as Full, and a raw code object built for a processor that none of the targets has is
-               // read as a bundle entry the runtime does not select would be: not its metadata, only
-               // its kernel descriptors, for HG202 and HG301 (the kernels that fit no target), and it is
-               // not listed in ImageReport::code_objects (`hipguard check`: a directory of code objects
-               // for many GPUs costs what the ones for the GPUs asked about cost)
-  Selection,  // bundle table and selection only: no code object is parsed (the
-              // shim's registration path; kernels are checked at first use), except
-              // that when nothing fits a target the entries' descriptors are read
-              // until one has a kernel (HG201 or HG211)
-  Library,     // as ForTargets, for a kernel library's file (check_paths.h, LibrarySummary): a raw code object
-               // built for a processor that none of the targets has is read only to its ELF header, and a
-               // bundle with nothing for a target is not searched for kernels (HG201, not HG211): the
-               // library's loader loads neither there, so it is counted, not checked
+  Full,         // select, then parse the selected code objects and check every kernel
+  ForTargets,   // as Full, and a raw code object built for a processor that none of the targets has is
+                // read as a bundle entry the runtime does not select would be: not its metadata, only
+                // its kernel descriptors, for HG202 and HG301 (the kernels that fit no target), and it is
+                // not listed in ImageReport::code_objects (`hipguard check`: a directory of code objects
+                // for many GPUs costs what the ones for the GPUs asked about cost)
+  Selection,    // bundle table and selection only: no code object is parsed (the
+                // shim's registration path; kernels are checked at first use), except
+                // that when nothing fits a target the entries' descriptors are read
+                // until one has a kernel (HG201 or HG211)
+  Library,      // as ForTargets, for a kernel library's file (check_paths.h, LibrarySummary): a raw code object
+                // built for a processor that none of the targets has is read only to its ELF header, and a
+                // bundle with nothing for a target is not searched for kernels (HG201, not HG211): the
+                // library's loader loads neither there, so it is counted, not checked
   Descriptors,  // select, then the selected code objects' ELF headers, symbol tables and
                 // kernel descriptors, without reading their metadata:
                 // the errors decided there (e_flags, static LDS, a kernel descriptor out of
@@ -164,7 +164,7 @@ class SelectionMemo {
 // Depth::Selection whose table lies within it reads nothing of `data`
 // (unless a target has nothing selected: then its entries are searched for kernels).
 ImageReport check_image(Bytes data, const std::string& origin, const std::vector<TargetId>& targets,
-                        const std::string& location = "", Depth depth = Depth::Full,
-                        const Machine& machine = {}, SelectionMemo* memo = nullptr, Bytes head = {});
+                        const std::string& location = "", Depth depth = Depth::Full, const Machine& machine = {},
+                        SelectionMemo* memo = nullptr, Bytes head = {});
 
 }  // namespace hipguard

@@ -17,15 +17,15 @@ class FileSink;  // below
 
 struct FileReport {
   std::string path;
-  std::string library;                 // the kernel library it belongs to (LibrarySummary::name), or 
-  std::vector<ImageReport> images;     // one per bundle / code object found
-  std::vector<Diagnostic> diagnostics; // file-level: unreadable, no .hip_fatbin; archives: corrupt (HG113), budgets
-  bool hip = false;                    // the file carries GPU code at all (an archive: itself is no GPU code)
+  std::string library;                  // the kernel library it belongs to (LibrarySummary::name), or
+  std::vector<ImageReport> images;      // one per bundle / code object found
+  std::vector<Diagnostic> diagnostics;  // file-level: unreadable, no .hip_fatbin; archives: corrupt (HG113), budgets
+  bool hip = false;                     // the file carries GPU code at all (an archive: itself is no GPU code)
   // An archive checked without CheckFileOptions::members: its members with GPU
   // code (or a problem), each a file named "archive!member", in archive order.
   std::vector<FileReport> members;
-  std::string needed_by;               // a dependency (CheckPathsOptions::dependencies): the program or
-                                       // library that loads or opens it; "" for the files given
+  std::string needed_by;  // a dependency (CheckPathsOptions::dependencies): the program or
+                          // library that loads or opens it; "" for the files given
 
   bool ok() const;
 };
@@ -41,12 +41,12 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
 using ImageSink = std::function<void(ImageReport&&)>;
 struct CheckFileOptions {
   bool explicit_arg = true;
-  const ImageSink* sink = nullptr;                 // null: images are kept in the report
-  uint64_t map_above = FileData::kCopyLimit;       // see FileData::open
+  const ImageSink* sink = nullptr;            // null: images are kept in the report
+  uint64_t map_above = FileData::kCopyLimit;  // see FileData::open
   FileData::ReadBuffer* reuse = nullptr;
-  bool seen_regular = false;                       // see FileData::open
-  Depth depth = Depth::Full;                       // of raw code objects (bundles: Full); see check.h
-  Machine machine;                                 // the runtime and whether the targets share a process
+  bool seen_regular = false;  // see FileData::open
+  Depth depth = Depth::Full;  // of raw code objects (bundles: Full); see check.h
+  Machine machine;            // the runtime and whether the targets share a process
   // Archives: read with this reader (null: an archive is a file without GPU
   // code). Each member with GPU code or a problem is checked like a file of
   // its kind and goes to `members` as a file of its own (begin_file, images,
@@ -54,7 +54,7 @@ struct CheckFileOptions {
   // code at all gets HG107 when `explicit_arg`, like any file.
   const ArchiveReader* archives = nullptr;
   FileSink* members = nullptr;
-  bool library_file = false;                       // a kernel library's file (LibrarySummary): Depth::Library
+  bool library_file = false;  // a kernel library's file (LibrarySummary): Depth::Library
 };
 FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options);
 
@@ -85,10 +85,10 @@ struct LibrarySummary {
     size_t other = 0;         // files for other processors or configurations
     size_t failing = 0;       // loadable files with an error for the target
   };
-  std::string name;                     // directory, relative to nothing: as found below the argument
-  size_t files = 0;                     // code object files of the library
-  std::vector<std::string> built_for;   // the target IDs (or bundle entries' targets) its files are for, sorted
-  std::vector<PerTarget> targets;       // one per requested target, same order
+  std::string name;                    // directory, relative to nothing: as found below the argument
+  size_t files = 0;                    // code object files of the library
+  std::vector<std::string> built_for;  // the target IDs (or bundle entries' targets) its files are for, sorted
+  std::vector<PerTarget> targets;      // one per requested target, same order
 };
 
 // Receives the files of check_paths in input order, from the calling thread:
@@ -143,10 +143,10 @@ using DatabaseSteps = std::function<std::unique_ptr<DatabaseStep>(const std::vec
 
 struct CheckPathsOptions {
   std::vector<TargetId> targets;
-  unsigned jobs = 0;                      // worker threads; 0: one per hardware thread
-  bool empty_directory_is_error = true;   // HG110 for a directory without GPU code (check; not inspect)
-  Depth depth = Depth::Full;              // CheckFileOptions::depth
-  Machine machine;                        // CheckFileOptions::machine
+  unsigned jobs = 0;                     // worker threads; 0: one per hardware thread
+  bool empty_directory_is_error = true;  // HG110 for a directory without GPU code (check; not inspect)
+  Depth depth = Depth::Full;             // CheckFileOptions::depth
+  Machine machine;                       // CheckFileOptions::machine
   // Called from the delivering thread after each file (`done` of `total`
   // files, the file's path): the CLI's progress line.
   std::function<void(size_t done, size_t total, const std::string& path)> progress;
@@ -157,8 +157,8 @@ struct CheckPathsOptions {
   bool dependencies = false;
   std::string sysroot;
   std::vector<TargetId> dependency_targets;  // whose Tensile files are listed (empty: `targets`)
-  DatabaseSteps kernel_databases;         // the kernel databases below directory arguments (check); empty: none
-  const ArchiveReader* archives = nullptr;  // CheckFileOptions::archives: the CLI's archive_reader()
+  DatabaseSteps kernel_databases;            // the kernel databases below directory arguments (check); empty: none
+  const ArchiveReader* archives = nullptr;   // CheckFileOptions::archives: the CLI's archive_reader()
 };
 struct CheckPathsResult {
   bool ok = true;           // every file and image ok (FileReport::ok)

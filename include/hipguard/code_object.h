@@ -48,8 +48,8 @@ struct KernelArg {
 // One kernel as described by its metadata map (amdhsa.kernels[i]).
 // All sizes in bytes; register counts in registers.
 struct KernelInfo {
-  std::string name;    // .name (source-level name)
-  std::string symbol;  // .symbol (kernel descriptor symbol, "<name>.kd")
+  std::string name;                         // .name (source-level name)
+  std::string symbol;                       // .symbol (kernel descriptor symbol, "<name>.kd")
   uint64_t group_segment_fixed_size = 0;    // static LDS per workgroup
   uint64_t private_segment_fixed_size = 0;  // scratch per work-item
   uint64_t kernarg_segment_size = 0;
@@ -58,9 +58,9 @@ struct KernelInfo {
   uint64_t max_flat_workgroup_size = 0;
   uint64_t sgpr_count = 0;
   uint64_t vgpr_count = 0;
-  std::optional<uint64_t> agpr_count;   // gfx90a-class only
+  std::optional<uint64_t> agpr_count;  // gfx90a-class only
   uint64_t sgpr_spill_count = 0, vgpr_spill_count = 0;
-  bool uses_dynamic_stack = false;      // v5+
+  bool uses_dynamic_stack = false;  // v5+
   std::optional<std::array<uint64_t, 3>> reqd_workgroup_size;
   std::vector<KernelArg> args;
   std::optional<KernelDescriptor> descriptor;  // absent when the .kd symbol is missing or out of bounds
@@ -87,21 +87,21 @@ inline constexpr uint64_t kMaxArgsPerKernel = 1024;          // .args entries of
 inline constexpr uint64_t kMaxIssuesPerCodeObject = 100;
 
 struct CodeObject {
-  unsigned version = 0;            // code object version: EI_ABIVERSION + 2 (v2..v6)
+  unsigned version = 0;  // code object version: EI_ABIVERSION + 2 (v2..v6)
   uint32_t e_flags = 0;
-  uint32_t mach = 0;               // e_flags & EF_AMDGPU_MACH
-  const ProcessorInfo* processor = nullptr;  // null when mach is unknown
-  TargetId target;                 // processor + xnack/sramecc from e_flags
-  unsigned generic_version = 0;    // e_flags bits 24..31 (v6 generic code objects)
+  uint32_t mach = 0;                           // e_flags & EF_AMDGPU_MACH
+  const ProcessorInfo* processor = nullptr;    // null when mach is unknown
+  TargetId target;                             // processor + xnack/sramecc from e_flags
+  unsigned generic_version = 0;                // e_flags bits 24..31 (v6 generic code objects)
   std::optional<std::string> metadata_target;  // amdhsa.target, when present
   std::vector<KernelInfo> kernels;
-  std::vector<std::string> device_functions;  // STT_FUNC symbols that are not kernel entries
+  std::vector<std::string> device_functions;          // STT_FUNC symbols that are not kernel entries
   std::vector<std::string> kernels_without_metadata;  // "<name>.kd" symbols no metadata entry names
-  std::vector<CodeObjectIssue> issues;        // target-independent findings (HG109, HG111, HG4xx), at most
-                                              // kMaxIssuesPerCodeObject, then one HG112 summary
-  uint64_t issues_dropped = 0;                // findings past the cap (counted, not kept)
-  Severity dropped_severity = Severity::Note; // the most severe of them
-  uint64_t size = 0;               // bytes of the ELF image
+  std::vector<CodeObjectIssue> issues;                // target-independent findings (HG109, HG111, HG4xx), at most
+                                                      // kMaxIssuesPerCodeObject, then one HG112 summary
+  uint64_t issues_dropped = 0;                        // findings past the cap (counted, not kept)
+  Severity dropped_severity = Severity::Note;         // the most severe of them
+  uint64_t size = 0;                                  // bytes of the ELF image
 };
 
 // Reads the descriptors of a code object's NT_AMDGPU_METADATA notes (MessagePack;

@@ -79,10 +79,10 @@ std::string resolve_in_root(const std::string& sysroot, const std::string& path)
 // check_paths' hook: after each file named on the command line (`named`), the dependencies that
 // carry GPU code and the kernel files (each once, none already in `files`), with who needs each.
 struct DependencyFile {
-  std::string needed_by;               // "" for the files of the command line
-  std::vector<Diagnostic> diagnostics; // HG120-HG122 about this file's own dependencies
+  std::string needed_by;                    // "" for the files of the command line
+  std::vector<Diagnostic> diagnostics;      // HG120-HG122 about this file's own dependencies
   bool dependencies_have_gpu_code = false;  // a named file without GPU code is then no HG107
-  bool shared_library = false;  // a library the dynamic loader maps; false for kernel files
+  bool shared_library = false;              // a library the dynamic loader maps; false for kernel files
 };
 void add_dependencies(std::vector<std::string>* files, std::vector<bool>* regular,
                       const std::unordered_set<std::string>& named, const DependencyOptions& options,

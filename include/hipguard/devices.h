@@ -19,11 +19,11 @@
 namespace hipguard {
 
 struct KfdNode {
-  unsigned node = 0;                 // sysfs node number
-  uint64_t gfx_target_version = 0;   // e.g. 90402
+  unsigned node = 0;                // sysfs node number
+  uint64_t gfx_target_version = 0;  // e.g. 90402
   uint64_t lds_size_in_kb = 0;
   uint64_t wave_front_size = 0;
-  uint64_t simd_count = 0;           // 0 on CPU nodes
+  uint64_t simd_count = 0;  // 0 on CPU nodes
   uint64_t capability = 0;
 };
 
@@ -31,10 +31,10 @@ struct KfdNode {
 KfdNode parse_kfd_properties(std::string_view text);
 
 struct Device {
-  unsigned index = 0;     // HIP device index among visible GPUs
-  unsigned node = 0;      // KFD node number
-  TargetId target;        // with explicit xnack/sramecc where known
-  uint64_t lds_bytes = 0; // from lds_size_in_kb (0 when not reported)
+  unsigned index = 0;      // HIP device index among visible GPUs
+  unsigned node = 0;       // KFD node number
+  TargetId target;         // with explicit xnack/sramecc where known
+  uint64_t lds_bytes = 0;  // from lds_size_in_kb (0 when not reported)
 };
 
 // A name -> value lookup such as getenv (nullptr: unset).

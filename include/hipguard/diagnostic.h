@@ -38,14 +38,14 @@ std::span<const CodeInfo> all_codes();
 const CodeInfo* find_code(std::string_view code);
 
 struct Diagnostic {
-  std::string code;        // e.g. "HG301"
+  std::string code;  // e.g. "HG301"
   Severity severity = Severity::Error;
-  std::string file;        // file path, or the origin of an in-memory image
-  std::string entry;       // bundle entry ID, empty for raw code objects
-  std::string kernel;      // kernel name, empty when not about one kernel
-  std::string target;      // target ID checked against, empty for structural findings
-  std::string message;     // what is wrong, with the value and the limit
-  std::string fix;         // what to do about it
+  std::string file;               // file path, or the origin of an in-memory image
+  std::string entry;              // bundle entry ID, empty for raw code objects
+  std::string kernel;             // kernel name, empty when not about one kernel
+  std::string target;             // target ID checked against, empty for structural findings
+  std::string message;            // what is wrong, with the value and the limit
+  std::string fix;                // what to do about it
   std::optional<uint64_t> value;  // the offending number (bytes, version, ...), if any
   std::optional<uint64_t> limit;  // the limit it was checked against, if any
 };

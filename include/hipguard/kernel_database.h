@@ -76,12 +76,12 @@ std::vector<DatabaseDir> find_kernel_databases(const std::string& dir);
 
 // What one target's check covered.
 struct DatabaseTargetSummary {
-  std::string target;           // target ID (or processor) checked
-  size_t databases = 0;         // database files (.dat / .csv) read
-  size_t entries = 0;           // solutions / csv rows
-  size_t code_objects = 0;      // distinct code object files opened for them
-  size_t kernels = 0;           // distinct kernels found in their code objects
-  size_t findings = 0;          // error and warning findings (also those past the cap)
+  std::string target;       // target ID (or processor) checked
+  size_t databases = 0;     // database files (.dat / .csv) read
+  size_t entries = 0;       // solutions / csv rows
+  size_t code_objects = 0;  // distinct code object files opened for them
+  size_t kernels = 0;       // distinct kernels found in their code objects
+  size_t findings = 0;      // error and warning findings (also those past the cap)
 };
 
 struct DatabaseReport {

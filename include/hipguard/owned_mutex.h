@@ -120,8 +120,8 @@ class OwnedMutex {
   std::atomic<uintptr_t> owner_{0};
   std::atomic<uint32_t> seq_{0};  // the futex: bumped by each unlock that finds a waiter
   std::atomic<uint32_t> waiters_{0};
-  std::atomic<bool> held_for_fork_{false};  // by a fork handler (lock_for_fork), until unlock_after_fork
-  static inline thread_local unsigned t_held = 0;  // locks this thread holds or is taking
+  std::atomic<bool> held_for_fork_{false};               // by a fork handler (lock_for_fork), until unlock_after_fork
+  static inline thread_local unsigned t_held = 0;        // locks this thread holds or is taking
   static inline thread_local unsigned t_fork_taken = 0;  // of those, the ones fork handlers took
   static inline std::atomic<bool> s_unclean_fork{false};
 };

@@ -35,9 +35,9 @@ struct KernelRecord {
 struct RunInfo {
   std::string program;
   long pid = 0;
-  std::string mode;                 // warn | strict | off
-  std::string target_source;        // HIPGUARD_TARGET or the GPUs found
-  std::vector<std::string> devices; // target IDs of the devices checked against
+  std::string mode;                  // warn | strict | off
+  std::string target_source;         // HIPGUARD_TARGET or the GPUs found
+  std::vector<std::string> devices;  // target IDs of the devices checked against
   std::vector<KernelRecord> kernels;
   // Runtime events (HG501/HG502/HG503) of findings already reported, in order
   // (at most Guard::kMaxConsequences).

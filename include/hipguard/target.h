@@ -43,15 +43,15 @@ enum class HotSwap : uint8_t { None, Native, Forwarded };
 
 // One row of hipguard's processor table.
 struct ProcessorInfo {
-  std::string_view name;     // "gfx942", "gfx9-4-generic"
-  uint32_t mach;             // EF_AMDGPU_MACH value (e_flags & 0xff)
+  std::string_view name;           // "gfx942", "gfx9-4-generic"
+  uint32_t mach;                   // EF_AMDGPU_MACH value (e_flags & 0xff)
   uint8_t major, minor, stepping;  // ISA version (gfx_target_version = M*10000+m*100+s)
-  uint32_t lds_bytes;        // max group segment (LDS) per workgroup, bytes
-  bool wave32, wave64;       // supported wavefront sizes
-  bool xnack, sramecc;       // supported as target-ID features
-  std::string_view generic;  // generic family this processor belongs to ("" if none)
-  bool is_generic;           // this row is a generic processor
-  bool legacy;               // no longer supported by current ROCm (gfx8, gfx940, gfx941)
+  uint32_t lds_bytes;              // max group segment (LDS) per workgroup, bytes
+  bool wave32, wave64;             // supported wavefront sizes
+  bool xnack, sramecc;             // supported as target-ID features
+  std::string_view generic;        // generic family this processor belongs to ("" if none)
+  bool is_generic;                 // this row is a generic processor
+  bool legacy;                     // no longer supported by current ROCm (gfx8, gfx940, gfx941)
   // xnack as the amdgpu driver sets it by default (Off: noretry=1), Any where
   // hipguard knows no default; see the sources above.
   Feature default_xnack = Feature::Any;

@@ -19,11 +19,16 @@ namespace hipguard {
 // path is a regular file: the stat before open is skipped, the fstat is not.
 inline int open_regular_file(const std::string& path, struct stat* st, std::string* why, bool seen_regular = false) {
   auto kind = [](mode_t m) {
-    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
-         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
   };
   if (!seen_regular && ::stat(path.c_str(), st) != 0) return *why = strerror(errno), -1;
-  if (!seen_regular && !S_ISREG(st->st_mode)) return *why = std::string(kind(st->st_mode)) + ", not a regular file: not read", -1;
+  if (!seen_regular && !S_ISREG(st->st_mode))
+    return *why = std::string(kind(st->st_mode)) + ", not a regular file: not read", -1;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return *why = strerror(errno), -1;
   if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {

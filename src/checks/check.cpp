@@ -44,11 +44,11 @@ ImageReport Checker::run() {
   return std::move(report_);
 }
 
-Diagnostic& Checker::add(std::string_view c, const std::string& entry, const std::string& kernel, const TargetId* target,
-                         std::string message, std::string fix) {
-  Diagnostic d = make_diagnostic(
-      c, report_.location.empty() ? report_.origin : report_.origin + " [" + report_.location + "]",
-      std::move(message), std::move(fix));
+Diagnostic& Checker::add(std::string_view c, const std::string& entry, const std::string& kernel,
+                         const TargetId* target, std::string message, std::string fix) {
+  Diagnostic d =
+      make_diagnostic(c, report_.location.empty() ? report_.origin : report_.origin + " [" + report_.location + "]",
+                      std::move(message), std::move(fix));
   d.entry = entry;
   d.kernel = kernel;
   if (target) d.target = target->str();
@@ -56,8 +56,8 @@ Diagnostic& Checker::add(std::string_view c, const std::string& entry, const std
   return report_.diagnostics.back();
 }
 
-Diagnostic& Checker::structural(std::string_view c, const std::string& entry, const std::string& kernel, std::string message,
-                                std::string fix, std::optional<Severity> severity) {
+Diagnostic& Checker::structural(std::string_view c, const std::string& entry, const std::string& kernel,
+                                std::string message, std::string fix, std::optional<Severity> severity) {
   Diagnostic& d = add(c, entry, kernel, nullptr, std::move(message), std::move(fix));
   if (severity) d.severity = *severity;
   if (d.severity == Severity::Error) report_.structurally_ok = false;
@@ -77,7 +77,8 @@ const CodeObject* Checker::code_object(Bytes bytes, const std::string& entry, bo
                    : "rebuild the code object; the file is damaged or was not produced by an AMDGPU toolchain");
   } else {
     for (const auto& issue : co->issues) {
-      Diagnostic& d = structural(issue.code, entry, issue.kernel, issue.message, structural_fix(issue.code), issue.severity);
+      Diagnostic& d =
+          structural(issue.code, entry, issue.kernel, issue.message, structural_fix(issue.code), issue.severity);
       d.value = issue.value;
       d.limit = issue.limit;
     }
@@ -146,15 +147,17 @@ const CodeObject* Checker::entry_code_object(Bundle& b, const BundleEntry& e) {
     parsed_[e.id] = nullptr;
     if (over_budget_) return nullptr;  // said once, for the whole bundle (entry ""): every target fails
     over_budget_ = true;
-    Diagnostic& d = structural(code::kBudgetExceeded, "", "",
-                               "entry '" + e.id + "' (" + std::to_string(e.size) + " bytes at offset " +
-                                   std::to_string(e.offset) + ") and the entries after it are not parsed: the "
-                                   "bundle's entries overlap; hipguard has parsed " + std::to_string(parsed_bytes_) +
-                                   " bytes of this " + std::to_string(bundle_size) + "-byte bundle already and "
-                                   "parses at most " + std::to_string(budget) + " bytes per bundle (" +
-                                   std::to_string(kMaxParsedBytesFactor) + "x its size)",
-                               "the bundle was assembled by hand or by a broken tool: rebuild it with "
-                               "clang-offload-bundler, one entry per code object");
+    Diagnostic& d = structural(
+        code::kBudgetExceeded, "", "",
+        "entry '" + e.id + "' (" + std::to_string(e.size) + " bytes at offset " + std::to_string(e.offset) +
+            ") and the entries after it are not parsed: the "
+            "bundle's entries overlap; hipguard has parsed " +
+            std::to_string(parsed_bytes_) + " bytes of this " + std::to_string(bundle_size) +
+            "-byte bundle already and "
+            "parses at most " +
+            std::to_string(budget) + " bytes per bundle (" + std::to_string(kMaxParsedBytesFactor) + "x its size)",
+        "the bundle was assembled by hand or by a broken tool: rebuild it with "
+        "clang-offload-bundler, one entry per code object");
     d.value = parsed_bytes_ + e.size;
     d.limit = budget;
     return nullptr;
@@ -200,9 +203,7 @@ void Checker::check_raw() {
         // kernels would fit this GPU at all, since a plain rebuild would not fix that.
         check_kernels(*co, "", t, /*lds_only=*/true);
         break;
-      case Match::FeatureMismatch:
-        add(code::kFeatureMismatch, "", "", &t, m.detail, feature_fix(co->target, t));
-        break;
+      case Match::FeatureMismatch: add(code::kFeatureMismatch, "", "", &t, m.detail, feature_fix(co->target, t)); break;
       case Match::GenericTooOld:
         add(code::kGenericTooOld, "", "", &t, m.detail, "rebuild with a current compiler for " + t.processor);
         break;
@@ -238,7 +239,8 @@ void Checker::library_file_elsewhere() {
 }
 
 void Checker::processor_mismatch(const CodeObject& co, const TargetId& t) {
-  add(code::kProcessorMismatch, "", "", &t, "code object is built for " + describe_target(co) + ", cannot run on " + t.label(),
+  add(code::kProcessorMismatch, "", "", &t,
+      "code object is built for " + describe_target(co) + ", cannot run on " + t.label(),
       "load the variant of this code object built for " + t.processor + ", or rebuild it with --offload-arch=" +
           t.processor + " (-mcpu=" + t.processor + ")" + override_workaround(co.target.processor, t.processor));
 }
@@ -270,7 +272,8 @@ std::string Checker::feature_fix(const TargetId& code, const TargetId& device) {
   std::string fix;
   // HSA_XNACK switches the GPU's xnack mode; it cannot help when sramecc differs too.
   if (conflicts(code.xnack, device.xnack) && !conflicts(code.sramecc, device.sramecc))
-    fix = std::string("run with HSA_XNACK=") + (code.xnack == Feature::On ? "1" : "0") + " (if the GPU supports it), or ";
+    fix =
+        std::string("run with HSA_XNACK=") + (code.xnack == Feature::On ? "1" : "0") + " (if the GPU supports it), or ";
   TargetId want = device;
   fix += "rebuild with --offload-arch=" + device.processor +
          " (no feature suffix: runs with either setting) or --offload-arch=" + want.str();
@@ -304,8 +307,7 @@ void Checker::check_bundle() {
   report_.entries = std::move(b.entries);  // candidates point into report_.entries from here on
   for (const auto& e : report_.entries) report_.entry_ids.push_back(e.id);
   std::string ids;  // the memo's key
-  bool memoized = memo_ && depth_ == Depth::Selection && !b.compressed &&
-                  !targets_.empty();
+  bool memoized = memo_ && depth_ == Depth::Selection && !b.compressed && !targets_.empty();
   std::vector<Candidate> remembered;  // what the memo selected, one per target
   Entries entries;                    // or what selection chose from
   std::vector<const Candidate*> chosen;
@@ -346,7 +348,8 @@ void Checker::check_selected(TargetVerdict& v, const Candidate& chosen, Bundle& 
             describe_target(*co) + " (ELF e_flags); the runtime's loader rejects it" +
             (own.detail.empty() ? "" : ": " + own.detail),
         "the bundle was assembled by hand or by a broken tool: rebuild it with clang-offload-bundler from code "
-        "objects built with --offload-arch=" + t.processor);
+        "objects built with --offload-arch=" +
+            t.processor);
     return;
   }
   if (v.selection == Selection::Generic && co->generic_version < 1)

@@ -37,7 +37,6 @@ bool FileReport::ok() const {
 
 namespace {
 
-
 // The device code sections of a host ELF: .hip_fatbin, and the new offload
 // driver's SHT_LLVM_OFFLOADING section (.llvm.offloading), which counts only
 // without .hip_fatbin. Empty when absent.
@@ -120,7 +119,8 @@ void check_bundles(Bytes data, uint64_t base, const std::string& path, const std
   for (auto& sb : bundles) {
     std::string where = ".hip_fatbin bundle " + std::to_string(++n) + "/" + std::to_string(bundles.size()) + " @0x" +
                         llvm::utohexstr(sb.offset, /*LowerCase=*/true);
-    ImageReport img = check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : "", depth, machine);
+    ImageReport img =
+        check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : "", depth, machine);
     img.file_offset = base + sb.offset;
     if (sink) (*sink)(std::move(img));
     else r.images.push_back(std::move(img));
@@ -166,7 +166,9 @@ FileReport& check_data(Bytes data, const FileData& file, const std::string& path
   }
   if (options.archives && options.archives->is_archive(data) && check_archive(data, path, targets, options, r))
     return r;
-  bool elf = data.size() >= 64 && std::equal(data.begin(), data.begin() + 4, "\x7f" "ELF");
+  bool elf = data.size() >= 64 && std::equal(data.begin(), data.begin() + 4,
+                                             "\x7f"
+                                             "ELF");
   if (elf && data[4] == 2 && data[5] == 1) {
     auto sections = find_host_sections(data);
     if (!sections) {
@@ -186,16 +188,16 @@ FileReport& check_data(Bytes data, const FileData& file, const std::string& path
                     sink ? &counting : nullptr, file, options.machine);
       if (r.images.empty() && images == 0)
         r.diagnostics.push_back(make_diagnostic(code::kMalformedBundle, path, ".hip_fatbin holds no offload bundle",
-                                          "rebuild the program; its GPU code is missing"));
+                                                "rebuild the program; its GPU code is missing"));
       return r;
     }
     if (!offloading.empty()) return check_offloading(offloading, path, targets, options, r), r;
   }
   if (explicit_arg)
-    r.diagnostics.push_back(make_diagnostic(code::kNoHipFatbin, path,
-                                      "no GPU code: not a code object, not an offload bundle, and no .hip_fatbin section",
-                                      "if this program loads its kernels at run time (hipModuleLoad), check those files "
-                                      "instead, or run it under 'hipguard run'"));
+    r.diagnostics.push_back(make_diagnostic(
+        code::kNoHipFatbin, path, "no GPU code: not a code object, not an offload bundle, and no .hip_fatbin section",
+        "if this program loads its kernels at run time (hipModuleLoad), check those files "
+        "instead, or run it under 'hipguard run'"));
   return r;
 }
 
@@ -221,12 +223,14 @@ CheckFileOptions library_file_options(const CheckFileOptions& options, ImageSink
   return o;
 }
 
-FileReport check_one_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options) {
+FileReport check_one_file(const std::string& path, const std::vector<TargetId>& targets,
+                          const CheckFileOptions& options) {
   FileReport r;
   r.path = path;
   auto file = FileData::open(path, options.map_above, options.reuse, options.seen_regular);
   if (!file) {
-    r.diagnostics.push_back(make_diagnostic(code::kUnreadable, path, file.error().message, "check the path and permissions"));
+    r.diagnostics.push_back(
+        make_diagnostic(code::kUnreadable, path, file.error().message, "check the path and permissions"));
     return r;
   }
   return std::move(check_data(file->bytes(), *file, path, targets, options, r));

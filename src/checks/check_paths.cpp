@@ -125,11 +125,11 @@ class Delivery {
   CheckPathsResult& result_;
   library::Tally& libraries_;
   bool begun_ = false;
-  bool in_library_ = false;  // the file being delivered has a library image
-  bool in_member_ = false;   // an archive member has begun and not ended
-  std::string member_library_;       // its library: its directory in the archive (library_name)
+  bool in_library_ = false;         // the file being delivered has a library image
+  bool in_member_ = false;          // an archive member has begun and not ended
+  std::string member_library_;      // its library: its directory in the archive (library_name)
   bool member_in_library_ = false;  // it has a library image
-  bool member_hip_ = false;  // a member of the file being delivered held GPU code
+  bool member_hip_ = false;         // a member of the file being delivered held GPU code
 };
 
 // What check_paths checks: the files below the paths, in order, and what each one is.
@@ -139,8 +139,8 @@ struct Plan {
   std::vector<PathProblem> problems;               // paths that cannot be read (HG101)
   std::unordered_set<std::string> explicit_files;  // named on the command line (a hash set: thousands are looked up)
   std::vector<std::pair<std::string, size_t>> found_below;  // GPU-code files found in each directory argument
-  std::vector<DependencyFile> deps;                // what the named files load (dependencies.h), by file
-  std::vector<std::string> library_of;             // the kernel library of a file found in a directory walk, or ""
+  std::vector<DependencyFile> deps;                         // what the named files load (dependencies.h), by file
+  std::vector<std::string> library_of;  // the kernel library of a file found in a directory walk, or ""
 
   Plan(const std::vector<std::string>& paths, const CheckPathsOptions& options) {
     files = expand(paths, &problems, &regular);
@@ -189,7 +189,8 @@ struct Plan {
   // A file with GPU code counts for the directory arguments it is below.
   void count_hip(const std::string& f) {
     for (auto& [dir, n] : found_below)
-      if (f.size() > dir.size() && f.compare(0, dir.size(), dir) == 0 && (dir.back() == '/' || f[dir.size()] == '/')) ++n;
+      if (f.size() > dir.size() && f.compare(0, dir.size(), dir) == 0 && (dir.back() == '/' || f[dir.size()] == '/'))
+        ++n;
   }
 };
 
@@ -212,8 +213,8 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
   jobs.check = [&](size_t i, const EventSink& push, FileData::ReadBuffer& buffer) {
     ImageSink to_sink = [&](ImageReport&& img) { push(FileEvent(std::move(img))); };
     MemberEvents members(push);
-    return plan.with_deps(i, check_file(plan.files[i], options.targets,
-                                        plan.file_options(i, options, &to_sink, &buffer, &members)));
+    return plan.with_deps(
+        i, check_file(plan.files[i], options.targets, plan.file_options(i, options, &to_sink, &buffer, &members)));
   };
   jobs.deliver = [&](size_t i, FileEvent&& e) {
     if (auto* img = std::get_if<ImageReport>(&e)) out.image(plan.files[i], std::move(*img), plan.library_of[i]);

@@ -17,8 +17,13 @@ class Checker {
  public:
   Checker(Bytes data, const std::string& origin, const std::vector<TargetId>& targets, const std::string& location,
           Depth depth, const Machine& machine, SelectionMemo* memo, Bytes head = {})
-      : data_(data), head_(head.size() > data.size() ? head.first(data.size()) : head), targets_(targets), depth_(depth), machine_(machine),
-        runtime_(machine.runtime ? *machine.runtime : default_runtime()), one_process_(machine.one_process),
+      : data_(data),
+        head_(head.size() > data.size() ? head.first(data.size()) : head),
+        targets_(targets),
+        depth_(depth),
+        machine_(machine),
+        runtime_(machine.runtime ? *machine.runtime : default_runtime()),
+        one_process_(machine.one_process),
         memo_(memo) {
     report_.origin = origin;
     report_.location = location;
@@ -200,9 +205,9 @@ class Checker {
   std::optional<CodeObject> unlisted_;  // a raw code object built for other processors (check_raw)
   std::map<std::pair<uint64_t, uint64_t>, std::string> by_range_;  // (offset, size) -> the entry parsed for it
   std::map<std::string, std::string> aliases_;  // entry -> the entry with the same bytes, whose findings it shares
-  uint64_t parsed_bytes_ = 0;                    // bytes of this bundle's entries parsed so far
-  bool over_budget_ = false;                     // an entry was refused: the bundle's entries overlap too much
-  std::optional<bool> has_kernels_;              // does any amdgcn entry define a kernel (has_kernels)
+  uint64_t parsed_bytes_ = 0;                   // bytes of this bundle's entries parsed so far
+  bool over_budget_ = false;                    // an entry was refused: the bundle's entries overlap too much
+  std::optional<bool> has_kernels_;             // does any amdgcn entry define a kernel (has_kernels)
 };
 
 }  // namespace hipguard

@@ -40,11 +40,12 @@ void summarize_dropped_issues(CodeObject& co) {
     co.issues.pop_back();
   }
   if (!co.issues_dropped) return;
-  co.issues.push_back({std::string(code::kFindingsCapped), "",
-                       "and " + std::to_string(co.issues_dropped) + " more findings in this code object (the most severe: " +
-                           std::string(to_string(co.dropped_severity)) + "); hipguard reports at most " +
-                           std::to_string(kMaxIssuesPerCodeObject) + " per code object",
-                       co.dropped_severity, co.issues_dropped + kMaxIssuesPerCodeObject, kMaxIssuesPerCodeObject});
+  co.issues.push_back(
+      {std::string(code::kFindingsCapped), "",
+       "and " + std::to_string(co.issues_dropped) +
+           " more findings in this code object (the most severe: " + std::string(to_string(co.dropped_severity)) +
+           "); hipguard reports at most " + std::to_string(kMaxIssuesPerCodeObject) + " per code object",
+       co.dropped_severity, co.issues_dropped + kMaxIssuesPerCodeObject, kMaxIssuesPerCodeObject});
 }
 
 // Structural findings are not capped here: summarize_dropped_issues sums up the excess.
@@ -162,10 +163,10 @@ void check_kernarg_layout(CodeObject& co, const KernelInfo& k) {
     // (Tensile packs 8-byte pointers at 4-byte offsets), one that is not is not.
     bool pointer_like = a.hidden() || a.value_kind == "global_buffer" || a.value_kind == "dynamic_shared_pointer";
     if (pointer_like && power_of_two(a.size) && a.size <= 8 && a.offset % std::min<uint64_t>(a.size, 4) != 0)
-      add(co, code::kKernargLayout, k.name, label() + " is not aligned to 4 bytes (scalar loads ignore the two low address bits)");
+      add(co, code::kKernargLayout, k.name,
+          label() + " is not aligned to 4 bytes (scalar loads ignore the two low address bits)");
     if (a.hidden()) seen_hidden = true;
-    else if (seen_hidden)
-      add(co, code::kKernargLayout, k.name, label() + " is an explicit argument after hidden ones");
+    else if (seen_hidden) add(co, code::kKernargLayout, k.name, label() + " is an explicit argument after hidden ones");
     sorted.push_back(&a);
   }
   std::sort(sorted.begin(), sorted.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
@@ -217,11 +218,12 @@ std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const Processo
     }
     if (lds > proc.lds_bytes)
       out.push_back({code::kLdsOverLimit, k.name,
-                     "declares " + std::to_string(lds) + " bytes (" + kib(lds) + ") of static LDS (" + std::string(source) + "); " + p +
-                         " provides at most " + std::to_string(proc.lds_bytes) + " bytes (" + kib(proc.lds_bytes) +
-                         ") per workgroup",
-                     "use a variant of this kernel built for " + p + ", or reduce its LDS use (tile sizes, stages) to at most " +
-                         std::to_string(proc.lds_bytes) + " bytes",
+                     "declares " + std::to_string(lds) + " bytes (" + kib(lds) + ") of static LDS (" +
+                         std::string(source) + "); " + p + " provides at most " + std::to_string(proc.lds_bytes) +
+                         " bytes (" + kib(proc.lds_bytes) + ") per workgroup",
+                     "use a variant of this kernel built for " + p +
+                         ", or reduce its LDS use (tile sizes, stages) to at most " + std::to_string(proc.lds_bytes) +
+                         " bytes",
                      lds, proc.lds_bytes});
     if (lds_only) continue;
 
@@ -231,8 +233,11 @@ std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const Processo
     if ((wave == 32 && !proc.wave32) || (wave == 64 && !proc.wave64) || (wave != 32 && wave != 64 && wave != 0))
       out.push_back({code::kWavefrontSize, k.name,
                      "runs in wave" + std::to_string(wave) + "; " + p + " supports " +
-                         (proc.wave32 && proc.wave64 ? "wave32 and wave64" : proc.wave32 ? "wave32 only" : "wave64 only"),
-                     "rebuild for " + p + (proc.wave64 && !proc.wave32 ? "" : " (-mwavefrontsize64 / -mno-wavefrontsize64 as needed)"),
+                         (proc.wave32 && proc.wave64 ? "wave32 and wave64"
+                          : proc.wave32              ? "wave32 only"
+                                                     : "wave64 only"),
+                     "rebuild for " + p +
+                         (proc.wave64 && !proc.wave32 ? "" : " (-mwavefrontsize64 / -mno-wavefrontsize64 as needed)"),
                      wave, std::nullopt});
 
     // Register files (AMDGPUBaseInfo: addressable VGPRs/SGPRs).
@@ -241,23 +246,25 @@ std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const Processo
       // Here .vgpr_count is already the total: align4(arch VGPRs) + AGPRs (AMDGPUAsmPrinter).
       if (k.vgpr_count > proc.vgprs || agpr > 256)
         out.push_back({code::kRegisterLimit, k.name,
-                       "uses " + std::to_string(k.vgpr_count) + " VGPRs in total, " + std::to_string(agpr) + " of them AGPRs; " +
-                           p + " has a unified file of " + std::to_string(proc.vgprs) + " with at most 256 AGPRs",
+                       "uses " + std::to_string(k.vgpr_count) + " VGPRs in total, " + std::to_string(agpr) +
+                           " of them AGPRs; " + p + " has a unified file of " + std::to_string(proc.vgprs) +
+                           " with at most 256 AGPRs",
                        "rebuild for " + p + " so the compiler can fit the register budget", k.vgpr_count, proc.vgprs});
     } else {
       uint64_t vlimit = proc.vgprs;
       if (k.vgpr_count > vlimit || agpr > 256)
         out.push_back({code::kRegisterLimit, k.name,
-                       "uses " + std::to_string(k.vgpr_count) + " VGPRs" + (agpr ? " and " + std::to_string(agpr) + " AGPRs" : "") +
-                           "; " + p + " addresses at most " + std::to_string(vlimit) + " VGPRs" + (agpr ? " and 256 AGPRs" : ""),
+                       "uses " + std::to_string(k.vgpr_count) + " VGPRs" +
+                           (agpr ? " and " + std::to_string(agpr) + " AGPRs" : "") + "; " + p + " addresses at most " +
+                           std::to_string(vlimit) + " VGPRs" + (agpr ? " and 256 AGPRs" : ""),
                        "rebuild for " + p + " so the compiler can fit the register budget", k.vgpr_count, vlimit});
     }
     // sgpr_count includes VCC, FLAT_SCRATCH and XNACK_MASK.
     uint64_t slimit = proc.major >= 10 ? 108 : 112;
     if (k.sgpr_count > slimit)
       out.push_back({code::kRegisterLimit, k.name,
-                     "uses " + std::to_string(k.sgpr_count) + " SGPRs; " + p + " allows at most " + std::to_string(slimit) +
-                         " including VCC, FLAT_SCRATCH and XNACK_MASK",
+                     "uses " + std::to_string(k.sgpr_count) + " SGPRs; " + p + " allows at most " +
+                         std::to_string(slimit) + " including VCC, FLAT_SCRATCH and XNACK_MASK",
                      "rebuild for " + p, k.sgpr_count, slimit});
   }
   return out;

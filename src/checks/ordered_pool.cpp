@@ -53,7 +53,8 @@ class Pool {
       FileReport r;
       std::exception_ptr error;
       try {
-        r = jobs_.check(i, [&](FileEvent&& e) { push(i, *slot, std::move(e)); }, buffer);
+        r = jobs_.check(
+            i, [&](FileEvent&& e) { push(i, *slot, std::move(e)); }, buffer);
       } catch (...) {
         error = std::current_exception();
       }
@@ -127,7 +128,8 @@ void run_in_order(const OrderedJobs& jobs) {
   if (jobs.jobs > 1) return Pool(jobs).run();
   FileData::ReadBuffer buffer;
   for (size_t i = 0; i < jobs.count; ++i) {
-    FileReport r = jobs.check(i, [&](FileEvent&& e) { jobs.deliver(i, std::move(e)); }, buffer);
+    FileReport r = jobs.check(
+        i, [&](FileEvent&& e) { jobs.deliver(i, std::move(e)); }, buffer);
     jobs.finish(i, std::move(r));
   }
 }

@@ -66,7 +66,7 @@ bool Checker::batch_applies(const Entries& entries) const {
 void Checker::batch_lookup(const Entries& entries, std::vector<const Candidate*>& chosen) {
   std::map<std::string, TargetId> queries;  // key -> query; std::set order in CLR 7.x (unspecified before)
   for (const auto& t : targets_) {
-    queries.emplace(t.str(), t);  // str() leaves out the alias, as the ISA name the runtime asks with
+    queries.emplace(t.str(), t);          // str() leaves out the alias, as the ISA name the runtime asks with
     if (runtime_.generic_keeps_features)  // CLR 7.x adds the generic names to the same lookup
       if (auto g = generic_query(t, runtime_)) queries.emplace(g->str(), *g);
   }
@@ -101,7 +101,8 @@ void Checker::batch_lookup(const Entries& entries, std::vector<const Candidate*>
   }
 }
 
-void Checker::starved(TargetVerdict& v, const Candidate& wanted, const std::map<std::string, const Candidate*>& filled) {
+void Checker::starved(TargetVerdict& v, const Candidate& wanted,
+                      const std::map<std::string, const Candidate*>& filled) {
   std::string taker;
   for (const auto& [key, c] : filled)
     if (c == &wanted)
@@ -109,10 +110,10 @@ void Checker::starved(TargetVerdict& v, const Candidate& wanted, const std::map<
         auto g = generic_query(o, runtime_);
         if (o.str() == key || (g && g->str() == key)) taker += (taker.empty() ? "" : ", ") + o.str();
       }
-  std::string who = runtime_.sorted_queries ? runtime_label(runtime_) + " gives it to " + taker +
-                                                  " (first in its sorted query list)"
-                                            : runtime_label(runtime_) + " gives it to one of them (" + taker +
-                                                  " here; which one is unspecified: an unordered_map)";
+  std::string who = runtime_.sorted_queries
+                        ? runtime_label(runtime_) + " gives it to " + taker + " (first in its sorted query list)"
+                        : runtime_label(runtime_) + " gives it to one of them (" + taker +
+                              " here; which one is unspecified: an unordered_map)";
   const TargetId& t = v.target;
   bool xnack = t.xnack == Feature::On || t.xnack == Feature::Off;
   std::string variants = xnack ? "--offload-arch=" + t.processor + ":xnack+ --offload-arch=" + t.processor + ":xnack-"
@@ -120,7 +121,8 @@ void Checker::starved(TargetVerdict& v, const Candidate& wanted, const std::map<
   add(code::kBatchLookupStarved, wanted.entry->id, "", &t,
       "bundle entry '" + wanted.entry->id + "' fits both " + taker + " and " + t.str() +
           ", but in one process the runtime looks up all GPUs at once and comgr gives each entry to one GPU only: " +
-          who + "; " + t.str() + " gets no code object (\"No compatible code objects found\") and HIP assigns "
+          who + "; " + t.str() +
+          " gets no code object (\"No compatible code objects found\") and HIP assigns "
           "none to the GPUs after it",
       "ship one code object per setting the GPUs run with (" + variants + ")" +
           (xnack ? ", or run all GPUs with the same xnack setting (HSA_XNACK=0 or 1)" : ""));
@@ -213,12 +215,14 @@ void Checker::generic_refused(const Candidate& c, const TargetId& t, bool spirv_
   for (const auto& r : all_runtimes())
     if (r.generic && !r.generic_keeps_features) older = std::string(r.name);
   Diagnostic& d = add(code::kGenericFeaturesRejected, c.entry->id, "", &t,
-      "generic entry '" + c.entry->id + "' fits " + t.label() + ", but " + runtime_label(runtime_) +
-          " asks for it as " + asked.str() + " (the device's features kept), which comgr rejects: " +
-          asked.processor + " has no " + lacks + " setting; HIP " + older + " selects it (hipguard check --runtime " + older + ")" +
-          (spirv_follows ? "; the SPIR-V entry is compiled instead" : ""),
-      "add --offload-arch=" + t.processor + " to the existing --offload-arch list (native code runs under every HIP "
-      "version)");
+                      "generic entry '" + c.entry->id + "' fits " + t.label() + ", but " + runtime_label(runtime_) +
+                          " asks for it as " + asked.str() +
+                          " (the device's features kept), which comgr rejects: " + asked.processor + " has no " +
+                          lacks + " setting; HIP " + older + " selects it (hipguard check --runtime " + older + ")" +
+                          (spirv_follows ? "; the SPIR-V entry is compiled instead" : ""),
+                      "add --offload-arch=" + t.processor +
+                          " to the existing --offload-arch list (native code runs under every HIP "
+                          "version)");
   if (spirv_follows) d.severity = Severity::Warning;
 }
 

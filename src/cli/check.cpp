@@ -108,7 +108,7 @@ void print_findings(const std::vector<FileReport>& reports, const OutputOptions&
 // the parsed kernels afterwards).
 struct Tally {
   size_t bundles = 0, raw = 0, objects = 0, kernels = 0;  // objects/kernels: read, without targets
-  std::vector<size_t> selected, selected_kernels;          // per target: selected code objects, their kernels
+  std::vector<size_t> selected, selected_kernels;         // per target: selected code objects, their kernels
 
   void add(const ImageReport& img, size_t targets) {  // as it is checked, before its parsed kernels are dropped
     selected.resize(targets), selected_kernels.resize(targets);
@@ -122,10 +122,11 @@ struct Tally {
   }
 
   std::string line(const std::vector<TargetId>& targets) const {
-    std::string s = "checked " + std::to_string(bundles) + " fat binaries and " + std::to_string(raw) +
-                    " code object files";
+    std::string s =
+        "checked " + std::to_string(bundles) + " fat binaries and " + std::to_string(raw) + " code object files";
     if (targets.empty())
-      s += ": " + std::to_string(objects) + " code objects, " + std::to_string(kernels) + " kernels (structural checks only)";
+      s += ": " + std::to_string(objects) + " code objects, " + std::to_string(kernels) +
+           " kernels (structural checks only)";
     for (size_t t = 0; t < targets.size(); ++t)
       s += std::string(t ? "; " : ": ") + targets[t].str() + ": " +
            std::to_string(t < selected.size() ? selected[t] : 0) + " code objects, " +
@@ -145,7 +146,8 @@ std::string result_word(bool color, const Row& r) {
 }
 
 std::string selection_text(const TargetVerdict& v) {
-  return v.selection == Selection::None ? "-" : escape_text(v.selected) + " (" + std::string(to_string(v.selection)) + ")";
+  return v.selection == Selection::None ? "-"
+                                        : escape_text(v.selected) + " (" + std::string(to_string(v.selection)) + ")";
 }
 
 Row image_row(const ImageReport& img, const TargetVerdict& v) {
@@ -205,7 +207,8 @@ std::vector<Row> table_rows(const std::vector<FileReport>& reports, const std::v
     if (r.images.empty()) continue;  // findings of its own only (HG101, HG107, HG214)
     if (!r.library.empty() && !verbose) {
       if (!listed.insert(r.library).second) continue;
-      auto l = std::find_if(libraries.begin(), libraries.end(), [&](const LibrarySummary& l) { return l.name == r.library; });
+      auto l = std::find_if(libraries.begin(), libraries.end(),
+                            [&](const LibrarySummary& l) { return l.name == r.library; });
       if (t != SIZE_MAX && l != libraries.end()) {
         rows.push_back(library_row(*l, t));
         continue;
@@ -294,7 +297,8 @@ int run_check(const CheckOptions& o) {
   if (o.json + o.junit + o.sarif > 1) return usage_error("check", "--json, --junit and --sarif exclude each other");
   if (o.input.paths.empty()) return usage_error("check", "check needs at least one PATH");
   // Code objects for other processors are read to their descriptors (check.h, Depth::ForTargets).
-  CheckPathsOptions options{targets, o.jobs, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, {}, false, {}, {}, {}};
+  CheckPathsOptions options{targets, o.jobs, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, {}, false, {},
+                            {},      {}};
   options.kernel_databases = kernel_database_step;  // kernel databases below directory arguments
   if (std::string err; !read_input_options(o.input, !o.no_deps, &options, &err)) return usage_error("check", err);
   // Not over a report streamed to the same terminal.
@@ -302,16 +306,20 @@ int run_check(const CheckOptions& o) {
   options.progress = [&](size_t done, size_t total, const std::string& path) { progress.file_done(done, total, path); };
   if (report) {  // streamed as the files are checked
     auto os = stdio_ostream(stdout);
-    auto writer = make_report_writer(o.json ? ReportFormat::Json : o.junit ? ReportFormat::JUnit : ReportFormat::Sarif,
-                                      *os, targets);
+    auto writer = make_report_writer(o.json    ? ReportFormat::Json
+                                     : o.junit ? ReportFormat::JUnit
+                                               : ReportFormat::Sarif,
+                                     *os, targets);
     CheckPathsResult result = check_paths(o.input.paths, options, *writer);
-    if (!o.junit && targets.empty() && result.gpu_code) writer->support(check_support(o.input.paths, options, progress));
+    if (!o.junit && targets.empty() && result.gpu_code)
+      writer->support(check_support(o.input.paths, options, progress));
     writer->finish();
     return result.ok ? kExitOk : kExitProblems;
   }
   // The table needs only verdicts and diagnostics: the sink drops the parsed kernels.
   Tally tally;
-  CollectSink sink(/*keep_parsed=*/false, {}, /*keep=*/true, [&](const ImageReport& i) { tally.add(i, targets.size()); });
+  CollectSink sink(/*keep_parsed=*/false, {}, /*keep=*/true,
+                   [&](const ImageReport& i) { tally.add(i, targets.size()); });
   CheckPathsResult result = check_paths(o.input.paths, options, sink);
   progress.clear();
   print_table(sink.reports, sink.libraries, targets, tally, o.output);

@@ -1,4 +1,5 @@
-// hipguard inspect: what is inside the files (bundles, entries, code objects, kernels), and with --target what each target selects.
+// hipguard inspect: what is inside the files (bundles, entries, code objects, kernels), and with --target what each
+// target selects.
 #include <algorithm>
 #include <cstdio>
 
@@ -96,8 +97,8 @@ void print_code_object(const CodeObjectSummary& c, const InspectOptions& o) {
     std::string scratch = std::to_string(k.private_segment_fixed_size) + (k.uses_dynamic_stack ? "+dyn" : "");
     printf("      %-10llu %-9s %-6llu %-11s %-5llu %-5llu %-7llu %s\n",
            static_cast<unsigned long long>(k.group_segment_fixed_size), scratch.c_str(),
-           static_cast<unsigned long long>(k.wavefront_size), regs.c_str(), static_cast<unsigned long long>(k.sgpr_count),
-           static_cast<unsigned long long>(k.max_flat_workgroup_size),
+           static_cast<unsigned long long>(k.wavefront_size), regs.c_str(),
+           static_cast<unsigned long long>(k.sgpr_count), static_cast<unsigned long long>(k.max_flat_workgroup_size),
            static_cast<unsigned long long>(k.kernarg_segment_size), shown_name(k.name, o.demangle).c_str());
   }
   for (const auto& f : c.co.device_functions)
@@ -180,7 +181,9 @@ int run_inspect(const InspectOptions& o) {
     // Every code object (no targets), and beside it what each target selects.
     CollectSink all(/*keep_parsed=*/true), checked(/*keep_parsed=*/false);
     Progress progress(!o.output.quiet, o.input.progress_delay_ms);
-    options.progress = [&](size_t done, size_t total, const std::string& path) { progress.file_done(done, total, path); };
+    options.progress = [&](size_t done, size_t total, const std::string& path) {
+      progress.file_done(done, total, path);
+    };
     CheckPathsOptions structural = options;
     structural.targets.clear();
     structural.dependency_targets = targets;  // the same kernel files as `checked`

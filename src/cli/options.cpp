@@ -29,33 +29,40 @@ cl::SubCommand RunCmd("run", "Run a program with the libhipguard.so shim preload
 cl::OptionCategory Options("Options");
 
 // Shared by several commands (one option object registered in each).
-cl::list<std::string> TargetOpt("target", cl::desc("GPU to check for: a product (mi300x, mi355x, mi250x:xnack+, ...) or a "
-                                                    "target ID (gfx942, gfx90a:xnack+); repeat for several"),
+cl::list<std::string> TargetOpt("target",
+                                cl::desc("GPU to check for: a product (mi300x, mi355x, mi250x:xnack+, ...) or a "
+                                         "target ID (gfx942, gfx90a:xnack+); repeat for several"),
                                 cl::value_desc("T"), cl::sub(CheckCmd), cl::sub(InspectCmd), cl::sub(RunCmd),
                                 cl::cat(Options));
 cl::alias TargetShort("t", cl::desc("Same as --target"), cl::aliasopt(TargetOpt), cl::NotHidden);
-cl::opt<bool> QuietOpt("quiet", cl::desc("Print less: check, only errors and warnings; inspect, no kernel tables; "
-                                         "run, only the shim's errors"),
+cl::opt<bool> QuietOpt("quiet",
+                       cl::desc("Print less: check, only errors and warnings; inspect, no kernel tables; "
+                                "run, only the shim's errors"),
                        cl::sub(CheckCmd), cl::sub(InspectCmd), cl::sub(TargetsCmd), cl::sub(RunCmd), cl::cat(Options));
 cl::alias QuietShort("q", cl::desc("Same as --quiet"), cl::aliasopt(QuietOpt), cl::NotHidden);
-cl::opt<bool> VerboseOpt("verbose", cl::desc("Print more: check, every finding of every fat binary (not grouped); "
-                                             "inspect, code object URIs; run, the shim's debug log"),
-                         cl::sub(CheckCmd), cl::sub(InspectCmd), cl::sub(TargetsCmd), cl::sub(RunCmd), cl::cat(Options));
+cl::opt<bool> VerboseOpt("verbose",
+                         cl::desc("Print more: check, every finding of every fat binary (not grouped); "
+                                  "inspect, code object URIs; run, the shim's debug log"),
+                         cl::sub(CheckCmd), cl::sub(InspectCmd), cl::sub(TargetsCmd), cl::sub(RunCmd),
+                         cl::cat(Options));
 cl::alias VerboseShort("v", cl::desc("Same as --verbose"), cl::aliasopt(VerboseOpt), cl::NotHidden);
-cl::opt<std::string> ColorOpt("color", cl::desc("Colour the output: auto (on a terminal, unless NO_COLOR is set), "
-                                                "always, never"),
+cl::opt<std::string> ColorOpt("color",
+                              cl::desc("Colour the output: auto (on a terminal, unless NO_COLOR is set), "
+                                       "always, never"),
                               cl::value_desc("WHEN"), cl::init("auto"), cl::sub(CheckCmd), cl::sub(InspectCmd),
                               cl::sub(TargetsCmd), cl::cat(Options));
-cl::opt<bool> JsonOpt("json", cl::desc("Print the JSON report (docs/report.md)"), cl::sub(CheckCmd), cl::sub(InspectCmd),
-                      cl::cat(Options));
+cl::opt<bool> JsonOpt("json", cl::desc("Print the JSON report (docs/report.md)"), cl::sub(CheckCmd),
+                      cl::sub(InspectCmd), cl::cat(Options));
 cl::list<std::string> PathArgs(cl::Positional, cl::desc("PATH..."), cl::sub(CheckCmd), cl::sub(InspectCmd),
                                cl::cat(Options));
 
-cl::opt<std::string> RuntimeOpt("runtime", cl::desc("HIP runtime that selects the code objects: 5.0, 5.6, 6.4, 7.0 "
-                                                  "(any version: 6.4.3, 7.1; default: the newest, the strictest)"),
+cl::opt<std::string> RuntimeOpt("runtime",
+                                cl::desc("HIP runtime that selects the code objects: 5.0, 5.6, 6.4, 7.0 "
+                                         "(any version: 6.4.3, 7.1; default: the newest, the strictest)"),
                                 cl::value_desc("VERSION"), cl::sub(CheckCmd), cl::sub(InspectCmd), cl::cat(Options));
-cl::opt<bool> OneProcessOpt("one-process", cl::desc("The --target GPUs are the GPUs of one process (one machine), not "
-                                                    "separate machines: the runtime looks up their code objects at once"),
+cl::opt<bool> OneProcessOpt("one-process",
+                            cl::desc("The --target GPUs are the GPUs of one process (one machine), not "
+                                     "separate machines: the runtime looks up their code objects at once"),
                             cl::sub(CheckCmd), cl::sub(InspectCmd), cl::cat(Options));
 
 // Hidden: when the progress line first appears (tests give 0).
@@ -64,14 +71,16 @@ cl::opt<unsigned> ProgressDelayOpt("progress-delay", cl::desc("Milliseconds befo
 
 // check
 cl::opt<bool> JunitOpt("junit", cl::desc("Print a JUnit XML report"), cl::sub(CheckCmd), cl::cat(Options));
-cl::opt<bool> SarifOpt("sarif", cl::desc("Print a SARIF 2.1.0 log (code scanning)"), cl::sub(CheckCmd), cl::cat(Options));
-cl::opt<unsigned> JobsOpt("jobs", cl::desc("Files checked in parallel (0: one per hardware thread)"), cl::value_desc("N"),
-                          cl::init(0), cl::sub(CheckCmd), cl::cat(Options));
+cl::opt<bool> SarifOpt("sarif", cl::desc("Print a SARIF 2.1.0 log (code scanning)"), cl::sub(CheckCmd),
+                       cl::cat(Options));
+cl::opt<unsigned> JobsOpt("jobs", cl::desc("Files checked in parallel (0: one per hardware thread)"),
+                          cl::value_desc("N"), cl::init(0), cl::sub(CheckCmd), cl::cat(Options));
 cl::alias JobsShort("j", cl::desc("Same as --jobs"), cl::aliasopt(JobsOpt), cl::NotHidden);
 
 // What a program loads (dependencies.h): check follows it unless --no-deps, inspect with --deps.
-cl::opt<std::string> SysrootOpt("sysroot", cl::desc("Find the libraries a program loads inside DIR (an unpacked root or "
-                                                  "image) instead of /"),
+cl::opt<std::string> SysrootOpt("sysroot",
+                                cl::desc("Find the libraries a program loads inside DIR (an unpacked root or "
+                                         "image) instead of /"),
                                 cl::value_desc("DIR"), cl::sub(CheckCmd), cl::sub(InspectCmd), cl::cat(Options));
 cl::opt<bool> NoDepsOpt("no-deps", cl::desc("Check the files named only, not the libraries and kernel files they load"),
                         cl::sub(CheckCmd), cl::cat(Options));
@@ -85,16 +94,19 @@ cl::opt<std::string> SortOpt("sort", cl::desc("Order kernels by: lds, scratch, v
                              cl::value_desc("KEY"), cl::sub(InspectCmd), cl::cat(Options));
 
 // run
-cl::opt<bool> StrictOpt("strict", cl::desc("Strict mode: stop a program whose kernels cannot run (HIPGUARD_MODE=strict)"),
+cl::opt<bool> StrictOpt("strict",
+                        cl::desc("Strict mode: stop a program whose kernels cannot run (HIPGUARD_MODE=strict)"),
                         cl::sub(RunCmd), cl::cat(Options));
-cl::opt<std::string> ReportOpt("report", cl::desc("Write a report at exit: JSON, or JUnit XML for *.xml; %p = pid "
-                                                  "(HIPGUARD_REPORT)"),
+cl::opt<std::string> ReportOpt("report",
+                               cl::desc("Write a report at exit: JSON, or JUnit XML for *.xml; %p = pid "
+                                        "(HIPGUARD_REPORT)"),
                                cl::value_desc("FILE"), cl::sub(RunCmd), cl::cat(Options));
 cl::list<std::string> CommandArg(cl::Positional, cl::desc("[--] COMMAND [ARGS...]"), cl::sub(RunCmd), cl::cat(Options));
 
 const char* const kOverview[] = {
     // [0] hipguard
-    "hipguard " HIPGUARD_VERSION_STRING ": why a HIP kernel cannot run on an AMD GPU, before the first launch.\n\n"
+    "hipguard " HIPGUARD_VERSION_STRING
+    ": why a HIP kernel cannot run on an AMD GPU, before the first launch.\n\n"
     "  hipguard check --target mi300x app lib/ kernels/*.co\n"
     "  hipguard inspect --target gfx942 --sort lds app\n"
     "  hipguard targets\n"
@@ -140,7 +152,9 @@ int overview_of(const std::string& command) {
 // the text it is given, so run's is built once and kept.
 llvm::StringRef overview(const std::string& command) {
   static const std::string run = [] {
-    std::string text = std::string(kOverview[4]) + "\nThe shim's settings (environment; run sets MODE, TARGET, LOG_LEVEL and REPORT from its options):\n";
+    std::string text =
+        std::string(kOverview[4]) +
+        "\nThe shim's settings (environment; run sets MODE, TARGET, LOG_LEVEL and REPORT from its options):\n";
     for (const SettingInfo& s : all_settings())
       ((((text += "  ") += s.variable) += ": ") += s.accepted) += "; without it: " + std::string(s.fallback) + "\n";
     return text;
@@ -178,8 +192,8 @@ bool parse_options(const std::string& command, const std::vector<const char*>& a
   cl::SetVersionPrinter([](llvm::raw_ostream& os) { os << "hipguard " << HIPGUARD_VERSION_STRING << "\n"; });
   std::string errors;
   llvm::raw_string_ostream es(errors);
-  if (cl::ParseCommandLineOptions(static_cast<int>(args.size()), args.data(), overview(command), &es,
-                                  nullptr, /*LongOptionsUseDoubleDash=*/true))
+  if (cl::ParseCommandLineOptions(static_cast<int>(args.size()), args.data(), overview(command), &es, nullptr,
+                                  /*LongOptionsUseDoubleDash=*/true))
     return true;
   es.flush();
   // llvm::cl says "hipguard: ... Try: 'hipguard --help'": name the command.
@@ -240,8 +254,9 @@ void print_help(FILE* out) {
   for (cl::SubCommand* sc : {&CheckCmd, &InspectCmd, &TargetsCmd, &RunCmd})
     fprintf(out, "  %-8s %s\n", sc->getName().str().c_str(), sc->getDescription().str().c_str());
   fprintf(out, "  %-8s %s\n\n", "help", "help COMMAND: the options of COMMAND (as COMMAND --help)");
-  fprintf(out, "OPTIONS:\n  --help     this text\n  --version  hipguard's version\n\n"
-               "Run 'hipguard COMMAND --help' for the options of a command; 'man hipguard' for more.\n");
+  fprintf(out,
+          "OPTIONS:\n  --help     this text\n  --version  hipguard's version\n\n"
+          "Run 'hipguard COMMAND --help' for the options of a command; 'man hipguard' for more.\n");
 }
 
 bool parse_command(const std::string& command, int argc, char** argv, Invocation* invocation_out) {

@@ -23,7 +23,8 @@ void Progress::file_done(size_t done, size_t total, const std::string& path) {
   else snprintf(size, sizeof size, "%.1f MiB", bytes_ / double(1ull << 20));
   std::string name = escape_text(path);
   if (name.size() > 60) name = "..." + name.substr(name.size() - 57);
-  std::string line = "checked " + std::to_string(done) + " of " + std::to_string(total) + " files, " + size + ": " + name;
+  std::string line =
+      "checked " + std::to_string(done) + " of " + std::to_string(total) + " files, " + size + ": " + name;
   size_t width = line.size();
   if (line.size() < shown_) line.append(shown_ - line.size(), ' ');  // over the longer line before
   fprintf(stderr, "\r%s", line.c_str());

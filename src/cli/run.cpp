@@ -42,7 +42,8 @@ std::string preloadable(const std::string& shim, std::string* why) {
   if (!ec && fits(abs)) return abs;
   std::string real = std::filesystem::canonical(shim, ec).string();
   if (!ec && fits(real)) return real;
-  *why = "'" + shim + "' contains a space or a colon, where LD_PRELOAD splits its value: the shim would not be "
+  *why = "'" + shim +
+         "' contains a space or a colon, where LD_PRELOAD splits its value: the shim would not be "
          "loaded and the program would run unchecked; install hipguard under a path without spaces and colons, or "
          "point HIPGUARD_SHIM at a copy or symlink there";
   return "";

@@ -16,9 +16,7 @@ std::string feature_name(Feature f) {
   return "?";
 }
 
-std::string waves(const ProcessorInfo& p) {
-  return p.wave32 && p.wave64 ? "32,64" : p.wave32 ? "32" : "64";
-}
+std::string waves(const ProcessorInfo& p) { return p.wave32 && p.wave64 ? "32,64" : p.wave32 ? "32" : "64"; }
 
 void print_products() {
   printf("Products (checked as shipped; NAME:xnack+ etc. for another setting)\n");
@@ -43,7 +41,9 @@ void print_processors() {
     printf("  %-16s %-10s %-6s %-7s %-8s %-14s %s%s\n", std::string(p.name).c_str(), human_bytes(p.lds_bytes).c_str(),
            waves(p).c_str(), p.xnack ? "yes" : "no", p.sramecc ? "yes" : "no",
            p.xnack ? feature_name(p.default_xnack).c_str() : "n/a", as.c_str(),
-           p.legacy ? " (legacy)" : p.is_generic ? " (generic)" : "");
+           p.legacy       ? " (legacy)"
+           : p.is_generic ? " (generic)"
+                          : "");
   }
 }
 
@@ -52,10 +52,17 @@ void print_runtimes() {
   printf("  %-8s %-8s %-8s %-15s %-13s %s\n", "VERSION", "GENERIC", "SPIR-V", "GENERIC NAME", "ONE PROCESS", "SOURCE");
   for (const auto& r : all_runtimes())
     printf("  %-8s %-8s %-8s %-15s %-13s %s\n", std::string(r.name).c_str(), r.generic ? "yes" : "no",
-           r.spirv ? "yes" : "no", !r.generic ? "-" : r.generic_keeps_features ? "with features" : "bare",
-           !r.batch_lookup ? "per GPU" : r.own_parser_with_generic ? "batch*" : "batch", std::string(r.source).c_str());
-  printf("  (batch: one comgr lookup for all GPUs, an entry serves one GPU; *: per GPU when an uncompressed bundle "
-         "has a generic entry)\n");
+           r.spirv ? "yes" : "no",
+           !r.generic                 ? "-"
+           : r.generic_keeps_features ? "with features"
+                                      : "bare",
+           !r.batch_lookup             ? "per GPU"
+           : r.own_parser_with_generic ? "batch*"
+                                       : "batch",
+           std::string(r.source).c_str());
+  printf(
+      "  (batch: one comgr lookup for all GPUs, an entry serves one GPU; *: per GPU when an uncompressed bundle "
+      "has a generic entry)\n");
 }
 
 }  // namespace

@@ -78,8 +78,8 @@ std::vector<std::string> csv_files(const std::string& dir) {
 }
 
 // One csv: every row's code object and kernel.
-void check_csv(const std::string& csv, const std::string& proc_dir, const TargetId& t, FactsCache& cache,
-               Findings& f, std::set<uint64_t>& kernels) {
+void check_csv(const std::string& csv, const std::string& proc_dir, const TargetId& t, FactsCache& cache, Findings& f,
+               std::set<uint64_t>& kernels) {
   auto file = read_file(csv, kMaxCsvBytes);
   if (!file) {
     f.add(code::kDatabaseMalformed, csv, "", "cannot read this AITER kernel list: " + file.error().message,
@@ -94,7 +94,8 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
   if (knl >= head.size() || co >= head.size()) {
     f.add(code::kDatabaseMalformed, csv, "",
           "no knl_name and co_name columns in the header: AITER's hsa/codegen.py stops with \"ERROR: Invalid "
-          "assembly CSV format -- " + csv + ". Missing required columns\"",
+          "assembly CSV format -- " +
+              csv + ". Missing required columns\"",
           "add the header line knl_name,co_name,... as in AITER's own kernel lists");
     return;
   }
@@ -123,13 +124,15 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
     if (!entry) {
       f.add(code::kDatabaseCodeObjectMismatch, path, row[knl],
             row[co] + " (row " + std::to_string(i + 1) + " of " + fs::path(csv).filename().string() + ") is " + why +
-                ", not for " + t.str() + ": the runtime rejects it and AITER stops with \"kernel registration failed "
-                "for '" + row[knl] + "'.\"",
+                ", not for " + t.str() +
+                ": the runtime rejects it and AITER stops with \"kernel registration failed "
+                "for '" +
+                row[knl] + "'.\"",
             "put the code object built for " + t.processor + " in hsa/" + t.processor + "/");
     } else if (!has_kernel(*entry, row[knl])) {
       f.add(code::kDatabaseKernelMissing, path, row[knl],
-            "row " + std::to_string(i + 1) + " of " + fs::path(csv).filename().string() + " names kernel '" +
-                row[knl] + "', which is not in the metadata of " + row[co] +
+            "row " + std::to_string(i + 1) + " of " + fs::path(csv).filename().string() + " names kernel '" + row[knl] +
+                "', which is not in the metadata of " + row[co] +
                 ": hipGetFuncBySymbol finds nothing and AITER stops with \"kernel registration failed for '" +
                 row[knl] + "'.\"",
             "fix the row's knl_name (the mangled name, as `hipguard inspect` lists it) or rebuild the code object");

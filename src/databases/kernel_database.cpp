@@ -266,4 +266,3 @@ DatabaseReport check_kernel_database(const DatabaseDir& db, const std::vector<Ta
 }
 
 }  // namespace hipguard
-

@@ -50,7 +50,8 @@ class FactsCache {
 // are kept, the rest counted.
 class Findings {
  public:
-  Findings(DatabaseReport& r, DatabaseTargetSummary& s, std::string target) : r_(r), s_(s), target_(std::move(target)) {}
+  Findings(DatabaseReport& r, DatabaseTargetSummary& s, std::string target)
+      : r_(r), s_(s), target_(std::move(target)) {}
   void add(std::string_view code, const std::string& file, const std::string& kernel, std::string message,
            std::string fix, std::optional<Severity> severity = std::nullopt);  // severity: else the code's
   void summary();  // HG707: what was cross-checked, and how many findings were not listed
@@ -91,7 +92,7 @@ void prefetch_kernel_database(const DatabaseDir& db, const std::vector<TargetId>
 void check_tensile_target(const DatabaseDir& db, const TargetId& t, FactsCache& cache, Findings& f);
 // Tensile: the placeholder databases "<base>/<prefix>.dat", each read once per cache (by several threads).
 std::vector<const ParsedDat*> read_placeholders(const std::string& base, const std::vector<std::string>& prefixes,
-                                                 FactsCache& cache);
+                                                FactsCache& cache);
 // AITER: one target's check of an hsa/ directory (aiter_database.cpp).
 void check_aiter_target(const std::string& hsa, const TargetId& t, FactsCache& cache, Findings& f);
 // AITER: the processors an hsa/ directory ships (its gfx* subdirectories).

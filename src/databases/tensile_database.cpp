@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 
 // The placeholder databases of one lazy database, read by several threads (each file once per database).
 std::vector<const ParsedDat*> read_placeholders(const std::string& base, const std::vector<std::string>& prefixes,
-                                                 FactsCache& cache) {
+                                                FactsCache& cache) {
   std::vector<const ParsedDat*> out(prefixes.size());
   std::vector<std::pair<size_t, ParsedDat*>> todo;
   for (size_t i = 0; i < prefixes.size(); ++i) {
@@ -55,7 +55,6 @@ std::vector<const ParsedDat*> read_placeholders(const std::string& base, const s
 
 namespace {
 
-
 // One target of a Tensile library directory.
 class TensileCheck {
  public:
@@ -85,11 +84,13 @@ std::string TensileCheck::database_path() {
   base_ = db_.path;
   if (is_directory(base_ + "/" + p_)) base_ += "/" + p_;  // both libraries: TestPath(path + "/" + processor)
   std::vector<std::string> tries{base_ + "/TensileLibrary_lazy_" + p_ + ".dat"};
-  if (!lite()) tries.push_back(base_ + "/TensileLibrary_" + p_ + ".dat"), tries.push_back(base_ + "/TensileLibrary.dat");
+  if (!lite())
+    tries.push_back(base_ + "/TensileLibrary_" + p_ + ".dat"), tries.push_back(base_ + "/TensileLibrary.dat");
   for (const auto& path : tries)
     if (is_regular_file(path)) return path;
-  std::string quote = lite() ? "rocblaslt error: Cannot read " + tries.back() + ": No such file or directory"
-                             : "rocBLAS error: Cannot read " + tries.back() + ": No such file or directory for GPU arch : " + p_;
+  std::string quote =
+      lite() ? "rocblaslt error: Cannot read " + tries.back() + ": No such file or directory"
+             : "rocBLAS error: Cannot read " + tries.back() + ": No such file or directory for GPU arch : " + p_;
   std::string tried;
   for (const auto& path : tries) tried += (tried.empty() ? "" : ", ") + fs::path(path).filename().string();
   f_.add(code::kDatabaseMissing, db_.path, "",
@@ -160,11 +161,12 @@ void TensileCheck::check_solutions(const std::string& dat, const std::vector<Com
         continue;
       }
       std::string kernel = solution_name(dat, s->index);
-      f_.add(code::kDatabaseKernelMissing, base_ + "/" + file, kernel,
-             "solution of " + fs::path(dat).filename().string() + " names kernel '" + kernel +
-                 "', which is not in the metadata of " + file +
-                 " (nor in the helper Kernels.so-000): hipModuleGetFunction returns hipErrorNotFound and the GEMM fails",
-             "reinstall the library: its database and code objects come from different builds");
+      f_.add(
+          code::kDatabaseKernelMissing, base_ + "/" + file, kernel,
+          "solution of " + fs::path(dat).filename().string() + " names kernel '" + kernel +
+              "', which is not in the metadata of " + file +
+              " (nor in the helper Kernels.so-000): hipModuleGetFunction returns hipErrorNotFound and the GEMM fails",
+          "reinstall the library: its database and code objects come from different builds");
     }
   }
 }
@@ -182,8 +184,9 @@ void TensileCheck::check_placeholder(const std::string& prefix, const ParsedDat&
   }
   ++f_.counts().databases;
   if (!parsed.error.empty()) {
-    f_.add(code::kDatabaseMalformed, dat, "", "cannot read this Tensile database: " + parsed.error +
-           "; Tensile's LoadLibraryFile says \"Error loading msgpack data\" and returns no library",
+    f_.add(code::kDatabaseMalformed, dat, "",
+           "cannot read this Tensile database: " + parsed.error +
+               "; Tensile's LoadLibraryFile says \"Error loading msgpack data\" and returns no library",
            "reinstall the library; the file is damaged");
     return;
   }
@@ -216,10 +219,11 @@ void TensileCheck::check_extops() {
         kernels_.insert(kernel_name_hash(e->kernel));
         continue;
       }
-      f_.add(code::kDatabaseKernelMissing, base_ + "/" + co_path, e->kernel,
-             "hipblasltExtOpLibrary.dat names kernel '" + e->kernel + "' in " + co_path +
-                 ", whose metadata does not have it: hipModuleGetFunction returns hipErrorNotFound and the ext op fails",
-             "reinstall the library: its database and code objects come from different builds");
+      f_.add(
+          code::kDatabaseKernelMissing, base_ + "/" + co_path, e->kernel,
+          "hipblasltExtOpLibrary.dat names kernel '" + e->kernel + "' in " + co_path +
+              ", whose metadata does not have it: hipModuleGetFunction returns hipErrorNotFound and the ext op fails",
+          "reinstall the library: its database and code objects come from different builds");
     }
   }
   base_ = saved;

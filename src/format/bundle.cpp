@@ -16,8 +16,8 @@
 namespace hipguard {
 namespace {
 
-constexpr size_t kBundleHeader = 32;       // magic + u64 count
-constexpr size_t kEntryFixed = 24;         // u64 offset, u64 size, u64 id length
+constexpr size_t kBundleHeader = 32;  // magic + u64 count
+constexpr size_t kEntryFixed = 24;    // u64 offset, u64 size, u64 id length
 constexpr uint64_t kMaxEntryIdLength = 4096;
 
 ParseError bundle_error(std::string msg) { return {std::string(code::kMalformedBundle), std::move(msg)}; }
@@ -33,7 +33,8 @@ Result<Bundle> parse_table(Bytes data, uint64_t total, bool* need_more) {
     if (need_more && data.size() < total) *need_more = true;
     return bundle_error(std::move(msg));
   };
-  if (data.size() < kBundleHeader) return short_read("offload bundle header truncated: " + std::to_string(data.size()) + " bytes, need 32");
+  if (data.size() < kBundleHeader)
+    return short_read("offload bundle header truncated: " + std::to_string(data.size()) + " bytes, need 32");
   uint64_t count = read_le<uint64_t>(data, 24);
   // Each entry needs at least 24 bytes of table: bounds the count before any allocation.
   if (count > (total - kBundleHeader) / kEntryFixed)
@@ -44,7 +45,8 @@ Result<Bundle> parse_table(Bytes data, uint64_t total, bool* need_more) {
   uint64_t pos = kBundleHeader;
   uint64_t end = 0;
   for (uint64_t i = 0; i < count; ++i) {
-    if (!fits(data, pos, kEntryFixed)) return short_read("entry " + std::to_string(i) + " of the bundle table is truncated");
+    if (!fits(data, pos, kEntryFixed))
+      return short_read("entry " + std::to_string(i) + " of the bundle table is truncated");
     BundleEntry e;
     e.offset = read_le<uint64_t>(data, pos);
     e.size = read_le<uint64_t>(data, pos + 8);
@@ -58,8 +60,8 @@ Result<Bundle> parse_table(Bytes data, uint64_t total, bool* need_more) {
     while (!e.id.empty() && e.id.back() == '\0') e.id.pop_back();  // comgr trims trailing NULs too
     pos += id_len;
     if (e.offset > total || e.size > total - e.offset)
-      return bundle_error("entry '" + e.id + "' spans bytes " + std::to_string(e.offset) + "+" + std::to_string(e.size) +
-                          ", beyond the " + std::to_string(total) + " bytes of the bundle");
+      return bundle_error("entry '" + e.id + "' spans bytes " + std::to_string(e.offset) + "+" +
+                          std::to_string(e.size) + ", beyond the " + std::to_string(total) + " bytes of the bundle");
     e.parsed = parse_entry_id(e.id);
     end = std::max(end, e.offset + e.size);
     b.entries.push_back(std::move(e));
@@ -96,7 +98,8 @@ bool decompress_declared(Bytes input, uint64_t claimed, std::vector<uint8_t>& ou
   size_t n = ZSTD_decompress(buf.get(), claimed, input.data(), input.size());
   if (ZSTD_isError(n)) return *error = std::string("zstd: ") + ZSTD_getErrorName(n), false;
   if (n != claimed)
-    return *error = "zstd frame yields " + std::to_string(n) + " bytes, the header says " + std::to_string(claimed), false;
+    return *error = "zstd frame yields " + std::to_string(n) + " bytes, the header says " + std::to_string(claimed),
+           false;
   out.assign(buf.get(), buf.get() + n);
   return true;
 }
@@ -157,7 +160,7 @@ bool zstd_prefix(Bytes input, uint64_t claimed, GrowingOutput& g, std::string* e
       break;
     }
     if (o.pos == 0 && in.pos == in.size) break;  // input exhausted
-    if (r == 0 && g.produced < g.want) break;      // frame ended early
+    if (r == 0 && g.produced < g.want) break;    // frame ended early
   }
   ZSTD_freeDCtx(dctx);
   g.consumed = in.pos;
@@ -237,10 +240,13 @@ Result<Bundle> parse_compressed(Bytes data) {
     case 1: header = 20; break;
     case 2: header = 24; break;
     case 3: header = 32; break;
-    default: return ccob_error("compressed bundle version " + std::to_string(b.ccob_version) + " is unknown (1, 2 and 3 exist)");
+    default:
+      return ccob_error("compressed bundle version " + std::to_string(b.ccob_version) +
+                        " is unknown (1, 2 and 3 exist)");
   }
-  if (data.size() < header) return ccob_error("compressed bundle v" + std::to_string(b.ccob_version) + " header truncated: " +
-                                              std::to_string(data.size()) + " bytes, need " + std::to_string(header));
+  if (data.size() < header)
+    return ccob_error("compressed bundle v" + std::to_string(b.ccob_version) +
+                      " header truncated: " + std::to_string(data.size()) + " bytes, need " + std::to_string(header));
   if (b.ccob_version == 1) {
     uncompressed = read_le<uint32_t>(data, 8);
     total = data.size();  // v1 has no total size: the payload is the rest of the buffer
@@ -255,14 +261,14 @@ Result<Bundle> parse_compressed(Bytes data) {
     return ccob_error("compressed bundle total size " + std::to_string(total) + " is outside the " +
                       std::to_string(data.size()) + " bytes available (header " + std::to_string(header) + ")");
   if (uncompressed > kMaxDecompressedBytes)
-    return ccob_error("compressed bundle claims " + std::to_string(uncompressed) + " uncompressed bytes, over hipguard's cap of " +
-                      std::to_string(kMaxDecompressedBytes));
+    return ccob_error("compressed bundle claims " + std::to_string(uncompressed) +
+                      " uncompressed bytes, over hipguard's cap of " + std::to_string(kMaxDecompressedBytes));
   if (uint64_t cap = max_claimed_uncompressed(total - header); uncompressed > cap)
     return ParseError{std::string(code::kBudgetExceeded),
                       "compressed bundle claims " + std::to_string(uncompressed) + " uncompressed bytes from " +
-                          std::to_string(total - header) + " compressed bytes; hipguard's limit is " + std::to_string(cap) +
-                          " (" + std::to_string(kMaxCompressionRatio) + "x the compressed size, at least " +
-                          std::to_string(kCompressionRatioFloor) + ")"};
+                          std::to_string(total - header) + " compressed bytes; hipguard's limit is " +
+                          std::to_string(cap) + " (" + std::to_string(kMaxCompressionRatio) +
+                          "x the compressed size, at least " + std::to_string(kCompressionRatioFloor) + ")"};
   if (b.ccob_method != 0 && b.ccob_method != 1)
     return ccob_error("compression method " + std::to_string(b.ccob_method) + " is unknown (0 zlib, 1 zstd)");
   b.encoded_size = total;
@@ -304,9 +310,15 @@ std::string_view to_string(PayloadKind k) {
 PayloadKind classify(Bytes head) {
   if (head.size() >= kBundleMagic.size() && std::memcmp(head.data(), kBundleMagic.data(), kBundleMagic.size()) == 0)
     return PayloadKind::OffloadBundle;
-  if (head.size() >= 4 && std::memcmp(head.data(), kCompressedMagic.data(), 4) == 0) return PayloadKind::CompressedBundle;
+  if (head.size() >= 4 && std::memcmp(head.data(), kCompressedMagic.data(), 4) == 0)
+    return PayloadKind::CompressedBundle;
   // ELF magic + e_machine == EM_AMDGPU (224) at offset 18.
-  if (head.size() >= 20 && std::memcmp(head.data(), "\x7f" "ELF", 4) == 0 && read_le<uint16_t>(head, 18) == 224)
+  if (head.size() >= 20 &&
+      std::memcmp(head.data(),
+                  "\x7f"
+                  "ELF",
+                  4) == 0 &&
+      read_le<uint16_t>(head, 18) == 224)
     return PayloadKind::CodeObject;
   return PayloadKind::Unknown;
 }
@@ -353,7 +365,8 @@ Result<Bundle> parse_bundle(Bytes data) {
 }
 
 Bytes entry_bytes(Bundle& bundle, Bytes data, const BundleEntry& entry) {
-  if (!bundle.compressed) return fits(data, entry.offset, entry.size) ? data.subspan(entry.offset, entry.size) : Bytes{};
+  if (!bundle.compressed)
+    return fits(data, entry.offset, entry.size) ? data.subspan(entry.offset, entry.size) : Bytes{};
   // Decode up to the end of this entry (parse_bundle checked it lies within the uncompressed size).
   uint64_t end = entry.offset + entry.size;
   if (end > bundle.storage.size()) {
@@ -398,7 +411,8 @@ std::optional<uint64_t> elf_image_size(Bytes data) {
   if (phnum && fits(data, phoff, phnum * 56)) {
     for (uint64_t i = 0; i < phnum; ++i) {
       uint64_t ph = phoff + i * 56, end;
-      if (__builtin_add_overflow(read_le<uint64_t>(data, ph + 8), read_le<uint64_t>(data, ph + 32), &end)) return std::nullopt;
+      if (__builtin_add_overflow(read_le<uint64_t>(data, ph + 8), read_le<uint64_t>(data, ph + 32), &end))
+        return std::nullopt;
       size = std::max(size, end);
     }
   }

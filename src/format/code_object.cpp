@@ -51,14 +51,18 @@ using Sections = ElfFile::Elf_Shdr_Range;
 
 // The identification the loader checks first: a 64-bit LSB AMDGPU HSA ELF whose sections lie inside the image.
 std::optional<ParseError> check_identification(llvm::StringRef raw, Bytes data) {
-  if (data.size() < 64 || raw.substr(0, 4) != "\x7f" "ELF") return elf_error("not an ELF file");
+  if (data.size() < 64 || raw.substr(0, 4) !=
+                              "\x7f"
+                              "ELF")
+    return elf_error("not an ELF file");
   if (data[4] != ELF::ELFCLASS64 || data[5] != ELF::ELFDATA2LSB)
     return elf_error("not a 64-bit little-endian ELF (amdgcn code objects are ELFCLASS64, LSB)");
   return std::nullopt;
 }
 
 std::optional<ParseError> check_machine(const ElfFile::Elf_Ehdr& hdr) {
-  if (hdr.e_machine != ELF::EM_AMDGPU) return elf_error("e_machine is " + std::to_string(hdr.e_machine) + ", not EM_AMDGPU (224)");
+  if (hdr.e_machine != ELF::EM_AMDGPU)
+    return elf_error("e_machine is " + std::to_string(hdr.e_machine) + ", not EM_AMDGPU (224)");
   if (hdr.e_ident[ELF::EI_OSABI] != ELF::ELFOSABI_AMDGPU_HSA)
     return elf_error("OS ABI is " + std::to_string(hdr.e_ident[ELF::EI_OSABI]) + ", not ELFOSABI_AMDGPU_HSA (64)");
   return std::nullopt;
@@ -79,10 +83,12 @@ std::optional<ParseError> read_header(const ElfFile::Elf_Ehdr& hdr, Bytes data, 
   }
   co.target.processor = std::string(co.processor->name);
   if (co.version >= 4) {
-    co.target.xnack = v4_feature(co.e_flags & ELF::EF_AMDGPU_FEATURE_XNACK_V4, ELF::EF_AMDGPU_FEATURE_XNACK_UNSUPPORTED_V4,
-                                 ELF::EF_AMDGPU_FEATURE_XNACK_ANY_V4, ELF::EF_AMDGPU_FEATURE_XNACK_OFF_V4);
-    co.target.sramecc = v4_feature(co.e_flags & ELF::EF_AMDGPU_FEATURE_SRAMECC_V4, ELF::EF_AMDGPU_FEATURE_SRAMECC_UNSUPPORTED_V4,
-                                   ELF::EF_AMDGPU_FEATURE_SRAMECC_ANY_V4, ELF::EF_AMDGPU_FEATURE_SRAMECC_OFF_V4);
+    co.target.xnack =
+        v4_feature(co.e_flags & ELF::EF_AMDGPU_FEATURE_XNACK_V4, ELF::EF_AMDGPU_FEATURE_XNACK_UNSUPPORTED_V4,
+                   ELF::EF_AMDGPU_FEATURE_XNACK_ANY_V4, ELF::EF_AMDGPU_FEATURE_XNACK_OFF_V4);
+    co.target.sramecc =
+        v4_feature(co.e_flags & ELF::EF_AMDGPU_FEATURE_SRAMECC_V4, ELF::EF_AMDGPU_FEATURE_SRAMECC_UNSUPPORTED_V4,
+                   ELF::EF_AMDGPU_FEATURE_SRAMECC_ANY_V4, ELF::EF_AMDGPU_FEATURE_SRAMECC_OFF_V4);
   } else {
     // v3: single on-bits; "any" is written as "on" (AMDGPUUsage, V2 to V3 Target ID).
     auto v3 = [&](bool supported, uint32_t bit) {
@@ -129,7 +135,8 @@ std::optional<ParseError> read_notes(const ElfFile& file, Sections sections, Byt
   }
   if (read && !descs.empty()) read_metadata_notes(descs, co);
   if (!found_metadata && co.version >= 3)
-    co.issues.push_back({std::string(code::kNoMetadata), "", "no NT_AMDGPU_METADATA note: the runtime cannot find any kernel"});
+    co.issues.push_back(
+        {std::string(code::kNoMetadata), "", "no NT_AMDGPU_METADATA note: the runtime cannot find any kernel"});
   return std::nullopt;
 }
 
@@ -150,7 +157,8 @@ bool is_descriptor(std::string_view name, const Sym& sym) {
 // and device functions (STT_FUNC); with descriptors_only, the kernel
 // descriptors only. In file order; by_name sorts them. A symbol of another
 // type is not kept, so it does not hide one of the same name.
-std::optional<ParseError> read_symbols(const ElfFile& file, Sections sections, bool descriptors_only, SymbolTable& syms) {
+std::optional<ParseError> read_symbols(const ElfFile& file, Sections sections, bool descriptors_only,
+                                       SymbolTable& syms) {
   const ElfFile::Elf_Shdr* symtab = nullptr;
   for (const auto& sec : sections)
     if (sec.sh_type == ELF::SHT_SYMTAB || (!symtab && sec.sh_type == ELF::SHT_DYNSYM)) symtab = &sec;
@@ -173,7 +181,8 @@ std::optional<ParseError> read_symbols(const ElfFile& file, Sections sections, b
         continue;
       }
       Sym s{type, sym.st_shndx, sym.st_value, sym.st_size};
-      if (!descriptors_only || is_descriptor(std::string_view(name->data(), name->size()), s)) syms.push_back({*name, s});
+      if (!descriptors_only || is_descriptor(std::string_view(name->data(), name->size()), s))
+        syms.push_back({*name, s});
     }
   }
   return std::nullopt;
@@ -208,7 +217,8 @@ void last_of_each_name(SymbolTable& syms) {
 }
 
 const Sym* find_symbol(const SymbolTable& syms, llvm::StringRef name) {
-  auto it = std::lower_bound(syms.begin(), syms.end(), name, [](const auto& e, llvm::StringRef n) { return e.first < n; });
+  auto it =
+      std::lower_bound(syms.begin(), syms.end(), name, [](const auto& e, llvm::StringRef n) { return e.first < n; });
   return it != syms.end() && it->first == name ? &it->second : nullptr;
 }
 
@@ -251,8 +261,9 @@ void read_descriptors(Sections sections, Bytes data, const SymbolTable& syms, Co
     const Sym* found = find_symbol(syms, k.symbol);
     if (!found || found->type != ELF::STT_OBJECT) {
       add_issue(co, {std::string(code::kDescriptorMissing), k.name,
-                           "metadata names kernel descriptor '" + k.symbol + "', but the symbol table has no such object: "
-                           "the runtime cannot launch this kernel"});
+                     "metadata names kernel descriptor '" + k.symbol +
+                         "', but the symbol table has no such object: "
+                         "the runtime cannot launch this kernel"});
       continue;
     }
     k.descriptor = descriptor_at(sections, data, *found);
@@ -272,8 +283,8 @@ void kernels_from_descriptors(Sections sections, Bytes data, SymbolTable& syms, 
   auto kept = [&](const std::optional<KernelDescriptor>& d) {
     return !only_lds_over || (d && d->group_segment_fixed_size > only_lds_over);
   };
-  if (only_lds_over &&
-      std::none_of(syms.begin(), syms.end(), [&](const auto& s) { return kept(descriptor_at(sections, data, s.second)); }))
+  if (only_lds_over && std::none_of(syms.begin(), syms.end(),
+                                    [&](const auto& s) { return kept(descriptor_at(sections, data, s.second)); }))
     return;
   if (only_lds_over) by_name(syms);
   else last_of_each_name(syms);
@@ -308,8 +319,9 @@ void list_other_symbols(const SymbolTable& syms, CodeObject& co) {
     if (is_descriptor(name, sym) && !descriptor_names.count(name)) {
       co.kernels_without_metadata.emplace_back(name.substr(0, name.size() - 3));
       add_issue(co, {std::string(code::kKernelWithoutMetadata), std::string(name.substr(0, name.size() - 3)),
-                           "kernel descriptor '" + std::string(name) + "' has no entry in amdhsa.kernels: the kernel is not "
-                           "launchable (hipguard does not guess its metadata)"});
+                     "kernel descriptor '" + std::string(name) +
+                         "' has no entry in amdhsa.kernels: the kernel is not "
+                         "launchable (hipguard does not guess its metadata)"});
     }
     if (sym.type == ELF::STT_FUNC && !entry_names.count(name)) co.device_functions.emplace_back(name);
   }

@@ -201,9 +201,8 @@ class MetadataReader {
       // CLR accepts a code object without kernels ("HIP may have binaries with just
       // global variables", devprogram.cpp): only lookups of kernels fail.
       note(out, {std::string(code::kBadMetadata), "",
-                            "metadata has no amdhsa.kernels list: the code object holds no kernel", Severity::Warning});
-    else if (!kernels_ok)
-      note(out, {std::string(code::kBadMetadata), "", "amdhsa.kernels is not an array"});
+                 "metadata has no amdhsa.kernels list: the code object holds no kernel", Severity::Warning});
+    else if (!kernels_ok) note(out, {std::string(code::kBadMetadata), "", "amdhsa.kernels is not an array"});
     return Validity::Valid;
   }
 
@@ -249,7 +248,7 @@ class MetadataReader {
     if (m.Kind != Type::Map) {
       if (!skip(r, m, depth)) return Validity::Invalid;
       note(out, {std::string(code::kBadKernelMetadata), label,
-                            "amdhsa.kernels[" + std::to_string(index) + "] is not a map"});
+                 "amdhsa.kernels[" + std::to_string(index) + "] is not a map"});
       return Validity::Valid;
     }
     KernelKeys kk;
@@ -378,10 +377,10 @@ class MetadataReader {
     for (auto& rk : kk.required)
       fatal = fatal || (rk.state != KernelKeys::IntKey::Set && rk.key == ".max_flat_workgroup_size");
     note(out, {std::string(code::kBadKernelMetadata), who,
-                          "kernel metadata lacks required " + list +
-                              (fatal ? "; the runtime rejects the whole code object"
-                                     : "; the runtime takes what is missing as 0, hipguard leaves the kernel unchecked"),
-                          fatal ? Severity::Error : Severity::Warning});
+               "kernel metadata lacks required " + list +
+                   (fatal ? "; the runtime rejects the whole code object"
+                          : "; the runtime takes what is missing as 0, hipguard leaves the kernel unchecked"),
+               fatal ? Severity::Error : Severity::Warning});
   }
 
   Validity read_arg(llvm::msgpack::Reader& r, size_t index, KernelInfo& k, std::vector<std::string>& missing) {
@@ -400,8 +399,11 @@ class MetadataReader {
       std::string_view key_name;
       Obj v;
       if (!entry(r, key_name, v)) return Validity::Invalid;
-      int bit = key_name == ".offset" ? 0 : key_name == ".size" ? 1 : key_name == ".value_kind" ? 2
-              : key_name == ".name" ? 3 : -1;
+      int bit = key_name == ".offset"       ? 0
+                : key_name == ".size"       ? 1
+                : key_name == ".value_kind" ? 2
+                : key_name == ".name"       ? 3
+                                            : -1;
       if (bit >= 0) {
         if (seen & (1u << bit)) return Validity::Invalid;
         seen |= 1u << bit;
@@ -457,10 +459,12 @@ void read_metadata_notes(std::span<const std::string_view> descs, CodeObject& co
   std::optional<NoteDoc> merged;
   std::vector<std::string> unreadable;  // notes comgr cannot read: dropped, fatal only when none is read
   for (size_t i = 0; i < descs.size(); ++i) {
-    NoteDoc doc = MetadataReader::read(llvm::StringRef(descs[i].data(), descs[i].size()),
-                                       kMaxKernelsPerCodeObject - std::min<uint64_t>(co.kernels.size(), kMaxKernelsPerCodeObject));
-    std::string which = descs.size() == 1 ? "NT_AMDGPU_METADATA"
-                                          : "NT_AMDGPU_METADATA note " + std::to_string(i + 1) + " of " + std::to_string(descs.size());
+    NoteDoc doc = MetadataReader::read(
+        llvm::StringRef(descs[i].data(), descs[i].size()),
+        kMaxKernelsPerCodeObject - std::min<uint64_t>(co.kernels.size(), kMaxKernelsPerCodeObject));
+    std::string which =
+        descs.size() == 1 ? "NT_AMDGPU_METADATA"
+                          : "NT_AMDGPU_METADATA note " + std::to_string(i + 1) + " of " + std::to_string(descs.size());
     if (!doc.valid || !doc.root_is_map) {  // comgr: readFromBlob fails, or mergeNoteRecords refuses a non-map
       unreadable.push_back(which + (doc.valid ? "'s root is not a map" : " is not a valid MessagePack document"));
       continue;
@@ -486,8 +490,9 @@ void read_metadata_notes(std::span<const std::string_view> descs, CodeObject& co
   // comgr reads the notes it can (processNote fails for one that is not MessagePack, and the
   // others still merge): the metadata is lost only when no note is read at all.
   for (auto& why : unreadable)
-    add_issue(co, merged ? CodeObjectIssue{std::string(code::kBadMetadata), "", why + "; comgr drops it", Severity::Warning}
-                         : CodeObjectIssue{std::string(code::kBadMetadata), "", std::move(why)});
+    add_issue(co,
+              merged ? CodeObjectIssue{std::string(code::kBadMetadata), "", why + "; comgr drops it", Severity::Warning}
+                     : CodeObjectIssue{std::string(code::kBadMetadata), "", std::move(why)});
 }
 
 void read_metadata_note(std::string_view desc, CodeObject& co) { read_metadata_notes({&desc, 1}, co); }

@@ -97,7 +97,8 @@ Result<std::vector<OffloadingImage>> read_offloading_section(Bytes section) {
     image.triple = string_of(p, e, "triple");
     image.arch = string_of(p, e, "arch");
     image.kind = kind_name(e.TheImageKind);
-    image.code_object = e.TheImageKind == llvm::object::IMG_Object && llvm::StringRef(image.triple).startswith("amdgcn");
+    image.code_object =
+        e.TheImageKind == llvm::object::IMG_Object && llvm::StringRef(image.triple).startswith("amdgcn");
     image.bytes.assign(reinterpret_cast<const char*>(p + e.ImageOffset), e.ImageSize);
     images.push_back(std::move(image));
     offset = llvm::alignTo(offset + size, OffloadBinary::getAlignment());

@@ -79,7 +79,8 @@ bool read_solution(Cursor& c, const Obj& m, TensileSolution* s) {
       return false;
     }
   }
-  if (!have_name) return c.fail("a solution has no string \"name\" (required by Tensile's ContractionSolution mapping)");
+  if (!have_name)
+    return c.fail("a solution has no string \"name\" (required by Tensile's ContractionSolution mapping)");
   s->kernel = kernel_name.empty() ? name : kernel_name;
   return true;
 }
@@ -112,7 +113,8 @@ bool collect_placeholders(Cursor& c, const Obj& o, int depth, std::vector<std::s
     }
   }
   if (placeholder) {
-    if (!have_value) return c.fail("a Placeholder library has no string \"value\" (required by Tensile's PlaceholderLibrary mapping)");
+    if (!have_value)
+      return c.fail("a Placeholder library has no string \"value\" (required by Tensile's PlaceholderLibrary mapping)");
     if (seen->insert(value).second) out->push_back(value);
   }
   return true;

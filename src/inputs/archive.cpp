@@ -14,8 +14,8 @@
 namespace hipguard {
 namespace {
 
-constexpr size_t kHead = 512;                 // tells ELF, bundles, CCOB and every format (tar: "ustar" at 257)
-constexpr size_t kChunk = 256 << 10;          // bytes discarded per read; also the budget's granularity
+constexpr size_t kHead = 512;                   // tells ELF, bundles, CCOB and every format (tar: "ustar" at 257)
+constexpr size_t kChunk = 256 << 10;            // bytes discarded per read; also the budget's granularity
 constexpr uint64_t kFirstBuffer = 64ull << 20;  // a member's buffer grows from here to its real size
 
 bool starts(Bytes d, size_t at, std::string_view magic) {
@@ -25,8 +25,11 @@ bool starts(Bytes d, size_t at, std::string_view magic) {
 // gzip, xz, zstd, bzip2.
 bool compressed_magic(Bytes d) {
   using namespace std::string_view_literals;
-  return starts(d, 0, "\x1f\x8b"sv) || starts(d, 0, "\xfd" "7zXZ\0"sv) || starts(d, 0, "\x28\xb5\x2f\xfd"sv) ||
-         starts(d, 0, "BZh"sv);
+  return starts(d, 0, "\x1f\x8b"sv) ||
+         starts(d, 0,
+                "\xfd"
+                "7zXZ\0"sv) ||
+         starts(d, 0, "\x28\xb5\x2f\xfd"sv) || starts(d, 0, "BZh"sv);
 }
 
 bool archive_magic(Bytes d) {
@@ -37,7 +40,11 @@ bool archive_magic(Bytes d) {
 
 enum class Kind { Skip, Code, Archive };
 Kind kind_of(Bytes head) {
-  if (starts(head, 0, "\x7f" "ELF") || classify(head) != PayloadKind::Unknown) return Kind::Code;
+  if (starts(head, 0,
+             "\x7f"
+             "ELF") ||
+      classify(head) != PayloadKind::Unknown)
+    return Kind::Code;
   return archive_magic(head) ? Kind::Archive : Kind::Skip;
 }
 
@@ -59,9 +66,9 @@ struct Reader {
   explicit Reader(bool compressed) {
     static const std::vector<Support> filters = [] {
       std::vector<Support> v;
-      for (Support s : {archive_read_support_filter_gzip, archive_read_support_filter_xz,
-                        archive_read_support_filter_lzma, archive_read_support_filter_zstd,
-                        archive_read_support_filter_bzip2})
+      for (Support s :
+           {archive_read_support_filter_gzip, archive_read_support_filter_xz, archive_read_support_filter_lzma,
+            archive_read_support_filter_zstd, archive_read_support_filter_bzip2})
         if (builtin(s)) v.push_back(s);
       return v;
     }();
@@ -109,8 +116,8 @@ class Walker {
   struct Source;  // a nested archive's bytes, pulled from its outer archive
   static la_ssize_t pull(struct archive* inner, void* source, const void** out);
 
-  void entry(struct archive* a, struct archive_entry* e, const std::string& prefix, const std::string& name,
-             bool deb, unsigned depth);
+  void entry(struct archive* a, struct archive_entry* e, const std::string& prefix, const std::string& name, bool deb,
+             unsigned depth);
   void nested(struct archive* outer, std::vector<uint8_t> head, const std::string& prefix, const std::string& label,
               unsigned depth);
   void read_whole(struct archive* a, struct archive_entry* e, const std::vector<uint8_t>& head,
@@ -140,19 +147,20 @@ void Walker::over(const std::string& label, std::string message, uint64_t value,
 void Walker::corrupt(const std::string& label, struct archive* a) {
   if (stop_) return;
   stop_ = true;
-  diagnostics.push_back(make_diagnostic(code::kUnreadableArchive, path_,
-                                        label + ": cannot read the archive: " + error_of(a) +
-                                            "; the members after this point were not checked",
-                                        "the archive is truncated or damaged: download or build it again"));
+  diagnostics.push_back(make_diagnostic(
+      code::kUnreadableArchive, path_,
+      label + ": cannot read the archive: " + error_of(a) + "; the members after this point were not checked",
+      "the archive is truncated or damaged: download or build it again"));
 }
 
 bool Walker::count(uint64_t n, const std::string& label) {
   total_ += n;
   if (total_ <= limits_.total_bytes) return true;
   if (!stop_)
-    over(label, "more than " + std::to_string(limits_.total_bytes) +
-                    " bytes of members read or decompressed from this archive; the members after this one were "
-                    "not checked",
+    over(label,
+         "more than " + std::to_string(limits_.total_bytes) +
+             " bytes of members read or decompressed from this archive; the members after this one were "
+             "not checked",
          total_, limits_.total_bytes);
   stop_ = true;
   return false;
@@ -212,8 +220,9 @@ bool Walker::walk(struct archive* a, const std::string& prefix, unsigned depth) 
     // The decompressed stream itself (headers too): a bomb of empty members stops here.
     if ((depth > 0 || archive_filter_code(a, 0) != ARCHIVE_FILTER_NONE) &&
         static_cast<uint64_t>(archive_filter_bytes(a, 0)) > limits_.total_bytes) {
-      over(prefix + name, "more than " + std::to_string(limits_.total_bytes) +
-                              " bytes decompressed at this level of the archive; the members after it were not checked",
+      over(prefix + name,
+           "more than " + std::to_string(limits_.total_bytes) +
+               " bytes decompressed at this level of the archive; the members after it were not checked",
            static_cast<uint64_t>(archive_filter_bytes(a, 0)), limits_.total_bytes);
       stop_ = true;
       return true;
@@ -237,8 +246,9 @@ void Walker::entry(struct archive* a, struct archive_entry* e, const std::string
   bool data_tar = deb && name.rfind("data.tar", 0) == 0;
   if (kind == Kind::Archive && (!deb || data_tar)) {
     if (depth + 1 > limits_.nesting) {
-      over(label, "archive nested " + std::to_string(depth + 1) + " levels deep; hipguard opens at most " +
-                      std::to_string(limits_.nesting) + " levels of archives inside an archive",
+      over(label,
+           "archive nested " + std::to_string(depth + 1) + " levels deep; hipguard opens at most " +
+               std::to_string(limits_.nesting) + " levels of archives inside an archive",
            depth + 1, limits_.nesting);
     } else {
       nested(a, std::move(head), data_tar ? prefix : label + "!", label, depth + 1);
@@ -291,7 +301,8 @@ void Walker::nested(struct archive* outer, std::vector<uint8_t> head, const std:
 
 void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::vector<uint8_t>& head,
                         const std::string& label, unsigned depth) {
-  uint64_t declared = archive_entry_size_is_set(e) ? static_cast<uint64_t>(std::max<la_int64_t>(archive_entry_size(e), 0)) : 0;
+  uint64_t declared =
+      archive_entry_size_is_set(e) ? static_cast<uint64_t>(std::max<la_int64_t>(archive_entry_size(e), 0)) : 0;
   auto too_big = [&](uint64_t size, bool at_least) {
     Diagnostic d = make_diagnostic(code::kBudgetExceeded, label,
                                    "archive member is " + std::string(at_least ? "more than " : "") +

@@ -21,8 +21,8 @@
 namespace hipguard {
 namespace {
 
-constexpr size_t kMaxConfDepth = 8;      // ld.so.conf include nesting
-constexpr size_t kMaxConfDirs = 1024;    // directories taken from ld.so.conf
+constexpr size_t kMaxConfDepth = 8;    // ld.so.conf include nesting
+constexpr size_t kMaxConfDirs = 1024;  // directories taken from ld.so.conf
 // Debian x86-64 glibc's system directories, in order (`ld.so --help`: "system search path").
 const char* const kSystemDirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"};
 constexpr const char* kLib = "lib/x86_64-linux-gnu";  // Debian's $LIB (multiarch slibdir)
@@ -52,7 +52,7 @@ struct Node {
   ElfInfo elf;
   size_t loader = SIZE_MAX;  // the object whose DT_NEEDED (or dlopen) brought it
   Dependency::Kind kind = Dependency::Kind::Needed;
-  std::string name;          // the name it was asked for
+  std::string name;  // the name it was asked for
 };
 
 class Resolver {
@@ -72,7 +72,8 @@ class Resolver {
   std::vector<std::string> entries(const std::string& list, const Node& n) const;
   const std::vector<std::string>& conf_dirs();
   void read_conf(const std::string& at, size_t depth);
-  std::optional<size_t> load(const std::string& name, size_t loader, Dependency::Kind kind, std::vector<std::string>* tried);
+  std::optional<size_t> load(const std::string& name, size_t loader, Dependency::Kind kind,
+                             std::vector<std::string>* tried);
   std::optional<size_t> try_file(const std::string& at, const std::string& name, size_t loader, Dependency::Kind kind);
   void follow(size_t first);
   void library_loaders();
@@ -107,7 +108,8 @@ std::string Resolver::expand(const std::string& entry, const Node& n) const {
     auto token = [&](const char* t) {
       size_t l = strlen(t);
       if (entry.compare(i + 1, l, t) == 0 &&
-          (i + 1 + l == entry.size() || (!isalnum(static_cast<unsigned char>(entry[i + 1 + l])) && entry[i + 1 + l] != '_')))
+          (i + 1 + l == entry.size() ||
+           (!isalnum(static_cast<unsigned char>(entry[i + 1 + l])) && entry[i + 1 + l] != '_')))
         return l + 1;
       if (entry.compare(i + 1, l + 2, std::string("{") + t + "}") == 0) return l + 3;
       return size_t(0);
@@ -173,7 +175,7 @@ const std::vector<std::string>& Resolver::conf_dirs() {
 }
 
 std::optional<size_t> Resolver::try_file(const std::string& at, const std::string& name, size_t loader,
-                                          Dependency::Kind kind) {
+                                         Dependency::Kind kind) {
   std::string host = host_of(at);
   struct stat st {};
   if (host.empty() || ::stat(host.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
@@ -183,9 +185,11 @@ std::optional<size_t> Resolver::try_file(const std::string& at, const std::strin
   // open_verify: a file of another class or machine is passed over and the search goes on.
   if (!elf.elf || (!nodes_.empty() && elf.machine != nodes_[0].elf.machine)) return std::nullopt;
   if (nodes_.size() >= opt_.max_objects) {
-    if (!capped_) warn(code::kDependencyLimit, loader, "more than " + std::to_string(opt_.max_objects) +
-                       " objects to load: " + name + " and what follows it were not checked",
-                       "check the libraries that were left out on their own");
+    if (!capped_)
+      warn(code::kDependencyLimit, loader,
+           "more than " + std::to_string(opt_.max_objects) + " objects to load: " + name +
+               " and what follows it were not checked",
+           "check the libraries that were left out on their own");
     capped_ = true;
     return std::nullopt;
   }
@@ -303,8 +307,9 @@ void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, c
   if (dir.empty()) {
     std::string looked;
     for (const auto& c : candidates) looked += (looked.empty() ? "" : ", ") + root_ + c;
-    warn(code::kKernelDirectoryMissing, lib, std::string(what) + " directory of " + name + " not found (looked in " +
-         looked + "): its kernels cannot be checked, and it fails at its first GEMM",
+    warn(code::kKernelDirectoryMissing, lib,
+         std::string(what) + " directory of " + name + " not found (looked in " + looked +
+             "): its kernels cannot be checked, and it fails at its first GEMM",
          "install the package with " + name + "'s Tensile library (Debian: the same binary package)");
     return;
   }
@@ -320,10 +325,13 @@ void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, c
   for (const auto& d : dirs) {
     std::string host_dir = host_of(d);
     auto files = list_dir(host_dir, [](const std::string& f) {
-      auto ends = [&](std::string_view e) { return f.size() > e.size() && f.compare(f.size() - e.size(), e.size(), e) == 0; };
+      auto ends = [&](std::string_view e) {
+        return f.size() > e.size() && f.compare(f.size() - e.size(), e.size(), e) == 0;
+      };
       return ends(".co") || ends(".hsaco");
     });
-    for (const auto& f : files) kernels_.push_back({Dependency::Kind::KernelFile, host_dir + "/" + f, f, nodes_[lib].host, true});
+    for (const auto& f : files)
+      kernels_.push_back({Dependency::Kind::KernelFile, host_dir + "/" + f, f, nodes_[lib].host, true});
   }
 }
 
@@ -390,7 +398,8 @@ Dependencies Resolver::run(const std::string& path) {
   follow(0);
   library_loaders();
   for (size_t i = 1; i < nodes_.size(); ++i)
-    out_.objects.push_back({nodes_[i].kind, nodes_[i].host, nodes_[i].name, nodes_[nodes_[i].loader].host, nodes_[i].elf.hip});
+    out_.objects.push_back(
+        {nodes_[i].kind, nodes_[i].host, nodes_[i].name, nodes_[nodes_[i].loader].host, nodes_[i].elf.hip});
   for (auto& k : kernels_) out_.objects.push_back(std::move(k));
   return std::move(out_);
 }
@@ -435,7 +444,8 @@ void add_dependencies(std::vector<std::string>* files, std::vector<bool>* regula
     // Findings go to the object that needs what is missing; one without GPU code is listed for them.
     std::map<std::string, std::vector<Diagnostic>> said;
     for (auto& d : deps.diagnostics) said[d.file].push_back(std::move(d));
-    if (auto own = said.find(f); own != said.end()) out_extra[self].diagnostics = std::move(own->second), said.erase(own);
+    if (auto own = said.find(f); own != said.end())
+      out_extra[self].diagnostics = std::move(own->second), said.erase(own);
     auto push = [&](const Dependency& d) {
       auto diags = said.find(d.path);
       bool findings = diags != said.end();

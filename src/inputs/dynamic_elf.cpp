@@ -95,7 +95,13 @@ ElfInfo read_elf(const std::string& host) {
   auto data = FileData::open(host, kCliMapAbove);
   if (!data) return info;
   Bytes b = data->bytes();
-  if (b.size() < 64 || memcmp(b.data(), "\x7f" "ELF", 4) != 0 || b[4] != 2 || b[5] != 1) return info;
+  if (b.size() < 64 ||
+      memcmp(b.data(),
+             "\x7f"
+             "ELF",
+             4) != 0 ||
+      b[4] != 2 || b[5] != 1)
+    return info;
   auto f = llvm::object::ELFFile<llvm::object::ELF64LE>::create(
       llvm::StringRef(reinterpret_cast<const char*>(b.data()), b.size()));
   if (!f) {
@@ -116,7 +122,6 @@ ElfInfo read_elf(const std::string& host) {
   read_dynamic(*f, b.size(), &info);
   return info;
 }
-
 
 std::vector<std::string> split_path(const std::string& p) {
   std::vector<std::string> out;

@@ -12,7 +12,7 @@ namespace hipguard {
 struct ElfInfo {
   bool elf = false;  // a 64-bit little-endian ELF
   uint16_t machine = 0;
-  std::vector<std::string> needed;  // DT_NEEDED, in order (at most kMaxNeeded)
+  std::vector<std::string> needed;     // DT_NEEDED, in order (at most kMaxNeeded)
   std::string soname, rpath, runpath;  // rpath is empty when the object has a DT_RUNPATH
   bool has_runpath = false, nodeflib = false;
   bool hip = false;   // a non-empty .hip_fatbin section

@@ -74,11 +74,10 @@ std::string merge_junit(std::string_view prior, const std::vector<Process>& proc
   for (size_t at = body.find("<testcase"), next; at != std::string::npos; at = next) {
     next = body.find("<testcase", at + 1);
     ++tests;
-    if (body.substr(at, next == std::string::npos ? next : next - at).find("<failure") != std::string::npos)
-      ++failures;
+    if (body.substr(at, next == std::string::npos ? next : next - at).find("<failure") != std::string::npos) ++failures;
   }
-  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"" + std::to_string(tests) +
-         "\" failures=\"" + std::to_string(failures) + "\">\n" + body + "</testsuites>\n";
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"" + std::to_string(tests) + "\" failures=\"" +
+         std::to_string(failures) + "\">\n" + body + "</testsuites>\n";
 }
 
 // Files of a process that ended early: its findings, grouped by file, as file-level diagnostics.
@@ -96,8 +95,8 @@ void add_unfinished_files(const Process& p, llvm::json::Array& files) {
   }
   for (const auto& file : order) {
     auto& [ok, diags] = by_file[file];
-    files.push_back(llvm::json::Object{{"path", file}, {"ok", ok}, {"hip", true}, {"images", llvm::json::Array{}},
-                                       {"diagnostics", std::move(diags)}});
+    files.push_back(llvm::json::Object{
+        {"path", file}, {"ok", ok}, {"hip", true}, {"images", llvm::json::Array{}}, {"diagnostics", std::move(diags)}});
   }
 }
 

@@ -401,7 +401,6 @@ void write_support(llvm::json::OStream& j, const std::vector<SupportRow>& rows) 
   });
 }
 
-
 // The same object write_diag streams, as a value (the shim's journal lines).
 llvm::json::Value diagnostic_json(const Diagnostic& d) {
   std::string text;
@@ -431,7 +430,8 @@ std::unique_ptr<ReportWriter> make_report_writer(ReportFormat format, llvm::raw_
 
 std::unique_ptr<llvm::raw_ostream> stdio_ostream(std::FILE* f) { return std::make_unique<StdioOStream>(f); }
 
-std::string report_json(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets, const RunInfo* run) {
+std::string report_json(const std::vector<FileReport>& reports, const std::vector<TargetId>& targets,
+                        const RunInfo* run) {
   std::string doc = render(ReportFormat::Json, reports, targets, run);
   if (!doc.empty() && doc.back() == '\n') doc.pop_back();  // as before: the caller adds the newline
   return doc;

@@ -1,4 +1,5 @@
-// The HIPGUARD_REPORT file: a journal while processes run, the merged document at the end (report_file.h; merging: merge.cpp).
+// The HIPGUARD_REPORT file: a journal while processes run, the merged document at the end (report_file.h; merging:
+// merge.cpp).
 #include "report/report_file.h"
 
 #include <errno.h>

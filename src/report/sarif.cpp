@@ -187,9 +187,8 @@ class SarifWriter final : public ReportWriter {
       j_.attributeObject("message", [&] { j_.attribute("text", utf8(text)); });
       j_.attributeArray("locations", [&] {
         j_.object([&] {
-          j_.attributeObject("physicalLocation", [&] {
-            j_.attributeObject("artifactLocation", [&] { j_.attribute("uri", uri_); });
-          });
+          j_.attributeObject("physicalLocation",
+                             [&] { j_.attributeObject("artifactLocation", [&] { j_.attribute("uri", uri_); }); });
           if (!d.kernel.empty())
             j_.attributeArray("logicalLocations", [&] {
               j_.object([&] {

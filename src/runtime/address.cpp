@@ -25,7 +25,6 @@
 
 namespace hipguard {
 
-
 std::string self_exe() {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -316,7 +315,7 @@ bool MappedFiles::read(const void* p, uint64_t size, uint8_t* out) {
   SegmentOf seg = segment_of(reinterpret_cast<uintptr_t>(p), size, true);
   if (!seg.from_file) return false;
   std::string path = seg.name && *seg.name ? seg.name : "/proc/self/exe";  // the program's name is empty
-  if (path[0] != '/') return false;  // the vDSO, or a name that is not a path
+  if (path[0] != '/') return false;                                        // the vDSO, or a name that is not a path
   auto same_object = [&](const MappedFile& m) { return m.base == seg.base && m.path == path; };
   std::optional<MappedFile> file;
   {
@@ -345,7 +344,8 @@ bool MappedFiles::read(const void* p, uint64_t size, uint8_t* out) {
          m->offset == seg.file_offset;
     file = MappedFile{seg.base, path, ok ? st.st_dev : 0, ok ? st.st_ino : 0, seg.subs, ok};
     std::lock_guard lock(mu_);
-    if (std::none_of(known_.begin(), known_.end(), same_object)) known_.push_back(*file);  // unless another thread checked it meanwhile
+    if (std::none_of(known_.begin(), known_.end(), same_object))
+      known_.push_back(*file);  // unless another thread checked it meanwhile
   }
   ok = ok && file->dev == st.st_dev && file->ino == st.st_ino && pread_all(f.fd, out, size, seg.file_offset);
   if (ok) {  // kept for the next read, in place of the last file's
@@ -391,7 +391,8 @@ uint64_t release_read_pages(const std::vector<std::pair<const void*, uint64_t>>&
   return released;
 }
 
-uint64_t release_read_pages(const void* p, uint64_t size, const std::vector<std::pair<uintptr_t, uintptr_t>>& readonly) {
+uint64_t release_read_pages(const void* p, uint64_t size,
+                            const std::vector<std::pair<uintptr_t, uintptr_t>>& readonly) {
   return release_read_pages({{p, size}}, readonly);
 }
 

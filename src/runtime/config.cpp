@@ -65,7 +65,8 @@ class ConfigReader {
     bool misspelled_mode = false;
     for (const auto& name : names) {
       auto settings = all_settings();
-      if (std::any_of(settings.begin(), settings.end(), [&](const SettingInfo& v) { return name == v.variable; })) continue;
+      if (std::any_of(settings.begin(), settings.end(), [&](const SettingInfo& v) { return name == v.variable; }))
+        continue;
       std::string upper = name;
       for (char& ch : upper) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
       const char* meant = nullptr;
@@ -129,17 +130,26 @@ class ConfigReader {
   void log_level() {
     if (std::string l = llvm::StringRef(get(Setting::LogLevel)).lower(); !l.empty()) {
       static const std::pair<const char*, LogLevel> kLevels[] = {
-          {"trace", LogLevel::Trace}, {"debug", LogLevel::Debug}, {"info", LogLevel::Info},
-          {"warn", LogLevel::Warn},   {"warning", LogLevel::Warn}, {"error", LogLevel::Error},
-          {"err", LogLevel::Error},   {"off", LogLevel::Off},      {"none", LogLevel::Off},
+          {"trace", LogLevel::Trace},
+          {"debug", LogLevel::Debug},
+          {"info", LogLevel::Info},
+          {"warn", LogLevel::Warn},
+          {"warning", LogLevel::Warn},
+          {"error", LogLevel::Error},
+          {"err", LogLevel::Error},
+          {"off", LogLevel::Off},
+          {"none", LogLevel::Off},
           // AMD_LOG_LEVEL's numbers (CLR: 0 none, 1 error, 2 warning, 3 info, 4 debug, 5 extra debug).
-          {"0", LogLevel::Off},       {"1", LogLevel::Error},      {"2", LogLevel::Warn},
-          {"3", LogLevel::Info},      {"4", LogLevel::Debug},      {"5", LogLevel::Trace}};
+          {"0", LogLevel::Off},
+          {"1", LogLevel::Error},
+          {"2", LogLevel::Warn},
+          {"3", LogLevel::Info},
+          {"4", LogLevel::Debug},
+          {"5", LogLevel::Trace}};
       bool found = false;
       for (const auto& [name, level] : kLevels)
         if (l == name) c_.log_level = level, found = true;
-      if (!found)
-        refuse(Setting::LogLevel, "logging at info");
+      if (!found) refuse(Setting::LogLevel, "logging at info");
     }
   }
 
@@ -148,8 +158,7 @@ class ConfigReader {
   // here it is only validated, so that a typo is said.
   void heap() {
     std::string h = llvm::StringRef(get(Setting::Heap)).lower();
-    if (!h.empty() && h != "private" && h != "malloc")
-      refuse(Setting::Heap, "using the shim's private heap");
+    if (!h.empty() && h != "private" && h != "malloc") refuse(Setting::Heap, "using the shim's private heap");
   }
 
   // A code object hot-swap tool in HSA_TOOLS_LIB (a space-separated list of tool libraries ROCr loads).

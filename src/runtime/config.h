@@ -42,11 +42,11 @@ struct GuardConfig {
   // each name one configuration (gfx90a:xnack+,gfx90a:xnack-); false when an
   // entry stands for several alternatives (gfx906: MI50 sramecc+ or Radeon VII sramecc-).
   Machine machine;
-  std::string runtime_source;     // where machine.runtime comes from (the library's file name), for the log
+  std::string runtime_source;  // where machine.runtime comes from (the library's file name), for the log
   // HIP device index -> index into `targets`, or -1: known when the targets are
   // the machine's GPUs (KFD discovery), empty with HIPGUARD_TARGET.
   std::vector<int> device_targets;
-  std::string report_path;        // HIPGUARD_REPORT as given ("%p" expanded at write time); empty: none
+  std::string report_path;  // HIPGUARD_REPORT as given ("%p" expanded at write time); empty: none
   // The HotSwap tool HSA_TOOLS_LIB names (libhsa-hotswap.so, libamd_comgr_hotswap_tool.so); empty: none.
   std::string hotswap_tool;
   // HG601 / HG206 (errors), HG204 (note): logged once at first use.

@@ -21,11 +21,11 @@ void Guard::on_process_exit(int status) try {
   const GuardConfig& c = s.config;
   fflush(nullptr);  // the program's buffered output first: _exit below skips stdio's own flush
   std::string why = c.mode == Mode::Strict ? "strict mode" : variable(Setting::FailOn);
-  Diagnostic d = make_diagnostic(
-      code::kExitStatusChanged, self_exe(),
-      "the program exited with status 0 after " + std::to_string(failing) + " finding(s) that fail it (" + why +
-          "; first: " + first + "): exit status " + std::to_string(c.exit_code) + " (" + variable(Setting::ExitCode) + ")",
-      "fix the findings above; a program should also check the HIP errors its calls return");
+  Diagnostic d = make_diagnostic(code::kExitStatusChanged, self_exe(),
+                                 "the program exited with status 0 after " + std::to_string(failing) +
+                                     " finding(s) that fail it (" + why + "; first: " + first + "): exit status " +
+                                     std::to_string(c.exit_code) + " (" + variable(Setting::ExitCode) + ")",
+                                 "fix the findings above; a program should also check the HIP errors its calls return");
   log("error", format_line(d));
   write_report();
   _exit(c.exit_code);

@@ -26,8 +26,8 @@ namespace hipguard {
 
 class FindingsSink {
  public:
-  static constexpr size_t kMaxSaid = 4096;           // findings kept for Guard::findings
-  static constexpr size_t kMaxConsequences = 1000;   // runtime events kept for the report's run
+  static constexpr size_t kMaxSaid = 4096;          // findings kept for Guard::findings
+  static constexpr size_t kMaxConsequences = 1000;  // runtime events kept for the report's run
   static constexpr size_t kMaxGoneImages = 256;
   static constexpr size_t kMaxGoneKernels = 1024;
 
@@ -103,7 +103,7 @@ class FindingsSink {
   std::deque<GoneImage> unregistered_;  // one per distinct (origin, findings); no copies on growth
   std::set<std::string> unregistered_keys_;
   std::map<std::pair<std::string, std::string>, GoneKernel> gone_kernels_;  // by (name, file)
-  size_t not_listed_ = 0;  // images and kernels over those bounds
+  size_t not_listed_ = 0;                                                   // images and kernels over those bounds
 
   std::string report_path_;
   ReportFile report_file_;

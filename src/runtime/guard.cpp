@@ -1,4 +1,5 @@
-// The guard itself: its configuration and state, logging and saying findings once, the strict-mode judgement of an image.
+// The guard itself: its configuration and state, logging and saying findings once, the strict-mode judgement of an
+// image.
 #include "runtime/guard.h"
 
 #include <pthread.h>
@@ -89,10 +90,12 @@ const GuardConfig& Guard::config() {
                        s.config.target_source + ")");
     }
     const RuntimeInfo& rt = s.config.machine.runtime ? *s.config.machine.runtime : default_runtime();
-    log("debug", "selecting code objects as " + runtime_label(rt) + " does (" +
-                     (s.config.runtime_source.empty() ? std::string("runtime version not known: the newest")
-                                                      : s.config.runtime_source) +
-                     ")" + (s.config.machine.one_process && s.config.targets.size() > 1 ? ", the targets as one process's GPUs" : ""));
+    log("debug",
+        "selecting code objects as " + runtime_label(rt) + " does (" +
+            (s.config.runtime_source.empty() ? std::string("runtime version not known: the newest")
+                                             : s.config.runtime_source) +
+            ")" +
+            (s.config.machine.one_process && s.config.targets.size() > 1 ? ", the targets as one process's GPUs" : ""));
   });
   return s.config;
 }
@@ -136,13 +139,14 @@ void Guard::start(State& st) {
   st.logger->set_level(static_cast<spdlog::level::level_enum>(st.config.log_level));
   st.logger->flush_on(spdlog::level::trace);
   if (st.logger->should_log(spdlog::level::warn))
-    st.unclean_fork_line = "hipguard: " +
-                           format_line(make_diagnostic(code::kUncleanFork, self_exe(),
-                                                       "forked while another thread held hipguard's lock, or from a "
-                                                       "signal handler inside hipguard: this child process is not checked",
-                                                       "fork from a signal handler only to exec or _exit (POSIX allows "
-                                                       "no more); check the program without such forks")) +
-                           "\n";
+    st.unclean_fork_line =
+        "hipguard: " +
+        format_line(make_diagnostic(code::kUncleanFork, self_exe(),
+                                    "forked while another thread held hipguard's lock, or from a "
+                                    "signal handler inside hipguard: this child process is not checked",
+                                    "fork from a signal handler only to exec or _exit (POSIX allows "
+                                    "no more); check the program without such forks")) +
+        "\n";
   if (!st.config.report_path.empty()) open_report(st);
 }
 
@@ -171,7 +175,8 @@ std::vector<Diagnostic> Guard::consequences() { return state().findings.conseque
 void Guard::report_consequence(const Diagnostic& d, const Diagnostic* cause) {
   if (cause) {
     State& s = state();
-    if (s.findings.add_consequence(d, format_line(*cause))) {  // at debug level, as a note: it adds nothing the user must act on
+    if (s.findings.add_consequence(
+            d, format_line(*cause))) {  // at debug level, as a note: it adds nothing the user must act on
       Diagnostic note = d;
       note.severity = Severity::Note;
       log("debug", format_line(note));

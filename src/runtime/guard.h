@@ -56,10 +56,11 @@ struct Decision {
 // kernels without findings cost one load and a compare: no lock, no allocation.
 extern std::atomic<unsigned> g_launch_gate;
 // Its bits:
-constexpr unsigned kGateProbe = 1;             // some fat binary's kernels are not probed yet
-constexpr unsigned kGateFindings = 2;          // some registered kernel has findings
-constexpr unsigned kGateNotCheckedInFull = 4;  // some fat binary is checked to selection only (first use checks it in full)
-constexpr unsigned kGateUnindexed = 8;         // some registered kernels are not in the kernel table yet
+constexpr unsigned kGateProbe = 1;     // some fat binary's kernels are not probed yet
+constexpr unsigned kGateFindings = 2;  // some registered kernel has findings
+constexpr unsigned kGateNotCheckedInFull =
+    4;                                  // some fat binary is checked to selection only (first use checks it in full)
+constexpr unsigned kGateUnindexed = 8;  // some registered kernels are not in the kernel table yet
 inline bool launch_needs_check(uint64_t dynamic_lds_bytes) {
   return dynamic_lds_bytes != 0 || g_launch_gate.load(std::memory_order_relaxed) != 0;
 }
@@ -264,7 +265,7 @@ class Guard {
   void stopping_at(const ImageReport& report);
   void open_report(State& s);
   std::vector<FileReport> reported_files(State& s, RunInfo& run);  // state mutex held
-  void add_run(State& s, RunInfo& run);                              // state mutex held
+  void add_run(State& s, RunInfo& run);                            // state mutex held
   void before_fork();
   void after_fork(bool child);
   void say_unclean_fork(State& s);
@@ -284,8 +285,8 @@ class Guard {
   const KernelState* kernel_in_full(const void* key);
   // Registered kernels enter the kernel table lazily, a fat binary at a time
   // (the first launch or lookup of one of its kernels, or the report).
-  void index_kernel(const void* key);  // the fat binary whose registration of `key` counts
-  void index_pending_kernels();                   // state mutex held
+  void index_kernel(const void* key);                // the fat binary whose registration of `key` counts
+  void index_pending_kernels();                      // state mutex held
   void index_kernels_of(const void* fatbin_handle);  // state mutex held
   void index_function_of(const void* host_function, const void* function);  // state mutex held
 };

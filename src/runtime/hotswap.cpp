@@ -34,11 +34,12 @@ std::vector<Diagnostic> hotswap_forwarding(const ImageReport& report, const std:
     if (v.selection == Selection::None) continue;  // nothing native to lose (HG201 says why)
     Diagnostic d = make_diagnostic(
         code::kHotSwapForwarding, report.origin,
-        "HSA_TOOLS_LIB loads the HotSwap tool (" + tool + "): CLR builds with HotSwap forwarding hand the bundle entry " +
-            foreign + " to the tool for " + t.processor + " instead of loading the code object selected for it (" +
-            v.selected + ")",
-        "unset HSA_TOOLS_LIB (or remove " + tool + " from it); HSA_HOTSWAP_DISABLE=1 disables the forwarding only in "
-        "some CLR builds, and CLR without HotSwap (after ROCm PR #9856) loads the native code object");
+        "HSA_TOOLS_LIB loads the HotSwap tool (" + tool +
+            "): CLR builds with HotSwap forwarding hand the bundle entry " + foreign + " to the tool for " +
+            t.processor + " instead of loading the code object selected for it (" + v.selected + ")",
+        "unset HSA_TOOLS_LIB (or remove " + tool +
+            " from it); HSA_HOTSWAP_DISABLE=1 disables the forwarding only in "
+            "some CLR builds, and CLR without HotSwap (after ROCm PR #9856) loads the native code object");
     d.target = t.str();
     d.entry = foreign;
     out.push_back(std::move(d));

@@ -79,10 +79,13 @@ std::vector<Diagnostic> missing_kernel(std::string_view name, const ImageIndex& 
     Diagnostic d = make_diagnostic(
         code::kKernelNotInCodeObject, idx.origin,
         "kernel is registered by the program, but the code object selected for " + sel.target->label() + " (" +
-            sel.entry + ") does not contain it; the runtime fails its lookup and launch with "
-            "hipErrorInvalidDeviceFunction. Kernels there: " + (held.empty() ? std::string("none") : held),
+            sel.entry +
+            ") does not contain it; the runtime fails its lookup and launch with "
+            "hipErrorInvalidDeviceFunction. Kernels there: " +
+            (held.empty() ? std::string("none") : held),
         "compile the kernel for every --offload-arch (look for #if __gfx...__ / __HIP_ARCH_* guards around its "
-        "definition), or do not launch it on " + sel.target->processor);
+        "definition), or do not launch it on " +
+            sel.target->processor);
     d.entry = sel.entry;
     d.kernel = name;
     d.target = sel.target->str();

@@ -162,8 +162,8 @@ class KernelTable {
 
   std::atomic<Array*> current_{nullptr};
   std::vector<std::unique_ptr<Array>> arrays_;  // the current array and the last superseded ones
-  size_t used_ = 0;  // slots with a key (live or tombstone)
-  size_t live_ = 0;  // keys with a value
+  size_t used_ = 0;                             // slots with a key (live or tombstone)
+  size_t live_ = 0;                             // keys with a value
 };
 
 // The launch cache: one slot per (key >> 4) mod 4096 (host functions of one

@@ -31,7 +31,8 @@ void Guard::check_in_full(const void* handle, bool say) {
       old->superseded = true;
       old->set_clean(false);
       KernelState& k = s.registry.new_kernel();
-      s.registry.quarantine.push_back(const_cast<KernelState*>(old));  // after new_kernel: never reused as its own successor
+      s.registry.quarantine.push_back(
+          const_cast<KernelState*>(old));  // after new_kernel: never reused as its own successor
       k.name = old->name;
       k.file = old->file;
       k.fatbin = handle;

@@ -1,4 +1,5 @@
-// Code loaded at run time: module and library loads, unloads and kernel lookups (hipModuleGetFunction, hipLibraryGetKernel, hipGetFuncBySymbol).
+// Code loaded at run time: module and library loads, unloads and kernel lookups (hipModuleGetFunction,
+// hipLibraryGetKernel, hipGetFuncBySymbol).
 #include "runtime/guard.h"
 
 #include <memory>
@@ -175,7 +176,7 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
     probe.name = name;
     for (const auto& img : m.images) fill_kernel(probe, build_index(img, s.config.targets));
     d.message = prefix + (probe.findings().empty() ? "hipguard found no cause in the code object"
-                                                 : "cause: " + first_finding(probe));
+                                                   : "cause: " + first_finding(probe));
     if (!probe.findings().empty()) {
       d.fix = probe.findings().front().fix;
       lock.unlock();
@@ -237,9 +238,9 @@ Decision Guard::before_kernel_call(const void* key, const char* api, bool say_in
     d.code = std::string(code::kLookupFailed);
     d.file = k->file_name();
     d.kernel = k->name;
-    d.message = std::string(api) + " of a kernel that cannot run: " + first_finding(*k) +
-                (strict ? "; strict mode: refused with hipErrorInvalidDeviceFunction"
-                        : "; forwarded (its launches will fail)");
+    d.message =
+        std::string(api) + " of a kernel that cannot run: " + first_finding(*k) +
+        (strict ? "; strict mode: refused with hipErrorInvalidDeviceFunction" : "; forwarded (its launches will fail)");
     d.fix = k->findings().front().fix;
     report_consequence(d, &k->findings().front());
   }

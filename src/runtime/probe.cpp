@@ -62,8 +62,8 @@ void Guard::run_probe(const void* fatbin_handle) {
   };
   for (const void* host : todo) {
     const KernelState* k = s.registry.find(host);  // the current state (a first use may have refined it)
-    if (!k) continue;  // unregistered meanwhile
-    alignas(16) unsigned char attr[512] = {};  // hipFuncAttributes is far smaller
+    if (!k) continue;                              // unregistered meanwhile
+    alignas(16) unsigned char attr[512] = {};      // hipFuncAttributes is far smaller
     void* fn = nullptr;
     int r = fns.get_func_by_symbol ? fns.get_func_by_symbol(&fn, host) : fns.func_get_attributes(attr, host);
     failed = failed || r != 0;
@@ -84,12 +84,14 @@ void Guard::run_probe(const void* fatbin_handle) {
     d.file = k->file_name();
     d.kernel = k->name;
     d.message = std::string("the runtime rejected this kernel (") + via + " returned hipError_t " + std::to_string(r) +
-                "); " + (k->findings().empty() ? "cause unknown to hipguard" : "hipguard's finding: " + first_finding(*k));
+                "); " +
+                (k->findings().empty() ? "cause unknown to hipguard" : "hipguard's finding: " + first_finding(*k));
     d.fix = k->findings().empty() ? "run with AMD_LOG_LEVEL=4 for the runtime's own reason" : k->findings().front().fix;
     report_consequence(d, k->findings().empty() ? nullptr : &k->findings().front());
   }
   restore();
-  log("debug", std::string("registration probe done through ") + via + " (" + std::to_string(todo.size()) + " kernels)");
+  log("debug",
+      std::string("registration probe done through ") + via + " (" + std::to_string(todo.size()) + " kernels)");
 }
 
 }  // namespace hipguard

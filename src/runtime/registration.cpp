@@ -1,4 +1,5 @@
-// Fat binaries and their kernels: __hipRegisterFatBinary / __hipRegisterFunction / __hipUnregisterFatBinary, and the kernel table they fill.
+// Fat binaries and their kernels: __hipRegisterFatBinary / __hipRegisterFunction / __hipUnregisterFatBinary, and the
+// kernel table they fill.
 #include "runtime/guard.h"
 
 #include <unistd.h>
@@ -69,8 +70,9 @@ Windows checked_windows(Bytes data, const ImageReport& r, Depth depth, uint64_t 
   // ELF header and the section header table that sized it (elf_image_size: the end of the image);
   // otherwise all of it.
   if (r.kind == PayloadKind::CodeObject) {
-    bool header_only = depth == Depth::Selection && data.size() >= 64 &&
-                       std::all_of(r.verdicts.begin(), r.verdicts.end(), [](const auto& v) { return !v.selected.empty(); });
+    bool header_only =
+        depth == Depth::Selection && data.size() >= 64 &&
+        std::all_of(r.verdicts.begin(), r.verdicts.end(), [](const auto& v) { return !v.selected.empty(); });
     if (!header_only) {
       add_window(data, 0, data.size(), out);
     } else {
@@ -104,7 +106,7 @@ struct WrapperRead {
   enum { FatBinary, Kpack, Broken } kind = Broken;
   Bytes data;
   std::vector<uint8_t> head;  // a copy of data's first bytes from its file, or empty (Guard::head_from_file)
-  std::string_view code;  // Broken: the diagnostic
+  std::string_view code;      // Broken: the diagnostic
   std::string message;
 };
 
@@ -124,8 +126,9 @@ WrapperRead read_wrapper(const void* wrapper, HeadOf&& head_of) {
   }
   if (w.magic != kHipFatbinMagic || w.version != 1) {
     char buf[160];
-    snprintf(buf, sizeof buf, "fat binary wrapper has magic 0x%08x version %u (expected 0x%08x HIPF or 0x%08x HIPK, version 1)",
-             w.magic, w.version, kHipFatbinMagic, kHipkMagic);
+    snprintf(buf, sizeof buf,
+             "fat binary wrapper has magic 0x%08x version %u (expected 0x%08x HIPF or 0x%08x HIPK, version 1)", w.magic,
+             w.version, kHipFatbinMagic, kHipkMagic);
     r.code = code::kBadFatbinWrapper;
     r.message = buf;
     return r;
@@ -150,8 +153,9 @@ WrapperRead read_wrapper(const void* wrapper, HeadOf&& head_of) {
 PendingFatbinPtr broken_fatbin(const std::string& origin, std::string_view code, std::string message) {
   PendingFatbinPtr r(new PendingFatbin());
   r->report.origin = origin;
-  r->report.diagnostics.push_back(make_diagnostic(
-      code, origin, std::move(message), "the program's fat binary is damaged or not produced by a HIP compiler; rebuild it"));
+  r->report.diagnostics.push_back(
+      make_diagnostic(code, origin, std::move(message),
+                      "the program's fat binary is damaged or not produced by a HIP compiler; rebuild it"));
   r->report.structurally_ok = false;
   return r;
 }
@@ -174,8 +178,8 @@ PendingFatbinPtr broken_fatbin(const std::string& origin, std::string_view code,
 // is selected from its ELF header, as CLR selects it, and read at its first use like a bundle's entry.
 Depth registration_depth(Bytes data, const GuardConfig& c) {
   PayloadKind kind = classify(data);
-  bool selectable = kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle ||
-                    kind == PayloadKind::CodeObject;
+  bool selectable =
+      kind == PayloadKind::OffloadBundle || kind == PayloadKind::CompressedBundle || kind == PayloadKind::CodeObject;
   return selectable && !c.targets.empty() ? Depth::Selection : Depth::Full;
 }
 
@@ -251,8 +255,9 @@ Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& out) t
                                 "check the archive's code objects with 'hipguard check' offline"));
     return {};
   }
-  PendingFatbinPtr pending = read.kind == WrapperRead::Broken ? broken_fatbin(origin, read.code, std::move(read.message))
-                                                              : check_registration(wrapper, read.data, read.head, origin);
+  PendingFatbinPtr pending = read.kind == WrapperRead::Broken
+                                 ? broken_fatbin(origin, read.code, std::move(read.message))
+                                 : check_registration(wrapper, read.data, read.head, origin);
   Decision v = judge(pending->report, true);
   if (v.action == Action::Exit) {
     if (read.kind == WrapperRead::FatBinary)
@@ -267,9 +272,7 @@ Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& out) t
 }
 
 // No exception leaves it: the stop it comes with must not turn into a forward.
-void Guard::stopping_at(const ImageReport& report) try {
-  state().findings.stop_at(report);
-} catch (...) {
+void Guard::stopping_at(const ImageReport& report) try { state().findings.stop_at(report); } catch (...) {
 }
 
 void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) try {
@@ -413,7 +416,8 @@ void Guard::on_unregister_fatbin(const void* handle) try {
   s.forget_kernels_of(handle, it->second);
   if (it->second.depth != Depth::Full && --s.registry.fatbins_not_checked_in_full == 0)
     s.gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
-  if (!s.config.report_path.empty()) s.findings.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
+  if (!s.config.report_path.empty())
+    s.findings.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
   s.registry.fatbins.erase(it);
   s.registry.last_fatbin_handle = nullptr;
   s.registry.last_fatbin = nullptr;

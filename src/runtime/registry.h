@@ -43,7 +43,7 @@ struct KernelState : LaunchFacts {
   bool blocking = false;  // an error among them: cannot run on some target
   uint64_t static_lds = 0;
   // max_dynamic_lds (LaunchFacts): smallest (device LDS - static LDS) over the targets
-  std::string lds_target;                 // the target that sets max_dynamic_lds
+  std::string lds_target;  // the target that sets max_dynamic_lds
   uint64_t lds_limit = 0;
   // Per target (index into GuardConfig::targets), when there are several:
   // {static LDS, max dynamic LDS, limit}; max dynamic UINT64_MAX = not known.
@@ -55,7 +55,7 @@ struct KernelState : LaunchFacts {
   // A hipFunction_t that hipGetFuncBySymbol returned: its kernel's host stub,
   // whose state shares what was said (once per kernel, whichever key launched).
   const void* stub = nullptr;
-  Depth depth = Depth::Full;     // how far its fat binary is checked (below Full: in full at first use)
+  Depth depth = Depth::Full;  // how far its fat binary is checked (below Full: in full at first use)
   // Replaced by a fresh state after the full check (readers may still hold this
   // one, so it is kept, but the report lists only the current state).
   mutable bool superseded = false;  // written and read under the state mutex
@@ -121,8 +121,8 @@ struct ImageIndex {
   struct Selected {
     const TargetId* target;
     std::string entry;
-    std::string names;  // the kernel names, one after another
-    std::vector<std::string_view> kernels;  // in the code object's order
+    std::string names;                               // the kernel names, one after another
+    std::vector<std::string_view> kernels;           // in the code object's order
     llvm::DenseSet<llvm::StringRef, NameHash> held;  // the same names
     bool holds(std::string_view name) const { return held.contains(llvm::StringRef(name.data(), name.size())); }
   };
@@ -133,11 +133,11 @@ struct ImageIndex {
 struct FatbinState {
   ImageReport report;
   uint64_t seq = 0;
-  Bytes data;            // the registered image (valid while registered)
-  Depth depth = Depth::Full;  // below Full: its kernels are checked in full at first use
+  Bytes data;                                 // the registered image (valid while registered)
+  Depth depth = Depth::Full;                  // below Full: its kernels are checked in full at first use
   std::shared_ptr<const std::string> origin;  // report.origin, shared with its kernels
-  std::unique_ptr<ImageIndex> index;  // built when its kernels are first indexed
-  std::vector<const void*> host_functions;  // indexed kernels (in the kernel table)
+  std::unique_ptr<ImageIndex> index;          // built when its kernels are first indexed
+  std::vector<const void*> host_functions;    // indexed kernels (in the kernel table)
   // Registered, not indexed yet: host function and device name. A name in a
   // read-only segment of the object that registered the fat binary (readonly;
   // hipcc's registration code passes string literals) is kept as a pointer: it
@@ -151,7 +151,7 @@ struct FatbinState {
     size_t name_at;
   };
   std::vector<Unindexed> unindexed;
-  std::string unindexed_names;  // NUL-terminated names
+  std::string unindexed_names;                            // NUL-terminated names
   std::vector<std::pair<uintptr_t, uintptr_t>> readonly;  // readonly_segments_of(its wrapper)
 };
 
@@ -179,13 +179,13 @@ struct Registry {
   // Counts registrations, module loads and kernel states; a forked child's
   // report lists only what has a seq above State::fork_seq (what it did itself).
   uint64_t seq = 0;
-  std::deque<KernelState> kernels;        // stable addresses: the table points into it
+  std::deque<KernelState> kernels;  // stable addresses: the table points into it
   // Retired kernel states wait here before reuse: a launch racing with the
   // unload of its own kernel (a program bug) still reads a valid state.
   std::deque<KernelState*> quarantine;
   static constexpr size_t kQuarantine = 256;
-  KernelTable<LaunchFacts> table;  // values are KernelStates
-  size_t fatbins_not_checked_in_full = 0;  // registered fat binaries checked to selection only
+  KernelTable<LaunchFacts> table;            // values are KernelStates
+  size_t fatbins_not_checked_in_full = 0;    // registered fat binaries checked to selection only
   std::vector<const void*> unindexed_order;  // fat binaries with unindexed kernels, in registration order
   // Host stub -> the fat binary (handle, and its registration's seq) whose
   // registration of it counts: the first. The runtime keeps a stub's first
@@ -219,8 +219,8 @@ struct Registry {
   // its kernels fat binary by fat binary: a run each, not an entry per kernel).
   struct PendingClaims {
     const void* handle;
-    uint64_t seq;      // the fat binary's FatbinState::seq
-    uint64_t last_at;  // Registry::seq when its last claim was made
+    uint64_t seq;         // the fat binary's FatbinState::seq
+    uint64_t last_at;     // Registry::seq when its last claim was made
     size_t first, count;  // entries of the fat binary's `unindexed`
   };
   std::vector<PendingClaims> pending_claims;

@@ -42,7 +42,8 @@ struct ForkLocks {
     return true;
   }
 };
-constexpr ForkLocks kNoneTaken{Hold::Mine, Hold::Mine, Hold::Mine, Hold::Mine, Hold::Mine, {Hold::Mine, Hold::Mine}, false};
+constexpr ForkLocks kNoneTaken{Hold::Mine, Hold::Mine, Hold::Mine, Hold::Mine, Hold::Mine, {Hold::Mine, Hold::Mine},
+                               false};
 thread_local ForkRecords<ForkLocks> t_fork_locks;  // past its depth, nothing taken: the child is unclean
 }  // namespace
 
@@ -90,7 +91,6 @@ void Guard::say_unclean_fork(State& s) {
   OwnedMutex::set_unclean_fork();
   if (s.config.mode != Mode::Off) write_all(2, s.unclean_fork_line.data(), s.unclean_fork_line.size());
 }
-
 
 // The state mutex held: what this process registered or loaded itself (a forked
 // child: after the fork), a file per origin: fat binaries, then modules, then
@@ -153,7 +153,8 @@ void Guard::write_report() try {
     // The kernels of what this process registered itself (a forked child
     // leaves what it inherited as it is), in registration order.
     for (const void* h : s.registry.unindexed_order)
-      if (auto it = s.registry.fatbins.find(h); it != s.registry.fatbins.end() && it->second.seq > s.fork_seq) index_kernels_of(h);
+      if (auto it = s.registry.fatbins.find(h); it != s.registry.fatbins.end() && it->second.seq > s.fork_seq)
+        index_kernels_of(h);
     for (const auto& [h, fb] : s.registry.fatbins)
       if (fb.depth != Depth::Full && fb.seq > s.fork_seq) not_in_full.push_back(h);
   }

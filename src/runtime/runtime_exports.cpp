@@ -12,13 +12,17 @@ namespace hipguard {
 
 // The order seal() keeps symbols in: by length, then bytes. Any order serves a binary search, and
 // most pairs of names differ in length, decided without reading them.
-static bool before(std::string_view a, std::string_view b) { return a.size() != b.size() ? a.size() < b.size() : a < b; }
+static bool before(std::string_view a, std::string_view b) {
+  return a.size() != b.size() ? a.size() < b.size() : a < b;
+}
 
 void RuntimeExports::seal() {
   // A stable sort keeps the first of two symbols with one name first, as the table lists them.
-  std::stable_sort(symbols.begin(), symbols.end(), [](const Symbol& a, const Symbol& b) { return before(a.name, b.name); });
-  symbols.erase(std::unique(symbols.begin(), symbols.end(), [](const Symbol& a, const Symbol& b) { return a.name == b.name; }),
-                symbols.end());
+  std::stable_sort(symbols.begin(), symbols.end(),
+                   [](const Symbol& a, const Symbol& b) { return before(a.name, b.name); });
+  symbols.erase(
+      std::unique(symbols.begin(), symbols.end(), [](const Symbol& a, const Symbol& b) { return a.name == b.name; }),
+      symbols.end());
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
 }
@@ -31,19 +35,20 @@ const std::string_view* RuntimeExports::node_of(std::string_view name) const {
 
 bool on_a_kernel_path(std::string_view name) {
   static constexpr std::array<std::string_view, 25> kPaths = {
-      "Launch", "ModuleLoad", "Library", "KernelNode", "GraphAddNode", "NodeSetParams", "ProcAddress",
-      "EntryPoint", "ConfigureCall", "CallConfiguration", "SetupArgument", "BeginCapture", "GraphInstantiate",
-      "ChildGraph", "GraphClone", "ExecUpdate", "GraphUpload", "GetFunc", "GetKernel", "EnumerateKernels",
-      "KernelGet", "LastError", "FuncGetAttribute", "FuncSet", "Occupancy"};
+      "Launch",        "ModuleLoad",   "Library",          "KernelNode",    "GraphAddNode",
+      "NodeSetParams", "ProcAddress",  "EntryPoint",       "ConfigureCall", "CallConfiguration",
+      "SetupArgument", "BeginCapture", "GraphInstantiate", "ChildGraph",    "GraphClone",
+      "ExecUpdate",    "GraphUpload",  "GetFunc",          "GetKernel",     "EnumerateKernels",
+      "KernelGet",     "LastError",    "FuncGetAttribute", "FuncSet",       "Occupancy"};
   // Graph nodes of other kinds carry no kernel.
-  static constexpr std::array<std::string_view, 9> kOtherNodes = {
-      "Memcpy", "Memset", "HostNode", "EventRecord", "EventWait", "ExternalSemaphore", "MemAlloc", "MemFree",
-      "BatchMemOp"};
+  static constexpr std::array<std::string_view, 9> kOtherNodes = {"Memcpy",      "Memset",    "HostNode",
+                                                                  "EventRecord", "EventWait", "ExternalSemaphore",
+                                                                  "MemAlloc",    "MemFree",   "BatchMemOp"};
   // Each part starts with a capital, so it can only start where the name has one: at each, only the
   // parts starting with that letter are compared (the shim runs this over the runtime's ~500
   // exports inside the program's first HIP call).
-  static_assert(kPaths.size() <= 32 &&
-                std::all_of(kPaths.begin(), kPaths.end(), [](std::string_view p) { return p[0] >= 'A' && p[0] <= 'Z'; }));
+  static_assert(kPaths.size() <= 32 && std::all_of(kPaths.begin(), kPaths.end(),
+                                                   [](std::string_view p) { return p[0] >= 'A' && p[0] <= 'Z'; }));
   static constexpr std::array<uint32_t, 26> kStartingWith = [] {
     std::array<uint32_t, 26> parts{};
     for (size_t i = 0; i < kPaths.size(); ++i) parts[kPaths[i][0] - 'A'] |= 1u << i;
@@ -109,11 +114,12 @@ std::vector<Diagnostic> audit_runtime_exports(const RuntimeExports& exports, con
   }
   std::vector<Diagnostic> out;
   if (n_unknown)
-    out.push_back(make_diagnostic(code::kRuntimeEntryPoints, path,
-                                  "the HIP runtime exports " + std::to_string(n_unknown) +
-                                      " entry point(s) on a kernel's path that this hipguard does not know: " + unknown +
-                                      "; kernels loaded, looked up or launched through them are not checked",
-                                  "use a hipguard that knows this runtime (interpose/hip_api.def lists what it wraps)"));
+    out.push_back(
+        make_diagnostic(code::kRuntimeEntryPoints, path,
+                        "the HIP runtime exports " + std::to_string(n_unknown) +
+                            " entry point(s) on a kernel's path that this hipguard does not know: " + unknown +
+                            "; kernels loaded, looked up or launched through them are not checked",
+                        "use a hipguard that knows this runtime (interpose/hip_api.def lists what it wraps)"));
   if (n_missing)
     out.push_back(make_diagnostic(code::kRuntimeEntryPoints, path,
                                   "the HIP runtime defines the version node but not " + std::to_string(n_missing) +
@@ -124,4 +130,3 @@ std::vector<Diagnostic> audit_runtime_exports(const RuntimeExports& exports, con
 }
 
 }  // namespace hipguard
-

@@ -76,8 +76,8 @@ namespace hipguard {
 // std::bad_alloc, never an abort): what the shim uses inside other processes, where LLVM's own
 // allocation failures would abort. Error HG106 when the object has no such tables.
 struct LoadedObject {
-  uintptr_t base;         // dlpi_addr
-  const void* phdr;       // dlpi_phdr (Elf64_Phdr[phnum])
+  uintptr_t base;    // dlpi_addr
+  const void* phdr;  // dlpi_phdr (Elf64_Phdr[phnum])
   unsigned phnum;
 };
 Result<RuntimeExports> read_loaded_exports(const LoadedObject& object);

@@ -23,7 +23,8 @@ Result<RuntimeExports> read_runtime_exports(const std::string& path) {
   const auto* elf = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(object->get());
   if (!elf) return ParseError{std::string(code::kMalformedElf), path + ": not a 64-bit little-endian ELF"};
   auto versions = elf->readDynsymVersions();  // one per symbol the iterator below yields, in its order
-  if (!versions) return ParseError{std::string(code::kMalformedElf), path + ": " + llvm::toString(versions.takeError())};
+  if (!versions)
+    return ParseError{std::string(code::kMalformedElf), path + ": " + llvm::toString(versions.takeError())};
   // Symbol names are views into the file's buffer; version names, which LLVM builds, into a set.
   struct Storage {
     std::unique_ptr<llvm::MemoryBuffer> file;

@@ -46,17 +46,17 @@ struct Guard::State {
   std::once_flag setup_said;  // the set-up findings, said at first use (config())
   std::atomic<unsigned> own_gate{0};
   std::atomic<unsigned>& gate;  // the kGate* bits (guard.h): g_launch_gate or own_gate
-  LaunchCache* launch_cache;     // g_launch_cache, or null
-  Registry registry;      // fat binaries, modules, kernels, stub owners, the kernel table (registry.h)
-  FindingsSink findings;  // what was said, what the report keeps, the exit status's counts: its own lock
-  Probe probe{gate};  // the kernels waiting for their first launch's probe: its own lock
+  LaunchCache* launch_cache;    // g_launch_cache, or null
+  Registry registry;            // fat binaries, modules, kernels, stub owners, the kernel table (registry.h)
+  FindingsSink findings;        // what was said, what the report keeps, the exit status's counts: its own lock
+  Probe probe{gate};            // the kernels waiting for their first launch's probe: its own lock
   // Registration's selections by bundle entry IDs (warn and strict mode): its
   // own lock, taken by check_image outside this mutex.
   SelectionMemo selection_memo;
   // The files of the loaded objects whose fat binaries' tables registration
   // read from the file (Guard::head_from_file), each checked once: its own lock.
   MappedFiles mapped_files;
-  uint64_t fork_seq = 0;  // registry.seq at the last fork: a child's report lists what has a seq above it
+  uint64_t fork_seq = 0;          // registry.seq at the last fork: a child's report lists what has a seq above it
   std::string unclean_fork_line;  // HG605's line, made at start: a child's fork handler cannot allocate
 
   // What crosses the parts: a kernel leaving the registry leaves what it found

@@ -31,7 +31,7 @@ bool parse_u64(std::string_view s, uint64_t* out) {
   *out = v;
   return true;
 }
-constexpr uint64_t kMaxLdsKib = 1u << 20;  // 1 GiB: far above any GPU, far below overflow
+constexpr uint64_t kMaxLdsKib = 1u << 20;          // 1 GiB: far above any GPU, far below overflow
 constexpr size_t kMaxPropertiesBytes = 64 * 1024;  // a KFD properties file is ~1.5 KB
 
 // A sysfs text file: regular files only (a FIFO would block, /dev/zero never
@@ -122,7 +122,8 @@ DeviceSettings device_settings(const EnvLookup& env) {
 // One GPU node as the runtime sees it: its processor, LDS, and the sramecc and xnack modes.
 Device device_of(const KfdNode& n, unsigned index, const DeviceSettings& settings) {
   uint64_t v = settings.override_version.value_or(n.gfx_target_version);
-  const ProcessorInfo* p = find_processor_by_version(unsigned(v / 10000 % 100), unsigned(v / 100 % 100), unsigned(v % 100));
+  const ProcessorInfo* p =
+      find_processor_by_version(unsigned(v / 10000 % 100), unsigned(v / 100 % 100), unsigned(v % 100));
   Device d;
   d.index = index;
   d.node = n.node;

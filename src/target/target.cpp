@@ -133,13 +133,15 @@ constexpr std::array kProducts = {
 constexpr std::array kSources = {
     FactSource{"processors, EF_AMDGPU_MACH, generic families",
                "LLVM AMDGPUUsage (AMDGPU Processors, EF_AMDGPU_MACH values, Generic Processors); BinaryFormat/ELF.h"},
-    FactSource{"products' processors", "LLVM AMDGPUUsage (AMDGPU Processors, Example Products; e.g. Radeon 8060S of "
-                                       "the Ryzen AI Max 300 series: gfx1151)"},
+    FactSource{"products' processors",
+               "LLVM AMDGPUUsage (AMDGPU Processors, Example Products; e.g. Radeon 8060S of "
+               "the Ryzen AI Max 300 series: gfx1151)"},
     FactSource{"LDS per workgroup", "LLVM AMDGPU.td FeatureAddressableLocalMemorySize; CLR ISA table"},
     FactSource{"wavefront sizes", "LLVM AMDGPUUsage (AMDGPU Processors: wavefrontsize64 / wave32-only gfx125x)"},
     FactSource{"xnack default off", "Linux amdgpu_gmc.c amdgpu_gmc_noretry_set: noretry=1 on GC 9.0.1, 9.4.x, 9.5.0"},
-    FactSource{"sramecc default", "Linux kfd_topology.c: HSA_CAP_SRAM_EDCSUPPORTED when GFX RAS (ECC) is enabled; "
-                                  "rocminfo: gfx906:sramecc+ on MI50/MI60, sramecc- on Radeon VII"},
+    FactSource{"sramecc default",
+               "Linux kfd_topology.c: HSA_CAP_SRAM_EDCSUPPORTED when GFX RAS (ECC) is enabled; "
+               "rocminfo: gfx906:sramecc+ on MI50/MI60, sramecc- on Radeon VII"},
 };
 
 const char* feature_suffix(Feature f) { return f == Feature::On ? "+" : "-"; }
@@ -271,9 +273,8 @@ Result<std::vector<TargetId>> resolve_target(std::string_view text) {
     if (t.xnack == Feature::Any) t.xnack = p.xnack;
     auto same = std::find_if(out.begin(), out.end(), [&](const TargetId& o) { return o.str() == t.str(); });
     // "AMD Instinct MI300X" -> "MI300X" in the alias, which every message repeats.
-    std::string_view gpu = p.display.substr(p.display.rfind("Instinct ") == std::string_view::npos
-                                                ? 0
-                                                : p.display.rfind("Instinct ") + 9);
+    std::string_view gpu =
+        p.display.substr(p.display.rfind("Instinct ") == std::string_view::npos ? 0 : p.display.rfind("Instinct ") + 9);
     if (same == out.end()) {
       t.alias = id->processor + " as shipped in " + std::string(gpu);
       out.push_back(std::move(t));
@@ -310,8 +311,7 @@ MatchResult match_target(const TargetId& code, unsigned generic_version, const T
   Match kind = match_kind(code, generic_version, device);
   switch (kind) {
     case Match::Native:
-    case Match::Generic:
-      return {kind, ""};
+    case Match::Generic: return {kind, ""};
     case Match::GenericTooOld:
       return {kind, "generic code object has generic version " + std::to_string(generic_version) +
                         ", the loader requires at least 1"};
@@ -323,8 +323,7 @@ MatchResult match_target(const TargetId& code, unsigned generic_version, const T
         why += " (member of " + std::string(dev_p->generic) + ")";
       return {kind, why};
     }
-    case Match::FeatureMismatch:
-      break;
+    case Match::FeatureMismatch: break;
   }
   std::string detail;
   if (feature_conflicts(code.sramecc, device.sramecc))
@@ -332,8 +331,8 @@ MatchResult match_target(const TargetId& code, unsigned generic_version, const T
              feature_suffix(device.sramecc);
   if (feature_conflicts(code.xnack, device.xnack)) {
     if (!detail.empty()) detail += "; ";
-    detail += std::string("code object xnack") + feature_suffix(code.xnack) + ", device xnack" +
-              feature_suffix(device.xnack);
+    detail +=
+        std::string("code object xnack") + feature_suffix(code.xnack) + ", device xnack" + feature_suffix(device.xnack);
   }
   return {kind, detail};
 }

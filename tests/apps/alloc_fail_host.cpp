@@ -56,12 +56,12 @@ void calls(const std::vector<char>& image, const char* kernel, const char* round
   printf("%s hipModuleLoadData: %d\n", round, r);
   r = hip<int (*)(void**, void*, const char*)>("hipModuleGetFunction")(&function, module, kernel);
   printf("%s hipModuleGetFunction: %d\n", round, r);
-  r = hip<int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
-                  void**)>("hipModuleLaunchKernel")(function, 1, 1, 1, 64, 1, 1, 1024, nullptr, nullptr, nullptr);
+  r = hip<int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**)>(
+      "hipModuleLaunchKernel")(function, 1, 1, 1, 64, 1, 1, 1024, nullptr, nullptr, nullptr);
   printf("%s hipModuleLaunchKernel: %d\n", round, r);
   void* pfn = nullptr;
-  r = hip<int (*)(const char*, void**, int, uint64_t, void*)>("hipGetProcAddress")("hipModuleLaunchKernel", &pfn,
-                                                                                    600, 0, nullptr);
+  r = hip<int (*)(const char*, void**, int, uint64_t, void*)>("hipGetProcAddress")("hipModuleLaunchKernel", &pfn, 600,
+                                                                                   0, nullptr);
   printf("%s hipGetProcAddress: %d %s\n", round, r, pfn ? "found" : "null");
   memset(junk, 'x', sizeof g_junk[0]);
   r = hip<int (*)(void**, const void*)>("hipModuleLoadData")(&module, junk);

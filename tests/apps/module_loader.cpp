@@ -13,8 +13,8 @@
 namespace {
 // Not declared by ROCm 5.2's headers (hip_5.5); looked up like a program built
 // against newer headers would bind it.
-using CoopLaunch = hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                  unsigned, hipStream_t, void**);
+using CoopLaunch = hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                  hipStream_t, void**);
 
 void launch_all(hipFunction_t f, unsigned dyn) {
   void* a = nullptr;

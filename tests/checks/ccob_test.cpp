@@ -33,8 +33,7 @@ std::vector<uint8_t> bundler_ccob(const std::vector<uint8_t>& bundle, int versio
 class Ccob : public ::testing::TestWithParam<std::tuple<int, int>> {
  protected:
   void SetUp() override {
-    if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb"))
-      GTEST_SKIP() << "hipcc test apps not built";
+    if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb")) GTEST_SKIP() << "hipcc test apps not built";
     plain_ = read_bytes(kApps + "/vector_add_multi.hipfb");
   }
   std::vector<uint8_t> plain_;
@@ -78,8 +77,7 @@ TEST_P(Ccob, TableFromAPrefixEntriesOnDemand) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVersionsAndMethods, Ccob,
-                         ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Values(0, 1)),
-                         [](const auto& info) {
+                         ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Values(0, 1)), [](const auto& info) {
                            return "v" + std::to_string(std::get<0>(info.param)) +
                                   (std::get<1>(info.param) ? "_zstd" : "_zlib");
                          });

@@ -46,13 +46,16 @@ inline std::vector<uint8_t> app_code_object(const std::string& file, const std::
 // gfx90a:xnack-, warn, info, a report (what the report keeps must stay bounded too).
 inline hipguard::GuardConfig warn_gfx90a_with_report() {
   static const std::string report = "/tmp/hipguard-own-guard-" + std::to_string(getpid()) + ".json";
-  return hgtest::guard_config({{"HIPGUARD_TARGET", "gfx90a:xnack-"}, {"HIPGUARD_MODE", "warn"},
-                               {"HIPGUARD_LOG_LEVEL", "info"}, {"HIPGUARD_REPORT", report}});
+  return hgtest::guard_config({{"HIPGUARD_TARGET", "gfx90a:xnack-"},
+                               {"HIPGUARD_MODE", "warn"},
+                               {"HIPGUARD_LOG_LEVEL", "info"},
+                               {"HIPGUARD_REPORT", report}});
 }
 
 // The settings of check_tests' guard tests: gfx942, strict, info.
 inline hipguard::GuardConfig strict_gfx942() {
-  return hgtest::guard_config({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_LOG_LEVEL", "info"}});
+  return hgtest::guard_config(
+      {{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_LOG_LEVEL", "info"}});
 }
 
 }  // namespace checks

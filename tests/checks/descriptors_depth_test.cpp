@@ -53,7 +53,8 @@ std::vector<uint8_t> bundled(const std::vector<uint8_t>& co, const std::string& 
 std::set<std::string> errors_of(const ImageReport& r) {
   std::set<std::string> out;
   for (const auto& d : r.diagnostics)
-    if (d.severity == Severity::Error && d.code != "HG112") out.insert(d.code + "|" + d.target + "|" + d.entry + "|" + d.kernel);
+    if (d.severity == Severity::Error && d.code != "HG112")
+      out.insert(d.code + "|" + d.target + "|" + d.entry + "|" + d.kernel);
   return out;
 }
 
@@ -89,11 +90,13 @@ Both both_depths(const std::vector<uint8_t>& data, const std::vector<TargetId>& 
   for (size_t i = 0; i < full.verdicts.size() && i < desc.verdicts.size(); ++i) {
     EXPECT_EQ(full.verdicts[i].selected, desc.verdicts[i].selected) << what;
     EXPECT_EQ(full.verdicts[i].selection, desc.verdicts[i].selection) << what;
-    if (full.verdicts[i].can_run && !orphans) EXPECT_TRUE(desc.verdicts[i].can_run) << what << " " << full.verdicts[i].target.str();
+    if (full.verdicts[i].can_run && !orphans)
+      EXPECT_TRUE(desc.verdicts[i].can_run) << what << " " << full.verdicts[i].target.str();
   }
   for (const auto& d : desc.diagnostics)
     EXPECT_TRUE(d.severity == Severity::Error || d.code.rfind("HG2", 0) == 0)
-        << what << ": below error severity at Depth::Descriptors, not a selection finding: " << d.code << " " << d.message;
+        << what << ": below error severity at Depth::Descriptors, not a selection finding: " << d.code << " "
+        << d.message;
   for (const auto& c : desc.code_objects)
     for (const auto& k : c.co.kernels) {
       EXPECT_TRUE(k.args.empty() && k.max_flat_workgroup_size == 0 && k.vgpr_count == 0) << what << ": " << k.name;
@@ -101,7 +104,8 @@ Both both_depths(const std::vector<uint8_t>& data, const std::vector<TargetId>& 
     }
   std::set<std::string> full_errors = errors_of(full), desc_errors = errors_of(desc);
   if (!orphans)
-    for (const auto& e : desc_errors) EXPECT_TRUE(full_errors.count(e)) << what << ": only at Depth::Descriptors: " << e;
+    for (const auto& e : desc_errors)
+      EXPECT_TRUE(full_errors.count(e)) << what << ": only at Depth::Descriptors: " << e;
   for (const auto& e : full_errors)
     if (decided_without_metadata(e.substr(0, 5))) EXPECT_TRUE(desc_errors.count(e)) << what << ": missed: " << e;
   return b;
@@ -184,7 +188,8 @@ TEST(DescriptorsDepth, ErrorsOfHeaderSelectionAndDescriptorsAreDecided) {
   hgtest::CodeObjectSpec xnack_on = two_kernels();
   xnack_on.features = hgtest::kXnackOn | hgtest::kSrameccAny;
   co = hgtest::make_code_object(xnack_on);
-  EXPECT_FALSE(both_depths(bundled(co, "gfx942:xnack+"), targets_of({"gfx942:xnack-"}), "xnack+ code").descriptors.ok());
+  EXPECT_FALSE(
+      both_depths(bundled(co, "gfx942:xnack+"), targets_of({"gfx942:xnack-"}), "xnack+ code").descriptors.ok());
   Both label = both_depths(bundled(co, "gfx942"), targets_of({"gfx942:xnack-"}), "entry label and e_flags disagree");
   EXPECT_TRUE(has(label.descriptors, "HG203", Severity::Error));
 }
@@ -198,7 +203,8 @@ TEST(DescriptorsDepth, WhatTheMetadataDecidesWaitsForTheFullCheck) {
   };
   std::vector<Case> cases = {
       {"LDS in the metadata only", "HG301", [](auto& s) { s.kernels[0].lds = 70000, s.kernels[0].kd_lds = 0; }},
-      {"wave32 on gfx942", "HG302", [](auto& s) { s.kernels[0].wavefront = 32, s.kernels[0].kd_properties = 1u << 10; }},
+      {"wave32 on gfx942", "HG302",
+       [](auto& s) { s.kernels[0].wavefront = 32, s.kernels[0].kd_properties = 1u << 10; }},
       {"too many VGPRs", "HG303", [](auto& s) { s.kernels[0].vgpr = 600; }},
       {"max_flat_workgroup_size 0", "HG304", [](auto& s) { s.kernels[0].max_flat = 0; }},
       {"no .name", "HG403", [](auto& s) { s.kernels[0].omit = {".name"}; }},
@@ -288,8 +294,8 @@ TEST(DescriptorsDepth, DamagedMetadataWaitsForTheFullCheck) {
   };
   for (size_t n = 0; n < blob.size(); ++n) check(blob.substr(0, n), "truncated to " + std::to_string(n));
   for (size_t i = 0; i < blob.size(); ++i)
-    for (uint8_t b : {0x00, 0x7f, 0x81, 0x93, 0xa3, 0xc0, 0xc1, 0xc3, 0xc4, 0xc7, 0xca, 0xcd, 0xd1, 0xd4, 0xd9,
-                      0xdc, 0xdf, 0xe0, 0xff}) {
+    for (uint8_t b : {0x00, 0x7f, 0x81, 0x93, 0xa3, 0xc0, 0xc1, 0xc3, 0xc4, 0xc7, 0xca, 0xcd, 0xd1, 0xd4, 0xd9, 0xdc,
+                      0xdf, 0xe0, 0xff}) {
       std::string doc = blob;
       doc[i] = static_cast<char>(b);
       check(doc, "byte " + std::to_string(i) + " = " + std::to_string(b));
@@ -344,7 +350,7 @@ using hgtest::lines;
 TEST_F(StrictRegistration, DescriptorErrorsRefuseTheLaunchNotTheRegistration) {
   Guard& g = guard();
   hgtest::CodeObjectSpec over = two_kernels();
-  over.kernels[0].kd_lds = 70000;  // in the kernel descriptor only
+  over.kernels[0].kd_lds = 70000;                                                       // in the kernel descriptor only
   over.kernels[1].args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 4, 8}};  // overlap: HG405, a warning
   static int handle, host_alpha, host_beta, host_gamma;
   std::vector<uint8_t> b = bundle_of(over);
@@ -357,7 +363,8 @@ TEST_F(StrictRegistration, DescriptorErrorsRefuseTheLaunchNotTheRegistration) {
 
   EXPECT_EQ(g.on_launch(&host_beta, 0, "hipLaunchKernel").action, Action::Forward) << "beta can run";
   said = hgtest::said_since(g, mark);
-  EXPECT_EQ(count_said(said, "HG301", Severity::Error, "gfx942", "alpha"), 1u) << "said at the first use: " << lines(said);
+  EXPECT_EQ(count_said(said, "HG301", Severity::Error, "gfx942", "alpha"), 1u)
+      << "said at the first use: " << lines(said);
   EXPECT_EQ(count_said(said, "HG405", Severity::Warning), 1u) << lines(said);
 
   Decision d = g.on_launch(&host_alpha, 0, "hipLaunchKernel");
@@ -367,7 +374,8 @@ TEST_F(StrictRegistration, DescriptorErrorsRefuseTheLaunchNotTheRegistration) {
   EXPECT_EQ(g.on_register_function(&handle, &host_gamma, "gamma").action, Action::Forward);
   EXPECT_EQ(g.on_launch(&host_gamma, 0, "hipLaunchKernel").action, Action::Refuse);
   said = hgtest::said_since(g, mark);
-  EXPECT_EQ(count_said(said, "HG502", Severity::Error, "", "gamma"), 1u) << "gamma's launch, with HG409: " << lines(said);
+  EXPECT_EQ(count_said(said, "HG502", Severity::Error, "", "gamma"), 1u)
+      << "gamma's launch, with HG409: " << lines(said);
   EXPECT_NE(lines(said).find("HG409 [gfx942"), std::string::npos) << lines(said);
   g.on_unregister_fatbin(&handle);
   refused_launch_error(true);
@@ -404,7 +412,8 @@ TEST_F(StrictRegistration, RawCodeObjectIsReadAtFirstUse) {
   auto [d, said] = register_then_launch(g, co, &handle, &host_alpha, "alpha");
   EXPECT_EQ(d.action, Action::Refuse) << lines(said);
   EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
-  EXPECT_EQ(count_said(said, "HG301", Severity::Error, "gfx942", "alpha"), 1u) << "said at the first use: " << lines(said);
+  EXPECT_EQ(count_said(said, "HG301", Severity::Error, "gfx942", "alpha"), 1u)
+      << "said at the first use: " << lines(said);
   g.on_unregister_fatbin(&handle);
   refused_launch_error(true);
 
@@ -453,8 +462,8 @@ TEST_F(StrictRegistration, KernelsAreWhatTheMetadataNames) {
   auto [d, said] = register_then_launch(g, b1, &handle1, &host_alpha, "alpha");
   EXPECT_EQ(d.action, Action::Forward) << lines(said);
   EXPECT_EQ(count_said(said, "HG301", Severity::Error), 0u) << lines(said);
-  EXPECT_NE(lines(said).find("HG407"), std::string::npos) << "the full check's finding is said at the first launch: "
-                                                          << lines(said);
+  EXPECT_NE(lines(said).find("HG407"), std::string::npos)
+      << "the full check's finding is said at the first launch: " << lines(said);
   g.on_unregister_fatbin(&handle1);
 
   // Metadata .name "aliased", .symbol "renamed.kd": the symbol table has no "aliased.kd".
@@ -514,8 +523,8 @@ TEST_F(StrictRegistration, ACompressedBundleWithoutCodeForTheGpuRefusesItsFirstL
   hgtest::CodeObjectSpec spec = two_kernels();
   spec.mach = 0x03f;  // EF_AMDGPU_MACH_AMDGCN_GFX90A
   spec.target = "amdgcn-amd-amdhsa--gfx90a";
-  std::vector<uint8_t> elsewhere = hgtest::make_ccob(bundled(hgtest::make_code_object(spec), "gfx90a"), 3,
-                                                     hgtest::kCcobZstd);
+  std::vector<uint8_t> elsewhere =
+      hgtest::make_ccob(bundled(hgtest::make_code_object(spec), "gfx90a"), 3, hgtest::kCcobZstd);
   std::vector<uint8_t> broken = elsewhere;
   for (size_t i = 40; i < broken.size(); ++i) broken[i] ^= 0x5a;  // the zstd frame, past the v3 header
   static int handle1, handle2, host1, host2;
@@ -541,8 +550,8 @@ TEST_F(StrictRegistration, ACompressedBundleWithoutCodeForTheGpuRefusesItsFirstL
   Guard old(rocm52);
   static int handle3;
   EXPECT_EQ(register_fatbin(old, elsewhere, &handle3), Action::Exit);
-  EXPECT_EQ(count_said(old.findings(), "HG201", Severity::Error, "gfx942"), 1u) << "ROCm 5.2: at registration: "
-                                                                                << lines(old.findings());
+  EXPECT_EQ(count_said(old.findings(), "HG201", Severity::Error, "gfx942"), 1u)
+      << "ROCm 5.2: at registration: " << lines(old.findings());
 }
 
 // With a report, a fat binary never used is checked in full when it is unregistered (a library
@@ -550,12 +559,13 @@ TEST_F(StrictRegistration, ACompressedBundleWithoutCodeForTheGpuRefusesItsFirstL
 // there, not said, and do not count for the exit status (an unused kernel changes neither).
 TEST(StrictRegistrationReport, AnUnusedFatBinaryIsListedNotSaid) {
   const std::string path = "/tmp/hipguard-unused-" + std::to_string(getpid()) + ".json";
-  Guard g(hgtest::guard_config({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_REPORT", path}}));
+  Guard g(
+      hgtest::guard_config({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_REPORT", path}}));
   hgtest::CodeObjectSpec spec = two_kernels();
   spec.mach = 0x03f;  // EF_AMDGPU_MACH_AMDGCN_GFX90A
   spec.target = "amdgcn-amd-amdhsa--gfx90a";
-  std::vector<uint8_t> elsewhere = hgtest::make_ccob(bundled(hgtest::make_code_object(spec), "gfx90a"), 3,
-                                                     hgtest::kCcobZstd);
+  std::vector<uint8_t> elsewhere =
+      hgtest::make_ccob(bundled(hgtest::make_code_object(spec), "gfx90a"), 3, hgtest::kCcobZstd);
   static int handle, host;
   testing::internal::CaptureStderr();
   EXPECT_EQ(register_fatbin(g, elsewhere, &handle), Action::Forward);
@@ -610,7 +620,8 @@ TEST_F(StrictRegistration, ADroppedRegistrationDoesNotStopTheProgram) {
   EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward) << "the first's, still registered";
   g.on_unregister_fatbin(&handle1);
   testing::internal::GetCapturedStderr();
-  for (const auto& d : g.findings()) EXPECT_NE(d.kernel, "gamma") << "a dropped registration is never judged: " << format_line(d);
+  for (const auto& d : g.findings())
+    EXPECT_NE(d.kernel, "gamma") << "a dropped registration is never judged: " << format_line(d);
 }
 
 // Registrations are claimed when first needed (Registry::pending_claims),
@@ -699,7 +710,8 @@ TEST_F(StrictRegistration, AFunctionFromGetFuncBySymbolIsDecidedAsItsKernel) {
   testing::internal::GetCapturedStderr();
   std::vector<Diagnostic> said = g.findings();
   EXPECT_EQ(count_said(said, "HG503", Severity::Error, "", "gamma"), 1u) << lines(said);
-  EXPECT_NE(lines(said).find("hipGetFuncBySymbol of a kernel that cannot run: HG409"), std::string::npos) << lines(said);
+  EXPECT_NE(lines(said).find("hipGetFuncBySymbol of a kernel that cannot run: HG409"), std::string::npos)
+      << lines(said);
   EXPECT_EQ(count_said(said, "HG306", Severity::Error, "", "alpha"), 1u)
       << "said once per kernel, whichever key launched it: " << lines(said);
   g.on_unregister_fatbin(&handle);

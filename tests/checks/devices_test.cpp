@@ -39,8 +39,9 @@ class Env {
 }  // namespace
 
 TEST(Devices, PropertiesFileKeysAndCpuNodes) {
-  KfdNode n = parse_kfd_properties("cpu_cores_count 0\nsimd_count 1216\nlds_size_in_kb 64\nwave_front_size 64\n"
-                                   "gfx_target_version 90402\ncapability 67158144\nbogus\nunknown_key 7\n");
+  KfdNode n = parse_kfd_properties(
+      "cpu_cores_count 0\nsimd_count 1216\nlds_size_in_kb 64\nwave_front_size 64\n"
+      "gfx_target_version 90402\ncapability 67158144\nbogus\nunknown_key 7\n");
   EXPECT_EQ(n.simd_count, 1216u);
   EXPECT_EQ(n.lds_size_in_kb, 64u);
   EXPECT_EQ(n.gfx_target_version, 90402u);

@@ -76,7 +76,11 @@ TEST_F(GuardHostile, ModuleLoadOfFifoOrDeviceIsForwardedUntouched) {
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   int fd = open(fifo.c_str(), O_RDWR | O_NONBLOCK);  // a writer with data waiting
   ASSERT_GE(fd, 0);
-  ASSERT_EQ(write(fd, "\x7f" "ELF", 4), 4);
+  ASSERT_EQ(write(fd,
+                  "\x7f"
+                  "ELF",
+                  4),
+            4);
   Guard& g = guard();
   EXPECT_EQ(hgtest::check_module_file(g, fifo.c_str()).action, Action::Forward);
   char buf[8];

@@ -19,7 +19,8 @@ namespace {
 using checks::kApps;
 
 Guard make_guard(const char* target, const char* mode) {
-  return Guard(hgtest::guard_config({{"HIPGUARD_TARGET", target}, {"HIPGUARD_MODE", mode}, {"HIPGUARD_LOG_LEVEL", "info"}}));
+  return Guard(
+      hgtest::guard_config({{"HIPGUARD_TARGET", target}, {"HIPGUARD_MODE", mode}, {"HIPGUARD_LOG_LEVEL", "info"}}));
 }
 
 }  // namespace
@@ -46,7 +47,8 @@ TEST(GuardInstances, EachDecidesOnItsOwnSettings) {
   }
   for (Guard* g : {&strict_gfx942, &strict_gfx942_too}) {
     EXPECT_EQ(hgtest::check_fatbin(*g, &w).action, Action::Exit);
-    EXPECT_EQ(hgtest::count_said(g->findings(), "HG201", Severity::Error, "gfx942"), 1u) << hgtest::lines(g->findings());
+    EXPECT_EQ(hgtest::count_said(g->findings(), "HG201", Severity::Error, "gfx942"), 1u)
+        << hgtest::lines(g->findings());
   }
   testing::internal::GetCapturedStderr();
 
@@ -68,8 +70,8 @@ TEST(GuardInstances, EachDecidesOnItsOwnSettings) {
   EXPECT_EQ(hgtest::count_said(said, "HG502", Severity::Error, "", "_Z9absent_v2v"), 1u) << hgtest::lines(said);
   EXPECT_NE(hgtest::lines(said).find("HG409"), std::string::npos) << hgtest::lines(said);
   said = warn_gfx90a.findings();
-  EXPECT_EQ(hgtest::count_said(said, "HG502", Severity::Error, "", "_Z9absent_v2v"), 1u) << "warn mode says it too: "
-                                                                                          << hgtest::lines(said);
+  EXPECT_EQ(hgtest::count_said(said, "HG502", Severity::Error, "", "_Z9absent_v2v"), 1u)
+      << "warn mode says it too: " << hgtest::lines(said);
   // The refusal left its error on this thread, as the runtime would.
   EXPECT_EQ(refused_launch_error(true), kHipErrorInvalidDeviceFunction);
   refused_launch_command_error(true);

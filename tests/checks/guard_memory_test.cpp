@@ -74,15 +74,18 @@ TEST_F(GuardMemory, FatbinRegisterUnregisterCyclesKeepNothing) {
   FatbinWrapper w{kHipFatbinMagic, 1, bundle.data(), nullptr};
   Guard& g = guard();
   std::vector<char> handles(1 << 20);
-  double per_cycle = growth_per_cycle(20000, [&](size_t i) {
-    const void* handle = &handles[(2 * i) % handles.size()];
-    const void* host = &handles[(2 * i + 1) % handles.size()];
-    hgtest::register_fatbin(g, &w, handle);
-    std::string name = "_Z10vector_addPKfS0_Pfi";
-    g.on_register_function(handle, host, name.c_str());
-    g.on_launch(host, 0, "hipLaunchKernel");
-    g.on_unregister_fatbin(handle);
-  }, /*warm_up=*/Registry::kPruneAbove * 3 / 2);  // each cycle's stub is a new address: past the first prune
+  double per_cycle = growth_per_cycle(
+      20000,
+      [&](size_t i) {
+        const void* handle = &handles[(2 * i) % handles.size()];
+        const void* host = &handles[(2 * i + 1) % handles.size()];
+        hgtest::register_fatbin(g, &w, handle);
+        std::string name = "_Z10vector_addPKfS0_Pfi";
+        g.on_register_function(handle, host, name.c_str());
+        g.on_launch(host, 0, "hipLaunchKernel");
+        g.on_unregister_fatbin(handle);
+      },
+      /*warm_up=*/Registry::kPruneAbove * 3 / 2);  // each cycle's stub is a new address: past the first prune
   EXPECT_LT(per_cycle, 8.0) << "bytes kept per fat binary register/launch/unregister cycle";
 }
 

@@ -43,7 +43,8 @@ TEST_F(GuardProbe, OnlyTheLaunchedFatBinaryIsProbed) {
   testing::internal::CaptureStderr();
   for (auto [handle, host] : {std::pair{&handle_c, &host_c}, std::pair{&handle_d, &host_d}}) {
     hgtest::register_fatbin(g, &w, handle);
-    g.on_register_function(handle, host, "_Z12probe_kernelv");  // a name of its own: its lines are not deduplicated away
+    g.on_register_function(handle, host,
+                           "_Z12probe_kernelv");  // a name of its own: its lines are not deduplicated away
   }
   ProbeFunctions fns;
   fns.func_get_attributes = fake_func_get_attributes;
@@ -73,7 +74,8 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   g_attr_calls = 0;
 
   testing::internal::CaptureStderr();
-  EXPECT_EQ(hgtest::register_fatbin(g, &w, &handle_a).action, Action::Exit) << "gfx90a-only code on gfx942, strict mode";
+  EXPECT_EQ(hgtest::register_fatbin(g, &w, &handle_a).action, Action::Exit)
+      << "gfx90a-only code on gfx942, strict mode";
   g.on_register_function(&handle_a, &host_a, "_Z10vector_addPKfS0_Pfi");
   ProbeFunctions fns;
   fns.func_get_attributes = fake_func_get_attributes;  // no hipGetFuncBySymbol

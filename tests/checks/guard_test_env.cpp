@@ -14,7 +14,7 @@ const bool g_set = [] {
                       {"HIPGUARD_MODE", "warn"},
                       {"HIPGUARD_LOG_LEVEL", "info"},
                       {"HIPGUARD_REPORT", g_report}});  // what the report keeps must be bounded too
-  atexit([] { unlink(g_report.c_str()); });  // runs after the guard's own exit handler writes it
+  atexit([] { unlink(g_report.c_str()); });             // runs after the guard's own exit handler writes it
   return true;
 }();
 }  // namespace

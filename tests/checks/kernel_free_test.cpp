@@ -77,7 +77,8 @@ TEST(KernelFree, NothingForTheGpuButNoKernelsRuns) {
 // HIPGUARD_ROCM_ROOT): its fat binary has no gfx942 entry and no kernels.
 TEST(KernelFree, RealRocfft) {
   const std::string root = HIPGUARD_ROCM_ROOT;
-  if (!exists(root + "/.hipguard-root")) GTEST_SKIP() << "no ROCm root at '" << root << "' (scripts/rocm-root.sh builds it)";
+  if (!exists(root + "/.hipguard-root"))
+    GTEST_SKIP() << "no ROCm root at '" << root << "' (scripts/rocm-root.sh builds it)";
   std::string lib = root + "/usr/lib/x86_64-linux-gnu/librocfft.so.0";
   ASSERT_TRUE(exists(lib)) << lib << " is missing from the ROCm root";
   auto gfx942 = *parse_target("gfx942");

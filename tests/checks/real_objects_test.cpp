@@ -39,7 +39,8 @@ TEST(RealObjects, RdnaWave32CodeObject) {
     ASSERT_EQ(r.images.size(), 1u);
     const ImageReport& img = r.images[0];
     EXPECT_TRUE(img.ok()) << c.file;
-    EXPECT_TRUE(img.diagnostics.empty()) << c.file << ": " << (img.diagnostics.empty() ? "" : format_line(img.diagnostics[0]));
+    EXPECT_TRUE(img.diagnostics.empty()) << c.file << ": "
+                                         << (img.diagnostics.empty() ? "" : format_line(img.diagnostics[0]));
     ASSERT_EQ(img.code_objects.size(), 1u);
     const CodeObject& co = img.code_objects[0].co;
     EXPECT_EQ(co.target.processor, c.proc);

@@ -57,7 +57,8 @@ TEST(RuntimeExports, Hip72RuntimeHasNothingToSay) {
   EXPECT_EQ(node_of("hipLaunchKernelExC"), "hip_6.5");
   EXPECT_EQ(node_of("hipLibraryLoadData"), "hip_7.2");
   EXPECT_EQ(node_of("hipGetProcAddress"), "hip_6.1");
-  for (const char* node : {"hip_4.2", "hip_6.1", "hip_6.5", "hip_7.1", "hip_7.2"}) EXPECT_TRUE(e->defines(node)) << node;
+  for (const char* node : {"hip_4.2", "hip_6.1", "hip_6.5", "hip_7.1", "hip_7.2"})
+    EXPECT_TRUE(e->defines(node)) << node;
 }
 
 // A runtime newer than this hipguard (an unknown launch entry point) and one that lacks a wrapped
@@ -81,7 +82,7 @@ TEST(RuntimeExports, UnknownAndMissingEntryPointsAreSaid) {
     return e;
   };
   ASSERT_TRUE(audit_runtime_exports(exports(), table(), "libamdhip64.so").empty());
-  symbols.push_back({"hipMemcpyAsync", "hip_4.2"});                 // not on a kernel's path
+  symbols.push_back({"hipMemcpyAsync", "hip_4.2"});                  // not on a kernel's path
   symbols.push_back({"hipLaunchKernelWithMoreOptions", "hip_6.0"});  // on one, unknown
   // Another, longer but first by name: the list is by name. Its name twice: the first one counts.
   symbols.push_back({"hipLaunchAlongerNameThanTheOtherUnknownOne", "hip_6.0"});

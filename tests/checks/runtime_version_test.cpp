@@ -1,4 +1,5 @@
-// Selection as each HIP runtime version does it: the version table, generic names with device features (HG213), one process's batch lookup (HG212).
+// Selection as each HIP runtime version does it: the version table, generic names with device features (HG213), one
+// process's batch lookup (HG212).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,9 +26,18 @@ hgtest::ByteVec code_object(uint32_t mach, const std::string& processor, bool ge
   if (generic) spec.version = 6, spec.generic_version = 1;
   return hgtest::make_code_object(spec);
 }
-const hgtest::ByteVec& gfx906() { static auto co = code_object(0x02f, "gfx906"); return co; }
-const hgtest::ByteVec& gfx90a() { static auto co = code_object(0x03f, "gfx90a"); return co; }
-const hgtest::ByteVec& gfx9_generic() { static auto co = code_object(0x051, "gfx9-generic", true); return co; }
+const hgtest::ByteVec& gfx906() {
+  static auto co = code_object(0x02f, "gfx906");
+  return co;
+}
+const hgtest::ByteVec& gfx90a() {
+  static auto co = code_object(0x03f, "gfx90a");
+  return co;
+}
+const hgtest::ByteVec& gfx9_generic() {
+  static auto co = code_object(0x051, "gfx9-generic", true);
+  return co;
+}
 
 std::vector<TargetId> targets(const std::vector<std::string>& names) {
   std::vector<TargetId> out;
@@ -66,7 +76,8 @@ TEST(RuntimeVersion, VersionsMapToTheirRange) {
   EXPECT_EQ(parse_runtime("7.1")->name, "7.0");
   EXPECT_EQ(parse_runtime("6.2.4")->name, "5.6");
   EXPECT_EQ(parse_runtime("5.2")->name, "5.0");
-  for (const char* bad : {"", "x", "6.", "6.4.", "6.4.3.1", "0", "6,4", "-6"}) EXPECT_EQ(parse_runtime(bad), nullptr) << bad;
+  for (const char* bad : {"", "x", "6.", "6.4.", "6.4.3.1", "0", "6,4", "-6"})
+    EXPECT_EQ(parse_runtime(bad), nullptr) << bad;
   EXPECT_EQ(&default_runtime(), &all_runtimes().back());
   EXPECT_EQ(runtime_label(default_runtime()), "HIP 7.x");
   EXPECT_EQ(runtime_label(*parse_runtime("6.4")), "HIP 6.4");
@@ -120,8 +131,8 @@ TEST(RuntimeVersion, Gfx906TakesGfx9GenericUnderHip64NotUnderHip7) {
 }
 
 TEST(RuntimeVersion, RefusedGenericWithSpirvIsAWarningAndTheSpirvEntry) {
-  auto b = make_bundle({{kHip + "gfx9-generic", gfx9_generic()},
-                        {"hipv4-spirv64-amd-amdhsa--amdgcnspirv", hgtest::ByteVec(64, 0)}});
+  auto b = make_bundle(
+      {{kHip + "gfx9-generic", gfx9_generic()}, {"hipv4-spirv64-amd-amdhsa--amdgcnspirv", hgtest::ByteVec(64, 0)}});
   ImageReport r = check(b, {"mi50"}, "7.0");
   EXPECT_EQ(r.verdicts[0].selection, Selection::Spirv);
   const Diagnostic* d = find(r, code::kGenericFeaturesRejected);

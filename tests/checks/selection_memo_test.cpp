@@ -117,7 +117,8 @@ size_t each_fatbin(const std::string& path, Fn fn) {
 // xnack-specific and generic targets, and two GPUs in one process (HG212's batch lookup).
 TEST(SelectionMemo, SelectsAsWithoutItInRocmLibraries) {
   const std::string root = HIPGUARD_ROCM_ROOT;
-  if (!exists(root + "/.hipguard-root")) GTEST_SKIP() << "no ROCm root at '" << root << "' (scripts/rocm-root.sh builds it)";
+  if (!exists(root + "/.hipguard-root"))
+    GTEST_SKIP() << "no ROCm root at '" << root << "' (scripts/rocm-root.sh builds it)";
   struct Case {
     std::vector<TargetId> targets;
     Machine machine;
@@ -126,7 +127,8 @@ TEST(SelectionMemo, SelectsAsWithoutItInRocmLibraries) {
                              {targets_of({"gfx942"}), {}},
                              {targets_of({"gfx90a:xnack+", "gfx1030"}), {nullptr, true}},
                              {targets_of({"gfx1031"}), {}}};
-  for (const char* lib : {"librocblas.so.4", "librocsparse.so.1", "librocsolver.so.0", "ggml/backends0/libggml-hip.so"}) {
+  for (const char* lib :
+       {"librocblas.so.4", "librocsparse.so.1", "librocsolver.so.0", "ggml/backends0/libggml-hip.so"}) {
     for (const auto& c : cases) {
       SelectionMemo memo;
       size_t clean = 0;  // fat binaries selected without a finding: the memo's to remember
@@ -155,7 +157,8 @@ TEST(SelectionMemo, SelectsAsWithoutItInRocmLibraries) {
 // them only (HG212: not remembered).
 TEST(SelectionMemo, SelectsAsWithoutItInHipccPrograms) {
   if (kApps.empty() || !exists(kApps + "/vector_add_multi.hipfb")) GTEST_SKIP() << "hipcc test apps not built";
-  for (const char* app : {"vector_add_gfx90a.hipfb", "vector_add_multi.hipfb", "fill_gfx1100.hipfb", "device_vars_only.hipfb"}) {
+  for (const char* app :
+       {"vector_add_gfx90a.hipfb", "vector_add_multi.hipfb", "fill_gfx1100.hipfb", "device_vars_only.hipfb"}) {
     std::vector<uint8_t> b = read_bytes(kApps + "/" + app);
     for (const RuntimeInfo& rt : all_runtimes())
       for (bool one_process : {false, true})
@@ -217,7 +220,8 @@ TEST(SelectionMemo, OnlyCleanSelectionsForOneSetOfTargets) {
   for (Depth d : {Depth::Full, Depth::Descriptors, Depth::ForTargets})
     EXPECT_TRUE(check_image(data, "app", targets_of({"gfx90a"}), "", d, {}, &unused).ok());
   std::vector<uint8_t> ccob = hgtest::make_ccob(b, 3, 1);
-  EXPECT_TRUE(check_image(Bytes(ccob.data(), ccob.size()), "ccob", targets_of({"gfx90a"}), "", Depth::Selection, {},
-                          &unused).ok());
+  EXPECT_TRUE(
+      check_image(Bytes(ccob.data(), ccob.size()), "ccob", targets_of({"gfx90a"}), "", Depth::Selection, {}, &unused)
+          .ok());
   EXPECT_EQ(unused.size(), 0u);
 }

@@ -107,7 +107,10 @@ TEST_F(WildPointers, ElfWhoseHeadersClaimMoreThanIsMapped) {
   // A real-looking ELF header at the end of the page: AMDGPU, HSA, section headers far away.
   uint8_t* e = g.guard - 64;
   memset(e, 0, 64);
-  memcpy(e, "\x7f" "ELF\x02\x01\x01\x40\x02", 9);
+  memcpy(e,
+         "\x7f"
+         "ELF\x02\x01\x01\x40\x02",
+         9);
   uint16_t machine = 224, shentsize = 64, shnum = 30;
   uint64_t shoff = 1 << 30;
   uint32_t flags = 0x54c;  // gfx942, sramecc+, xnack any

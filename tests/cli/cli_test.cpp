@@ -155,7 +155,8 @@ TEST(Cli, CheckListsOnlyTheCodeObjectsTheTargetsCanLoad) {
   EXPECT_EQ(checked, gfx942);
   EXPECT_EQ(hg301.size(), 16u);
   for (const auto& [name, value] : hg301) EXPECT_EQ(value, kCorpusLds.at(name)) << name;
-  std::set<std::string> inspected = listed(run_cli({"inspect", "--json", "--target", "gfx942", corpus_dir().string()}).out, nullptr);
+  std::set<std::string> inspected =
+      listed(run_cli({"inspect", "--json", "--target", "gfx942", corpus_dir().string()}).out, nullptr);
   EXPECT_EQ(inspected.size(), 42u);
 }
 
@@ -214,11 +215,15 @@ TEST(Cli, CorpusDirectoryIsAKernelLibrary) {
   for (std::string line; std::getline(lines, line);)
     if (line.rfind("error ", 0) == 0) errors.push_back(line);
   ASSERT_EQ(errors.size(), 1u) << none.out;
-  EXPECT_EQ(errors[0].rfind("error HG214 [gfx1100] " + corpus_dir().string() + ": kernel library has no code object for gfx1100", 0), 0u)
+  EXPECT_EQ(
+      errors[0].rfind(
+          "error HG214 [gfx1100] " + corpus_dir().string() + ": kernel library has no code object for gfx1100", 0),
+      0u)
       << errors[0];
   for (const auto& [processor, n] : per_processor) EXPECT_NE(errors[0].find(processor), std::string::npos) << processor;
   // The same grouping in the JSON report.
-  auto doc = llvm::json::parse(run_cli({"check", "--json", "--target", "gfx942", "--target", "gfx1100", corpus_dir().string()}).out);
+  auto doc = llvm::json::parse(
+      run_cli({"check", "--json", "--target", "gfx942", "--target", "gfx1100", corpus_dir().string()}).out);
   ASSERT_TRUE(bool(doc)) << llvm::toString(doc.takeError());
   const auto* libraries = doc->getAsObject()->getArray("libraries");
   ASSERT_TRUE(libraries && libraries->size() == 1);
@@ -244,7 +249,7 @@ TEST(Cli, PassingCaseExitsZero) {
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("19 of 19 can run on gfx942:sramecc+:xnack-"), std::string::npos) << r.out;
   CliRun gfx950 = run_cli({"check", "--target=mi355x",
-                         (corpus_dir() / "gfx950_f4gemm_f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256.co").string()});
+                           (corpus_dir() / "gfx950_f4gemm_f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256.co").string()});
   EXPECT_EQ(gfx950.status, 0) << gfx950.out;
 }
 
@@ -298,8 +303,8 @@ TEST(Cli, WithoutTargetSaysWhichGpusItRunsOn) {
     EXPECT_NE(one.out.find("error " + code[1].str()), std::string::npos) << line << "\n" << one.out;
   }
   EXPECT_EQ(rows, shipped);
-  EXPECT_GT(runs, 0u) << r.out;             // built for gfx90a among others
-  EXPECT_LT(runs, rows.size()) << r.out;    // and not for gfx942
+  EXPECT_GT(runs, 0u) << r.out;           // built for gfx90a among others
+  EXPECT_LT(runs, rows.size()) << r.out;  // and not for gfx942
   // A CI gate names its targets: with one, no such table.
   EXPECT_EQ(run_cli({"check", "--target", "gfx90a", path}).out.find("which GPUs"), std::string::npos);
   // The JSON report's "support" says the same, each row that does not run with its cause's code.
@@ -313,7 +318,8 @@ TEST(Cli, WithoutTargetSaysWhichGpusItRunsOn) {
   for (const auto& row : *support) {
     const auto* o = row.getAsObject();
     in_json[o->getString("target")->str()] = *o->getBoolean("runs");
-    if (!*o->getBoolean("runs")) EXPECT_TRUE(o->getString("code") && o->getString("cause")) << o->getString("target")->str();
+    if (!*o->getBoolean("runs"))
+      EXPECT_TRUE(o->getString("code") && o->getString("cause")) << o->getString("target")->str();
   }
   EXPECT_EQ(in_json, runs_on);
   // SARIF carries the same array in its run's properties.
@@ -325,7 +331,8 @@ TEST(Cli, WithoutTargetSaysWhichGpusItRunsOn) {
   const llvm::json::Object* props = run0->getObject("properties");
   ASSERT_NE(props, nullptr) << sarif.out.substr(0, 400);
   ASSERT_NE(props->getArray("support"), nullptr);
-  EXPECT_EQ(llvm::json::Value(llvm::json::Array(*props->getArray("support"))), llvm::json::Value(llvm::json::Array(*support)));
+  EXPECT_EQ(llvm::json::Value(llvm::json::Array(*props->getArray("support"))),
+            llvm::json::Value(llvm::json::Array(*support)));
 }
 
 TEST(Cli, HipccProgram) {
@@ -368,8 +375,9 @@ TEST(Cli, RunHelpListsTheShimsSettings) {
   CliRun r = run_cli({"run", "--help"});
   EXPECT_EQ(r.status, 0);
   for (const hipguard::SettingInfo& s : hipguard::all_settings())
-    EXPECT_NE(r.out.find(std::string(s.variable) + ": " + std::string(s.accepted)), std::string::npos) << s.variable << "\n"
-                                                                                                    << r.out;
+    EXPECT_NE(r.out.find(std::string(s.variable) + ": " + std::string(s.accepted)), std::string::npos)
+        << s.variable << "\n"
+        << r.out;
 }
 
 // ---------------------------------------------------------------- inspect
@@ -436,8 +444,14 @@ TEST(CliInspect, CorpusCodeObjectShowsLdsFromMetadataAndDescriptor) {
   EXPECT_NE(r.out.find("66048"), std::string::npos) << r.out;
   auto doc = inspect_json({f});
   ASSERT_TRUE(doc);
-  const auto& co = *(*doc->getAsObject()->getArray("files"))[0].getAsObject()->getArray("images")->front()
-                        .getAsObject()->getArray("code_objects")->front().getAsObject();
+  const auto& co = *(*doc->getAsObject()->getArray("files"))[0]
+                        .getAsObject()
+                        ->getArray("images")
+                        ->front()
+                        .getAsObject()
+                        ->getArray("code_objects")
+                        ->front()
+                        .getAsObject();
   const auto& k = *co.getArray("kernels")->front().getAsObject();
   EXPECT_EQ(k.getInteger("group_segment_fixed_size"), 66048);
   EXPECT_EQ(k.getObject("descriptor")->getInteger("group_segment_fixed_size"), 66048) << "kernel descriptor agrees";
@@ -502,7 +516,8 @@ TEST(Cli, IdenticalFindingsOfOneFileAreOneLine) {
           << line;
     }
   EXPECT_EQ(hg201, 1u) << r.out.substr(0, 2000);
-  EXPECT_EQ(last, "checked 111 fat binaries and 0 code object files: gfx942:sramecc+:xnack-: 0 code objects, 0 kernels");
+  EXPECT_EQ(last,
+            "checked 111 fat binaries and 0 code object files: gfx942:sramecc+:xnack-: 0 code objects, 0 kernels");
   auto doc = llvm::json::parse(run_cli({"check", "--target", "mi300x", "--json", lib}).out);
   ASSERT_TRUE(bool(doc)) << llvm::toString(doc.takeError());
   size_t in_json = 0;
@@ -560,8 +575,9 @@ TEST(Cli, TargetsListsProductsProcessorsAndSources) {
   for (std::string line; std::getline(lines, line);) {
     for (const auto& p : hipguard::all_products())
       if (line.rfind("  " + std::string(p.name) + " ", 0) == 0) ++products;
-    mi300x = mi300x || (line.find("mi300x") != std::string::npos &&
-                        line.find("gfx942:sramecc+:xnack-") != std::string::npos && line.find("64.0 KiB") != std::string::npos);
+    mi300x = mi300x ||
+             (line.find("mi300x") != std::string::npos && line.find("gfx942:sramecc+:xnack-") != std::string::npos &&
+              line.find("64.0 KiB") != std::string::npos);
     gfx906 = gfx906 || line.find("gfx906:sramecc+:xnack-, gfx906:sramecc-:xnack-") != std::string::npos;
     sources = sources || line.find("amdgpu_gmc_noretry_set") != std::string::npos;
   }
@@ -664,7 +680,8 @@ TEST(CliFormats, OutputDoesNotDependOnJobs) {
   auto doc = parse_json(one);
   ASSERT_TRUE(doc);
   std::vector<std::string> paths;
-  for (const auto& f : *doc->getAsObject()->getArray("files")) paths.push_back(f.getAsObject()->getString("path")->str());
+  for (const auto& f : *doc->getAsObject()->getArray("files"))
+    paths.push_back(f.getAsObject()->getString("path")->str());
   EXPECT_EQ(paths.size(), 42u);
   EXPECT_TRUE(std::is_sorted(paths.begin(), paths.end()));
 }
@@ -736,8 +753,13 @@ TEST(CliFormats, SarifRulesAndResults) {
     std::string id = res->getString("ruleId")->str();
     codes.insert(id);
     EXPECT_EQ((*rules)[*res->getInteger("ruleIndex")].getAsObject()->getString("id"), id);
-    std::string uri = res->getArray("locations")->front().getAsObject()->getObject("physicalLocation")
-                          ->getObject("artifactLocation")->getString("uri")->str();
+    std::string uri = res->getArray("locations")
+                          ->front()
+                          .getAsObject()
+                          ->getObject("physicalLocation")
+                          ->getObject("artifactLocation")
+                          ->getString("uri")
+                          ->str();
     EXPECT_EQ(uri, "file://" + f);
     if (id == "HG301") {
       lds = true;
@@ -765,7 +787,8 @@ TEST(CliFormats, UsageErrors) {
 TEST(CliFormats, WriteErrorFailsEveryFormat) {
   HG_REQUIRE_APP(path, "vector_add_multi");
   for (const char* fmt : {"--json", "--junit", "--sarif"}) {
-    std::string cmd = quote(HIPGUARD_CLI) + " check " + fmt + " --target mi300x " + quote(path) + " > /dev/full 2>/dev/null";
+    std::string cmd =
+        quote(HIPGUARD_CLI) + " check " + fmt + " --target mi300x " + quote(path) + " > /dev/full 2>/dev/null";
     int st = system(cmd.c_str());
     ASSERT_TRUE(WIFEXITED(st));
     EXPECT_EQ(WEXITSTATUS(st), 2) << fmt;
@@ -787,7 +810,8 @@ TEST(Cli, RuntimeVersionAndOneProcess) {
   generic.mach = 0x051;  // gfx9-generic
   generic.target = "amdgcn-amd-amdhsa--gfx9-generic";
   generic.version = 6, generic.generic_version = 1;
-  std::string gen = write("gfx9_generic.hipfb", make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx9-generic", make_code_object(generic)}}));
+  std::string gen =
+      write("gfx9_generic.hipfb", make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx9-generic", make_code_object(generic)}}));
   CliRun hip7 = run_cli({"check", "--target", "mi50", gen});
   EXPECT_EQ(hip7.status, 1) << hip7.out;
   EXPECT_NE(hip7.out.find("HG213"), std::string::npos) << hip7.out;
@@ -801,7 +825,8 @@ TEST(Cli, RuntimeVersionAndOneProcess) {
   CodeObjectSpec gfx90a;
   gfx90a.mach = 0x03f;
   gfx90a.target = "amdgcn-amd-amdhsa--gfx90a";
-  std::string bare = write("gfx90a.hipfb", make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx90a", make_code_object(gfx90a)}}));
+  std::string bare =
+      write("gfx90a.hipfb", make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx90a", make_code_object(gfx90a)}}));
   std::vector<std::string> gpus = {"check", "--target", "gfx90a:xnack+", "--target", "gfx90a:xnack-", bare};
   EXPECT_EQ(run_cli(gpus).status, 0) << "separate machines";
   gpus.insert(gpus.begin() + 1, "--one-process");

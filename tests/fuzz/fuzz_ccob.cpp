@@ -14,7 +14,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   hgfuzz::Budget budget(size, hgfuzz::kCompressedFactor);  // fuzz_common.h: past it is a finding
-  if (size < 1 || size > (1u << 20)) return -1;  // keep compression cheap
+  if (size < 1 || size > (1u << 20)) return -1;            // keep compression cheap
   uint8_t ctl = data[0];
   llvm::ArrayRef<uint8_t> inner(data + 1, size - 1);
   uint16_t version = 1 + (ctl & 3) % 3;  // 1..3

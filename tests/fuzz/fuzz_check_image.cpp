@@ -11,7 +11,8 @@
 // Errors the full check finds without the metadata's help (bundle and ELF
 // structure, code object version, selection and e_flags, a missing note).
 static bool decided_without_metadata(const std::string& c) {
-  return (c >= "HG101" && c <= "HG106") || c == "HG108" || c == "HG109" || (c >= "HG201" && c <= "HG205") || c == "HG401";
+  return (c >= "HG101" && c <= "HG106") || c == "HG108" || c == "HG109" || (c >= "HG201" && c <= "HG205") ||
+         c == "HG401";
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -21,12 +21,12 @@
 namespace hgfuzz {
 
 // Aborts the run (a libFuzzer "crash") when an invariant does not hold.
-#define HG_FUZZ_CHECK(cond)                                                          \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
+#define HG_FUZZ_CHECK(cond)                                                              \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
       std::fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
-      __builtin_trap();                                                             \
-    }                                                                               \
+      __builtin_trap();                                                                  \
+    }                                                                                    \
   } while (0)
 
 // Reads every byte of `b` so ASan reports a span that points outside its buffer.
@@ -44,7 +44,8 @@ inline void check_bundle(hipguard::Bundle& b, hipguard::Bytes data) {
   HG_FUZZ_CHECK(b.encoded_size <= data.size());
   HG_FUZZ_CHECK(b.table_size <= (b.compressed ? b.uncompressed_size : data.size()));
   uint64_t base = b.compressed ? b.uncompressed_size : data.size();
-  if (b.compressed) HG_FUZZ_CHECK(b.payload.data() >= data.data() && b.payload.data() + b.payload.size() <= data.data() + data.size());
+  if (b.compressed)
+    HG_FUZZ_CHECK(b.payload.data() >= data.data() && b.payload.data() + b.payload.size() <= data.data() + data.size());
   for (const auto& e : b.entries) {
     HG_FUZZ_CHECK(e.offset <= base && e.size <= base - e.offset);
     hipguard::Bytes payload = hipguard::entry_bytes(b, data, e);

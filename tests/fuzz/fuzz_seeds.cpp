@@ -55,7 +55,8 @@ void metadata_notes(hipguard::Bytes b) {
   auto sections = file->sections();
   if (!sections) return llvm::consumeError(sections.takeError());
   for (const auto& sec : *sections) {
-    if (sec.sh_type != llvm::ELF::SHT_NOTE || sec.sh_offset > b.size() || sec.sh_size > b.size() - sec.sh_offset) continue;
+    if (sec.sh_type != llvm::ELF::SHT_NOTE || sec.sh_offset > b.size() || sec.sh_size > b.size() - sec.sh_offset)
+      continue;
     llvm::Error err = llvm::Error::success();
     for (auto note : file->notes(sec, err))
       if (note.getName() == "AMDGPU" && note.getType() == 32) {  // NT_AMDGPU_METADATA
@@ -90,8 +91,9 @@ void bundle(hipguard::Bytes b) {
   if (parsed->compressed) {
     auto format = parsed->ccob_method == 1 ? llvm::compression::Format::Zstd : llvm::compression::Format::Zlib;
     llvm::SmallVector<uint8_t, 0> out;
-    if (llvm::Error err = llvm::compression::decompress(format, llvm::ArrayRef<uint8_t>(parsed->payload.data(), parsed->payload.size()),
-                                                        out, parsed->uncompressed_size)) {
+    if (llvm::Error err = llvm::compression::decompress(
+            format, llvm::ArrayRef<uint8_t>(parsed->payload.data(), parsed->payload.size()), out,
+            parsed->uncompressed_size)) {
       llvm::consumeError(std::move(err));
       return;
     }
@@ -128,7 +130,8 @@ std::string archive_of(int format, int filter, const std::vector<std::pair<std::
 }
 
 void archives(const std::vector<std::pair<std::string, ByteVec>>& members) {
-  for (int filter : {ARCHIVE_FILTER_NONE, ARCHIVE_FILTER_GZIP, ARCHIVE_FILTER_XZ, ARCHIVE_FILTER_ZSTD, ARCHIVE_FILTER_BZIP2})
+  for (int filter :
+       {ARCHIVE_FILTER_NONE, ARCHIVE_FILTER_GZIP, ARCHIVE_FILTER_XZ, ARCHIVE_FILTER_ZSTD, ARCHIVE_FILTER_BZIP2})
     seed("fuzz_archive", archive_of(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, filter, members));
   seed("fuzz_archive", archive_of(ARCHIVE_FORMAT_ZIP, ARCHIVE_FILTER_NONE, members));
   std::vector<std::pair<std::string, ByteVec>> flat;
@@ -136,7 +139,8 @@ void archives(const std::vector<std::pair<std::string, ByteVec>>& members) {
   seed("fuzz_archive", archive_of(ARCHIVE_FORMAT_AR_GNU, ARCHIVE_FILTER_NONE, flat));
   std::string data = archive_of(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_XZ, members);
   seed("fuzz_archive", archive_of(ARCHIVE_FORMAT_AR_GNU, ARCHIVE_FILTER_NONE,
-                                  {{"debian-binary", ByteVec{'2', '.', '0', '\n'}}, {"data.tar.xz", ByteVec(data.begin(), data.end())}}));
+                                  {{"debian-binary", ByteVec{'2', '.', '0', '\n'}},
+                                   {"data.tar.xz", ByteVec(data.begin(), data.end())}}));
 }
 
 }  // namespace
@@ -157,7 +161,8 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     std::ifstream in(argv[i], std::ios::binary);
     ByteVec data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (first.size() < 2 && data.size() < (256u << 10)) first.push_back({"lib/" + fs::path(argv[i]).filename().string(), data});
+    if (first.size() < 2 && data.size() < (256u << 10))
+      first.push_back({"lib/" + fs::path(argv[i]).filename().string(), data});
     hipguard::Bytes b(data.data(), data.size());
     switch (hipguard::classify(b)) {
       case hipguard::PayloadKind::CodeObject: code_object(b); break;

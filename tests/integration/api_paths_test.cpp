@@ -23,7 +23,8 @@ const std::string kRdna2 = "gfx1030";
 
 std::string app(const std::string& name) { return kApps + "/" + name; }
 
-std::map<std::string, std::string> env(const std::string& gpus, bool shim, std::map<std::string, std::string> extra = {}) {
+std::map<std::string, std::string> env(const std::string& gpus, bool shim,
+                                       std::map<std::string, std::string> extra = {}) {
   extra["LD_LIBRARY_PATH"] = kSimrt;
   extra["HIPGUARD_SIM_GPUS"] = gpus;
   if (shim) {
@@ -45,7 +46,8 @@ std::map<std::string, std::string> results(const std::string& out) {
   std::istringstream in(out);
   for (std::string line; std::getline(in, line);) {
     auto colon = line.find(": ");
-    if (colon != std::string::npos && line.rfind("api_paths", 0) != 0) r[line.substr(0, colon)] = line.substr(colon + 2);
+    if (colon != std::string::npos && line.rfind("api_paths", 0) != 0)
+      r[line.substr(0, colon)] = line.substr(colon + 2);
   }
   return r;
 }
@@ -109,11 +111,11 @@ TEST_F(ApiPaths, StrictRefusesEveryLaunchPathOverTheLdsLimit) {
   EXPECT_EQ(s["hipExtLaunchKernel->hipExtGetLastError"], "9") << strict.out;
   EXPECT_EQ(s["hipExtLaunchKernel->hipGetLastError"], "9") << strict.out;
   // Loads, lookups and unloads of a good module go through.
-  for (const char* label : {"hipModuleLoadFatBinary", "hipLibraryLoadData", "hipLibraryLoadData->hipLibraryGetKernel",
-                            "hipLibraryLoadData->hipLibraryEnumerateKernels",
-                            "hipLibraryLoadFromFile->hipLibraryEnumerateKernels",
-                            "hipLibraryLoadData->hipLibraryUnload", "hipLibraryLoadFromFile",
-                            "hipLibraryLoadFromFile->hipLibraryGetKernel", "hipLibraryLoadFromFile->hipLibraryUnload"})
+  for (const char* label :
+       {"hipModuleLoadFatBinary", "hipLibraryLoadData", "hipLibraryLoadData->hipLibraryGetKernel",
+        "hipLibraryLoadData->hipLibraryEnumerateKernels", "hipLibraryLoadFromFile->hipLibraryEnumerateKernels",
+        "hipLibraryLoadData->hipLibraryUnload", "hipLibraryLoadFromFile", "hipLibraryLoadFromFile->hipLibraryGetKernel",
+        "hipLibraryLoadFromFile->hipLibraryUnload"})
     EXPECT_EQ(s[label], "0") << label;
   // The reason: static + dynamic LDS against gfx90a's 64 KiB, per entry point.
   EXPECT_FALSE(lines_with(strict.err, "49152 bytes of static + 20000 bytes of dynamic LDS = 69152").empty())
@@ -183,7 +185,8 @@ TEST_F(ApiPaths, LoadsWithoutACodeObjectForTheGpu) {
   // Warn: the runtime's results unchanged (but for where hipGetProcAddress's
   // pointers live), each load explained once.
   for (auto* m : {&p, &w})
-    for (auto it = m->begin(); it != m->end();) it = it->second.find(" in lib") != std::string::npos ? m->erase(it) : std::next(it);
+    for (auto it = m->begin(); it != m->end();)
+      it = it->second.find(" in lib") != std::string::npos ? m->erase(it) : std::next(it);
   EXPECT_EQ(w, p);
   for (const std::string& origin : {std::string("hipModuleLoadFatBinary image at"),
                                     std::string("hipLibraryLoadData image at"), std::string("dyn_lds_gfx90a.hipfb:")}) {
@@ -245,12 +248,13 @@ TEST_F(ApiPaths, RealRocm52RuntimeWhereItHasThePath) {
 TEST_F(ApiPaths, MultiDeviceChecksEachEntryAgainstItsDevice) {
   const std::string gpus = kMi210 + "," + kMi210;
   auto kfd = [&](const std::string& mask) {
-    return std::map<std::string, std::string>{{"LD_LIBRARY_PATH", kSimrt},
-                                              {"HIPGUARD_SIM_GPUS", gpus},
-                                              {"LD_PRELOAD", kShim},
-                                              {"HIPGUARD_MODE", "strict"},
-                                              {"HIPGUARD_SYSFS_ROOT", std::string(HIPGUARD_FIXTURES_DIR) + "/sysfs/mi210-lds56"},
-                                              {"API_PATHS_MULTI_MASK", mask}};
+    return std::map<std::string, std::string>{
+        {"LD_LIBRARY_PATH", kSimrt},
+        {"HIPGUARD_SIM_GPUS", gpus},
+        {"LD_PRELOAD", kShim},
+        {"HIPGUARD_MODE", "strict"},
+        {"HIPGUARD_SYSFS_ROOT", std::string(HIPGUARD_FIXTURES_DIR) + "/sysfs/mi210-lds56"},
+        {"API_PATHS_MULTI_MASK", mask}};
   };
   const char* multi[] = {"hipLaunchCooperativeKernelMultiDevice", "hipExtLaunchMultiKernelMultiDevice",
                          "hipModuleLaunchCooperativeKernelMultiDevice"};
@@ -265,10 +269,12 @@ TEST_F(ApiPaths, MultiDeviceChecksEachEntryAgainstItsDevice) {
     auto logged = lines_with(over.err, "error HG306");
     ASSERT_EQ(logged.size(), 1u) << over.err;
     EXPECT_NE(logged[0].find(std::string(api) + " asks for 49152 bytes of static + 12000 bytes of dynamic LDS"),
-              std::string::npos) << logged[0];
+              std::string::npos)
+        << logged[0];
     EXPECT_NE(logged[0].find("(GPU 0) provides 57344 bytes per workgroup"), std::string::npos) << logged[0];
   }
   // Without the shim the simulator accepts both (it never adds static and dynamic LDS).
-  std::map<std::string, std::string> plain = {{"LD_LIBRARY_PATH", kSimrt}, {"HIPGUARD_SIM_GPUS", gpus}, {"API_PATHS_MULTI_MASK", "1"}};
+  std::map<std::string, std::string> plain = {
+      {"LD_LIBRARY_PATH", kSimrt}, {"HIPGUARD_SIM_GPUS", gpus}, {"API_PATHS_MULTI_MASK", "1"}};
   for (const char* api : multi) EXPECT_EQ(results(run("12000", plain, api).out)[api], "0") << api;
 }

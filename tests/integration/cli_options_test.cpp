@@ -207,7 +207,8 @@ TEST(CliOptions, ColourOnlyWhenAskedOrOnATerminal) {
   std::string cmd = "'" + kCli + "' check --target mi300x '" + f + "'";
   ProcessResult tty = run_process({"/usr/bin/script", "-qec", cmd, "/dev/null"}, {{"TERM", "xterm"}});
   EXPECT_NE(tty.out.find("\x1b[1;31merror\x1b[0m HG201"), std::string::npos) << tty.out;
-  ProcessResult no_color = run_process({"/usr/bin/script", "-qec", cmd, "/dev/null"}, {{"TERM", "xterm"}, {"NO_COLOR", "1"}});
+  ProcessResult no_color =
+      run_process({"/usr/bin/script", "-qec", cmd, "/dev/null"}, {{"TERM", "xterm"}, {"NO_COLOR", "1"}});
   EXPECT_NE(no_color.out.find("error HG201"), std::string::npos) << no_color.out;
   EXPECT_EQ(no_color.out.find('\x1b'), std::string::npos) << no_color.out;
 }
@@ -217,8 +218,9 @@ TEST(CliOptions, ColourOnlyWhenAskedOrOnATerminal) {
 TEST(CliOptions, ProgressOnlyOnATerminal) {
   REQUIRE_APP("vector_add_multi");
   std::string dir = std::filesystem::path(app("vector_add_multi")).parent_path().string();
-  auto shows_progress = [](const std::string& text) { return text.find(" files, ") != std::string::npos &&
-                                                              text.find("checked 1 of ") != std::string::npos; };
+  auto shows_progress = [](const std::string& text) {
+    return text.find(" files, ") != std::string::npos && text.find("checked 1 of ") != std::string::npos;
+  };
   ProcessResult piped = cli({"check", "--progress-delay", "0", "--target", "mi300x", dir});
   EXPECT_FALSE(shows_progress(piped.out + piped.err)) << piped.err;
   if (!exists("/usr/bin/script")) GTEST_SKIP() << "script(1) not installed";
@@ -240,8 +242,10 @@ TEST(CliOptions, ProgramsInADirectoryAreNotLibraryFiles) {
   std::string dir = std::filesystem::path(app("vector_add_multi")).parent_path().string();
   ProcessResult r = cli({"check", "-q", "--target", "mi300x", dir});
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find("error HG201 [gfx942:sramecc+:xnack-] " + app("vector_add_multi") + ": "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("error HG201 [gfx942:sramecc+:xnack-] " + app("vector_add_gfx90a") + ": "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("error HG201 [gfx942:sramecc+:xnack-] " + app("vector_add_multi") + ": "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("error HG201 [gfx942:sramecc+:xnack-] " + app("vector_add_gfx90a") + ": "), std::string::npos)
+      << r.out;
   // The dumped fat binaries (*.hipfb) beside them are the library, which has no gfx942 code.
   EXPECT_NE(r.out.find("error HG214 [gfx942:sramecc+:xnack-] " + dir + ": "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("vector_add_multi.hipfb: no code object"), std::string::npos) << r.out;
@@ -262,13 +266,15 @@ TEST(CliOptions, QuietAndVerbose) {
   EXPECT_EQ(lines_with(normal.out, "error HG201").size(), 1u);
   EXPECT_NE(normal.out.find("[111 of 111 fat binaries]"), std::string::npos);
   EXPECT_EQ(lines_with(verbose.out, "error HG201").size(), 111u);
-  EXPECT_EQ(lines_with(verbose.out, "error HG201 [gfx942:sramecc+:xnack-] " + kRocsparse + " [.hip_fatbin bundle 37/111 @0x")
-                .size(),
-            1u);
+  EXPECT_EQ(
+      lines_with(verbose.out, "error HG201 [gfx942:sramecc+:xnack-] " + kRocsparse + " [.hip_fatbin bundle 37/111 @0x")
+          .size(),
+      1u);
   // inspect -q: no kernel tables; run -q / -v set the shim's log level.
   ProcessResult iq = cli({"inspect", "-q", kRocsparse});
   EXPECT_EQ(iq.out.find("LDS        SCRATCH"), std::string::npos);
-  EXPECT_EQ(lines_with(iq.out, "    code object ").size(), lines_with(cli({"inspect", kRocsparse}).out, "    code object ").size());
+  EXPECT_EQ(lines_with(iq.out, "    code object ").size(),
+            lines_with(cli({"inspect", kRocsparse}).out, "    code object ").size());
   ProcessResult rv = cli({"run", "-v", "--", "/usr/bin/env"});
   EXPECT_EQ(lines_with(rv.out, "HIPGUARD_LOG_LEVEL=debug").size(), 1u) << rv.out;
   EXPECT_NE(rv.err.find("hipguard: LD_PRELOAD="), std::string::npos) << rv.err;
@@ -282,12 +288,14 @@ TEST(CliInspectOptions, TargetShowsTheSelectionAndWhy) {
   REQUIRE_APP("vector_add_xnack_on");
   ProcessResult r = cli({"inspect", "--target", "gfx90a", "--target", "mi300x", app("arch_guarded")});
   EXPECT_EQ(r.status, 0) << "inspect describes: " << r.err;
-  EXPECT_EQ(lines_with(r.out, "target gfx90a:sramecc+:xnack- (gfx90a as shipped in MI210, MI250, MI250X): selects "
-                              "hipv4-amdgcn-amd-amdhsa--gfx90a (native), 2 kernel(s): can run")
+  EXPECT_EQ(lines_with(r.out,
+                       "target gfx90a:sramecc+:xnack- (gfx90a as shipped in MI210, MI250, MI250X): selects "
+                       "hipv4-amdgcn-amd-amdhsa--gfx90a (native), 2 kernel(s): can run")
                 .size(),
             1u)
       << r.out;
-  EXPECT_EQ(lines_with(r.out, "target gfx942:sramecc+:xnack- (mi300x): selects nothing: cannot run").size(), 1u) << r.out;
+  EXPECT_EQ(lines_with(r.out, "target gfx942:sramecc+:xnack- (mi300x): selects nothing: cannot run").size(), 1u)
+      << r.out;
   EXPECT_EQ(lines_with(r.out, "other processor: code object is for gfx1030, device is gfx90a").size(), 1u) << r.out;
   EXPECT_EQ(lines_with(r.out, "error HG201 [gfx942:sramecc+:xnack-]").size(), 1u) << r.out;
   // Every code object is still listed (not only the selected one).
@@ -318,7 +326,8 @@ TEST(CliInspectOptions, SortOrdersEveryKernelTable) {
   for (const auto& t : unsorted) rows += t.size();
   // Columns: LDS SCRATCH WAVE VGPR/AGPR SGPR WG KERNARG KERNEL
   auto num = [](const std::string& s) { return std::stoull(s.substr(0, s.find_first_of("/+"))); };
-  for (const auto& [key, col] : std::vector<std::pair<std::string, size_t>>{{"lds", 0}, {"scratch", 1}, {"vgpr", 3}, {"name", 7}}) {
+  for (const auto& [key, col] :
+       std::vector<std::pair<std::string, size_t>>{{"lds", 0}, {"scratch", 1}, {"vgpr", 3}, {"name", 7}}) {
     ProcessResult r = cli({"inspect", "--sort", key, kRocsparse});
     ASSERT_EQ(r.status, 0);
     auto tables = kernel_tables(r.out);
@@ -360,9 +369,13 @@ TEST(CliInspectOptions, FileOffsetsPointAtTheBytes) {
       if (at == std::string::npos) continue;
       uint64_t off = std::stoull(line.substr(at + 12));
       if (line.find("    entry hipv4-amdgcn") == 0) {
-        EXPECT_EQ(bytes_at(f, off, 4), "\x7f" "ELF") << f << ": " << line;
+        EXPECT_EQ(bytes_at(f, off, 4),
+                  "\x7f"
+                  "ELF")
+            << f << ": " << line;
         ++entries;
-      } else if (line.find("  ") == 0 && line.find("bundle") != std::string::npos && line.find("entry") == std::string::npos) {
+      } else if (line.find("  ") == 0 && line.find("bundle") != std::string::npos &&
+                 line.find("entry") == std::string::npos) {
         EXPECT_EQ(bytes_at(f, off, 24), "__CLANG_OFFLOAD_BUNDLE__") << f << ": " << line;
         ++bundles;
       }
@@ -370,8 +383,8 @@ TEST(CliInspectOptions, FileOffsetsPointAtTheBytes) {
     EXPECT_GT(entries, 0u) << f << "\n" << r.out.substr(0, 1000);
     EXPECT_GT(bundles, 0u) << f;
     // -v: the entries as code-object URIs, file://PATH#offset=N&size=M.
-    EXPECT_EQ(lines_with(r.out, "file://" + f + "#offset=").size(), lines_with(r.out, "    entry hipv4-").size() +
-                                                                     lines_with(r.out, "    entry hip-").size())
+    EXPECT_EQ(lines_with(r.out, "file://" + f + "#offset=").size(),
+              lines_with(r.out, "    entry hipv4-").size() + lines_with(r.out, "    entry hip-").size())
         << f;
   }
 }

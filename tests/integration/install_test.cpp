@@ -26,7 +26,6 @@ const std::string kReadelf = HIPGUARD_READELF;
 const std::string kVersion = HIPGUARD_VERSION_STRING;
 const std::string kSoname = HIPGUARD_SHIM_SONAME;
 
-
 std::vector<std::string> needed(const std::string& elf) {
   std::vector<std::string> libs;
   for (const auto& line : lines_with(run_process({kReadelf, "-d", elf}).out, "(NEEDED)")) {
@@ -46,7 +45,8 @@ void expect_runs_its_own_shim(const std::string& prefix, const std::string& libd
   ProcessResult r = run_process({prefix + "/bin/hipguard", "run", "--", "/bin/cat", "/proc/self/maps"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_FALSE(lines_with(r.out, prefix + "/" + libdir + "/libhipguard.so." + kVersion).empty())
-      << "the shim of " << prefix << " is not mapped:\n" << r.out;
+      << "the shim of " << prefix << " is not mapped:\n"
+      << r.out;
   EXPECT_TRUE(lines_with(r.out, kBuild + "/lib/").empty()) << "the build tree's shim is mapped:\n" << r.out;
   EXPECT_EQ(r.err, "") << "the shim says nothing in a process without HIP";
 }
@@ -64,9 +64,11 @@ TEST(ShimLibrary, VersionedSonameAndFewDependencies) {
   for (const auto& lib : needed(kShim)) {
 #ifdef HIPGUARD_SANITIZER_RUNTIME
     // A sanitizer build of the shim needs the sanitizer's runtime too.
-    if (lib.rfind("libasan.so", 0) == 0 || lib.rfind("libubsan.so", 0) == 0 || lib.rfind("libtsan.so", 0) == 0) continue;
+    if (lib.rfind("libasan.so", 0) == 0 || lib.rfind("libubsan.so", 0) == 0 || lib.rfind("libtsan.so", 0) == 0)
+      continue;
 #endif
-    EXPECT_TRUE(lib == "libc.so.6" || lib == "libm.so.6" || lib == "ld-linux-x86-64.so.2") << "libhipguard.so needs " << lib;
+    EXPECT_TRUE(lib == "libc.so.6" || lib == "libm.so.6" || lib == "ld-linux-x86-64.so.2")
+        << "libhipguard.so needs " << lib;
   }
   for (const auto& lib : needed(kCli)) EXPECT_EQ(lib.find("tinfo"), std::string::npos) << "hipguard needs " << lib;
 }
@@ -77,9 +79,9 @@ TEST(Install, InstalledTreeRunsItsOwnShimFromAnyPrefix) {
   std::string prefix = tmp.path + "/first";
   ProcessResult inst = run_process({HIPGUARD_CMAKE, "--install", kBuild, "--prefix", prefix});
   ASSERT_EQ(inst.status, 0) << inst.out << inst.err;
-  for (const char* f : {"bin/hipguard", "share/man/man1/hipguard.1", "share/bash-completion/completions/hipguard",
-                        "share/doc/hipguard/README.md", "share/doc/hipguard/docs/diagnostics.md",
-                        "share/doc/hipguard/docs/ci.md"})
+  for (const char* f :
+       {"bin/hipguard", "share/man/man1/hipguard.1", "share/bash-completion/completions/hipguard",
+        "share/doc/hipguard/README.md", "share/doc/hipguard/docs/diagnostics.md", "share/doc/hipguard/docs/ci.md"})
     EXPECT_TRUE(fs::is_regular_file(prefix + "/" + f)) << f;
   EXPECT_TRUE(fs::is_regular_file(prefix + "/lib/libhipguard.so." + kVersion));
   EXPECT_EQ(fs::read_symlink(prefix + "/lib/" + kSoname).string(), "libhipguard.so." + kVersion);
@@ -102,12 +104,11 @@ TEST(Install, InstalledTreeRunsItsOwnShimFromAnyPrefix) {
 
 // The packages of scripts/package.sh, made by CPack from this build.
 TEST(Package, DebAndTarball) {
-  if (!exists("/usr/bin/dpkg-deb") || !exists("/usr/bin/dpkg-shlibdeps"))
-    GTEST_SKIP() << "dpkg-dev not installed";
+  if (!exists("/usr/bin/dpkg-deb") || !exists("/usr/bin/dpkg-shlibdeps")) GTEST_SKIP() << "dpkg-dev not installed";
   hgtest::TempDir tmp("hipguard-install");
   ASSERT_FALSE(tmp.path.empty());
-  ProcessResult pk = run_process({HIPGUARD_CPACK, "--config", kBuild + "/CPackConfig.cmake", "-G", "DEB;TGZ", "-B",
-                                  tmp.path});
+  ProcessResult pk =
+      run_process({HIPGUARD_CPACK, "--config", kBuild + "/CPackConfig.cmake", "-G", "DEB;TGZ", "-B", tmp.path});
   ASSERT_EQ(pk.status, 0) << pk.out << pk.err;
   std::string deb = tmp.path + "/hipguard_" + kVersion + "_amd64.deb";
   ASSERT_TRUE(exists(deb)) << pk.out;
@@ -125,9 +126,10 @@ TEST(Package, DebAndTarball) {
   EXPECT_EQ(depends.find("tinfo"), std::string::npos) << depends;
   EXPECT_EQ(depends.find("llvm"), std::string::npos) << depends;
   std::string contents = run_process({"dpkg-deb", "-c", deb}).out;
-  for (const std::string& f : std::vector<std::string>{"./usr/bin/hipguard", "./usr/lib/libhipguard.so." + kVersion,
-                        "./usr/lib/" + kSoname + " -> libhipguard.so." + kVersion, "./usr/share/man/man1/hipguard.1",
-                        "./usr/share/bash-completion/completions/hipguard", "./usr/share/doc/hipguard/README.md"})
+  for (const std::string& f : std::vector<std::string>{
+           "./usr/bin/hipguard", "./usr/lib/libhipguard.so." + kVersion,
+           "./usr/lib/" + kSoname + " -> libhipguard.so." + kVersion, "./usr/share/man/man1/hipguard.1",
+           "./usr/share/bash-completion/completions/hipguard", "./usr/share/doc/hipguard/README.md"})
     EXPECT_NE(contents.find(f), std::string::npos) << f << " not in the package:\n" << contents;
   // Stripped; the debug info is in the dbgsym package.
   std::string x = tmp.path + "/deb";

@@ -41,9 +41,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::map<s
     dup2(out_fd, 1);
     dup2(err_fd, 2);
     if (clear_hipguard_env) {
-      for (const char* v : {"HIPGUARD_TARGET", "HIPGUARD_MODE", "HIPGUARD_EXIT_CODE", "HIPGUARD_LOG_LEVEL",
-                            "HIPGUARD_SYSFS_ROOT", "HIPGUARD_REPORT", "HIPGUARD_FAIL_ON", "HIPGUARD_SHIM",
-                            "HSA_TOOLS_LIB", "LD_PRELOAD"})
+      for (const char* v :
+           {"HIPGUARD_TARGET", "HIPGUARD_MODE", "HIPGUARD_EXIT_CODE", "HIPGUARD_LOG_LEVEL", "HIPGUARD_SYSFS_ROOT",
+            "HIPGUARD_REPORT", "HIPGUARD_FAIL_ON", "HIPGUARD_SHIM", "HSA_TOOLS_LIB", "LD_PRELOAD"})
         unsetenv(v);
     }
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);

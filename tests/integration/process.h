@@ -9,9 +9,9 @@
 #include "files.h"  // tests/support: read_text, exists, TempDir
 
 struct ProcessResult {
-  int status = -1;     // exit status, or 128+signal
-  std::string out;     // stdout
-  std::string err;     // stderr
+  int status = -1;  // exit status, or 128+signal
+  std::string out;  // stdout
+  std::string err;  // stderr
 };
 
 ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},

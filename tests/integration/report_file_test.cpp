@@ -77,11 +77,10 @@ TEST_F(ReportFile, PathsThatAreNoRegularFileGetNothingAndAWarning) {
   std::set<std::string> dev_before = entries("/dev");
   std::string sub = dir_ + "/reports";
   ASSERT_EQ(mkdir(sub.c_str(), 0755), 0);
-  for (const auto& [path, kind] : std::vector<std::pair<std::string, std::string>>{
-           {"/dev/full", "a character device"},
-           {"/dev/null", "a character device"},
-           {"/dev/stdout", "a symbolic link"},
-           {sub, "a directory"}}) {
+  for (const auto& [path, kind] : std::vector<std::pair<std::string, std::string>>{{"/dev/full", "a character device"},
+                                                                                   {"/dev/null", "a character device"},
+                                                                                   {"/dev/stdout", "a symbolic link"},
+                                                                                   {sub, "a directory"}}) {
     ProcessResult r = host(path);
     EXPECT_EQ(r.status, 0) << path << ": the program's status is its own";
     auto lines = lines_with(r.err, "warning HG603 " + path + ":");
@@ -123,7 +122,8 @@ TEST_F(ReportFile, AWriteErrorIsSaid) {
 TEST_F(ReportFile, FindingsSurviveKillExitAndAbort) {
   // Before: the report was written only by an exit handler; SIGKILL, _exit
   // and abort left nothing. Now each finding is a journal line as it is said.
-  for (const auto& [end, status] : std::vector<std::pair<std::string, int>>{{"kill", 137}, {"_exit", 0}, {"abort", 134}}) {
+  for (const auto& [end, status] :
+       std::vector<std::pair<std::string, int>>{{"kill", 137}, {"_exit", 0}, {"abort", 134}}) {
     std::string report = dir_ + "/" + end + ".json";
     ProcessResult r = host(report, {{"DLOPEN_HOST_END", end}});
     EXPECT_EQ(r.status, status) << end << ": the program's own status";

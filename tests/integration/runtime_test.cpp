@@ -25,7 +25,8 @@ const std::string kFixtures = HIPGUARD_FIXTURES_DIR;
 std::string app(const std::string& name) { return kApps + "/" + name; }
 
 // Environment for a run on the simulated runtime with `gpus`; `shim` adds LD_PRELOAD.
-std::map<std::string, std::string> sim(const std::string& gpus, bool shim, std::map<std::string, std::string> extra = {}) {
+std::map<std::string, std::string> sim(const std::string& gpus, bool shim,
+                                       std::map<std::string, std::string> extra = {}) {
   extra["LD_LIBRARY_PATH"] = kSimrt;
   extra["HIPGUARD_SIM_GPUS"] = gpus;
   if (shim) extra["LD_PRELOAD"] = kShim;
@@ -115,7 +116,8 @@ TEST_F(Runtime, StaticPlusDynamicLdsTheRuntimeDoesNotCheck) {
   EXPECT_NE(strict.out.find("hipLaunchKernel(dynamic LDS 20000): 9 (hipErrorInvalidConfiguration)"), std::string::npos)
       << strict.out;
   // The same through hipLaunchKernelExC (its config carries the dynamic LDS size).
-  EXPECT_NE(strict.out.find("hipLaunchKernelExC(dynamic LDS 20000): 9 (hipErrorInvalidConfiguration)"), std::string::npos)
+  EXPECT_NE(strict.out.find("hipLaunchKernelExC(dynamic LDS 20000): 9 (hipErrorInvalidConfiguration)"),
+            std::string::npos)
       << strict.out;
   EXPECT_NE(plain.out.find("hipLaunchKernelExC(dynamic LDS 20000): 0"), std::string::npos) << plain.out;
   // And through the stream-per-thread and cooperative entry points.
@@ -176,8 +178,8 @@ TEST_F(Runtime, ModuleGetFunctionFailuresAreExplained) {
 
 TEST_F(Runtime, PerGpuFindingsWithTwoGpus) {
   // KFD fixture: GPU 0 is an MI300X (gfx942), GPU 1 an MI210 (gfx90a); the simulator has the same two.
-  std::map<std::string, std::string> env = sim(kMi300x + "," + kMi210, true,
-                                               {{"HIPGUARD_SYSFS_ROOT", kFixtures + "/sysfs/mixed"}});
+  std::map<std::string, std::string> env =
+      sim(kMi300x + "," + kMi210, true, {{"HIPGUARD_SYSFS_ROOT", kFixtures + "/sysfs/mixed"}});
   ProcessResult r = run_process({app("vector_add_gfx90a")}, env);
   auto hits = lines_with(r.err, "error HG201");
   ASSERT_EQ(hits.size(), 1u) << r.err;
@@ -232,8 +234,8 @@ TEST_F(Runtime, WarnModeIsTransparent) {
   std::vector<Case> cases = {{"vector_add_gfx90a", {}}, {"vector_add_multi", {}}, {"vector_add_xnack_on", {}},
                              {"vector_add_gfx940", {}}, {"big_lds_gfx90a", {}},   {"dyn_lds_gfx90a", {"30000"}},
                              {"arch_guarded", {}}};
-  for (const std::string gpus : {kMi300x, kMi210, std::string("gfx90a:sramecc-:xnack+"), std::string("gfx940:sramecc+:xnack-"),
-                                 std::string("gfx1030")}) {
+  for (const std::string gpus : {kMi300x, kMi210, std::string("gfx90a:sramecc-:xnack+"),
+                                 std::string("gfx940:sramecc+:xnack-"), std::string("gfx1030")}) {
     for (const auto& c : cases) {
       if (!exists(app(c.app))) continue;
       std::vector<std::string> argv = {app(c.app)};
@@ -249,7 +251,8 @@ TEST_F(Runtime, WarnModeIsTransparent) {
 TEST_F(Runtime, ModuleLaunchEntryPointsCheckStaticPlusDynamicLds) {
   // 48 KiB static + 30000 bytes dynamic > 64 KiB: the runtime never adds them up.
   std::string hipfb = app("big_lds_gfx90a.hipfb");
-  if (!exists(app("module_loader")) || !exists(hipfb)) GTEST_SKIP() << "module_loader or big_lds_gfx90a.hipfb not built";
+  if (!exists(app("module_loader")) || !exists(hipfb))
+    GTEST_SKIP() << "module_loader or big_lds_gfx90a.hipfb not built";
   std::vector<std::string> argv = {app("module_loader"), "--kernel", "_Z7lds_48kPf", "--launch", "30000", hipfb};
   const char* apis[] = {"hipModuleLaunchKernel: ", "hipExtModuleLaunchKernel: ", "hipModuleLaunchCooperativeKernel: "};
   ProcessResult plain = run_process(argv, sim(kMi210, false));
@@ -259,7 +262,8 @@ TEST_F(Runtime, ModuleLaunchEntryPointsCheckStaticPlusDynamicLds) {
   auto hits = lines_with(warn.err, "error HG306");
   ASSERT_EQ(hits.size(), 1u) << "once per kernel: " << warn.err;
   EXPECT_NE(hits[0].find("49152 bytes of static + 30000 bytes of dynamic LDS = 79152"), std::string::npos) << hits[0];
-  ProcessResult strict = run_process(argv, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"}}));
+  ProcessResult strict =
+      run_process(argv, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"}}));
   for (const char* api : apis)
     EXPECT_NE(strict.out.find(std::string(api) + "9"), std::string::npos)
         << api << "refused with hipErrorInvalidConfiguration: " << strict.out;
@@ -294,8 +298,8 @@ TEST_F(Runtime, KernelMissingFromTheSelectedCodeObject) {
   // Strict: the program runs (the runtime loads the code object at the first
   // launch, not at registration); the launch of the missing kernel is refused
   // with the runtime's own error, and the exit status says a finding failed it.
-  ProcessResult strict =
-      run_process({app("arch_guarded")}, sim(kGfx1030, true, {{"HIPGUARD_TARGET", kGfx1030}, {"HIPGUARD_MODE", "strict"}}));
+  ProcessResult strict = run_process({app("arch_guarded")},
+                                     sim(kGfx1030, true, {{"HIPGUARD_TARGET", kGfx1030}, {"HIPGUARD_MODE", "strict"}}));
   EXPECT_EQ(strict.status, 86) << strict.err;
   EXPECT_EQ(strict.out, plain.out);
   auto refused = lines_with(strict.err, "error HG502");
@@ -330,8 +334,7 @@ TEST_F(Runtime, KernelAttributeAndOccupancyCallsAreChecked) {
   ProcessResult strict =
       run_process(argv, sim(kGfx1030, true, {{"HIPGUARD_TARGET", kGfx1030}, {"HIPGUARD_MODE", "strict"}}));
   EXPECT_NE(strict.out.find("hipFuncGetAttributes everywhere: 0, last error 0"), std::string::npos) << strict.out;
-  EXPECT_NE(strict.out.find("hipFuncGetAttributes only_on_gfx90a: 98, last error 98"), std::string::npos)
-      << strict.out;
+  EXPECT_NE(strict.out.find("hipFuncGetAttributes only_on_gfx90a: 98, last error 98"), std::string::npos) << strict.out;
   EXPECT_NE(strict.out.find("hipOccupancyMaxActiveBlocksPerMultiprocessor only_on_gfx90a: 98, last error 98"),
             std::string::npos)
       << "refused before the simulator's own answer (801): " << strict.out;
@@ -434,11 +437,11 @@ TEST_F(Runtime, ForkedChildWritesItsOwnReport) {
 TEST_F(Runtime, StrictStopWritesTheReport) {
   char dir[] = "/tmp/hipguard-report-XXXXXX";
   ASSERT_TRUE(mkdtemp(dir));
-  ProcessResult r = run_process({app("vector_add_gfx90a")},
-                                sim(kMi300x, true,
-                                    {{"HIPGUARD_TARGET", kMi300x},
-                                     {"HIPGUARD_MODE", "strict"},
-                                     {"HIPGUARD_REPORT", std::string(dir) + "/s-%p.json"}}));
+  ProcessResult r =
+      run_process({app("vector_add_gfx90a")}, sim(kMi300x, true,
+                                                  {{"HIPGUARD_TARGET", kMi300x},
+                                                   {"HIPGUARD_MODE", "strict"},
+                                                   {"HIPGUARD_REPORT", std::string(dir) + "/s-%p.json"}}));
   EXPECT_EQ(r.status, 86);
   EXPECT_EQ(r.out.find("main reached"), std::string::npos) << r.out;
   auto files = files_in(dir, "s-");
@@ -500,7 +503,10 @@ TEST_F(Runtime, ConcurrentDlopenAndLaunches) {
     if (gpus == kMi300x) {
       // Each library is reported (once per file, however many threads register it).
       for (int i = 0; i < 8; ++i)
-        EXPECT_GE(lines_with(r.err, "error HG201 [" + gpus + "] " + std::string(dir) + "/libk" + std::to_string(i) + ".so").size(), 1u)
+        EXPECT_GE(
+            lines_with(r.err, "error HG201 [" + gpus + "] " + std::string(dir) + "/libk" + std::to_string(i) + ".so")
+                .size(),
+            1u)
             << r.err.substr(0, 2000);
     } else {
       EXPECT_EQ(r.err, "");
@@ -561,8 +567,8 @@ TEST_F(Runtime, ForkFromASignalHandler) {
   std::string hipfb = app("vector_add_gfx90a.hipfb");
   if (!exists(app("signal_fork_host")) || !exists(hipfb)) GTEST_SKIP() << "signal_fork_host not built";
   auto argv = [&](const char* rounds, const char* threads, const char* how) {
-    return std::vector<std::string>{"/usr/bin/timeout", "-s", "KILL", "60", app("signal_fork_host"), hipfb, rounds,
-                                    threads, how};
+    return std::vector<std::string>{
+        "/usr/bin/timeout", "-s", "KILL", "60", app("signal_fork_host"), hipfb, rounds, threads, how};
   };
   ProcessResult plain = run_process(argv("20000", "1", "-"), sim(kMi210, false));
   ASSERT_EQ(plain.status, 0) << plain.err;
@@ -574,8 +580,11 @@ TEST_F(Runtime, ForkFromASignalHandler) {
   for (Case c : {Case{"warn", "private", "20000", "1", "-"}, Case{"strict", "private", "20000", "1", "-"},
                  Case{"warn", "malloc", "20000", "1", "-"}, Case{"warn", "private", "5000", "3", "-"},
                  Case{"strict", "private", "5000", "3", "-"}, Case{"warn", "private", "5000", "1", "nested"}}) {
-    auto env = sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", c.mode}, {"HIPGUARD_HEAP", c.heap},
-                                  {"HIPGUARD_REPORT", std::string(report) + "/%p.json"}});
+    auto env = sim(kMi210, true,
+                   {{"HIPGUARD_TARGET", kMi210},
+                    {"HIPGUARD_MODE", c.mode},
+                    {"HIPGUARD_HEAP", c.heap},
+                    {"HIPGUARD_REPORT", std::string(report) + "/%p.json"}});
     env["LD_PRELOAD"] = shim;
     ProcessResult r = run_process(argv(c.rounds, c.threads, c.how), env);
     std::string what = std::string(c.mode) + ", " + c.heap + " heap, " + c.threads + " thread(s), " + c.how;
@@ -604,7 +613,8 @@ TEST_F(Runtime, ExitStatusOfAProgramThatIgnoresARefusedLaunch) {
   ProcessResult plain = run_process(over, sim(kMi210, false));
   ASSERT_EQ(plain.status, 0) << "the program ignores the errors it gets";
 
-  ProcessResult strict = run_process(over, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"}}));
+  ProcessResult strict =
+      run_process(over, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"}}));
   EXPECT_EQ(strict.status, 86) << strict.err;
   // The program's buffered output is flushed before the status changes.
   EXPECT_NE(strict.out.find("hipLaunchKernel(dynamic LDS 20000): 9 (hipErrorInvalidConfiguration)"), std::string::npos)
@@ -615,8 +625,9 @@ TEST_F(Runtime, ExitStatusOfAProgramThatIgnoresARefusedLaunch) {
   EXPECT_NE(why[0].find("strict mode; first: HG306"), std::string::npos) << why[0];
   EXPECT_NE(why[0].find("exit status 86 (HIPGUARD_EXIT_CODE)"), std::string::npos) << why[0];
 
-  ProcessResult code = run_process(over, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "STRICT"},
-                                                            {"HIPGUARD_EXIT_CODE", "42"}}));
+  ProcessResult code = run_process(
+      over,
+      sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "STRICT"}, {"HIPGUARD_EXIT_CODE", "42"}}));
   EXPECT_EQ(code.status, 42) << code.err;
 
   // A program that already fails keeps its own status, and nothing is said about it.
@@ -631,7 +642,8 @@ TEST_F(Runtime, ExitStatusOfAProgramThatIgnoresARefusedLaunch) {
   EXPECT_EQ(lines_with(warn.err, "error HG306").size(), 1u) << warn.err;
   EXPECT_EQ(lines_with(warn.err, "HG602").size(), 0u) << warn.err;
   // ...and fails like strict mode when asked to (the launch itself is forwarded).
-  ProcessResult fail_on = run_process(over, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_FAIL_ON", "Error"}}));
+  ProcessResult fail_on =
+      run_process(over, sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_FAIL_ON", "Error"}}));
   EXPECT_EQ(fail_on.status, 86) << fail_on.err;
   EXPECT_EQ(fail_on.out, plain.out);
   auto fail_why = lines_with(fail_on.err, "error HG602");
@@ -650,9 +662,9 @@ TEST_F(Runtime, ExitStatusChangeStillWritesTheReport) {
   char dir[] = "/tmp/hipguard-exitstatus-XXXXXX";
   ASSERT_TRUE(mkdtemp(dir));
   std::string report = std::string(dir) + "/run.json";
-  ProcessResult r = run_process({app("dyn_lds_gfx90a"), "20000"},
-                                sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"},
-                                                   {"HIPGUARD_REPORT", report}}));
+  ProcessResult r = run_process(
+      {app("dyn_lds_gfx90a"), "20000"},
+      sim(kMi210, true, {{"HIPGUARD_TARGET", kMi210}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_REPORT", report}}));
   std::string json = read_text(report);
   unlink(report.c_str());
   rmdir(dir);

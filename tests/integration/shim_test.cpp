@@ -30,16 +30,15 @@ const std::string kCorpus = std::string(HIPGUARD_CORPUS_DIR) + "/aiter";
 const std::string kReadelf = HIPGUARD_READELF;
 const std::string kSimrt = HIPGUARD_SIMRT_DIR;
 
-
 std::string app(const std::string& name) { return kApps + "/" + name; }
 
-#define REQUIRE_APP(name)                                                                 \
-  do {                                                                                    \
+#define REQUIRE_APP(name)                                                                               \
+  do {                                                                                                  \
     if (kApps.empty() || !exists(app(name))) GTEST_SKIP() << "hipcc test app " << name << " not built"; \
   } while (0)
 
-#define REQUIRE_CORPUS()                                                                        \
-  do {                                                                                          \
+#define REQUIRE_CORPUS()                                                                              \
+  do {                                                                                                \
     if (!exists(kCorpus)) GTEST_SKIP() << "corpus not found at " << kCorpus << " (../shared/corpus)"; \
   } while (0)
 
@@ -107,7 +106,8 @@ TEST(ShimApp, ReportsMissingCodeObjectForTarget) {
   ASSERT_EQ(hits.size(), 1u) << r.err;
   // Names the program, and lists what the bundle holds (the --offload-arch values it was built with).
   EXPECT_NE(hits[0].find(app("vector_add_multi")), std::string::npos) << hits[0];
-  for (const char* held : {"gfx90a:xnack-", "gfx940", "gfx1030"}) EXPECT_NE(hits[0].find(held), std::string::npos) << held;
+  for (const char* held : {"gfx90a:xnack-", "gfx940", "gfx1030"})
+    EXPECT_NE(hits[0].find(held), std::string::npos) << held;
   EXPECT_NE(hits[0].find("--offload-arch=gfx942"), std::string::npos) << hits[0];
 }
 
@@ -122,21 +122,21 @@ TEST(ShimApp, SilentWhenTargetIsPresent) {
 
 TEST(ShimApp, StrictModeStopsBeforeMain) {
   REQUIRE_APP("vector_add_gfx90a");
-  ProcessResult r = run_process({app("vector_add_gfx90a")},
-                                shim_env({{"HIPGUARD_TARGET", "mi300x"}, {"HIPGUARD_MODE", "strict"}}));
+  ProcessResult r =
+      run_process({app("vector_add_gfx90a")}, shim_env({{"HIPGUARD_TARGET", "mi300x"}, {"HIPGUARD_MODE", "strict"}}));
   EXPECT_EQ(r.status, 86);
   EXPECT_EQ(r.out.find("main reached"), std::string::npos) << r.out;
   EXPECT_EQ(lines_with(r.err, "error HG201 [gfx942:sramecc+:xnack-]").size(), 1u) << r.err;
   EXPECT_NE(r.err.find("strict mode: stopping"), std::string::npos);
 
-  ProcessResult custom = run_process(
-      {app("vector_add_gfx90a")},
-      shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_EXIT_CODE", "42"}}));
+  ProcessResult custom =
+      run_process({app("vector_add_gfx90a")},
+                  shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_EXIT_CODE", "42"}}));
   EXPECT_EQ(custom.status, 42);
 
   // Strict with a present target runs normally.
-  ProcessResult ok = run_process({app("vector_add_gfx90a")},
-                                 shim_env({{"HIPGUARD_TARGET", "gfx90a"}, {"HIPGUARD_MODE", "strict"}}));
+  ProcessResult ok =
+      run_process({app("vector_add_gfx90a")}, shim_env({{"HIPGUARD_TARGET", "gfx90a"}, {"HIPGUARD_MODE", "strict"}}));
   EXPECT_EQ(ok.status, 0);
   EXPECT_NE(ok.out.find("main reached"), std::string::npos);
 }
@@ -289,24 +289,26 @@ TEST(ShimSecure, SetuidProcessWritesNoReport) {
   bool plain_written = exists(std::string(dir) + "/plain.json");
   bool secure_written = exists(std::string(dir) + "/secure.json");
   run_process({"/bin/rm", "-rf", dir});
-  if (!really_secure) GTEST_SKIP() << "the setuid copy did not run AT_SECURE (nosuid mount?): " << secure.out << secure.err;
+  if (!really_secure)
+    GTEST_SKIP() << "the setuid copy did not run AT_SECURE (nosuid mount?): " << secure.out << secure.err;
 
   EXPECT_EQ(plain.status, 0) << plain.err;
   EXPECT_NE(plain.out.find("AT_SECURE=0"), std::string::npos) << plain.out;
   EXPECT_EQ(lines_with(plain.err, "error HG201 [gfx942:sramecc+:xnack-]").size(), 1u) << plain.err;
   EXPECT_TRUE(plain_written) << "control: the report is written without AT_SECURE";
   EXPECT_EQ(secure.status, 0) << secure.err;
-  EXPECT_EQ(lines_with(secure.err, "error HG201 [gfx942:sramecc+:xnack-]").size(), 1u) << "the shim ran and checked: " << secure.err;
+  EXPECT_EQ(lines_with(secure.err, "error HG201 [gfx942:sramecc+:xnack-]").size(), 1u)
+      << "the shim ran and checked: " << secure.err;
   EXPECT_FALSE(secure_written) << "HIPGUARD_REPORT must be ignored in a setuid process";
 }
 
 TEST(ShimNonHip, SilentInProcessesThatNeverTouchHip) {
-  for (std::vector<std::string> argv : std::vector<std::vector<std::string>>{
-           {"/bin/true"},
-           {"/bin/sh", "-c", "echo hello; ls / >/dev/null"},
-           {"/usr/bin/env"},
-           {"python3", "-c", "import json, ctypes; print(json.dumps([1, 2]))"},
-           {"c++", "--version"}}) {
+  for (std::vector<std::string> argv :
+       std::vector<std::vector<std::string>>{{"/bin/true"},
+                                             {"/bin/sh", "-c", "echo hello; ls / >/dev/null"},
+                                             {"/usr/bin/env"},
+                                             {"python3", "-c", "import json, ctypes; print(json.dumps([1, 2]))"},
+                                             {"c++", "--version"}}) {
     ProcessResult plain = run_process(argv, {{"HIPGUARD_TARGET", "gfx942"}});
     ProcessResult r = run_process(argv, shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_LOG_LEVEL", "debug"}}));
     EXPECT_EQ(r.status, plain.status) << argv[0];
@@ -414,7 +416,8 @@ TEST(ShimExports, ApiTableCoversTheRuntimesLoadAndLaunchSymbols) {
     ++checked;
     auto a = api.find(name);
     auto s = skip.find(name);
-    ASSERT_TRUE(a != api.end() || s != skip.end()) << name << "@" << node << " loads or launches: add it to hip_api.def";
+    ASSERT_TRUE(a != api.end() || s != skip.end())
+        << name << "@" << node << " loads or launches: add it to hip_api.def";
     EXPECT_EQ(a != api.end() ? a->second : s->second, node) << name;
   }
   EXPECT_GT(checked, 30u);
@@ -518,13 +521,14 @@ TEST(CliRun, RunsTheProgramUnderTheShim) {
 TEST(ShimApp, OffModeChangesNothingAndSaysNothing) {
   REQUIRE_APP("vector_add_gfx90a");
   ProcessResult plain = run_process({app("vector_add_gfx90a")});
-  ProcessResult r = run_process({app("vector_add_gfx90a")},
-                                shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "off"}}));
+  ProcessResult r =
+      run_process({app("vector_add_gfx90a")}, shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "off"}}));
   EXPECT_EQ(r.status, plain.status);
   EXPECT_EQ(r.out, plain.out);
   EXPECT_EQ(r.err, "");
   // Nor what warn mode says of its settings: no target (HG204), a bad one (HG601).
-  for (auto env : {shim_env({{"HIPGUARD_MODE", "off"}}), shim_env({{"HIPGUARD_TARGET", "gfx9999"}, {"HIPGUARD_MODE", "off"}})}) {
+  for (auto env :
+       {shim_env({{"HIPGUARD_MODE", "off"}}), shim_env({{"HIPGUARD_TARGET", "gfx9999"}, {"HIPGUARD_MODE", "off"}})}) {
     ProcessResult quiet = run_process({app("vector_add_gfx90a")}, env);
     EXPECT_EQ(quiet.status, plain.status);
     EXPECT_EQ(quiet.err, "");
@@ -540,8 +544,8 @@ TEST(ShimApp, UnknownLogLevelKeepsTheDefault) {
   ASSERT_EQ(bad.size(), 1u) << "said, not silently ignored: " << r.err;
   EXPECT_NE(bad[0].find("HIPGUARD_LOG_LEVEL='verbose'"), std::string::npos) << bad[0];
   EXPECT_EQ(r.status, 0) << "warn mode: the exit status is the program's";
-  ProcessResult quiet = run_process({app("vector_add_gfx90a")},
-                                    shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_LOG_LEVEL", "off"}}));
+  ProcessResult quiet =
+      run_process({app("vector_add_gfx90a")}, shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_LOG_LEVEL", "off"}}));
   EXPECT_EQ(quiet.err, "");
 }
 
@@ -549,15 +553,15 @@ TEST(ShimApp, UnknownLogLevelKeepsTheDefault) {
 
 TEST(ShimConfig, ModeIsCaseInsensitiveAndAnUnknownModeIsStrict) {
   REQUIRE_APP("vector_add_multi");
-  ProcessResult upper = run_process({app("vector_add_multi")},
-                                    shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "STRICT"}}));
+  ProcessResult upper =
+      run_process({app("vector_add_multi")}, shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "STRICT"}}));
   EXPECT_EQ(upper.status, 86) << upper.err;
   EXPECT_EQ(upper.out.find("main reached"), std::string::npos);
   EXPECT_EQ(lines_with(upper.err, "HG601").size(), 0u) << upper.err;
   // A typo is said in one line and behaves as strict: stopped, even on a program with nothing wrong.
   REQUIRE_APP("vector_add_gfx90a");
-  ProcessResult typo = run_process({app("vector_add_gfx90a")},
-                                   shim_env({{"HIPGUARD_TARGET", "gfx90a"}, {"HIPGUARD_MODE", "strcit"}}));
+  ProcessResult typo =
+      run_process({app("vector_add_gfx90a")}, shim_env({{"HIPGUARD_TARGET", "gfx90a"}, {"HIPGUARD_MODE", "strcit"}}));
   auto bad = lines_with(typo.err, "error HG601");
   ASSERT_EQ(bad.size(), 1u) << typo.err;
   EXPECT_NE(bad[0].find("HIPGUARD_MODE='strcit'"), std::string::npos) << bad[0];
@@ -569,8 +573,8 @@ TEST(ShimConfig, ModeIsCaseInsensitiveAndAnUnknownModeIsStrict) {
 
 TEST(ShimConfig, MisspelledModeVariableIsStrict) {
   REQUIRE_APP("vector_add_gfx90a");
-  ProcessResult r = run_process({app("vector_add_gfx90a")},
-                                shim_env({{"HIPGUARD_TARGET", "gfx90a"}, {"HIPGUARD_MDOE", "strict"}}));
+  ProcessResult r =
+      run_process({app("vector_add_gfx90a")}, shim_env({{"HIPGUARD_TARGET", "gfx90a"}, {"HIPGUARD_MDOE", "strict"}}));
   auto bad = lines_with(r.err, "error HG601");
   ASSERT_EQ(bad.size(), 1u) << r.err;
   EXPECT_NE(bad[0].find("HIPGUARD_MDOE is not a hipguard variable (did you mean HIPGUARD_MODE?)"), std::string::npos)
@@ -583,9 +587,9 @@ TEST(ShimConfig, RefusedSettingStopsAModuleLoaderInStrictMode) {
   if (kApps.empty() || !exists(app("module_loader"))) GTEST_SKIP() << "module_loader not built";
   REQUIRE_APP("vector_add_gfx90a.hipfb");
   // module_loader registers no fat binary: its first HIP call the shim sees is hipModuleLoad.
-  ProcessResult r = run_process({app("module_loader"), app("vector_add_gfx90a.hipfb")},
-                                shim_env({{"HIPGUARD_TARGET", "gfx90a,gfx9422"}, {"HIPGUARD_MODE", "strict"},
-                                          {"HIPGUARD_EXIT_CODE", "77"}}));
+  ProcessResult r = run_process(
+      {app("module_loader"), app("vector_add_gfx90a.hipfb")},
+      shim_env({{"HIPGUARD_TARGET", "gfx90a,gfx9422"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_EXIT_CODE", "77"}}));
   EXPECT_EQ(lines_with(r.err, "error HG206").size(), 1u) << r.err;
   EXPECT_EQ(lines_with(r.err, "at its first module load (exit status 77)").size(), 1u) << r.err;
   EXPECT_EQ(r.status, 77) << r.err;
@@ -600,26 +604,26 @@ TEST(ShimConfig, RefusedSettingStopsAModuleLoaderInStrictMode) {
 TEST(ShimConfig, ExitCodeOutOfRangeIsAnError) {
   REQUIRE_APP("vector_add_multi");
   for (const char* v : {"300", "0", "-1", "abc"}) {
-    ProcessResult r = run_process({app("vector_add_multi")}, shim_env({{"HIPGUARD_TARGET", "gfx942"},
-                                                                       {"HIPGUARD_MODE", "strict"},
-                                                                       {"HIPGUARD_EXIT_CODE", v}}));
+    ProcessResult r =
+        run_process({app("vector_add_multi")},
+                    shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_EXIT_CODE", v}}));
     auto bad = lines_with(r.err, "error HG601");
     ASSERT_EQ(bad.size(), 1u) << v << ": " << r.err;
     EXPECT_NE(bad[0].find("HIPGUARD_EXIT_CODE='" + std::string(v) + "'"), std::string::npos) << bad[0];
     EXPECT_NE(bad[0].find("from 1 to 255"), std::string::npos) << bad[0];
     EXPECT_EQ(r.status, 86) << v << ": the documented fallback, never 0";
   }
-  ProcessResult ok = run_process({app("vector_add_multi")}, shim_env({{"HIPGUARD_TARGET", "gfx942"},
-                                                                      {"HIPGUARD_MODE", "strict"},
-                                                                      {"HIPGUARD_EXIT_CODE", "7"}}));
+  ProcessResult ok =
+      run_process({app("vector_add_multi")},
+                  shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_EXIT_CODE", "7"}}));
   EXPECT_EQ(ok.status, 7) << ok.err;
 }
 
 TEST(ShimConfig, UnparsableTargetNeverMeansUncheckedInStrictMode) {
   REQUIRE_APP("vector_add_gfx90a");
   for (const char* v : {"gfx9422", " gfx942", "gfx942;gfx90a"}) {
-    ProcessResult r = run_process({app("vector_add_gfx90a")},
-                                  shim_env({{"HIPGUARD_TARGET", v}, {"HIPGUARD_MODE", "strict"}}));
+    ProcessResult r =
+        run_process({app("vector_add_gfx90a")}, shim_env({{"HIPGUARD_TARGET", v}, {"HIPGUARD_MODE", "strict"}}));
     auto bad = lines_with(r.err, "error HG206");
     ASSERT_EQ(bad.size(), 1u) << v << ": " << r.err;
     EXPECT_NE(bad[0].find("'" + std::string(v) + "'"), std::string::npos) << "names the bad item: " << bad[0];
@@ -669,11 +673,13 @@ TEST(ShimConfig, StrictExitStatusOnTheRealRuntime) {
 }
 
 TEST(ShimConfig, NonHipProcessesStaySilentWhateverTheSettings) {
-  for (std::vector<std::string> argv : std::vector<std::vector<std::string>>{
-           {"/bin/true"}, {"/bin/sh", "-c", "echo hello; exit 0"}, {"/bin/false"}}) {
+  for (std::vector<std::string> argv :
+       std::vector<std::vector<std::string>>{{"/bin/true"}, {"/bin/sh", "-c", "echo hello; exit 0"}, {"/bin/false"}}) {
     ProcessResult plain = run_process(argv);
-    ProcessResult r = run_process(argv, shim_env({{"HIPGUARD_MODE", "strcit"}, {"HIPGUARD_EXIT_CODE", "0"},
-                                                  {"HIPGUARD_TARGET", "gfx942;x"}, {"HIPGUARD_FAIL_ON", "warning"}}));
+    ProcessResult r = run_process(argv, shim_env({{"HIPGUARD_MODE", "strcit"},
+                                                  {"HIPGUARD_EXIT_CODE", "0"},
+                                                  {"HIPGUARD_TARGET", "gfx942;x"},
+                                                  {"HIPGUARD_FAIL_ON", "warning"}}));
     EXPECT_EQ(r.status, plain.status) << argv[0];
     EXPECT_EQ(r.out, plain.out) << argv[0];
     EXPECT_EQ(r.err, "") << argv[0];
@@ -730,8 +736,9 @@ TEST(ShimHotSwap, ForwardedEntryIsNamedOnlyWhenTheToolIsEnabled) {
   ProcessResult on = run_process({app("module_loader"), path},
                                  with({{"HIPGUARD_TARGET", "gfx942"}, {"HSA_TOOLS_LIB", "libhsa-hotswap.so"}}, sim));
   ProcessResult off = run_process({app("module_loader"), path}, with({{"HIPGUARD_TARGET", "gfx942"}}, sim));
-  ProcessResult other = run_process({app("module_loader"), path},
-                                    with({{"HIPGUARD_TARGET", "gfx942"}, {"HSA_TOOLS_LIB", "librocprofiler64.so"}}, sim));
+  ProcessResult other =
+      run_process({app("module_loader"), path},
+                  with({{"HIPGUARD_TARGET", "gfx942"}, {"HSA_TOOLS_LIB", "librocprofiler64.so"}}, sim));
   ProcessResult rocm52 = run_process({app("module_loader"), path},
                                      shim_env({{"HIPGUARD_TARGET", "gfx942"}, {"HSA_TOOLS_LIB", "libhsa-hotswap.so"}}));
   unlink(path.c_str());
@@ -785,9 +792,13 @@ TEST(CliRun, ShimPathWithASpaceOrAColon) {
 
 TEST(CliRun, OptionsAreValidated) {
   REQUIRE_APP("vector_add_multi");
-  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
-           {"--target", "gfx9422"}, {"--target", " gfx942"}, {"--target", "gfx942;gfx90a"},
-           {"--target", "gfx942,gfx90a"}, {"--target="}, {"--report", ""}, {"--stirct"}}) {
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{{"--target", "gfx9422"},
+                                                                             {"--target", " gfx942"},
+                                                                             {"--target", "gfx942;gfx90a"},
+                                                                             {"--target", "gfx942,gfx90a"},
+                                                                             {"--target="},
+                                                                             {"--report", ""},
+                                                                             {"--stirct"}}) {
     std::vector<std::string> argv = {kCli, "run"};
     argv.insert(argv.end(), args.begin(), args.end());
     argv.insert(argv.end(), {"--", app("vector_add_multi")});

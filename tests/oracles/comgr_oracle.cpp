@@ -77,9 +77,18 @@ std::string meta_string(amd_comgr_metadata_node_t n) {
   return s;
 }
 
-const char* kFields[] = {".symbol", ".name", ".group_segment_fixed_size", ".private_segment_fixed_size",
-                         ".kernarg_segment_size", ".kernarg_segment_align", ".vgpr_count", ".agpr_count",
-                         ".sgpr_count", ".wavefront_size", ".max_flat_workgroup_size", ".uses_dynamic_stack"};
+const char* kFields[] = {".symbol",
+                         ".name",
+                         ".group_segment_fixed_size",
+                         ".private_segment_fixed_size",
+                         ".kernarg_segment_size",
+                         ".kernarg_segment_align",
+                         ".vgpr_count",
+                         ".agpr_count",
+                         ".sgpr_count",
+                         ".wavefront_size",
+                         ".max_flat_workgroup_size",
+                         ".uses_dynamic_stack"};
 
 std::string do_meta(const std::string& bytes) {
   amd_comgr_data_t data;

@@ -59,13 +59,13 @@ std::vector<Input> fatbin_sections() {
   std::vector<Input> out;
   fs::path dir = apps_dir();
   if (dir.empty()) return out;
-  for (const char* n : {"vector_add_gfx90a", "vector_add_gfx940", "vector_add_multi", "vector_add_xnack_on", "big_lds_gfx90a",
-                        "libkernels_lib.so"}) {
+  for (const char* n : {"vector_add_gfx90a", "vector_add_gfx940", "vector_add_multi", "vector_add_xnack_on",
+                        "big_lds_gfx90a", "libkernels_lib.so"}) {
     std::error_code ec;
     if (!fs::is_regular_file(dir / n, ec)) continue;
     ByteVec file = read_bytes(dir / n);
-    auto elf = llvm::object::ELF64LEFile::create(
-        llvm::StringRef(reinterpret_cast<const char*>(file.data()), file.size()));
+    auto elf =
+        llvm::object::ELF64LEFile::create(llvm::StringRef(reinterpret_cast<const char*>(file.data()), file.size()));
     if (!elf) {
       llvm::consumeError(elf.takeError());
       continue;
@@ -93,9 +93,9 @@ std::vector<Input> fatbin_sections() {
   return out;
 }
 
-#define REQUIRE_APPS()                                                                                      \
-  do {                                                                                                      \
-    if (apps_dir().empty())                                                                                 \
+#define REQUIRE_APPS()                                                                                               \
+  do {                                                                                                               \
+    if (apps_dir().empty())                                                                                          \
       GTEST_SKIP() << "hipcc-built bundles not available (HIPGUARD_HAVE_APPS=0: hipcc not found at configure time)"; \
   } while (0)
 
@@ -156,7 +156,8 @@ void truncate_bundle(const Input& in, Failures& fail, uint64_t& parses) {
         for (uint8_t x : payload) sink = sink ^ x;
       }
     if (k < needed) {
-      if (!has_structural_error(rs) || rs.ok()) return "structural check has no HG1xx error: " + codes(rs) + summary(rs);
+      if (!has_structural_error(rs) || rs.ok())
+        return "structural check has no HG1xx error: " + codes(rs) + summary(rs);
       if (rt.verdicts[0].can_run) return "gfx90a can still run it: " + codes(rt) + summary(rt);
     } else if (codes(rt) != codes(full_t) || codes(rs) != codes(full_s)) {
       return "diagnostics differ from the whole bundle's: " + codes(rt) + " / " + codes(rs);
@@ -184,7 +185,8 @@ void flip_bundle(const Input& in, Failures& fail, uint64_t& runs) {
     if (auto p = report_problem(rs, 0); !p.empty()) return "(structural) " + p;
     for (auto& part : hipguard::split_fatbin_section(copy.bytes()))
       if (part.bundle)
-        for (const auto& e : part.bundle->entries) hipguard::entry_bytes(*part.bundle, copy.bytes().subspan(part.offset), e);
+        for (const auto& e : part.bundle->entries)
+          hipguard::entry_bytes(*part.bundle, copy.bytes().subspan(part.offset), e);
     return "";
   });
   for (const auto& [i, what] : results)
@@ -256,7 +258,8 @@ TEST(Robustness, FatbinSectionsTruncatedAndFlipped) {
     for (auto& part : hipguard::split_fatbin_section(span(in.bytes))) {
       if (!part.bundle) continue;
       ByteVec one(in.bytes.begin() + part.offset, in.bytes.begin() + part.offset + part.bundle->encoded_size);
-      for (const auto& r : bundle_layout(one).dense) layout.dense.push_back({part.offset + r.begin, part.offset + r.end});
+      for (const auto& r : bundle_layout(one).dense)
+        layout.dense.push_back({part.offset + r.begin, part.offset + r.end});
       for (const auto& r : bundle_layout(one).structural)
         layout.structural.push_back({part.offset + r.begin, part.offset + r.end});
       pos = part.offset + part.bundle->encoded_size;

@@ -50,16 +50,20 @@ TEST_P(RobustnessRegressionMsgpackKeys, MapKeysThatAreContainersAreBadMetadata) 
 
 INSTANTIATE_TEST_SUITE_P(
     Robustness, RobustnessRegressionMsgpackKeys,
-    ::testing::Values(MsgpackCase{"MapKeys", std::string_view("\x82\x80\x01\x80\x02", 5)},     // {{}:1, {}:2}
-                      MsgpackCase{"ArrayKeys", std::string_view("\x82\x90\x01\x90\x02", 5)},   // {[]:1, []:2}
-                      MsgpackCase{"MixedKeys", std::string_view("\x83\xa1k\x01\x80\x02\x80\x03", 8)}),  // {"k":1, {}:2, {}:3}
+    ::testing::Values(MsgpackCase{"MapKeys", std::string_view("\x82\x80\x01\x80\x02", 5)},    // {{}:1, {}:2}
+                      MsgpackCase{"ArrayKeys", std::string_view("\x82\x90\x01\x90\x02", 5)},  // {[]:1, []:2}
+                      MsgpackCase{"MixedKeys",
+                                  std::string_view("\x83\xa1k\x01\x80\x02\x80\x03", 8)}),  // {"k":1, {}:2, {}:3}
     [](const auto& info) { return std::string(info.param.name); });
 
 // The builder itself: a well-formed document gives a parseable object (so the
 // cases above fail for the reason they name, not because of the ELF).
 TEST(Robustness, RegressionBuilderSanity) {
   // {"amdhsa.kernels": []}
-  std::string md = "\x81\xae" "amdhsa.kernels" "\x90";
+  std::string md =
+      "\x81\xae"
+      "amdhsa.kernels"
+      "\x90";
   ByteVec elf = make_note_only_code_object(md);
   hipguard::Result<hipguard::CodeObject> co = hipguard::parse_code_object(span(elf));
   ASSERT_TRUE(co) << co.error().message;
@@ -68,12 +72,12 @@ TEST(Robustness, RegressionBuilderSanity) {
   EXPECT_FALSE(has_issue(*co, hipguard::code::kNoMetadata));
 }
 
-
 // Peak RSS growth of this process while running fn, in MiB (child processes only:
 // the peak of a fresh fork starts at the parent's size).
 template <class F>
 long peak_growth_mib(F&& fn) {
-  struct rusage before {}, after {};
+  struct rusage before {
+  }, after{};
   getrusage(RUSAGE_SELF, &before);
   fn();
   getrusage(RUSAGE_SELF, &after);
@@ -89,8 +93,14 @@ long peak_growth_mib(F&& fn) {
 // metadata (plain_msgpack, src/format/metadata.cpp) now rejects it first: expect
 // HG402 and no allocation in proportion to the claim.
 TEST(Robustness, RegressionMsgpackHugeArrayLength) {
-  for (std::string_view md : {std::string_view("\x81\xae" "amdhsa.kernels" "\xdd\xff\xff\xff\xff", 20),
-                              std::string_view("\x81\xae" "amdhsa.kernels" "\xdd\x08\x00\x00\x00", 20)}) {
+  for (std::string_view md : {std::string_view("\x81\xae"
+                                               "amdhsa.kernels"
+                                               "\xdd\xff\xff\xff\xff",
+                                               20),
+                              std::string_view("\x81\xae"
+                                               "amdhsa.kernels"
+                                               "\xdd\x08\x00\x00\x00",
+                                               20)}) {
     ByteVec elf = make_note_only_code_object(md);
     auto results = run_isolated(1, [&](uint64_t) -> std::string {
       Exact copy(elf.data(), elf.size());
@@ -98,13 +108,16 @@ TEST(Robustness, RegressionMsgpackHugeArrayLength) {
       long mib = peak_growth_mib([&] {
         hipguard::Result<hipguard::CodeObject> co = hipguard::parse_code_object(copy.bytes());
         if (!co) problem = "parse failed: " + co.error().message;
-        else if (!has_issue(*co, hipguard::code::kBadMetadata)) problem = "no HG402 for an array claiming more elements than bytes";
+        else if (!has_issue(*co, hipguard::code::kBadMetadata))
+          problem = "no HG402 for an array claiming more elements than bytes";
       });
-      if (mib > 256) problem += (problem.empty() ? "" : "; ") + std::to_string(mib) + " MiB allocated for a " +
-                                std::to_string(elf.size()) + "-byte code object";
+      if (mib > 256)
+        problem += (problem.empty() ? "" : "; ") + std::to_string(mib) + " MiB allocated for a " +
+                   std::to_string(elf.size()) + "-byte code object";
       return problem;
     });
-    for (const auto& [i, what] : results) ADD_FAILURE() << "array32 length " << std::hex << int(uint8_t(md[16])) << ": " << what;
+    for (const auto& [i, what] : results)
+      ADD_FAILURE() << "array32 length " << std::hex << int(uint8_t(md[16])) << ": " << what;
   }
 }
 
@@ -135,8 +148,8 @@ TEST(Robustness, RegressionCcobClaimedSizeAmplification) {
       if (!has_structural_error(r)) problem = "no HG1xx error: " + codes(r);
     });
     if (mib > 256)
-      problem += (problem.empty() ? "" : "; ") + std::to_string(mib) + " MiB allocated for a " + std::to_string(ccob.size()) +
-                 "-byte compressed bundle";
+      problem += (problem.empty() ? "" : "; ") + std::to_string(mib) + " MiB allocated for a " +
+                 std::to_string(ccob.size()) + "-byte compressed bundle";
     return problem;
   });
   for (const auto& [i, what] : results) ADD_FAILURE() << what;

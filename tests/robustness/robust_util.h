@@ -106,13 +106,15 @@ inline hipguard::TargetId target(std::string_view s) {
 // HG4xx (metadata).
 inline bool has_structural_error(const hipguard::ImageReport& r) {
   for (const auto& d : r.diagnostics)
-    if (d.severity == hipguard::Severity::Error && d.code.size() == 5 && (d.code[2] == '1' || d.code[2] == '4')) return true;
+    if (d.severity == hipguard::Severity::Error && d.code.size() == 5 && (d.code[2] == '1' || d.code[2] == '4'))
+      return true;
   return false;
 }
 
 inline std::string codes(const hipguard::ImageReport& r) {
   std::string s;
-  for (const auto& d : r.diagnostics) s += (s.empty() ? "" : " ") + d.code + (d.target.empty() ? "" : "[" + d.target + "]");
+  for (const auto& d : r.diagnostics)
+    s += (s.empty() ? "" : " ") + d.code + (d.target.empty() ? "" : "[" + d.target + "]");
   return s;
 }
 
@@ -292,7 +294,8 @@ inline ElfLayout elf_layout(const ByteVec& f) {
 
 // Prefix lengths to try for a file of n bytes: every offset inside `dense`
 // (and within 64 bytes of `also`, e.g. the image end), every stride-th elsewhere.
-inline std::vector<uint64_t> truncation_points(uint64_t n, const std::vector<Range>& dense, std::vector<uint64_t> also = {}) {
+inline std::vector<uint64_t> truncation_points(uint64_t n, const std::vector<Range>& dense,
+                                               std::vector<uint64_t> also = {}) {
   std::vector<uint8_t> pick(n, 0);
   uint64_t s = stride();
   for (uint64_t k = 0; k < n; k += s) pick[k] = 1;

@@ -55,8 +55,8 @@ TEST(Robustness, CorpusTruncatedAtEveryOffset) {
     for (uint64_t k : points) bytes += k;
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << "[ robustness ] " << files.size() << " code objects, " << parses << " truncated copies (" << bytes / 1048576
-            << " MiB copied), stride " << stride() << ", " << secs << " s\n";
+  std::cout << "[ robustness ] " << files.size() << " code objects, " << parses << " truncated copies ("
+            << bytes / 1048576 << " MiB copied), stride " << stride() << ", " << secs << " s\n";
   RecordProperty("truncations", std::to_string(parses));
 }
 

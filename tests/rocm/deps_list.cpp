@@ -20,10 +20,12 @@ int main(int argc, char** argv) {
   }
   hipguard::Dependencies d = hipguard::find_dependencies(file, o);
   for (const auto& x : d.objects) {
-    const char* kind = x.kind == hipguard::Dependency::Kind::Needed ? "needed"
-                       : x.kind == hipguard::Dependency::Kind::Opened ? "opened" : "kernel";
+    const char* kind = x.kind == hipguard::Dependency::Kind::Needed   ? "needed"
+                       : x.kind == hipguard::Dependency::Kind::Opened ? "opened"
+                                                                      : "kernel";
     printf("%s\t%s\t%s\t%s\n", kind, x.name.c_str(), x.path.c_str(), x.needed_by.c_str());
   }
-  for (const auto& x : d.diagnostics) printf("finding\t%s\t%s\t%s\n", x.code.c_str(), x.file.c_str(), x.message.c_str());
+  for (const auto& x : d.diagnostics)
+    printf("finding\t%s\t%s\t%s\n", x.code.c_str(), x.file.c_str(), x.message.c_str());
   return 0;
 }

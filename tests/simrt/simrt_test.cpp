@@ -29,7 +29,6 @@
 
 extern char** environ;
 
-
 namespace fs = std::filesystem;
 
 namespace {
@@ -122,10 +121,10 @@ std::map<std::string, std::string> sim_env(const std::string& gpus, const std::s
 
 std::string app(const std::string& name) { return std::string(SIMRT_APPS_DIR) + "/" + name; }
 
-#define REQUIRE_APP(name)                                                                   \
-  do {                                                                                      \
-    if (std::string(SIMRT_APPS_DIR).empty() || !fs::exists(app(name)))                      \
-      GTEST_SKIP() << "HIP test program " << (name) << " not built (no hipcc)";             \
+#define REQUIRE_APP(name)                                                       \
+  do {                                                                          \
+    if (std::string(SIMRT_APPS_DIR).empty() || !fs::exists(app(name)))          \
+      GTEST_SKIP() << "HIP test program " << (name) << " not built (no hipcc)"; \
   } while (0)
 
 // "hipLaunchKernel: 209 (hipErrorNoBinaryForGpu)" -> 209
@@ -190,8 +189,16 @@ std::map<std::string, std::string> undefined_versions(const std::string& bin) {
 // ---- crafted inputs ----------------------------------------------------------------------
 struct Msgpack {
   std::vector<uint8_t> b;
-  void map(uint32_t n) { b.push_back(0xde); b.push_back(n >> 8); b.push_back(n & 0xff); }
-  void arr(uint32_t n) { b.push_back(0xdc); b.push_back(n >> 8); b.push_back(n & 0xff); }
+  void map(uint32_t n) {
+    b.push_back(0xde);
+    b.push_back(n >> 8);
+    b.push_back(n & 0xff);
+  }
+  void arr(uint32_t n) {
+    b.push_back(0xdc);
+    b.push_back(n >> 8);
+    b.push_back(n & 0xff);
+  }
   void str(const std::string& s) {
     b.push_back(0xd9);
     b.push_back(static_cast<uint8_t>(s.size()));
@@ -248,7 +255,10 @@ std::vector<uint8_t> craft_elf(uint32_t e_flags, const std::vector<CraftKernel>&
   while (note.size() % 8) note.push_back(0);
 
   std::vector<uint8_t> elf(64, 0);
-  memcpy(elf.data(), "\x7f" "ELF", 4);
+  memcpy(elf.data(),
+         "\x7f"
+         "ELF",
+         4);
   elf[4] = 2;
   elf[5] = 1;
   elf[6] = 1;
@@ -265,10 +275,10 @@ std::vector<uint8_t> craft_elf(uint32_t e_flags, const std::vector<CraftKernel>&
   put(elf, 58, 64, 2);
   put(elf, 60, 2, 2);
   std::vector<uint8_t> sh(128, 0);
-  put(sh, 64 + 4, 7, 4);              // SHT_NOTE
-  put(sh, 64 + 24, 64, 8);            // offset
-  put(sh, 64 + 32, note.size(), 8);   // size
-  put(sh, 64 + 48, 4, 8);             // align
+  put(sh, 64 + 4, 7, 4);             // SHT_NOTE
+  put(sh, 64 + 24, 64, 8);           // offset
+  put(sh, 64 + 32, note.size(), 8);  // size
+  put(sh, 64 + 48, 4, 8);            // align
   elf.insert(elf.end(), sh.begin(), sh.end());
   return elf;
 }
@@ -391,12 +401,11 @@ TEST(Exports, VersionNodesMatchRealLibrary) {
       EXPECT_EQ(node, n->second) << name;
     }
   }
-  for (const char* must : {"__hipRegisterFatBinary", "__hipRegisterFunction", "__hipUnregisterFatBinary",
-                           "__hipPushCallConfiguration", "__hipPopCallConfiguration", "hipLaunchKernel",
-                           "hipLaunchKernel_spt", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel",
-                           "hipLaunchCooperativeKernel", "hipGetFuncBySymbol", "hipFuncGetAttributes",
-                           "hipModuleLoad", "hipModuleLoadData", "hipModuleLoadDataEx", "hipModuleGetFunction",
-                           "hipModuleUnload"})
+  for (const char* must :
+       {"__hipRegisterFatBinary", "__hipRegisterFunction", "__hipUnregisterFatBinary", "__hipPushCallConfiguration",
+        "__hipPopCallConfiguration", "hipLaunchKernel", "hipLaunchKernel_spt", "hipModuleLaunchKernel",
+        "hipExtModuleLaunchKernel", "hipLaunchCooperativeKernel", "hipGetFuncBySymbol", "hipFuncGetAttributes",
+        "hipModuleLoad", "hipModuleLoadData", "hipModuleLoadDataEx", "hipModuleGetFunction", "hipModuleUnload"})
     EXPECT_TRUE(mine.count(must)) << must;
 }
 
@@ -406,10 +415,9 @@ TEST(Exports, VersionNodeChain) {
   std::regex def(R"(Name: (hip_[0-9.]+)\s*\n\s*0x[0-9a-f]+: Parent 1: (hip_[0-9.]+))");
   std::map<std::string, std::string> parent;
   for (std::sregex_iterator it(v.begin(), v.end(), def), end; it != end; ++it) parent[(*it)[1]] = (*it)[2];
-  const std::vector<std::string> chain = {"hip_4.2", "hip_4.3", "hip_4.4", "hip_4.5", "hip_5.0",
-                                          "hip_5.1", "hip_5.2", "hip_5.3", "hip_5.5", "hip_5.6",
-                                          "hip_6.0", "hip_6.1", "hip_6.2", "hip_6.4", "hip_6.5",
-                                          "hip_7.1", "hip_7.2"};
+  const std::vector<std::string> chain = {"hip_4.2", "hip_4.3", "hip_4.4", "hip_4.5", "hip_5.0", "hip_5.1",
+                                          "hip_5.2", "hip_5.3", "hip_5.5", "hip_5.6", "hip_6.0", "hip_6.1",
+                                          "hip_6.2", "hip_6.4", "hip_6.5", "hip_7.1", "hip_7.2"};
   for (size_t i = 1; i < chain.size(); ++i) EXPECT_EQ(parent[chain[i]], chain[i - 1]) << chain[i] << "\n" << v;
   if (!std::string(SIMRT_REAL_AMDHIP64).empty()) {
     // The 5.2 part of the chain is the real library's.
@@ -574,7 +582,7 @@ TEST(Apps, Gfx940Build) {
 
 TEST(Apps, BigLdsFitsGfx90a) {
   REQUIRE_APP("big_lds_gfx90a");
-  ProcResult r = run({app("big_lds_gfx90a")}, sim_env("gfx90a:sramecc+:xnack-", "") );
+  ProcResult r = run({app("big_lds_gfx90a")}, sim_env("gfx90a:sramecc+:xnack-", ""));
   EXPECT_EQ(reported(r.out, "hipLaunchKernel"), hipSuccess) << r.out;
   // The simulator saw the 48 KiB of static LDS in the metadata.
   auto env = sim_env("gfx90a:sramecc+:xnack-");
@@ -590,8 +598,7 @@ TEST(Apps, LogOnlyWhenAsked) {
   env["HIPGUARD_SIM_LOG"] = "1";
   ProcResult r = run({app("vector_add_gfx90a")}, env);
   EXPECT_NE(r.err.find("simrt: "), std::string::npos);
-  EXPECT_NE(r.err.find("no compatible code object for amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"),
-            std::string::npos)
+  EXPECT_NE(r.err.find("no compatible code object for amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"), std::string::npos)
       << r.err;
   std::istringstream in(r.err);
   std::string line;
@@ -606,7 +613,7 @@ TEST(Apps, DlopenedHipLibrary) {
   REQUIRE_APP("libkernels_lib.so");
   REQUIRE_APP("dlopen_host");
   for (const auto& [gpu, want] : {std::pair<std::string, hipError_t>{"gfx90a:sramecc-:xnack-", hipSuccess},
-                                   {"gfx942:sramecc+:xnack-", hipErrorNoBinaryForGpu}}) {
+                                  {"gfx942:sramecc+:xnack-", hipErrorNoBinaryForGpu}}) {
     ProcResult r = run({app("dlopen_host"), app("libkernels_lib.so")}, sim_env(gpu));
     const std::string seen = "on " + gpu + ": status " + std::to_string(r.status) + "\nstdout: " + r.out +
                              "\nstderr: " + r.err.substr(0, 4000);
@@ -619,16 +626,17 @@ TEST(Apps, ModuleLoaderHipfb) {
   REQUIRE_APP("module_loader");
   REQUIRE_APP("vector_add_gfx90a.hipfb");
   const std::string k = "_Z10vector_addPKfS0_Pfi";
-  ProcResult ok = run({app("module_loader"), "--kernel", k, app("vector_add_gfx90a.hipfb")},
-               sim_env("gfx90a:sramecc-:xnack-"));
+  ProcResult ok =
+      run({app("module_loader"), "--kernel", k, app("vector_add_gfx90a.hipfb")}, sim_env("gfx90a:sramecc-:xnack-"));
   EXPECT_EQ(reported(ok.out, "hipModuleLoad [^:]*"), hipSuccess) << ok.out;
   EXPECT_EQ(reported(ok.out, "hipModuleGetFunction " + k), hipSuccess) << ok.out;
   ProcResult unknown = run({app("module_loader"), "--kernel", "no_such_kernel", app("vector_add_gfx90a.hipfb")},
-                    sim_env("gfx90a:sramecc-:xnack-"));
+                           sim_env("gfx90a:sramecc-:xnack-"));
   EXPECT_EQ(reported(unknown.out, "hipModuleGetFunction no_such_kernel"), hipErrorNotFound) << unknown.out;
   ProcResult bad = run({app("module_loader"), app("vector_add_gfx90a.hipfb")}, sim_env("gfx942:sramecc+:xnack-"));
   EXPECT_EQ(reported(bad.out, "hipModuleLoad [^:]*"), hipErrorNoBinaryForGpu) << bad.out;
-  ProcResult bad_new = run({app("module_loader"), app("vector_add_gfx90a.hipfb")}, sim_env("gfx942:sramecc+:xnack-", "new"));
+  ProcResult bad_new =
+      run({app("module_loader"), app("vector_add_gfx90a.hipfb")}, sim_env("gfx942:sramecc+:xnack-", "new"));
   EXPECT_EQ(reported(bad_new.out, "hipModuleLoad [^:]*"), hipErrorInvalidImage) << bad_new.out;
   if (fs::exists(app("vector_add_multi.hipfb"))) {
     ProcResult multi = run({app("module_loader"), "--kernel", k, app("vector_add_multi.hipfb")}, sim_env("gfx1030"));
@@ -642,9 +650,9 @@ TEST(Apps, ModuleLoaderMissingAndBadFiles) {
   fs::create_directories(dir);
   std::ofstream(dir / "empty.co").close();
   std::ofstream(dir / "garbage.co") << "this is not a code object, not even close";
-  ProcResult r = run({app("module_loader"), (dir / "missing.co").string(), (dir / "empty.co").string(),
-               (dir / "garbage.co").string()},
-              sim_env("gfx942:sramecc+:xnack-"));
+  ProcResult r = run(
+      {app("module_loader"), (dir / "missing.co").string(), (dir / "empty.co").string(), (dir / "garbage.co").string()},
+      sim_env("gfx942:sramecc+:xnack-"));
   fs::remove_all(dir);
   EXPECT_EQ(reported(r.out, "missing.co"), hipErrorFileNotFound) << r.out;
   EXPECT_EQ(reported(r.out, "empty.co"), hipErrorInvalidImage) << r.out;
@@ -882,8 +890,7 @@ TEST_F(Direct, ModuleLaunchLdsRules) {
   EXPECT_EQ(hipModuleLaunchKernel(small, 1, 1, 1, 64, 1, 1, 0, nullptr, nullptr, nullptr), hipSuccess);
   EXPECT_EQ(hipModuleLaunchKernel(small, 1, 1, 1, 64, 1, 1, 65536, nullptr, nullptr, nullptr), hipSuccess);
   // Dynamic LDS above the device's: hipErrorInvalidValue (module path).
-  EXPECT_EQ(hipModuleLaunchKernel(small, 1, 1, 1, 64, 1, 1, 65537, nullptr, nullptr, nullptr),
-            hipErrorInvalidValue);
+  EXPECT_EQ(hipModuleLaunchKernel(small, 1, 1, 1, 64, 1, 1, 65537, nullptr, nullptr, nullptr), hipErrorInvalidValue);
   EXPECT_EQ(hipExtModuleLaunchKernel(small, 64, 1, 1, 64, 1, 1, 65537, nullptr, nullptr, nullptr, nullptr, nullptr, 0),
             hipErrorInvalidValue);
   EXPECT_EQ(hipModuleLaunchCooperativeKernel(small, 1, 1, 1, 64, 1, 1, 65537, nullptr, nullptr),
@@ -982,8 +989,8 @@ TEST_F(Direct, AStubRegisteredAgainKeepsItsFirstRegistration) {
   auto first = register_fatbin(craft_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", fits}}), {"_Z1kv"});
   auto second = register_fatbin(craft_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", too_big}}), {});
   const void* k = first->key(0);
-  __hipRegisterFunction(second->handle, k, const_cast<char*>("_Z1kv"), "_Z1kv", -1, nullptr, nullptr, nullptr,
-                        nullptr, nullptr);
+  __hipRegisterFunction(second->handle, k, const_cast<char*>("_Z1kv"), "_Z1kv", -1, nullptr, nullptr, nullptr, nullptr,
+                        nullptr);
   EXPECT_EQ(hipLaunchKernel(k, dim3(1), dim3(64), nullptr, 0, nullptr), hipSuccess);
   __hipUnregisterFatBinary(first->handle);
   EXPECT_EQ(hipLaunchKernel(k, dim3(1), dim3(64), nullptr, 0, nullptr), hipErrorInvalidDeviceFunction);
@@ -993,9 +1000,9 @@ TEST_F(Direct, AStubRegisteredAgainKeepsItsFirstRegistration) {
 TEST_F(Direct, StaticLaunchRules) {
   auto e942 = craft_elf(0x4c | kAnyAny, {{"_Z5smallv", 512}, {"_Z3bigv", 70000}});
   auto e90a = craft_elf(0x3f | 0x300 | 0x400, {{"_Z5smallv", 512}, {"_Z3bigv", 512}});
-  auto r = register_fatbin(craft_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", e942},
-                                         {"hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", e90a}}),
-                           {"_Z5smallv", "_Z3bigv", "_Z7missingv"});
+  auto r = register_fatbin(
+      craft_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", e942}, {"hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", e90a}}),
+      {"_Z5smallv", "_Z3bigv", "_Z7missingv"});
   const void* small = r->key(0);
   const void* big = r->key(1);
   const void* missing = r->key(2);
@@ -1048,7 +1055,10 @@ TEST_F(Direct, ConcurrentCallsAreSafe) {
         if (hipLaunchKernel(r->key(0), dim3(1), dim3(64), nullptr, 0, nullptr) != hipErrorIllegalState) ++wrong;
         if (hipLaunchKernel(r->key(1), dim3(1), dim3(64), nullptr, 0, nullptr) != hipSuccess) ++wrong;
         hipModule_t m = nullptr;
-        if (hipModuleLoadData(&m, elf.data()) != hipSuccess) { ++wrong; continue; }
+        if (hipModuleLoadData(&m, elf.data()) != hipSuccess) {
+          ++wrong;
+          continue;
+        }
         hipFunction_t f = nullptr;
         if (hipModuleGetFunction(&f, m, (t % 2) ? "_Z1kv" : "_Z1jv") != hipSuccess) ++wrong;
         if (hipModuleUnload(m) != hipSuccess) ++wrong;
@@ -1104,7 +1114,8 @@ TEST(ClrNew, RunsInChildProcess) {
 class ClrNewChild : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!child_is_clr_new()) GTEST_SKIP() << "runs only in the HIPGUARD_SIM_CLR=new child (see ClrNew.RunsInChildProcess)";
+    if (!child_is_clr_new())
+      GTEST_SKIP() << "runs only in the HIPGUARD_SIM_CLR=new child (see ClrNew.RunsInChildProcess)";
     ASSERT_EQ(hipSetDevice(kGfx942), hipSuccess);
   }
 };
@@ -1136,9 +1147,9 @@ TEST_F(ClrNewChild, GenericFallbackAndNativeFirst) {
   auto gen_v0 = craft_elf(0x5f | kAnyAny, {{"_Z1kv", 300}}, 4);
   auto native = craft_elf(0x4c | kAnyAny, {{"_Z1kv", 100}});
   // Native wins even when the generic entry comes first in the file.
-  auto both = register_fatbin(craft_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx9-4-generic", gen},
-                                            {"hipv4-amdgcn-amd-amdhsa--gfx942", native}}),
-                              {"_Z1kv"});
+  auto both = register_fatbin(
+      craft_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx9-4-generic", gen}, {"hipv4-amdgcn-amd-amdhsa--gfx942", native}}),
+      {"_Z1kv"});
   hipFuncAttributes a{};
   ASSERT_EQ(hipFuncGetAttributes(&a, both->key(0)), hipSuccess);
   EXPECT_EQ(a.sharedSizeBytes, 100u);

@@ -1,4 +1,5 @@
-// In-memory archives written with libarchive's writer: the .deb, .tar.*, .zip and .a inputs of the tests and fuzz seeds.
+// In-memory archives written with libarchive's writer: the .deb, .tar.*, .zip and .a inputs of the tests and fuzz
+// seeds.
 #pragma once
 
 #include <string>

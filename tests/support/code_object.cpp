@@ -155,7 +155,8 @@ ByteVec make_code_object(const CodeObjectSpec& spec) {
     put<uint64_t>(syms, base + 16, size);
   };
   for (size_t i = 0; i < spec.kernels.size(); ++i) {
-    if (spec.kernels[i].descriptor) add_sym(spec.kernels[i].name + ".kd", 1 /*STT_OBJECT*/, rodata_index, kd_addr[i], 64);
+    if (spec.kernels[i].descriptor)
+      add_sym(spec.kernels[i].name + ".kd", 1 /*STT_OBJECT*/, rodata_index, kd_addr[i], 64);
   }
   for (size_t i = 0; i < funcs.size(); ++i) add_sym(funcs[i], 2 /*STT_FUNC*/, text_index, text.addr + 256 * i, 256);
   pad_to(out, 8);
@@ -207,14 +208,21 @@ ByteVec make_code_object(const CodeObjectSpec& spec) {
   }
 
   // ELF header.
-  const uint8_t ident[16] = {0x7f, 'E', 'L', 'F', 2 /*ELFCLASS64*/, 1 /*LSB*/, 1 /*EV_CURRENT*/, spec.osabi,
+  const uint8_t ident[16] = {0x7f,
+                             'E',
+                             'L',
+                             'F',
+                             2 /*ELFCLASS64*/,
+                             1 /*LSB*/,
+                             1 /*EV_CURRENT*/,
+                             spec.osabi,
                              static_cast<uint8_t>(spec.version - 2)};
   std::memcpy(out.data(), ident, 16);
   put<uint16_t>(out, 16, 3);  // ET_DYN
   put<uint16_t>(out, 18, spec.machine);
   put<uint32_t>(out, 20, 1);
-  put<uint64_t>(out, 24, 0);     // e_entry
-  put<uint64_t>(out, 32, 0);     // e_phoff
+  put<uint64_t>(out, 24, 0);  // e_entry
+  put<uint64_t>(out, 32, 0);  // e_phoff
   put<uint64_t>(out, 40, shoff);
   put<uint32_t>(out, 48, spec.mach | spec.features | (spec.generic_version << 24));
   put<uint16_t>(out, 52, 64);

@@ -46,18 +46,18 @@ struct KernelSpec {
 };
 
 struct CodeObjectSpec {
-  uint32_t mach = 0x04c;                           // gfx942
-  uint32_t features = kXnackAny | kSrameccAny;     // e_flags feature bits
-  unsigned version = 5;                            // code object version; EI_ABIVERSION = version - 2
-  unsigned generic_version = 0;                    // e_flags bits 24..31 (v6)
-  uint16_t machine = 224;                          // EM_AMDGPU
-  uint8_t osabi = 64;                              // ELFOSABI_AMDGPU_HSA
+  uint32_t mach = 0x04c;                        // gfx942
+  uint32_t features = kXnackAny | kSrameccAny;  // e_flags feature bits
+  unsigned version = 5;                         // code object version; EI_ABIVERSION = version - 2
+  unsigned generic_version = 0;                 // e_flags bits 24..31 (v6)
+  uint16_t machine = 224;                       // EM_AMDGPU
+  uint8_t osabi = 64;                           // ELFOSABI_AMDGPU_HSA
   std::string target = "amdgcn-amd-amdhsa--gfx942";
   std::vector<KernelSpec> kernels = {KernelSpec{}};
-  std::vector<std::string> device_functions;       // extra STT_FUNC symbols
-  bool note = true;                                // emit the NT_AMDGPU_METADATA note
-  std::optional<std::string> raw_metadata;         // note payload instead of the generated msgpack
-  std::vector<std::string> extra_notes;            // more NT_AMDGPU_METADATA payloads after it, same section
+  std::vector<std::string> device_functions;  // extra STT_FUNC symbols
+  bool note = true;                           // emit the NT_AMDGPU_METADATA note
+  std::optional<std::string> raw_metadata;    // note payload instead of the generated msgpack
+  std::vector<std::string> extra_notes;       // more NT_AMDGPU_METADATA payloads after it, same section
 };
 
 // Encodes the amdhsa metadata map as MessagePack (defined in test_util.cpp with llvm::msgpack).
@@ -71,7 +71,8 @@ ByteVec make_code_object(const CodeObjectSpec& spec);
 // NT_AMDGPU_METADATA note whose descriptor is `metadata` (any bytes), a
 // .shstrtab, and the section header table at the end (ET_DYN, EM_AMDGPU,
 // ELFOSABI_AMDGPU_HSA; EI_ABIVERSION `abi_version`, 3 = code object v5).
-ByteVec make_note_only_code_object(std::string_view metadata, uint32_t e_flags = 0x04c /*gfx942*/ | kXnackAny | kSrameccAny,
+ByteVec make_note_only_code_object(std::string_view metadata,
+                                   uint32_t e_flags = 0x04c /*gfx942*/ | kXnackAny | kSrameccAny,
                                    uint8_t abi_version = 3);
 
 }  // namespace hgtest

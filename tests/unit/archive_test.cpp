@@ -46,12 +46,13 @@ std::string fine_bundle() {
 }
 
 std::string deb(const Members& data, int data_filter = ARCHIVE_FILTER_XZ) {
-  return checked_archive(ARCHIVE_FORMAT_AR_GNU, ARCHIVE_FILTER_NONE,
-                       {{"debian-binary", "2.0\n"},
-                        {"control.tar.gz", checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP,
-                                                         {{"./control", "Package: x\n"}, {"./k.co", lds_heavy_co()}})},
-                        {data_filter == ARCHIVE_FILTER_XZ ? "data.tar.xz" : "data.tar.zst",
-                         checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, data_filter, data)}});
+  return checked_archive(
+      ARCHIVE_FORMAT_AR_GNU, ARCHIVE_FILTER_NONE,
+      {{"debian-binary", "2.0\n"},
+       {"control.tar.gz", checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP,
+                                          {{"./control", "Package: x\n"}, {"./k.co", lds_heavy_co()}})},
+       {data_filter == ARCHIVE_FILTER_XZ ? "data.tar.xz" : "data.tar.zst",
+        checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, data_filter, data)}});
 }
 
 // A temporary directory holding the test's files.
@@ -139,7 +140,8 @@ TEST(Archive, MembersAreCheckedLikeTheFilesTheyAre) {
 TEST(Archive, DebOpensItsDataTarTransparently) {
   Scratch t;
   std::string fine = str(make_code_object(CodeObjectSpec{}));
-  std::string path = t.put("pkg_1.0_amd64.deb", deb({{"./usr/", ""}, {"./usr/lib/x86_64-linux-gnu/libk.co", fine},
+  std::string path = t.put("pkg_1.0_amd64.deb", deb({{"./usr/", ""},
+                                                     {"./usr/lib/x86_64-linux-gnu/libk.co", fine},
                                                      {"./usr/share/doc/x/changelog.gz", std::string("\x1f\x8b", 2)},
                                                      {"./usr/share/doc/x/copyright", "text"}}));
   FileReport r = check_with(path, {target("gfx942")});
@@ -152,10 +154,11 @@ TEST(Archive, DebOpensItsDataTarTransparently) {
 
 TEST(Archive, NestedArchivesNameEveryLevel) {
   Scratch t;
-  std::string lib = checked_archive(ARCHIVE_FORMAT_AR_GNU, ARCHIVE_FILTER_NONE, {{"x.o", fine_bundle()}, {"y.o", "junk"}});
+  std::string lib =
+      checked_archive(ARCHIVE_FORMAT_AR_GNU, ARCHIVE_FILTER_NONE, {{"x.o", fine_bundle()}, {"y.o", "junk"}});
   std::string zip = checked_archive(ARCHIVE_FORMAT_ZIP, ARCHIVE_FILTER_NONE, {{"inner/k.co", lds_heavy_co()}});
   std::string path = t.put("out.tar.gz", checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP,
-                                                       {{"lib/libx.a", lib}, {"dist/w.whl", zip}}));
+                                                         {{"lib/libx.a", lib}, {"dist/w.whl", zip}}));
   FileReport r = check_with(path, {target("gfx942")});
   EXPECT_EQ(member_names(r), (std::vector<std::string>{path + "!lib/libx.a!x.o", path + "!dist/w.whl!inner/k.co"}));
   EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);
@@ -164,7 +167,7 @@ TEST(Archive, NestedArchivesNameEveryLevel) {
 TEST(Archive, WithoutGpuCodeIsHG107WhenNamedAndSilentOtherwise) {
   Scratch t;
   std::string path = t.put("docs.tar.gz", checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP,
-                                                        {{"a.txt", "text"}, {"b.sh", "#!/bin/sh\n"}}));
+                                                          {{"a.txt", "text"}, {"b.sh", "#!/bin/sh\n"}}));
   FileReport named = check_with(path, {target("gfx942")});
   EXPECT_TRUE(named.members.empty());
   ASSERT_TRUE(has_code(named.diagnostics, "HG107")) << dump(named.diagnostics);
@@ -177,8 +180,8 @@ TEST(Archive, WithoutGpuCodeIsHG107WhenNamedAndSilentOtherwise) {
 TEST(Archive, NotOpenedWithoutAReader) {
   // The shim passes no reader: an archive is a file without GPU code.
   Scratch t;
-  std::string path = t.put("a.tar", checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE,
-                                                  {{"k.co", lds_heavy_co()}}));
+  std::string path = t.put(
+      "a.tar", checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE, {{"k.co", lds_heavy_co()}}));
   FileReport r = check_with(path, {target("gfx942")}, nullptr);
   EXPECT_TRUE(r.members.empty());
   EXPECT_TRUE(has_code(r.diagnostics, "HG107")) << dump(r.diagnostics);
@@ -187,9 +190,9 @@ TEST(Archive, NotOpenedWithoutAReader) {
 TEST(Archive, TruncatedNeverPassesNorCrashes) {
   Scratch t;
   Members ms = {{"a/k.co", lds_heavy_co()}, {"b/b.hipfb", fine_bundle()}};
-  for (auto [name, format, filter] : {std::tuple{"t.tar.gz", ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP},
-                                      std::tuple{"t.zip", ARCHIVE_FORMAT_ZIP, ARCHIVE_FILTER_NONE},
-                                      std::tuple{"t.deb", 0, 0}}) {
+  for (auto [name, format, filter] :
+       {std::tuple{"t.tar.gz", ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP},
+        std::tuple{"t.zip", ARCHIVE_FORMAT_ZIP, ARCHIVE_FILTER_NONE}, std::tuple{"t.deb", 0, 0}}) {
     SCOPED_TRACE(name);
     std::string whole = format ? checked_archive(format, filter, ms) : deb(ms);
     size_t step = std::max<size_t>(1, whole.size() / 97);
@@ -214,7 +217,7 @@ TEST(Archive, MemberOverBudgetIsHG111NamingIt) {
   Scratch t;
   std::string co = lds_heavy_co() + std::string(16 << 10, '\0');  // larger than the bundle after it
   std::string path = t.put("big.tar.xz", checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_XZ,
-                                                       {{"big.co", co}, {"ok.hipfb", fine_bundle()}}));
+                                                         {{"big.co", co}, {"ok.hipfb", fine_bundle()}}));
   ArchiveLimits limits;
   limits.member_bytes = co.size() - 1;
   auto reader = make_archive_reader(limits);
@@ -253,7 +256,7 @@ TEST(Archive, DecompressionBombStopsAtTheTotalBudget) {
   std::string path;
   Scratch t;
   path = t.put("bomb.tar.zst", checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_ZSTD,
-                                             {{"z1", zeros}, {"z2", zeros}, {"k.co", lds_heavy_co()}}));
+                                               {{"z1", zeros}, {"z2", zeros}, {"k.co", lds_heavy_co()}}));
   ASSERT_LT(fs::file_size(path), 1u << 20);
   ArchiveLimits limits;
   limits.total_bytes = 100 << 20;
@@ -266,17 +269,18 @@ TEST(Archive, DecompressionBombStopsAtTheTotalBudget) {
   EXPECT_FALSE(has_code(r.diagnostics, "HG107")) << "not said to hold no GPU code: it was not read to the end";
   // A zip's deflated member that holds no GPU code is inflated to be passed over: counted too.
   std::string zip = t.put("bomb.zip", checked_archive(ARCHIVE_FORMAT_ZIP, ARCHIVE_FILTER_NONE,
-                                                     {{"z1", zeros}, {"z2", zeros}, {"k.co", lds_heavy_co()}}));
+                                                      {{"z1", zeros}, {"z2", zeros}, {"k.co", lds_heavy_co()}}));
   FileReport z = check_with(zip, {target("gfx942")}, reader.get());
   ASSERT_TRUE(has_code(z.diagnostics, "HG111")) << dump(z.diagnostics);
   EXPECT_NE(z.diagnostics[0].message.find(zip + "!z2"), std::string::npos) << z.diagnostics[0].message;
 }
 
 TEST(Archive, NestingBombStopsAtTheDepthLimit) {
-  std::string inner = checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP, {{"k.co", lds_heavy_co()}});
+  std::string inner =
+      checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP, {{"k.co", lds_heavy_co()}});
   for (int level = 0; level < 5; ++level)
     inner = checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP,
-                          {{"l.tar.gz", inner}, {"k" + std::to_string(level) + ".co", lds_heavy_co()}});
+                            {{"l.tar.gz", inner}, {"k" + std::to_string(level) + ".co", lds_heavy_co()}});
   Scratch t;
   std::string path = t.put("nest.tar.gz", inner);
   FileReport r = check_with(path, {target("gfx950")});
@@ -285,9 +289,9 @@ TEST(Archive, NestingBombStopsAtTheDepthLimit) {
   EXPECT_NE(r.diagnostics[0].message.find(deepest + ":"), std::string::npos) << r.diagnostics[0].message;
   EXPECT_EQ(r.diagnostics[0].value, kMaxArchiveNesting + 1);
   // The members of the levels within the limit are checked.
-  EXPECT_EQ(member_names(r), (std::vector<std::string>{path + "!l.tar.gz!l.tar.gz!l.tar.gz!k1.co",
-                                                      path + "!l.tar.gz!l.tar.gz!k2.co", path + "!l.tar.gz!k3.co",
-                                                      path + "!k4.co"}));
+  EXPECT_EQ(member_names(r),
+            (std::vector<std::string>{path + "!l.tar.gz!l.tar.gz!l.tar.gz!k1.co", path + "!l.tar.gz!l.tar.gz!k2.co",
+                                      path + "!l.tar.gz!k3.co", path + "!k4.co"}));
 }
 
 namespace {
@@ -308,7 +312,9 @@ struct Recorder : FileSink {
 
 TEST(Archive, CheckPathsDeliversMembersInInputOrderForAnyJobs) {
   Scratch t;
-  auto tar = [&](const Members& ms) { return checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP, ms); };
+  auto tar = [&](const Members& ms) {
+    return checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP, ms);
+  };
   Members many = {{"x.co", lds_heavy_co()}};  // more events than a file not yet delivered may queue
   for (int i = 0; i < 9; ++i) many.push_back({"m" + std::to_string(i) + ".hipfb", fine_bundle()});
   t.put("in/a.tar.gz", tar(many));
@@ -342,7 +348,9 @@ TEST(Archive, CheckPathsDeliversMembersInInputOrderForAnyJobs) {
   want.push_back(empty);
   EXPECT_EQ(begins, want) << "members with GPU code, then the damaged archive itself (HG113); c.zip, without GPU "
                              "code, is skipped; the directory holding only such an archive gets HG110";
-  auto has = [&](const std::string& call) { return std::find(reference.begin(), reference.end(), call) != reference.end(); };
+  auto has = [&](const std::string& call) {
+    return std::find(reference.begin(), reference.end(), call) != reference.end();
+  };
   EXPECT_TRUE(has("end " + in + "/e.tar.gz HG113"));
   EXPECT_TRUE(has("end " + empty + " HG110"));
   EXPECT_TRUE(has("image " + in + "/a.tar.gz!m8.hipfb 0"));
@@ -379,7 +387,8 @@ TEST(CliArchive, MemberNamesInEveryReportFormat) {
     t.put("installed/" + ms.back().first, ms.back().second);
   }
   const std::string installed = (t.dir / "installed").string();
-  std::string tar = t.put("kernels.tar.zst", checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_ZSTD, ms));
+  std::string tar =
+      t.put("kernels.tar.zst", checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_ZSTD, ms));
   // On gfx950 the library has nothing to load: one HG214 for it, its files counted, not errors.
   auto [rc_files, plain] = cli({"check", "--target", "gfx950", "--json", installed + "/aiter"});
   auto [rc_tar, json] = cli({"check", "--target", "gfx950", "--json", tar});
@@ -411,12 +420,13 @@ TEST(CliArchive, MemberNamesInEveryReportFormat) {
   auto [rc_text, text] = cli({"check", "--target", "gfx950", tar});
   EXPECT_NE(text.find(tar + "!aiter/ (library)"), std::string::npos) << text.substr(0, 800);
   auto [rc_sarif, sarif] = cli({"check", "--target", "gfx950", "--sarif", tar});
-  EXPECT_NE(sarif.find("kernels.tar.zst%21aiter"), std::string::npos)
-      << "a URI like any path's: '!' percent-encoded\n" << sarif.substr(0, 800);
+  EXPECT_NE(sarif.find("kernels.tar.zst%21aiter"), std::string::npos) << "a URI like any path's: '!' percent-encoded\n"
+                                                                      << sarif.substr(0, 800);
   // On gfx942 each member is a passing test case of its own.
   auto [rc_junit, junit] = cli({"check", "--target", "gfx942", "--junit", tar});
   EXPECT_EQ(rc_junit, 0);
-  for (const auto& [name, bytes] : ms) EXPECT_NE(junit.find(tar + "!" + name), std::string::npos) << junit.substr(0, 800);
+  for (const auto& [name, bytes] : ms)
+    EXPECT_NE(junit.find(tar + "!" + name), std::string::npos) << junit.substr(0, 800);
   auto [rc_inspect, inspect] = cli({"inspect", tar});
   EXPECT_EQ(rc_inspect, 0);
   EXPECT_NE(inspect.find(tar + "!" + ms[1].first), std::string::npos) << inspect.substr(0, 800);
@@ -432,7 +442,8 @@ TEST(CliArchive, ProcessorDirectoriesAtTheTopAreOneLibrary) {
   CodeObjectSpec gfx90a;
   gfx90a.mach = 0x03f;
   gfx90a.target = "amdgcn-amd-amdhsa--gfx90a";
-  Members ms = {{"gfx942/k.co", str(make_code_object(CodeObjectSpec{}))}, {"gfx90a/k.co", str(make_code_object(gfx90a))}};
+  Members ms = {{"gfx942/k.co", str(make_code_object(CodeObjectSpec{}))},
+                {"gfx90a/k.co", str(make_code_object(gfx90a))}};
   Scratch t;
   for (const auto& [name, bytes] : ms) t.put("installed/" + name, bytes);
   std::string tar = t.put("kernels.tar", checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE, ms));

@@ -56,7 +56,8 @@ long child_peak_growth_mib(F&& fn) {
     lim.rlim_cur = lim.rlim_max = 6ull << 30;
     setrlimit(RLIMIT_AS, &lim);
 #endif
-    struct rusage before {}, after {};
+    struct rusage before {
+    }, after{};
     getrusage(RUSAGE_SELF, &before);
     fn();
     getrusage(RUSAGE_SELF, &after);
@@ -169,7 +170,7 @@ TEST(Budget, ZstdWindowIsBoundedByTheClaim) {
   ByteVec head;
   append_str(head, kBundleMagic);
   append<uint64_t>(head, 0);
-  ByteVec z = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 21 << 3};  // window 2^(10+21) = 2 GiB, no content size
+  ByteVec z = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 21 << 3};        // window 2^(10+21) = 2 GiB, no content size
   uint32_t h = 1u | static_cast<uint32_t>(head.size() << 3);  // last, raw
   z.push_back(h & 0xff), z.push_back(h >> 8 & 0xff), z.push_back(h >> 16 & 0xff);
   z.insert(z.end(), head.begin(), head.end());
@@ -194,7 +195,10 @@ TEST(Budget, ZstdWindowIsBoundedByTheClaim) {
 // ---- Hostile input 2: 1 MB of metadata describing 10^6 empty kernels --------
 
 std::string empty_kernels_metadata(uint32_t n) {
-  std::string md = "\x81\xae" "amdhsa.kernels" "\xdd";
+  std::string md =
+      "\x81\xae"
+      "amdhsa.kernels"
+      "\xdd";
   for (int shift : {24, 16, 8, 0}) md.push_back(static_cast<char>(n >> shift & 0xff));
   md.append(n, '\x80');  // {} per kernel
   return md;
@@ -209,7 +213,8 @@ TEST(Budget, MillionEmptyKernelsAreCappedFindingsNotAMillionLines) {
   auto co = parse_code_object(span(v));
   ASSERT_TRUE(co) << co.error().message;
   EXPECT_LE(co->issues.size(), kMaxIssuesPerCodeObject + 1);
-  auto over = std::find_if(co->issues.begin(), co->issues.end(), [](auto& i) { return i.code == code::kBudgetExceeded; });
+  auto over =
+      std::find_if(co->issues.begin(), co->issues.end(), [](auto& i) { return i.code == code::kBudgetExceeded; });
   ASSERT_NE(over, co->issues.end());
   EXPECT_EQ(over->value, 1000000u);
   EXPECT_EQ(over->limit, kMaxKernelsPerCodeObject);

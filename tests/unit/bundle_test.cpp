@@ -81,7 +81,8 @@ TEST(Bundle, HipccRawBundleMatchesIndependentReader) {
     EXPECT_EQ(e.id, expected[i].id) << "entry " << i;
     EXPECT_EQ(e.size, expected[i].payload.size()) << e.id;
     Bytes payload = entry_bytes(*parsed, span(file), e);
-    EXPECT_TRUE(std::equal(payload.begin(), payload.end(), expected[i].payload.begin(), expected[i].payload.end())) << e.id;
+    EXPECT_TRUE(std::equal(payload.begin(), payload.end(), expected[i].payload.begin(), expected[i].payload.end()))
+        << e.id;
     end = std::max(end, e.offset + e.size);
   }
   // hipcc --genco writes exactly the bundle: it ends at the end of the last payload.
@@ -115,7 +116,8 @@ TEST(Bundle, EntryOrderIsFileOrder) {
 TEST(Bundle, EntryIdTrailingNulsAreTrimmed) {
   // comgr trims trailing NULs from entry IDs; some writers pad them.
   ByteVec co = make_code_object({});
-  ByteVec b = make_bundle({{"host-x86_64-unknown-linux-gnu", {}}, {std::string("hipv4-amdgcn-amd-amdhsa--gfx942\0\0", 34), co}});
+  ByteVec b = make_bundle(
+      {{"host-x86_64-unknown-linux-gnu", {}}, {std::string("hipv4-amdgcn-amd-amdhsa--gfx942\0\0", 34), co}});
   auto parsed = parse_bundle(span(b));
   ASSERT_TRUE(parsed) << parsed.error().message;
   EXPECT_EQ(parsed->entries[1].id, "hipv4-amdgcn-amd-amdhsa--gfx942");
@@ -150,10 +152,12 @@ TEST(Bundle, ExecutableFatbinSection) {
 TEST(Bundle, SplitSectionWithSeveralBundles) {
   // .hip_fatbin of a program linked from several TUs: bundles back to back,
   // each 4096-aligned, zero padding between them and at the end.
-  ByteVec a = make_bundle({{"host-x86_64-unknown-linux-gnu", {}}, {"hipv4-amdgcn-amd-amdhsa--gfx942", make_code_object({})}});
+  ByteVec a =
+      make_bundle({{"host-x86_64-unknown-linux-gnu", {}}, {"hipv4-amdgcn-amd-amdhsa--gfx942", make_code_object({})}});
   CodeObjectSpec s2;
   s2.kernels[0].name = "second";
-  ByteVec b = make_bundle({{"host-x86_64-unknown-linux-gnu", {}}, {"hipv4-amdgcn-amd-amdhsa--gfx942", make_code_object(s2)}});
+  ByteVec b =
+      make_bundle({{"host-x86_64-unknown-linux-gnu", {}}, {"hipv4-amdgcn-amd-amdhsa--gfx942", make_code_object(s2)}});
   ByteVec section = a;
   section.resize((section.size() + 4095) / 4096 * 4096, 0);
   size_t second = section.size();
@@ -197,9 +201,7 @@ void expect_hg104(const ByteVec& b, const char* what) {
   EXPECT_FALSE(report.ok());
 }
 
-ByteVec one_entry_bundle() {
-  return make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", make_code_object({})}});
-}
+ByteVec one_entry_bundle() { return make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx942", make_code_object({})}}); }
 
 }  // namespace
 
@@ -318,8 +320,7 @@ TEST_P(Ccob, SameEntriesAsTheUncompressedBundle) {
 }
 
 INSTANTIATE_TEST_SUITE_P(VersionsAndMethods, Ccob,
-                         ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Values(0, 1)),
-                         [](const auto& info) {
+                         ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Values(0, 1)), [](const auto& info) {
                            return "v" + std::to_string(std::get<0>(info.param)) +
                                   (std::get<1>(info.param) ? "_zstd" : "_zlib");
                          });

@@ -248,7 +248,7 @@ TEST(CorpusCheck, ObjectsForOtherProcessorsGetTheFullChecksVerdicts) {
 }
 
 TEST(Selection, RawObjectForAnotherProcessorIsNotReadPastItsDescriptors) {
-  CodeObjectSpec s;  // gfx942
+  CodeObjectSpec s;                                              // gfx942
   s.raw_metadata = std::string("\xc1\xc1\xc1 not msgpack", 15);  // HG402 when read
   ByteVec co = make_code_object(s);
   auto other = check_image(span(co), "other", {target("gfx950")}, "", Depth::ForTargets);
@@ -258,8 +258,8 @@ TEST(Selection, RawObjectForAnotherProcessorIsNotReadPastItsDescriptors) {
   EXPECT_FALSE(other.verdicts[0].can_run);
   // Asked about its own processor (alone, beside another, or with no target) it is read in full;
   // and always at Depth::Full (the shim: the GPU present may be its processor, HIPGUARD_TARGET another).
-  for (auto targets : {std::vector<TargetId>{target("gfx942")}, std::vector<TargetId>{target("gfx950"), target("gfx942")},
-                       std::vector<TargetId>{}}) {
+  for (auto targets : {std::vector<TargetId>{target("gfx942")},
+                       std::vector<TargetId>{target("gfx950"), target("gfx942")}, std::vector<TargetId>{}}) {
     auto r = check_image(span(co), "own", targets, "", Depth::ForTargets);
     EXPECT_TRUE(has_code(r.diagnostics, code::kBadMetadata)) << dump(r.diagnostics);
     EXPECT_EQ(r.code_objects.size(), 1u);
@@ -291,7 +291,8 @@ TEST(Selection, RawObjectForAnotherProcessorNamesEveryKernelOverTheLds) {
            {"zeta", 70000}, {"alpha", 1000}, {"edge", 65536}, {"mid", 100000}, {"big", 163841}})
     s.kernels.push_back(KernelSpec{.name = name, .lds = lds});
   ByteVec co = make_code_object(s);
-  auto r = check_image(span(co), "several", {target("gfx950"), target("gfx90a")}, "", Depth::ForTargets);  // 160, 64 KiB
+  auto r =
+      check_image(span(co), "several", {target("gfx950"), target("gfx90a")}, "", Depth::ForTargets);  // 160, 64 KiB
   ASSERT_TRUE(r.code_objects.empty());
   auto said = [](const ImageReport& img) {
     std::vector<std::string> out;
@@ -649,7 +650,8 @@ TEST(KernelChecks, KernargHiddenArgumentsComeLast) {
   auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
   auto d = find_diags(r.diagnostics, code::kKernargLayout);
   ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
-  EXPECT_NE(d[0]->message.find("argument 'b' at offset 16 is an explicit argument after hidden ones"), std::string::npos)
+  EXPECT_NE(d[0]->message.find("argument 'b' at offset 16 is an explicit argument after hidden ones"),
+            std::string::npos)
       << d[0]->message;
   // A hidden argument off dword alignment (scalar loads drop the two low address bits; at 12 it is read whole).
   k.args = {{"a", "global_buffer", 0, 8}, {"", "hidden_global_offset_x", 10, 8}};
@@ -782,7 +784,8 @@ TEST(Inputs, ExpandPathsReportsLoopsLongNamesAndUnreadableDirectories) {
   auto files = expand_paths({(root / "loop_a").string(), long_name, root.string()}, &problems);
   std::map<std::string, std::string> why;
   for (const auto& p : problems) why[p.path] = p.reason;
-  EXPECT_NE(why[(root / "loop_a").string()].find("symbolic links"), std::string::npos) << why[(root / "loop_a").string()];
+  EXPECT_NE(why[(root / "loop_a").string()].find("symbolic links"), std::string::npos)
+      << why[(root / "loop_a").string()];
   EXPECT_NE(why[long_name].find("too long"), std::string::npos) << why[long_name];
   EXPECT_EQ(files, std::vector<std::string>{(root / "f.co").string()});
   if (geteuid() != 0) {  // root reads any directory

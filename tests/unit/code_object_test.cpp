@@ -15,7 +15,6 @@ namespace {
 
 Result<CodeObject> parse(const ByteVec& v) { return parse_code_object(span(v)); }
 
-
 }  // namespace
 
 // ---- The AITER corpus -------------------------------------------------------
@@ -470,7 +469,8 @@ TEST(CraftedCodeObject, StreamingMetadataReader) {
 
   // A required integer missing (misspelt key) or of the wrong type: HG403 naming
   // it, and the kernel is not guessed at.
-  co = parse_doc(one_kernel_doc(0, [](Mp&) {}, ".vgpr_countX"));
+  co = parse_doc(one_kernel_doc(
+      0, [](Mp&) {}, ".vgpr_countX"));
   ASSERT_TRUE(has_issue(co, code::kBadKernelMetadata));
   co = parse_doc([] {
     std::string d = one_kernel_doc(0, [](Mp&) {});
@@ -487,9 +487,7 @@ TEST(CraftedCodeObject, StreamingMetadataReader) {
   EXPECT_TRUE(named);
 
   // An argument without .value_kind: HG403 naming the argument.
-  co = parse_doc(one_kernel_doc(1, [](Mp& m) {
-    m.str(".args").arr(1).map(2).str(".offset").u(0).str(".size").u(8);
-  }));
+  co = parse_doc(one_kernel_doc(1, [](Mp& m) { m.str(".args").arr(1).map(2).str(".offset").u(0).str(".size").u(8); }));
   EXPECT_TRUE(co.kernels.empty());
   named = false;
   for (const auto& i : co.issues)

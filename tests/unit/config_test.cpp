@@ -32,7 +32,8 @@ std::vector<const Diagnostic*> with_code(const GuardConfig& c, std::string_view 
 }
 
 // Exactly one HG601 line, naming the variable, the value and the accepted values.
-void expect_refused(const GuardConfig& c, const std::string& var, const std::string& value, const std::string& accepted) {
+void expect_refused(const GuardConfig& c, const std::string& var, const std::string& value,
+                    const std::string& accepted) {
   auto bad = with_code(c, code::kBadSetting);
   ASSERT_EQ(bad.size(), 1u) << dump(c.setup_diagnostics);
   EXPECT_EQ(bad[0]->severity, Severity::Error);
@@ -56,7 +57,8 @@ TEST(Config, DefaultsWithNothingSet) {
 }
 
 TEST(Config, ModeIsCaseInsensitive) {
-  for (const char* v : {"strict", "STRICT", "Strict"}) EXPECT_EQ(config({{"HIPGUARD_MODE", v}}).mode, Mode::Strict) << v;
+  for (const char* v : {"strict", "STRICT", "Strict"})
+    EXPECT_EQ(config({{"HIPGUARD_MODE", v}}).mode, Mode::Strict) << v;
   for (const char* v : {"warn", "WARN"}) EXPECT_EQ(config({{"HIPGUARD_MODE", v}}).mode, Mode::Warn) << v;
   for (const char* v : {"off", "Off"}) EXPECT_EQ(config({{"HIPGUARD_MODE", v}}).mode, Mode::Off) << v;
   GuardConfig s = config({{"HIPGUARD_MODE", "STRICT"}, {"HIPGUARD_TARGET", "gfx942"}});
@@ -111,11 +113,20 @@ TEST(Config, FailOn) {
 
 TEST(Config, LogLevelNamesAndAmdLogLevelNumbers) {
   std::map<std::string, LogLevel> expected = {
-      {"trace", LogLevel::Trace}, {"DEBUG", LogLevel::Debug}, {"info", LogLevel::Info}, {"Warn", LogLevel::Warn},
-      {"warning", LogLevel::Warn}, {"error", LogLevel::Error}, {"off", LogLevel::Off},
+      {"trace", LogLevel::Trace},
+      {"DEBUG", LogLevel::Debug},
+      {"info", LogLevel::Info},
+      {"Warn", LogLevel::Warn},
+      {"warning", LogLevel::Warn},
+      {"error", LogLevel::Error},
+      {"off", LogLevel::Off},
       // AMD_LOG_LEVEL: 0 off, 1 error, 2 warning, 3 info, 4 debug, 5 extra debug.
-      {"0", LogLevel::Off}, {"1", LogLevel::Error}, {"2", LogLevel::Warn}, {"3", LogLevel::Info},
-      {"4", LogLevel::Debug}, {"5", LogLevel::Trace}};
+      {"0", LogLevel::Off},
+      {"1", LogLevel::Error},
+      {"2", LogLevel::Warn},
+      {"3", LogLevel::Info},
+      {"4", LogLevel::Debug},
+      {"5", LogLevel::Trace}};
   for (const auto& [v, level] : expected) {
     GuardConfig c = config({{"HIPGUARD_LOG_LEVEL", v}, {"HIPGUARD_TARGET", "gfx942"}});
     EXPECT_EQ(c.log_level, level) << v;
@@ -242,8 +253,12 @@ TEST(Config, MisspelledVariableNamesAreSaid) {
   ASSERT_EQ(with_code(exit, code::kBadSetting).size(), 1u);
   EXPECT_NE(with_code(exit, code::kBadSetting)[0]->message.find("did you mean HIPGUARD_EXIT_CODE?"), std::string::npos);
   // Other people's HIPGUARD_ variables (the simulated runtime's, the CI script's) are not ours to judge.
-  GuardConfig others = cfg({{"HIPGUARD_SIM_GPUS", "gfx942"}, {"HIPGUARD_SMOKE_SIM", "1"}, {"HIPGUARD_SIM_LOG", "1"},
-                            {"HIPGUARD_MODE", "strict"}, {"HIPGUARD_REPORT", "r.json"}, {"HIPGUARD_HEAP", "malloc"}});
+  GuardConfig others = cfg({{"HIPGUARD_SIM_GPUS", "gfx942"},
+                            {"HIPGUARD_SMOKE_SIM", "1"},
+                            {"HIPGUARD_SIM_LOG", "1"},
+                            {"HIPGUARD_MODE", "strict"},
+                            {"HIPGUARD_REPORT", "r.json"},
+                            {"HIPGUARD_HEAP", "malloc"}});
   EXPECT_TRUE(others.setup_diagnostics.empty()) << dump(others.setup_diagnostics);
 }
 

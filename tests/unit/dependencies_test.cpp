@@ -30,8 +30,9 @@ class Deps : public ::testing::Test {
     write("src/lib.c", "int f(void) { return 0; }\n");
     write("src/main.c", "int main(void) { return 0; }\n");
     // A library whose .hip_fatbin section holds GPU code (here: bytes hipguard reads as a broken bundle).
-    write("src/gpu.c", "__attribute__((section(\".hip_fatbin\"), used)) const char fatbin[64] = "
-                       "\"__CLANG_OFFLOAD_BUNDLE__\";\nint g(void) { return 1; }\n");
+    write("src/gpu.c",
+          "__attribute__((section(\".hip_fatbin\"), used)) const char fatbin[64] = "
+          "\"__CLANG_OFFLOAD_BUNDLE__\";\nint g(void) { return 1; }\n");
   }
   void TearDown() override {
     std::error_code ec;
@@ -215,7 +216,8 @@ TEST_F(Deps, TensileDirectories) {
   build("usr/lib/x86_64-linux-gnu/librocblas.so.4", "librocblas.so.4", {});
   for (const char* f : {"Kernels.so-000-gfx90a-xnack+.hsaco", "T_gfx90a.co", "T_gfx90a.dat", "T_gfx1100.co"})
     write(std::string("usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library/") + f, "x");
-  write("usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library/gfx1200/T_gfx1200.co", "x");  // rocBLAS's per-processor directory
+  write("usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library/gfx1200/T_gfx1200.co",
+        "x");  // rocBLAS's per-processor directory
   write("usr/lib/x86_64-linux-gnu/rocblas/3.0.0/library/T_gfx90a.co", "an older major: not librocblas.so.4's");
   build("usr/lib/x86_64-linux-gnu/libhipblaslt.so.1", "libhipblaslt.so.1", {});
   build("bin/prog", "", {"usr/lib/x86_64-linux-gnu/librocblas.so.4", "usr/lib/x86_64-linux-gnu/libhipblaslt.so.1"});

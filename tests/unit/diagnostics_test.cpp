@@ -70,8 +70,8 @@ TEST(Docs, EveryCodeIsDocumented) {
   std::string text = read_text(doc);
   for (const auto& c : all_codes()) {
     // A heading per code: "## HG301 lds-over-limit (error)".
-    std::string heading = "## " + std::string(c.code) + " " + std::string(c.name) + " (" +
-                          std::string(to_string(c.severity)) + ")";
+    std::string heading =
+        "## " + std::string(c.code) + " " + std::string(c.name) + " (" + std::string(to_string(c.severity)) + ")";
     EXPECT_NE(text.find(heading), std::string::npos) << "docs/diagnostics.md lacks the heading '" << heading << "'";
   }
   // Every error says what in the runtime rejects it (or why it is hipguard's

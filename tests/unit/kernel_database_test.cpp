@@ -47,7 +47,15 @@ struct Mp {
 std::string valid_placeholder_dat() {
   Mp m;
   m.map(2).str("solutions").arr(2);
-  m.map(3).str("name").str("Cijk_A").str("index").integer(7).str("sizeMapping").map(1).str("sourceKernel").boolean(true);
+  m.map(3)
+      .str("name")
+      .str("Cijk_A")
+      .str("index")
+      .integer(7)
+      .str("sizeMapping")
+      .map(1)
+      .str("sourceKernel")
+      .boolean(true);
   m.map(2).str("name").str("Cijk_B_solution").str("kernelName").str("Cijk_B");
   m.str("library").map(1).str("type").str("Problem");
   return m.b;
@@ -91,12 +99,17 @@ TEST(KernelDatabase, EveryTruncationFailsCleanly) {
 }
 
 TEST(KernelDatabase, WrongTypesAreRejected) {
-  auto why = [](const Result<std::vector<TensileSolution>>& r) { return r ? std::string("(read)") : r.error().message; };
+  auto why = [](const Result<std::vector<TensileSolution>>& r) {
+    return r ? std::string("(read)") : r.error().message;
+  };
   EXPECT_NE(why(read_tensile_solutions(Mp().arr(0).b)).find("not a map"), std::string::npos);  // root not a map
-  EXPECT_NE(why(read_tensile_solutions(Mp().map(1).str("solutions").str("x").b)).find("not an array"), std::string::npos);
-  EXPECT_NE(why(read_tensile_solutions(Mp().map(1).str("solutions").arr(1).map(1).str("name").integer(3).b)).find("\"name\""),
+  EXPECT_NE(why(read_tensile_solutions(Mp().map(1).str("solutions").str("x").b)).find("not an array"),
             std::string::npos);
-  EXPECT_NE(why(read_tensile_solutions(Mp().map(1).integer(1).str("x").b)).find("key"), std::string::npos);  // key not a string
+  EXPECT_NE(
+      why(read_tensile_solutions(Mp().map(1).str("solutions").arr(1).map(1).str("name").integer(3).b)).find("\"name\""),
+      std::string::npos);
+  EXPECT_NE(why(read_tensile_solutions(Mp().map(1).integer(1).str("x").b)).find("key"),
+            std::string::npos);                                               // key not a string
   EXPECT_FALSE(read_tensile_solutions(Mp().map(1).str("library").map(0).b));  // no solutions
   Mp ph;
   ph.map(1).str("library").map(1).str("type").str("Placeholder");  // no value
@@ -250,8 +263,10 @@ TEST(KernelDatabase, AiterRowsAgainstRealCodeObjects) {
   ASSERT_EQ(r.targets.size(), 1u);
   EXPECT_EQ(r.targets[0].entries, 3u);
   EXPECT_EQ(r.targets[0].kernels, 1u);
-  EXPECT_NE(r.diagnostics[0].message.find("kernel registration failed for '_ZN5aiter42fmoe_fp16_pertokenFp8_g1u1_gelu_1tg_32x999E'"),
-            std::string::npos) << r.diagnostics[0].message;
+  EXPECT_NE(r.diagnostics[0].message.find(
+                "kernel registration failed for '_ZN5aiter42fmoe_fp16_pertokenFp8_g1u1_gelu_1tg_32x999E'"),
+            std::string::npos)
+      << r.diagnostics[0].message;
 }
 
 }  // namespace

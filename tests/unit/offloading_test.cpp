@@ -46,7 +46,10 @@ std::string host_object(const std::string& section) {
   sh[2].sh_addralign = 1;
   out.append(reinterpret_cast<const char*>(sh), sizeof sh);
   Elf64_Ehdr h = {};
-  std::memcpy(h.e_ident, "\x7f" "ELF", 4);
+  std::memcpy(h.e_ident,
+              "\x7f"
+              "ELF",
+              4);
   h.e_ident[EI_CLASS] = ELFCLASS64, h.e_ident[EI_DATA] = ELFDATA2LSB, h.e_ident[EI_VERSION] = EV_CURRENT;
   h.e_type = ET_REL, h.e_machine = EM_X86_64, h.e_version = EV_CURRENT;
   h.e_shoff = sh_at, h.e_ehsize = sizeof h, h.e_shentsize = sizeof(Elf64_Shdr), h.e_shnum = 3, h.e_shstrndx = 2;
@@ -70,8 +73,9 @@ TEST(Offloading, CodeObjectImagesAreCheckedLikeRawCodeObjects) {
   std::string co = str(make_code_object(spec));
   TempDir t;
   std::string raw = put(t, "k.co", co);
-  std::string obj = put(t, "k.o", host_object(offload_binary(llvm::object::IMG_Object, co, "gfx942") +
-                                               offload_binary(llvm::object::IMG_Bitcode, "BC\xc0\xde", "gfx90a")));
+  std::string obj = put(t, "k.o",
+                        host_object(offload_binary(llvm::object::IMG_Object, co, "gfx942") +
+                                    offload_binary(llvm::object::IMG_Bitcode, "BC\xc0\xde", "gfx90a")));
   FileReport want = check_file(raw, {target("gfx942")}), got = check_file(obj, {target("gfx942")});
   ASSERT_EQ(got.images.size(), 1u) << dump(got.diagnostics);
   EXPECT_EQ(got.images[0].location, ".llvm.offloading image 1 (gfx942)");
@@ -170,7 +174,8 @@ TEST(Offloading, RepeatedKeyTakesItsLastValue) {
   auto value = [&](int i) { return std::string(good.c_str() + field<uint64_t>(good, string_at + 16 * i + 8)); };
   const int arch = key(0) == "arch" ? 0 : 1, triple = 1 - arch;
   ASSERT_EQ(key(triple), "triple");
-  const std::string bad = patched<uint64_t>(good, string_at + 16 * arch, field<uint64_t>(good, string_at + 16 * triple));
+  const std::string bad =
+      patched<uint64_t>(good, string_at + 16 * arch, field<uint64_t>(good, string_at + 16 * triple));
   auto images = read(bad);
   ASSERT_TRUE(images) << images.error().message;
   ASSERT_EQ(images->size(), 1u);
@@ -197,10 +202,11 @@ TEST(Offloading, UnalignedSectionReadsTheSame) {
 
 // Images that are not AMDGPU code objects are named in words in HG107's list, never checked.
 TEST(Offloading, OtherImageKindsAreNamedInWords) {
-  const std::pair<llvm::object::ImageKind, std::string> kinds[] = {
-      {llvm::object::IMG_Object, "an object"}, {llvm::object::IMG_Bitcode, "LLVM IR"},
-      {llvm::object::IMG_Cubin, "a cubin"},    {llvm::object::IMG_Fatbinary, "a CUDA fatbin"},
-      {llvm::object::IMG_PTX, "PTX"}};
+  const std::pair<llvm::object::ImageKind, std::string> kinds[] = {{llvm::object::IMG_Object, "an object"},
+                                                                   {llvm::object::IMG_Bitcode, "LLVM IR"},
+                                                                   {llvm::object::IMG_Cubin, "a cubin"},
+                                                                   {llvm::object::IMG_Fatbinary, "a CUDA fatbin"},
+                                                                   {llvm::object::IMG_PTX, "PTX"}};
   for (const auto& [kind, words] : kinds) {
     auto images = read(offload_binary(kind, "payload", "sm_90"));
     ASSERT_TRUE(images) << words;

@@ -75,9 +75,9 @@ TEST(Target, RejectsFeatureTheProcessorLacks) {
 }
 
 TEST(Target, RejectsBadInputs) {
-  for (const char* bad : {"", "gfx", "gfx9999", "nvidia", "sm_90", "gfx942:xnack", "gfx942:xnack*", "gfx942:",
-                          "gfx942:xnack+:xnack-", "gfx942:sramecc+:sramecc+", "gfx942:foo+", "gfx942::xnack+",
-                          ":xnack+", "gfx942 "}) {
+  for (const char* bad :
+       {"", "gfx", "gfx9999", "nvidia", "sm_90", "gfx942:xnack", "gfx942:xnack*", "gfx942:", "gfx942:xnack+:xnack-",
+        "gfx942:sramecc+:sramecc+", "gfx942:foo+", "gfx942::xnack+", ":xnack+", "gfx942 "}) {
     auto t = parse_target_id(bad);
     ASSERT_FALSE(t) << "'" << bad << "' was accepted";
     EXPECT_FALSE(t.error().message.empty()) << "no error message for '" << bad << "'";
@@ -85,9 +85,7 @@ TEST(Target, RejectsBadInputs) {
   }
 }
 
-TEST(Target, ProductNamesAreNotTargetIds) {
-  EXPECT_FALSE(parse_target_id("mi300x"));
-}
+TEST(Target, ProductNamesAreNotTargetIds) { EXPECT_FALSE(parse_target_id("mi300x")); }
 
 TEST(Target, ProductAliases) {
   // AMD product -> the target ID it runs with as shipped (driver defaults: xnack
@@ -96,14 +94,22 @@ TEST(Target, ProductAliases) {
     const char* product;
     const char* processor;
     const char* shipped;
-  } cases[] = {{"mi300x", "gfx942", "gfx942:sramecc+:xnack-"}, {"mi325x", "gfx942", "gfx942:sramecc+:xnack-"},
-               {"mi300a", "gfx942", "gfx942:sramecc+:xnack-"}, {"mi355x", "gfx950", "gfx950:sramecc+:xnack-"},
-               {"mi350x", "gfx950", "gfx950:sramecc+:xnack-"}, {"mi250x", "gfx90a", "gfx90a:sramecc+:xnack-"},
-               {"mi250", "gfx90a", "gfx90a:sramecc+:xnack-"},  {"mi210", "gfx90a", "gfx90a:sramecc+:xnack-"},
-               {"mi100", "gfx908", "gfx908:sramecc+:xnack-"},  {"mi50", "gfx906", "gfx906:sramecc+:xnack-"},
-               {"radeon-vii", "gfx906", "gfx906:sramecc-:xnack-"}, {"mi25", "gfx900", "gfx900:xnack-"},
-               {"w7900", "gfx1100", "gfx1100"},                {"rx9060xt", "gfx1200", "gfx1200"},
-               {"rx9070", "gfx1201", "gfx1201"},               {"ryzen-ai-max", "gfx1151", "gfx1151"}};
+  } cases[] = {{"mi300x", "gfx942", "gfx942:sramecc+:xnack-"},
+               {"mi325x", "gfx942", "gfx942:sramecc+:xnack-"},
+               {"mi300a", "gfx942", "gfx942:sramecc+:xnack-"},
+               {"mi355x", "gfx950", "gfx950:sramecc+:xnack-"},
+               {"mi350x", "gfx950", "gfx950:sramecc+:xnack-"},
+               {"mi250x", "gfx90a", "gfx90a:sramecc+:xnack-"},
+               {"mi250", "gfx90a", "gfx90a:sramecc+:xnack-"},
+               {"mi210", "gfx90a", "gfx90a:sramecc+:xnack-"},
+               {"mi100", "gfx908", "gfx908:sramecc+:xnack-"},
+               {"mi50", "gfx906", "gfx906:sramecc+:xnack-"},
+               {"radeon-vii", "gfx906", "gfx906:sramecc-:xnack-"},
+               {"mi25", "gfx900", "gfx900:xnack-"},
+               {"w7900", "gfx1100", "gfx1100"},
+               {"rx9060xt", "gfx1200", "gfx1200"},
+               {"rx9070", "gfx1201", "gfx1201"},
+               {"ryzen-ai-max", "gfx1151", "gfx1151"}};
   for (const auto& c : cases) {
     TargetId t = must_parse(c.product);
     EXPECT_EQ(t.processor, c.processor) << c.product;
@@ -168,8 +174,8 @@ TEST(Target, ProcessorTableFacts) {
     const char* name;
     uint32_t mach;
     uint32_t lds;
-  } rows[] = {{"gfx90a", 0x03f, 65536},  {"gfx942", 0x04c, 65536},  {"gfx950", 0x04f, 163840},
-              {"gfx1030", 0x036, 65536}, {"gfx1250", 0x049, 327680}, {"gfx9-4-generic", 0x05f, 65536},
+  } rows[] = {{"gfx90a", 0x03f, 65536},         {"gfx942", 0x04c, 65536},   {"gfx950", 0x04f, 163840},
+              {"gfx1030", 0x036, 65536},        {"gfx1250", 0x049, 327680}, {"gfx9-4-generic", 0x05f, 65536},
               {"gfx10-3-generic", 0x053, 65536}};
   for (const auto& r : rows) {
     const ProcessorInfo* p = find_processor(r.name);
@@ -318,7 +324,7 @@ TEST(Target, NearestProcessorsShareTheMajorAndTheClosestMinor) {
   EXPECT_EQ(nearest_processors("gfx950", built_for), (V{"gfx942"}));
   EXPECT_EQ(nearest_processors("gfx906", built_for), (V{"gfx908", "gfx90a", "gfx90a:xnack+"}));
   EXPECT_EQ(nearest_processors("gfx1101", built_for), (V{"gfx1100"}));
-  EXPECT_EQ(nearest_processors("gfx1201", built_for), V{});   // no gfx12 code at all
-  EXPECT_EQ(nearest_processors("gfx9999", built_for), V{});   // not a processor
+  EXPECT_EQ(nearest_processors("gfx1201", built_for), V{});  // no gfx12 code at all
+  EXPECT_EQ(nearest_processors("gfx9999", built_for), V{});  // not a processor
   EXPECT_EQ(nearest_processors("gfx950", V{"gfx9999", "x"}), V{});
 }

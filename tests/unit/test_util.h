@@ -55,11 +55,11 @@ inline std::vector<fs::path> corpus_files(std::string_view prefix = "") {
   return out;
 }
 
-#define HG_REQUIRE_CORPUS()                                                                           \
-  do {                                                                                                \
-    if (!::hgtest::have_corpus())                                                                     \
-      GTEST_SKIP() << "AITER corpus not found at " << ::hgtest::corpus_dir()                          \
-                   << " (set -DHIPGUARD_CORPUS_DIR=...; CI has it at ../shared/corpus)";              \
+#define HG_REQUIRE_CORPUS()                                                              \
+  do {                                                                                   \
+    if (!::hgtest::have_corpus())                                                        \
+      GTEST_SKIP() << "AITER corpus not found at " << ::hgtest::corpus_dir()             \
+                   << " (set -DHIPGUARD_CORPUS_DIR=...; CI has it at ../shared/corpus)"; \
   } while (0)
 
 // A hipcc-built program or bundle from tests/apps, or "" when absent.
@@ -71,12 +71,12 @@ inline std::string app(std::string_view name) {
   return fs::is_regular_file(p, ec) ? p.string() : "";
 }
 
-#define HG_REQUIRE_APP(var, name)                                                                        \
-  std::string var = ::hgtest::app(name);                                                                 \
-  do {                                                                                                   \
-    if (var.empty())                                                                                     \
+#define HG_REQUIRE_APP(var, name)                                                                         \
+  std::string var = ::hgtest::app(name);                                                                  \
+  do {                                                                                                    \
+    if (var.empty())                                                                                      \
       GTEST_SKIP() << "hipcc-built " << (name) << " not available (HIPGUARD_APPS_DIR='" HIPGUARD_APPS_DIR \
-                   << "'; needs hipcc at configure time)";                                               \
+                   << "'; needs hipcc at configure time)";                                                \
   } while (0)
 
 // ---- Diagnostics -----------------------------------------------------------

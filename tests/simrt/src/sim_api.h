@@ -60,22 +60,21 @@ static_assert(offsetof(hipFunctionLaunchParams_sim, sharedMemBytes) == 32);
 extern "C" {
 void** __hipRegisterFatBinary(const void* data);
 void __hipRegisterFunction(void** modules, const void* hostFunction, char* deviceFunction, const char* deviceName,
-                           unsigned int threadLimit, uint3* tid, uint3* bid, dim3* blockDim, dim3* gridDim,
-                           int* wSize);
-void __hipRegisterVar(void** modules, void* var, char* hostVar, char* deviceVar, int ext, size_t size,
-                      int constant, int global);
+                           unsigned int threadLimit, uint3* tid, uint3* bid, dim3* blockDim, dim3* gridDim, int* wSize);
+void __hipRegisterVar(void** modules, void* var, char* hostVar, char* deviceVar, int ext, size_t size, int constant,
+                      int global);
 void __hipUnregisterFatBinary(void** modules);
 hipError_t hipGetFuncBySymbol(hipFunction_t* functionPtr, const void* symbolPtr);
 hipError_t hipModuleLaunchCooperativeKernel(hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY,
                                             unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                            unsigned int blockDimZ, unsigned int sharedMemBytes,
-                                            hipStream_t stream, void** kernelParams);
+                                            unsigned int blockDimZ, unsigned int sharedMemBytes, hipStream_t stream,
+                                            void** kernelParams);
 hipError_t hipLaunchKernelExC(const hipLaunchConfig_sim* config, const void* fPtr, void** args);
 hipError_t hipExtModuleLaunchKernel(hipFunction_t f, uint32_t globalWorkSizeX, uint32_t globalWorkSizeY,
                                     uint32_t globalWorkSizeZ, uint32_t localWorkSizeX, uint32_t localWorkSizeY,
                                     uint32_t localWorkSizeZ, size_t sharedMemBytes, hipStream_t hStream,
-                                    void** kernelParams, void** extra, hipEvent_t startEvent,
-                                    hipEvent_t stopEvent, uint32_t flags);
+                                    void** kernelParams, void** extra, hipEvent_t startEvent, hipEvent_t stopEvent,
+                                    uint32_t flags);
 hipError_t hipModuleLoadFatBinary(hipModule_t* module, const void* fatbin);
 hipError_t hipLibraryLoadData(hipLibrary_sim* library, const void* code, hipJitOption* jitOptions,
                               void** jitOptionsValues, unsigned int numJitOptions, int* libraryOptions,
@@ -91,11 +90,9 @@ hipError_t hipDrvLaunchKernelEx(const HIP_LAUNCH_CONFIG_sim* config, hipFunction
 hipError_t hipGraphAddNode(hipGraphNode_t* pGraphNode, hipGraph_t graph, const hipGraphNode_t* pDependencies,
                            size_t numDependencies, hipGraphNodeParams_sim* nodeParams);
 hipError_t hipGraphNodeSetParams(hipGraphNode_t node, hipGraphNodeParams_sim* nodeParams);
-hipError_t hipGraphExecNodeSetParams(hipGraphExec_t graphExec, hipGraphNode_t node,
-                                     hipGraphNodeParams_sim* nodeParams);
+hipError_t hipGraphExecNodeSetParams(hipGraphExec_t graphExec, hipGraphNode_t node, hipGraphNodeParams_sim* nodeParams);
 hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t* device);
 hipError_t hipGetProcAddress(const char* symbol, void** pfn, int hipVersion, uint64_t flags, void* symbolStatus);
 hipError_t hipGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags, void* driverStatus);
-hipError_t hipGetDriverEntryPoint_spt(const char* symbol, void** funcPtr, unsigned long long flags,
-                                      void* driverStatus);
+hipError_t hipGetDriverEntryPoint_spt(const char* symbol, void** funcPtr, unsigned long long flags, void* driverStatus);
 }

@@ -8,8 +8,8 @@ __attribute__((visibility("default"))) hipError_t hipExtModuleLaunchKernel(
     hipFunction_t f, uint32_t globalWorkSizeX, uint32_t globalWorkSizeY, uint32_t globalWorkSizeZ,
     uint32_t localWorkSizeX, uint32_t localWorkSizeY, uint32_t localWorkSizeZ, size_t sharedMemBytes, hipStream_t,
     void** kernelParams, void** extra, hipEvent_t, hipEvent_t, uint32_t) {
-  return simrt::ext_module_launch(f, globalWorkSizeX, globalWorkSizeY, globalWorkSizeZ, localWorkSizeX,
-                                  localWorkSizeY, localWorkSizeZ, sharedMemBytes, kernelParams, extra);
+  return simrt::ext_module_launch(f, globalWorkSizeX, globalWorkSizeY, globalWorkSizeZ, localWorkSizeX, localWorkSizeY,
+                                  localWorkSizeZ, sharedMemBytes, kernelParams, extra);
 }
 
 // hipHccModuleLaunchKernel: C++ linkage as ROCm 5.x exports it (hip_hcc.map.in
@@ -19,6 +19,6 @@ __attribute__((visibility("default"))) hipError_t hipHccModuleLaunchKernel(
     hipFunction_t f, uint32_t globalWorkSizeX, uint32_t globalWorkSizeY, uint32_t globalWorkSizeZ,
     uint32_t localWorkSizeX, uint32_t localWorkSizeY, uint32_t localWorkSizeZ, size_t sharedMemBytes, hipStream_t,
     void** kernelParams, void** extra, hipEvent_t, hipEvent_t) {
-  return simrt::ext_module_launch(f, globalWorkSizeX, globalWorkSizeY, globalWorkSizeZ, localWorkSizeX,
-                                  localWorkSizeY, localWorkSizeZ, sharedMemBytes, kernelParams, extra);
+  return simrt::ext_module_launch(f, globalWorkSizeX, globalWorkSizeY, globalWorkSizeZ, localWorkSizeX, localWorkSizeY,
+                                  localWorkSizeZ, sharedMemBytes, kernelParams, extra);
 }

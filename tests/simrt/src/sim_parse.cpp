@@ -81,9 +81,7 @@ constexpr Processor kProcessors[] = {
 };
 
 // ---- little-endian reads with bounds ---------------------------------------
-bool in_bounds(size_t avail, uint64_t off, uint64_t len) {
-  return off <= avail && len <= avail - off;
-}
+bool in_bounds(size_t avail, uint64_t off, uint64_t len) { return off <= avail && len <= avail - off; }
 uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 uint32_t rd32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
@@ -107,7 +105,11 @@ class Msgpack {
   bool read_map(uint64_t* len) {
     uint8_t b;
     if (!peek(&b)) return false;
-    if ((b & 0xf0) == 0x80) { ++pos_; *len = b & 0x0f; return true; }
+    if ((b & 0xf0) == 0x80) {
+      ++pos_;
+      *len = b & 0x0f;
+      return true;
+    }
     if (b == 0xde) return read_len(2, len);
     if (b == 0xdf) return read_len(4, len);
     return fail();
@@ -115,7 +117,11 @@ class Msgpack {
   bool read_array(uint64_t* len) {
     uint8_t b;
     if (!peek(&b)) return false;
-    if ((b & 0xf0) == 0x90) { ++pos_; *len = b & 0x0f; return true; }
+    if ((b & 0xf0) == 0x90) {
+      ++pos_;
+      *len = b & 0x0f;
+      return true;
+    }
     if (b == 0xdc) return read_len(2, len);
     if (b == 0xdd) return read_len(4, len);
     return fail();
@@ -125,11 +131,16 @@ class Msgpack {
     uint8_t b;
     if (!peek(&b)) return false;
     uint64_t len = 0;
-    if ((b & 0xe0) == 0xa0) { ++pos_; len = b & 0x1f; }
-    else if (b == 0xd9 || b == 0xc4) { if (!read_len(1, &len)) return false; }
-    else if (b == 0xda || b == 0xc5) { if (!read_len(2, &len)) return false; }
-    else if (b == 0xdb || b == 0xc6) { if (!read_len(4, &len)) return false; }
-    else return false;
+    if ((b & 0xe0) == 0xa0) {
+      ++pos_;
+      len = b & 0x1f;
+    } else if (b == 0xd9 || b == 0xc4) {
+      if (!read_len(1, &len)) return false;
+    } else if (b == 0xda || b == 0xc5) {
+      if (!read_len(2, &len)) return false;
+    } else if (b == 0xdb || b == 0xc6) {
+      if (!read_len(4, &len)) return false;
+    } else return false;
     if (!in_bounds(n_, pos_, len)) return fail();
     s->assign(reinterpret_cast<const char*>(p_ + pos_), len);
     pos_ += len;
@@ -140,7 +151,11 @@ class Msgpack {
   bool read_uint(uint64_t* v) {
     uint8_t b;
     if (!peek(&b)) return false;
-    if (b <= 0x7f) { ++pos_; *v = b; return true; }
+    if (b <= 0x7f) {
+      ++pos_;
+      *v = b;
+      return true;
+    }
     int width = 0;
     bool is_signed = false;
     switch (b) {
@@ -148,19 +163,33 @@ class Msgpack {
       case 0xcd: width = 2; break;
       case 0xce: width = 4; break;
       case 0xcf: width = 8; break;
-      case 0xd0: width = 1; is_signed = true; break;
-      case 0xd1: width = 2; is_signed = true; break;
-      case 0xd2: width = 4; is_signed = true; break;
-      case 0xd3: width = 8; is_signed = true; break;
+      case 0xd0:
+        width = 1;
+        is_signed = true;
+        break;
+      case 0xd1:
+        width = 2;
+        is_signed = true;
+        break;
+      case 0xd2:
+        width = 4;
+        is_signed = true;
+        break;
+      case 0xd3:
+        width = 8;
+        is_signed = true;
+        break;
       default: return false;
     }
     if (!in_bounds(n_, pos_ + 1, width)) return fail();
     const uint8_t* q = p_ + pos_ + 1;
-    uint64_t x = width == 1 ? q[0] : width == 2 ? (static_cast<uint64_t>(q[0]) << 8 | q[1])
-               : width == 4 ? (static_cast<uint64_t>(q[0]) << 24 | static_cast<uint64_t>(q[1]) << 16 |
-                               static_cast<uint64_t>(q[2]) << 8 | q[3])
-                            : 0;
-    if (width == 8) for (int i = 0; i < 8; ++i) x = (x << 8) | q[i];
+    uint64_t x = width == 1   ? q[0]
+                 : width == 2 ? (static_cast<uint64_t>(q[0]) << 8 | q[1])
+                 : width == 4 ? (static_cast<uint64_t>(q[0]) << 24 | static_cast<uint64_t>(q[1]) << 16 |
+                                 static_cast<uint64_t>(q[2]) << 8 | q[3])
+                              : 0;
+    if (width == 8)
+      for (int i = 0; i < 8; ++i) x = (x << 8) | q[i];
     if (is_signed) {
       int shift = 64 - 8 * width;
       int64_t sx = static_cast<int64_t>(x << shift) >> shift;
@@ -176,7 +205,10 @@ class Msgpack {
     if (depth > 64) return fail();
     uint8_t b;
     if (!peek(&b)) return false;
-    if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) { ++pos_; return true; }
+    if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) {
+      ++pos_;
+      return true;
+    }
     if ((b & 0xe0) == 0xa0) return advance(1 + (b & 0x1f));
     if ((b & 0xf0) == 0x80 || b == 0xde || b == 0xdf) {
       uint64_t len;
@@ -194,19 +226,38 @@ class Msgpack {
     }
     uint64_t len = 0;
     switch (b) {
-      case 0xc4: case 0xd9: if (!read_len(1, &len)) return false; return advance(len);
-      case 0xc5: case 0xda: if (!read_len(2, &len)) return false; return advance(len);
-      case 0xc6: case 0xdb: if (!read_len(4, &len)) return false; return advance(len);
-      case 0xc7: if (!read_len(1, &len)) return false; return advance(1 + len);  // ext8: type + data
-      case 0xc8: if (!read_len(2, &len)) return false; return advance(1 + len);
-      case 0xc9: if (!read_len(4, &len)) return false; return advance(1 + len);
+      case 0xc4:
+      case 0xd9:
+        if (!read_len(1, &len)) return false;
+        return advance(len);
+      case 0xc5:
+      case 0xda:
+        if (!read_len(2, &len)) return false;
+        return advance(len);
+      case 0xc6:
+      case 0xdb:
+        if (!read_len(4, &len)) return false;
+        return advance(len);
+      case 0xc7:
+        if (!read_len(1, &len)) return false;
+        return advance(1 + len);  // ext8: type + data
+      case 0xc8:
+        if (!read_len(2, &len)) return false;
+        return advance(1 + len);
+      case 0xc9:
+        if (!read_len(4, &len)) return false;
+        return advance(1 + len);
       case 0xca: return advance(5);
       case 0xcb: return advance(9);
-      case 0xcc: case 0xd0: return advance(2);
-      case 0xcd: case 0xd1: return advance(3);
-      case 0xce: case 0xd2: return advance(5);
-      case 0xcf: case 0xd3: return advance(9);
-      case 0xd4: return advance(3);   // fixext1
+      case 0xcc:
+      case 0xd0: return advance(2);
+      case 0xcd:
+      case 0xd1: return advance(3);
+      case 0xce:
+      case 0xd2: return advance(5);
+      case 0xcf:
+      case 0xd3: return advance(9);
+      case 0xd4: return advance(3);  // fixext1
       case 0xd5: return advance(4);
       case 0xd6: return advance(6);
       case 0xd7: return advance(10);
@@ -216,7 +267,10 @@ class Msgpack {
   }
 
  private:
-  bool fail() { ok_ = false; return false; }
+  bool fail() {
+    ok_ = false;
+    return false;
+  }
   bool advance(uint64_t k) {
     if (!in_bounds(n_, pos_, k)) return fail();
     pos_ += k;
@@ -340,27 +394,40 @@ bool features_compatible(const TargetId& co, const TargetId& dev) {
 bool is_bundle(const uint8_t* p, size_t avail) {
   return p && avail >= kBundleMagicLen && std::memcmp(p, kBundleMagic, kBundleMagicLen) == 0;
 }
-bool is_compressed_bundle(const uint8_t* p, size_t avail) {
-  return p && avail >= 4 && std::memcmp(p, "CCOB", 4) == 0;
-}
+bool is_compressed_bundle(const uint8_t* p, size_t avail) { return p && avail >= 4 && std::memcmp(p, "CCOB", 4) == 0; }
 
 bool parse_bundle(const uint8_t* p, size_t avail, std::vector<BundleEntry>* out, std::string* err) {
   out->clear();
-  if (!is_bundle(p, avail)) { *err = "no offload-bundle magic"; return false; }
-  if (!in_bounds(avail, 24, 8)) { *err = "bundle header truncated"; return false; }
+  if (!is_bundle(p, avail)) {
+    *err = "no offload-bundle magic";
+    return false;
+  }
+  if (!in_bounds(avail, 24, 8)) {
+    *err = "bundle header truncated";
+    return false;
+  }
   uint64_t n = rd64(p + 24);
   // A sane bound: LLVM's reader has none, but each entry is >= 24 bytes and
   // HIP bundles hold a handful of targets.
-  if (n == 0 || n > 4096) { *err = "implausible bundle entry count " + std::to_string(n); return false; }
+  if (n == 0 || n > 4096) {
+    *err = "implausible bundle entry count " + std::to_string(n);
+    return false;
+  }
   uint64_t pos = 32;
   for (uint64_t i = 0; i < n; ++i) {
-    if (!in_bounds(avail, pos, 24)) { *err = "bundle entry table truncated"; return false; }
+    if (!in_bounds(avail, pos, 24)) {
+      *err = "bundle entry table truncated";
+      return false;
+    }
     BundleEntry e;
     e.offset = rd64(p + pos);
     e.size = rd64(p + pos + 8);
     uint64_t idlen = rd64(p + pos + 16);
     pos += 24;
-    if (idlen > 4096 || !in_bounds(avail, pos, idlen)) { *err = "bundle entry ID out of bounds"; return false; }
+    if (idlen > 4096 || !in_bounds(avail, pos, idlen)) {
+      *err = "bundle entry ID out of bounds";
+      return false;
+    }
     e.id.assign(reinterpret_cast<const char*>(p + pos), idlen);
     while (!e.id.empty() && e.id.back() == '\0') e.id.pop_back();  // comgr trims NULs
     pos += idlen;
@@ -406,13 +473,23 @@ std::optional<TargetId> hip_entry_target(std::string_view id) {
 // ---- ELF ----------------------------------------------------------------------------
 bool is_amdgpu_elf(const uint8_t* p, size_t avail) {
   if (!p || avail < 64) return false;
-  if (std::memcmp(p, "\x7f" "ELF", 4) != 0) return false;
+  if (std::memcmp(p,
+                  "\x7f"
+                  "ELF",
+                  4) != 0)
+    return false;
   if (p[4] != 2 /*ELFCLASS64*/ || p[5] != 1 /*ELFDATA2LSB*/) return false;
   return rd16(p + 18) == 224 /*EM_AMDGPU*/ && p[7] == 64 /*ELFOSABI_AMDGPU_HSA*/;
 }
 
 uint64_t elf_size(const uint8_t* p, size_t avail) {
-  if (!p || avail < 64 || std::memcmp(p, "\x7f" "ELF", 4) != 0 || p[4] != 2) return 0;
+  if (!p || avail < 64 ||
+      std::memcmp(p,
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      p[4] != 2)
+    return 0;
   uint64_t shoff = rd64(p + 40);
   uint16_t shentsize = rd16(p + 58);
   uint16_t shnum = rd16(p + 60);
@@ -436,32 +513,53 @@ uint64_t elf_size(const uint8_t* p, size_t avail) {
 bool parse_metadata_msgpack(const uint8_t* p, size_t size, std::vector<KernelInfo>* out, std::string* err) {
   Msgpack m(p, size);
   uint64_t n;
-  if (!m.read_map(&n)) { *err = "metadata root is not a map"; return false; }
+  if (!m.read_map(&n)) {
+    *err = "metadata root is not a map";
+    return false;
+  }
   for (uint64_t i = 0; i < n; ++i) {
     std::string key;
     if (!m.read_str(&key)) {
-      if (!m.skip() || !m.skip()) { *err = "malformed metadata"; return false; }
+      if (!m.skip() || !m.skip()) {
+        *err = "malformed metadata";
+        return false;
+      }
       continue;
     }
     if (key != "amdhsa.kernels") {
-      if (!m.skip()) { *err = "malformed metadata"; return false; }
+      if (!m.skip()) {
+        *err = "malformed metadata";
+        return false;
+      }
       continue;
     }
     uint64_t nk;
-    if (!m.read_array(&nk)) { *err = "amdhsa.kernels is not an array"; return false; }
+    if (!m.read_array(&nk)) {
+      *err = "amdhsa.kernels is not an array";
+      return false;
+    }
     for (uint64_t k = 0; k < nk; ++k) {
       KernelInfo info;
-      if (!parse_kernel_map(m, &info)) { *err = "malformed kernel map"; return false; }
+      if (!parse_kernel_map(m, &info)) {
+        *err = "malformed kernel map";
+        return false;
+      }
       out->push_back(std::move(info));
     }
   }
-  if (!m.ok()) { *err = "malformed metadata"; return false; }
+  if (!m.ok()) {
+    *err = "malformed metadata";
+    return false;
+  }
   return true;
 }
 
 bool parse_code_object(const uint8_t* p, size_t size, CodeObjectInfo* out, std::string* err) {
   *out = CodeObjectInfo{};
-  if (!is_amdgpu_elf(p, size)) { *err = "not an AMDGPU HSA ELF64"; return false; }
+  if (!is_amdgpu_elf(p, size)) {
+    *err = "not an AMDGPU HSA ELF64";
+    return false;
+  }
   out->e_flags = rd32(p + 48);
   out->abi_version = p[8];
   out->processor = find_processor_by_mach(out->e_flags & 0xff);
@@ -469,7 +567,9 @@ bool parse_code_object(const uint8_t* p, size_t size, CodeObjectInfo* out, std::
   out->generic_version = out->e_flags >> 24;
 
   // Note sections (sh_type SHT_NOTE = 7); fall back to PT_NOTE segments.
-  struct Span { uint64_t off, size, align; };
+  struct Span {
+    uint64_t off, size, align;
+  };
   std::vector<Span> notes;
   uint64_t shoff = rd64(p + 40);
   uint16_t shentsize = rd16(p + 58), shnum = rd16(p + 60);
@@ -493,7 +593,10 @@ bool parse_code_object(const uint8_t* p, size_t size, CodeObjectInfo* out, std::
     }
   }
   for (const Span& s : notes) {
-    if (!in_bounds(size, s.off, s.size)) { *err = "note section out of bounds"; return false; }
+    if (!in_bounds(size, s.off, s.size)) {
+      *err = "note section out of bounds";
+      return false;
+    }
     uint64_t align = s.align == 8 ? 8 : 4;  // LLVM accepts 4- and 8-aligned notes
     auto pad = [align](uint64_t x) { return (x + align - 1) & ~(align - 1); };
     uint64_t pos = 0;
@@ -507,7 +610,10 @@ bool parse_code_object(const uint8_t* p, size_t size, CodeObjectInfo* out, std::
       const char* name = reinterpret_cast<const char*>(p + s.off + name_off);
       bool amdgpu = namesz == 7 && std::memcmp(name, "AMDGPU", 7) == 0;
       if (amdgpu && type == 32 /*NT_AMDGPU_METADATA*/) {
-        if (out->has_metadata) { *err = "more than one metadata note"; return false; }
+        if (out->has_metadata) {
+          *err = "more than one metadata note";
+          return false;
+        }
         out->has_metadata = true;
         if (!parse_metadata_msgpack(p + s.off + desc_off, descsz, &out->kernels, err)) return false;
       }

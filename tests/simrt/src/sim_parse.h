@@ -23,11 +23,11 @@ namespace simrt {
 // ---- processors --------------------------------------------------------
 struct Processor {
   const char* name;
-  uint8_t mach;          // EF_AMDGPU_MACH
-  bool xnack;            // xnack is a target-ID feature of this processor
-  bool sramecc;          // sramecc is a target-ID feature of this processor
-  uint32_t lds;          // LDS bytes available to one workgroup
-  const char* generic;   // generic family (CLR-new TargetGenericMap) or nullptr
+  uint8_t mach;         // EF_AMDGPU_MACH
+  bool xnack;           // xnack is a target-ID feature of this processor
+  bool sramecc;         // sramecc is a target-ID feature of this processor
+  uint32_t lds;         // LDS bytes available to one workgroup
+  const char* generic;  // generic family (CLR-new TargetGenericMap) or nullptr
   bool is_generic;
 };
 
@@ -90,10 +90,10 @@ struct KernelInfo {
 
 struct CodeObjectInfo {
   uint32_t e_flags = 0;
-  uint8_t abi_version = 0;        // EI_ABIVERSION; code object version = +2
+  uint8_t abi_version = 0;               // EI_ABIVERSION; code object version = +2
   const Processor* processor = nullptr;  // from EF_AMDGPU_MACH (nullptr: unknown)
-  TargetId target;                // processor + features from e_flags
-  uint32_t generic_version = 0;   // e_flags >> 24 (v6+)
+  TargetId target;                       // processor + features from e_flags
+  uint32_t generic_version = 0;          // e_flags >> 24 (v6+)
   bool has_metadata = false;
   std::vector<KernelInfo> kernels;
 };

@@ -204,8 +204,7 @@ void configure(State& s) {
   }
   logf(s, "model %s, %zu device(s)", s.model == Model::ClrNew ? "CLR-new" : "CLR-6.2", s.devices.size());
   for (size_t i = 0; i < s.devices.size(); ++i)
-    logf(s, "device %zu: amdgcn-amd-amdhsa--%s, LDS %u bytes", i, s.devices[i].target.str().c_str(),
-         s.devices[i].lds);
+    logf(s, "device %zu: amdgcn-amd-amdhsa--%s, LDS %u bytes", i, s.devices[i].target.str().c_str(), s.devices[i].lds);
 }
 
 // The runtime's lock, held across fork() so that a child forked while another thread is inside the
@@ -214,9 +213,9 @@ void configure(State& s) {
 // handler's fork inside another fork's handlers). Tried only as long as the shim tries its own
 // (OwnedMutex::kForkPatienceMs), then left held: this library cannot know whether its thread
 // holds the shim's locks (another library's), for which the holder of this one may be waiting in a
-// fork handler of its own (the shim's lock_for_fork knows its own). The fork tests' children that call HIP fork outside signal handlers.
-// t_holding: this thread holds the lock, or waits for it (a test double's simplification: a
-// handler that interrupted the wait leaves the lock, as the one that interrupted a holder).
+// fork handler of its own (the shim's lock_for_fork knows its own). The fork tests' children that call HIP fork outside
+// signal handlers. t_holding: this thread holds the lock, or waits for it (a test double's simplification: a handler
+// that interrupted the wait leaves the lock, as the one that interrupted a holder).
 thread_local unsigned t_holding = 0;
 struct Locked {
   std::mutex& mu;
@@ -400,8 +399,8 @@ LoadResult load_for_device(State& s, const uint8_t* image, size_t avail, const D
     r.error = hipErrorNoBinaryForGpu;
     return r;
   }
-  logf(s, "%s: device amdgcn-amd-amdhsa--%s uses %s (%zu kernel(s))", what, dev.target.str().c_str(),
-       r.chosen.c_str(), info.kernels.size());
+  logf(s, "%s: device amdgcn-amd-amdhsa--%s uses %s (%zu kernel(s))", what, dev.target.str().c_str(), r.chosen.c_str(),
+       info.kernels.size());
   r.kernels = std::move(info.kernels);
   return r;
 }
@@ -480,7 +479,7 @@ hipError_t get_static_function(State& s, const void* host, Function** out) {
     if (s.model == Model::ClrNew) {
       if (first && fb.digest_status != hipSuccess) return fb.digest_status;  // first use: digest error
       if (p.error == hipErrorNoBinaryForGpu) return hipErrorNoBinaryForGpu;  // chosen but build failed
-      return hipErrorInvalidKernelFile;  // no per-device program
+      return hipErrorInvalidKernelFile;                                      // no per-device program
     }
     return p.error == hipErrorInvalidImage ? hipErrorInvalidImage : hipErrorNoBinaryForGpu;
   }
@@ -522,8 +521,7 @@ hipError_t launch(State& s, Function& f, LaunchKind kind, uint64_t bx, uint64_t 
     return module ? hipErrorInvalidValue : hipErrorInvalidConfiguration;
   }
   if (shared > dev.lds) {
-    logf(s, "launch %s: dynamic LDS %llu > device LDS %u", f.kernel.name.c_str(), (unsigned long long)shared,
-         dev.lds);
+    logf(s, "launch %s: dynamic LDS %llu > device LDS %u", f.kernel.name.c_str(), (unsigned long long)shared, dev.lds);
     bool coop = kind == LaunchKind::Cooperative || kind == LaunchKind::ModuleCooperative;
     return coop ? hipErrorCooperativeLaunchTooLarge : hipErrorInvalidValue;
   }
@@ -575,16 +573,16 @@ hipError_t launch_static(const void* host, dim3 grid, dim3 block, size_t shared,
                     grid.x, grid.y, grid.z, shared));
 }
 
-hipError_t launch_module(hipFunction_t fn, uint64_t gx, uint64_t gy, uint64_t gz, uint64_t bx, uint64_t by,
-                         uint64_t bz, uint64_t shared, void** params, void** extra, bool cooperative) {
+hipError_t launch_module(hipFunction_t fn, uint64_t gx, uint64_t gy, uint64_t gz, uint64_t bx, uint64_t by, uint64_t bz,
+                         uint64_t shared, void** params, void** extra, bool cooperative) {
   State& s = api();
   Locked lock(s);
   if (hipError_t e = need_device(s)) return ret(e);
   Function* f = as_function(s, fn);
   if (!f) return ret(hipErrorInvalidResourceHandle);
   if (params && extra) return ret(hipErrorInvalidValue);
-  return ret(launch(s, *f, cooperative ? LaunchKind::ModuleCooperative : LaunchKind::Module, bx, by, bz, gx, gy,
-                    gz, shared));
+  return ret(
+      launch(s, *f, cooperative ? LaunchKind::ModuleCooperative : LaunchKind::Module, bx, by, bz, gx, gy, gz, shared));
 }
 
 hipError_t module_load(hipModule_t* module, const uint8_t* image, size_t avail, const std::string& origin) {
@@ -604,6 +602,7 @@ hipError_t module_load(hipModule_t* module, const uint8_t* image, size_t avail, 
 // Names from /usr/include/hip/hip_runtime_api.h; ROCm 5.2's hipGetErrorString
 // returns the same text as hipGetErrorName (checked against the installed
 // libamdhip64.so.5).
+// clang-format off
 const char* error_name(hipError_t e) {
   switch (e) {
 #define N(x) case x: return #x;
@@ -633,6 +632,7 @@ const char* error_name(hipError_t e) {
     default: return "hipErrorUnknown";
   }
 }
+// clang-format on
 
 }  // namespace
 }  // namespace simrt
@@ -706,8 +706,7 @@ SIMRT_EXPORT void __hipUnregisterFatBinary(void** modules) {
   s.fatbins.erase(it);
 }
 
-SIMRT_EXPORT hipError_t __hipPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
-                                                   hipStream_t stream) {
+SIMRT_EXPORT hipError_t __hipPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, hipStream_t stream) {
   t_configs.push_back({gridDim, blockDim, sharedMem, stream});
   return hipSuccess;
 }
@@ -755,25 +754,24 @@ SIMRT_EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int grid
                                               unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                                               unsigned int blockDimZ, unsigned int sharedMemBytes, hipStream_t,
                                               void** kernelParams, void** extra) {
-  return launch_module(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                       kernelParams, extra, false);
+  return launch_module(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, kernelParams,
+                       extra, false);
 }
 
-SIMRT_EXPORT hipError_t hipModuleLaunchCooperativeKernel(hipFunction_t f, unsigned int gridDimX,
-                                                         unsigned int gridDimY, unsigned int gridDimZ,
-                                                         unsigned int blockDimX, unsigned int blockDimY,
-                                                         unsigned int blockDimZ, unsigned int sharedMemBytes,
-                                                         hipStream_t, void** kernelParams) {
-  return launch_module(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                       kernelParams, nullptr, true);
+SIMRT_EXPORT hipError_t hipModuleLaunchCooperativeKernel(hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY,
+                                                         unsigned int gridDimZ, unsigned int blockDimX,
+                                                         unsigned int blockDimY, unsigned int blockDimZ,
+                                                         unsigned int sharedMemBytes, hipStream_t,
+                                                         void** kernelParams) {
+  return launch_module(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, kernelParams,
+                       nullptr, true);
 }
 
 // hipExtModuleLaunchKernel: C symbol (CLR-new hip_hcc.map.in, hip_4.2) and,
 // in sim_cxx.cpp, the C++-mangled one that ROCm 5.2's hip_ext.h makes callers use.
 hipError_t simrt::ext_module_launch(hipFunction_t f, uint32_t globalWorkSizeX, uint32_t globalWorkSizeY,
                                     uint32_t globalWorkSizeZ, uint32_t localWorkSizeX, uint32_t localWorkSizeY,
-                                    uint32_t localWorkSizeZ, size_t sharedMemBytes, void** kernelParams,
-                                    void** extra) {
+                                    uint32_t localWorkSizeZ, size_t sharedMemBytes, void** kernelParams, void** extra) {
   // Global work sizes are in work-items; the grid is their quotient (rounded up).
   auto blocks = [](uint64_t global, uint64_t local) { return local ? (global + local - 1) / local : 0; };
   return launch_module(f, blocks(globalWorkSizeX, localWorkSizeX), blocks(globalWorkSizeY, localWorkSizeY),
@@ -781,22 +779,21 @@ hipError_t simrt::ext_module_launch(hipFunction_t f, uint32_t globalWorkSizeX, u
                        sharedMemBytes, kernelParams, extra, false);
 }
 
-SIMRT_EXPORT hipError_t hipExtModuleLaunchKernel(hipFunction_t f, uint32_t globalWorkSizeX,
-                                                 uint32_t globalWorkSizeY, uint32_t globalWorkSizeZ,
-                                                 uint32_t localWorkSizeX, uint32_t localWorkSizeY,
-                                                 uint32_t localWorkSizeZ, size_t sharedMemBytes, hipStream_t,
-                                                 void** kernelParams, void** extra, hipEvent_t, hipEvent_t,
-                                                 uint32_t) {
+SIMRT_EXPORT hipError_t hipExtModuleLaunchKernel(hipFunction_t f, uint32_t globalWorkSizeX, uint32_t globalWorkSizeY,
+                                                 uint32_t globalWorkSizeZ, uint32_t localWorkSizeX,
+                                                 uint32_t localWorkSizeY, uint32_t localWorkSizeZ,
+                                                 size_t sharedMemBytes, hipStream_t, void** kernelParams, void** extra,
+                                                 hipEvent_t, hipEvent_t, uint32_t) {
   return ext_module_launch(f, globalWorkSizeX, globalWorkSizeY, globalWorkSizeZ, localWorkSizeX, localWorkSizeY,
                            localWorkSizeZ, sharedMemBytes, kernelParams, extra);
 }
 
 // hipHccModuleLaunchKernel with C linkage, as HIP 6.4's libamdhip64.so.6 exports it.
-SIMRT_EXPORT hipError_t hipHccModuleLaunchKernel(hipFunction_t f, uint32_t globalWorkSizeX,
-                                                 uint32_t globalWorkSizeY, uint32_t globalWorkSizeZ,
-                                                 uint32_t localWorkSizeX, uint32_t localWorkSizeY,
-                                                 uint32_t localWorkSizeZ, size_t sharedMemBytes, hipStream_t,
-                                                 void** kernelParams, void** extra, hipEvent_t, hipEvent_t) {
+SIMRT_EXPORT hipError_t hipHccModuleLaunchKernel(hipFunction_t f, uint32_t globalWorkSizeX, uint32_t globalWorkSizeY,
+                                                 uint32_t globalWorkSizeZ, uint32_t localWorkSizeX,
+                                                 uint32_t localWorkSizeY, uint32_t localWorkSizeZ,
+                                                 size_t sharedMemBytes, hipStream_t, void** kernelParams, void** extra,
+                                                 hipEvent_t, hipEvent_t) {
   return ext_module_launch(f, globalWorkSizeX, globalWorkSizeY, globalWorkSizeZ, localWorkSizeX, localWorkSizeY,
                            localWorkSizeZ, sharedMemBytes, kernelParams, extra);
 }
@@ -850,7 +847,7 @@ SIMRT_EXPORT hipError_t hipModuleLoad(hipModule_t* module, const char* fname) {
   if (!module || !fname) return ret(hipErrorInvalidValue);
   if (hipError_t e = need_device(s)) return ret(e);
   std::ifstream in(fname, std::ios::binary);
-  struct stat st{};
+  struct stat st {};
   if (!in || stat(fname, &st) != 0 || !S_ISREG(st.st_mode)) {
     logf(s, "hipModuleLoad %s: cannot open", fname);
     return ret(hipErrorFileNotFound);
@@ -1093,7 +1090,7 @@ SIMRT_EXPORT hipError_t hipLibraryLoadData(hipLibrary_sim* library, const void* 
 
 SIMRT_EXPORT hipError_t hipLibraryLoadFromFile(hipLibrary_sim* library, const char* fileName, hipJitOption*, void**,
                                                unsigned int numJitOptions, int*, void**, unsigned int) {
-  struct stat st{};
+  struct stat st {};
   if (!library || !fileName || stat(fileName, &st) != 0) return ret(hipErrorInvalidValue);
   auto lib = std::make_unique<Library>();
   std::ifstream in(fileName, std::ios::binary);
@@ -1120,10 +1117,9 @@ namespace {
 hipError_t library_build(State& s, Library& l) {
   if (!l.built) {
     hipModule_t m = nullptr;
-    hipError_t e = l.file.empty() && !l.image
-                       ? hipErrorInvalidValue
-                       : module_load(&m, l.image ? l.image : l.file.data(), l.image ? SIZE_MAX : l.file.size(),
-                                     l.origin);
+    hipError_t e = l.file.empty() && !l.image ? hipErrorInvalidValue
+                                              : module_load(&m, l.image ? l.image : l.file.data(),
+                                                            l.image ? SIZE_MAX : l.file.size(), l.origin);
     if (e != hipSuccess) {
       logf(s, "library %s: build failed: %s", l.origin.c_str(), error_name(e));
       return ret(e);
@@ -1319,28 +1315,26 @@ hipError_t multi_device(const Params* list, long n, StreamOf stream_of, Launch l
 
 SIMRT_EXPORT hipError_t hipLaunchCooperativeKernelMultiDevice(hipLaunchParams* launchParamsList, int numDevices,
                                                               unsigned int) {
-  return multi_device(launchParamsList, numDevices, [](const hipLaunchParams& p) { return p.stream; },
-                      [](const hipLaunchParams& p) {
-                        return launch_static(p.func, p.gridDim, p.blockDim, p.sharedMem, true);
-                      });
+  return multi_device(
+      launchParamsList, numDevices, [](const hipLaunchParams& p) { return p.stream; },
+      [](const hipLaunchParams& p) { return launch_static(p.func, p.gridDim, p.blockDim, p.sharedMem, true); });
 }
 
 SIMRT_EXPORT hipError_t hipExtLaunchMultiKernelMultiDevice(hipLaunchParams* launchParamsList, int numDevices,
                                                            unsigned int) {
-  return multi_device(launchParamsList, numDevices, [](const hipLaunchParams& p) { return p.stream; },
-                      [](const hipLaunchParams& p) {
-                        return launch_static(p.func, p.gridDim, p.blockDim, p.sharedMem, false);
-                      });
+  return multi_device(
+      launchParamsList, numDevices, [](const hipLaunchParams& p) { return p.stream; },
+      [](const hipLaunchParams& p) { return launch_static(p.func, p.gridDim, p.blockDim, p.sharedMem, false); });
 }
 
 SIMRT_EXPORT hipError_t hipModuleLaunchCooperativeKernelMultiDevice(hipFunctionLaunchParams_sim* launchParamsList,
                                                                     unsigned int numDevices, unsigned int) {
-  return multi_device(launchParamsList, static_cast<long>(numDevices),
-                      [](const hipFunctionLaunchParams_sim& p) { return p.hStream; },
-                      [](const hipFunctionLaunchParams_sim& p) {
-    return launch_module(p.function, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ,
-                         p.sharedMemBytes, p.kernelParams, nullptr, true);
-  });
+  return multi_device(
+      launchParamsList, static_cast<long>(numDevices), [](const hipFunctionLaunchParams_sim& p) { return p.hStream; },
+      [](const hipFunctionLaunchParams_sim& p) {
+        return launch_module(p.function, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ,
+                             p.sharedMemBytes, p.kernelParams, nullptr, true);
+      });
 }
 
 SIMRT_EXPORT hipError_t hipDrvLaunchKernelEx(const HIP_LAUNCH_CONFIG_sim* config, hipFunction_t f, void** params,
