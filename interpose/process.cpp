@@ -220,7 +220,7 @@ int stream_device(hipStream_t stream) {
   if (!stream) return -1;
   void* p = g_stream_get_device.load(std::memory_order_acquire);
   if (!p) {
-    p = resolve("hipStreamGetDevice", "hip_4.2", /*optional=*/true);
+    p = resolve("hipStreamGetDevice", table_node("hipStreamGetDevice"), /*optional=*/true);
     if (!p) return -1;
     g_stream_get_device.store(p, std::memory_order_release);
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hip_abi.h"
@@ -66,6 +67,17 @@ void log_line(const char* level, Message message) {
 // The loaded libamdhip64's function `name` at `version` (else any version), or
 // null; a miss is logged unless `optional`.
 void* resolve(const char* name, const char* version, bool optional = false);
+
+// The version node hip_api.def gives `name` (an HG_API or HG_SKIP line): a function the shim calls
+// without a wrapper of its own is resolved under the node its table line names, not one typed
+// again. Not a constant (a name the table lacks) when the table has no such line.
+consteval const char* table_node(std::string_view name) {
+  for (const auto& a : kApis)
+    if (name == a.name) return a.node;
+  for (const auto& a : kSkippedApis)
+    if (name == a.name) return a.node;
+  throw "not in hip_api.def";
+}
 
 // What a wrapper returns when the runtime function it forwards to is missing:
 // hipErrorNotSupported when a runtime is loaded that lacks it (older ROCm),

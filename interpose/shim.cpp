@@ -256,7 +256,8 @@ struct EnumerateKernels : Hook {
     if (r != kHipSuccess || !kernels) return;
     using GetName = hipError_t (*)(const char**, hipKernel_t);
     // resolved once: the runtime that just enumerated is loaded and stays so
-    static const auto get_name = reinterpret_cast<GetName>(resolve("hipKernelGetName", "hip_7.2", /*optional=*/true));
+    static const auto get_name =
+        reinterpret_cast<GetName>(resolve("hipKernelGetName", table_node("hipKernelGetName"), /*optional=*/true));
     if (!get_name) return;
     for (unsigned int i = 0; i < n; ++i) {
       const char* name = nullptr;
