@@ -13,7 +13,7 @@ struct ParseError {
 };
 
 template <class T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}
   Result(ParseError error) : v_(std::move(error)) {}
