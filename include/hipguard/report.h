@@ -40,7 +40,7 @@ struct RunInfo {
   std::vector<std::string> devices;  // target IDs of the devices checked against
   std::vector<KernelRecord> kernels;
   // Runtime events (HG501/HG502/HG503) of findings already reported, in order
-  // (at most Guard::kMaxConsequences).
+  // (at most FindingsSink::kMaxConsequences).
   std::vector<Diagnostic> consequences;
   // Images and kernels of unloaded modules / unregistered fat binaries beyond
   // the report's bounds (docs/limits.md): counted, not listed.

@@ -1,5 +1,5 @@
 // Which GPUs checked files run on: `hipguard check` without --target answers with one row per
-// configuration the product table ships (mi300x ... rx9070xt), "runs" or "does not run" and the
+// configuration the product table ships (mi300x ... ryzen-ai-max), "runs" or "does not run" and the
 // first cause; the text table, the JSON report's "support" (docs/report.md).
 #pragma once
 

@@ -1,5 +1,6 @@
-// The guard's side of HIPGUARD_REPORT: open it, journal each finding, follow
-// forks, write this process's report at exit (report_file.h keeps the file).
+// The guard's side of HIPGUARD_REPORT and fork(): open the report, take and release every lock
+// around fork(), write this process's report at exit (the sink journals each finding and keeps the
+// file: findings.h, report_file.h).
 #include <pthread.h>
 #include <unistd.h>
 

@@ -126,7 +126,7 @@ constexpr std::array kProducts = {
   ProductInfo{"rx9070xt",   "AMD Radeon RX 9070 XT", "gfx1201", kNone, kNone},
   ProductInfo{"rx9070",     "AMD Radeon RX 9070",    "gfx1201", kNone, kNone},
   ProductInfo{"rx9060xt",   "AMD Radeon RX 9060 XT", "gfx1200", kNone, kNone},
-  ProductInfo{"ryzen-ai-max", "AMD Ryzen AI Max 300", "gfx1151", kNone, kNone},  // Radeon 8060S/8050S
+  ProductInfo{"ryzen-ai-max", "AMD Ryzen AI Max 300", "gfx1151", kNone, kNone},  // Strix Halo: Radeon 8060S and its smaller siblings
 };
 // clang-format on
 
