@@ -18,13 +18,13 @@ void Guard::check_in_full(const void* handle, bool say) {
     auto it = s.registry.fatbins.find(handle);
     if (it == s.registry.fatbins.end() || it->second.depth == Depth::Full) return;
     FatbinState& fb = it->second;
+    const Depth was = fb.depth;
     fb.report = check_image(fb.data, fb.report.origin, s.config.targets, "", Depth::Full, s.config.machine);
     add_hotswap(fb.report, s.config);
     fb.depth = Depth::Full;
     fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
     said = fb.report.diagnostics;
     // Fresh kernel states (readers may hold the old ones, which stay valid).
-    bool findings = false;
     for (const void* f : fb.host_functions) {
       const KernelState* old = s.registry.find(f);
       if (!old) continue;
@@ -45,12 +45,9 @@ void Guard::check_in_full(const void* handle, bool say) {
       k.probed = old->probed.load();
       k.seq = old->seq;
       refresh_clean(k, s.probe.off());
-      s.registry.table.insert(f, &k);
-      findings = findings || !k.findings().empty();
+      s.registry.enter(f, k);
     }
-    if (findings) s.gate.fetch_or(kGateFindings, std::memory_order_release);
-    if (--s.registry.fatbins_not_checked_in_full == 0)
-      s.gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
+    s.registry.depth_changed(was, Depth::Full);
   }
   if (say)
     for (const auto& d : said) report_once(d);

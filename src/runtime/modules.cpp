@@ -156,8 +156,7 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
     for (const auto& img : m.images) fill_kernel(k, build_index(img, s.config.targets));
     refresh_clean(k, s.probe.off());
     m.functions.push_back(function);
-    s.registry.table.insert(function, &k);
-    if (!k.findings().empty()) s.gate.fetch_or(kGateFindings, std::memory_order_release);
+    s.registry.enter(function, k);
     return;
   }
   if (m.device_functions.count(name)) return;  // HG408 was said before the call
@@ -210,8 +209,7 @@ void Guard::index_function_of(const void* host_function, const void* function) {
   f.probed = true;  // the runtime found the kernel for this device: what a probe asks
   refresh_clean(f, s.probe.off());
   fb.host_functions.push_back(function);
-  s.registry.table.insert(function, &f);
-  if (!f.findings().empty()) s.gate.fetch_or(kGateFindings, std::memory_order_release);
+  s.registry.enter(function, f);
 }
 
 // Before hipGetFuncBySymbol and the other calls that take a kernel (before_kernel_call in guard.h):

@@ -283,15 +283,14 @@ void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) t
   FatbinState& fb = s.registry.fatbins[handle];
   s.forget_kernels_of(handle, fb);  // registered anew under the same handle: its kernels are registered anew
   fb.seq = ++s.registry.seq;
-  if (fb.depth != Depth::Full) --s.registry.fatbins_not_checked_in_full;  // re-registered under the same handle
+  const Depth was = fb.depth;  // below Full: registered anew under the same handle
   fb.report = std::move(pending->report);
   fb.data = pending->data;
   fb.depth = pending->depth;
   fb.index.reset();
   fb.origin.reset();
   fb.readonly = std::move(pending->readonly);
-  if (fb.depth != Depth::Full && s.registry.fatbins_not_checked_in_full++ == 0)
-    s.gate.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
+  s.registry.depth_changed(was, fb.depth);
 } catch (...) {
 }
 
@@ -311,7 +310,7 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
     s.registry.last_fatbin = &it->second;
   }
   FatbinState& fb = *s.registry.last_fatbin;
-  if (fb.unindexed.empty()) s.registry.unindexed_order.push_back(handle);
+  const bool first = fb.unindexed.empty();
   uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
   bool in_image = false;
   for (const auto& [lo, hi] : fb.readonly) in_image = in_image || (at >= lo && at < hi);
@@ -325,8 +324,7 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
   // drops this registration, whatever its code objects hold (stub_owner,
   // claimed when first needed, once the entry is there: Registry::pending_claims).
   s.registry.add_claim(handle, fb.seq, fb.unindexed.size() - 1);
-  if (!(s.gate.load(std::memory_order_relaxed) & kGateUnindexed))
-    s.gate.fetch_or(kGateUnindexed, std::memory_order_release);
+  s.registry.unindexed(handle, first);
   return {};
 } catch (...) {
   return {};
@@ -345,7 +343,6 @@ void Guard::index_kernels_of(const void* handle) {
   }
   if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
   if (!fb.origin) fb.origin = std::make_shared<const std::string>(fb.report.origin);
-  bool findings = false;
   const size_t first = fb.host_functions.size();
   for (const auto& [host_function, name_in_image, name_at] : fb.unindexed) {
     if (!host_function) continue;  // dropped: another fat binary's registration of its stub counts
@@ -358,22 +355,19 @@ void Guard::index_kernels_of(const void* handle) {
     refresh_clean(k, s.probe.off());
     k.seq = fb.seq;  // a forked child's report lists the kernels of what it registered itself
     fb.host_functions.push_back(host_function);
-    s.registry.table.insert(host_function, &k);
-    findings = findings || !k.findings().empty();
+    s.registry.enter(host_function, k);
   }
   s.probe.add(handle, std::span(fb.host_functions).subspan(first));
   fb.unindexed.clear();
   fb.unindexed.shrink_to_fit();
   fb.unindexed_names.clear();
   fb.unindexed_names.shrink_to_fit();
-  if (findings) s.gate.fetch_or(kGateFindings, std::memory_order_release);
 }
 
 void Guard::index_pending_kernels() {
   State& s = state();
   for (const void* h : s.registry.unindexed_order) index_kernels_of(h);
-  s.registry.unindexed_order.clear();
-  s.gate.fetch_and(~kGateUnindexed, std::memory_order_release);
+  s.registry.all_indexed();
 }
 
 // Only the fat binary whose registration of `key` counts (stub_owner) is
@@ -391,8 +385,7 @@ void Guard::index_kernel(const void* key) {
   const void* handle = s.registry.owner_of(key);
   if (!handle) return index_pending_kernels();
   index_kernels_of(handle);
-  std::erase(s.registry.unindexed_order, handle);
-  if (s.registry.unindexed_order.empty()) s.gate.fetch_and(~kGateUnindexed, std::memory_order_release);
+  s.registry.indexed(handle);
 }
 
 bool Guard::for_the_report(const void* handle) {
@@ -414,8 +407,7 @@ void Guard::on_unregister_fatbin(const void* handle) try {
   // The report lists kernels with findings: index them while their names are valid.
   if (!s.config.report_path.empty()) index_kernels_of(handle);
   s.forget_kernels_of(handle, it->second);
-  if (it->second.depth != Depth::Full && --s.registry.fatbins_not_checked_in_full == 0)
-    s.gate.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
+  s.registry.depth_changed(it->second.depth, Depth::Full);  // gone: no longer below Full
   if (!s.config.report_path.empty())
     s.findings.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
   s.registry.fatbins.erase(it);

@@ -168,8 +168,41 @@ struct ModuleInfo {
 // (retired ones wait in `quarantine` before reuse); a stub's owner counts
 // while the fat binary that registered it first is registered (owner_of); `unindexed_order`
 // lists exactly the fat binaries with unindexed registrations (some may be dropped);
-// `fatbins_not_checked_in_full` counts the fat binaries below Depth::Full.
+// the launch gate's kGateFindings, kGateNotCheckedInFull and kGateUnindexed bits (guard.h) are
+// written here only (enter, depth_changed, unindexed / indexed / all_indexed), under State::mu.
 struct Registry {
+  explicit Registry(std::atomic<unsigned>& gate) : gate_(gate) {}
+
+  // Enters kernel `k` in the table under `key` (a host stub or a hipFunction_t): from now on its
+  // launches are decided by its state; one with findings opens the gate for good (kGateFindings).
+  void enter(const void* key, KernelState& k) {
+    table.insert(key, &k);
+    if (!k.findings().empty() && !(gate_.load(std::memory_order_relaxed) & kGateFindings))
+      gate_.fetch_or(kGateFindings, std::memory_order_release);
+  }
+  // A registered fat binary's depth went from `from` to `to` (Depth::Full for one that is new or
+  // gone): kGateNotCheckedInFull is set while some fat binary is checked below Depth::Full.
+  void depth_changed(Depth from, Depth to) {
+    bool was = from != Depth::Full, is = to != Depth::Full;
+    if (is && !was && below_full_++ == 0) gate_.fetch_or(kGateNotCheckedInFull, std::memory_order_release);
+    if (was && !is && --below_full_ == 0) gate_.fetch_and(~kGateNotCheckedInFull, std::memory_order_release);
+  }
+  // A registration of fat binary `handle` waits for the kernel table (`first`: its first one since
+  // it was last indexed): kGateUnindexed is set until indexed() or all_indexed() says none waits.
+  void unindexed(const void* handle, bool first) {
+    if (first) unindexed_order.push_back(handle);
+    if (!(gate_.load(std::memory_order_relaxed) & kGateUnindexed))
+      gate_.fetch_or(kGateUnindexed, std::memory_order_release);
+  }
+  void indexed(const void* handle) {
+    std::erase(unindexed_order, handle);
+    if (unindexed_order.empty()) gate_.fetch_and(~kGateUnindexed, std::memory_order_release);
+  }
+  void all_indexed() {
+    unindexed_order.clear();
+    gate_.fetch_and(~kGateUnindexed, std::memory_order_release);
+  }
+
   std::map<const void*, FatbinState> fatbins;
   // The fat binary __hipRegisterFunction last found (its kernels come one after
   // another): no map lookup per kernel. Reset when fat binaries go.
@@ -184,8 +217,7 @@ struct Registry {
   // unload of its own kernel (a program bug) still reads a valid state.
   std::deque<KernelState*> quarantine;
   static constexpr size_t kQuarantine = 256;
-  KernelTable<LaunchFacts> table;            // values are KernelStates
-  size_t fatbins_not_checked_in_full = 0;    // registered fat binaries checked to selection only
+  KernelTable<LaunchFacts> table;            // values are KernelStates (enter)
   std::vector<const void*> unindexed_order;  // fat binaries with unindexed kernels, in registration order
   // Host stub -> the fat binary (handle, and its registration's seq) whose
   // registration of it counts: the first. The runtime keeps a stub's first
@@ -335,6 +367,10 @@ struct Registry {
       if (it->second.handle == going || !registered(it->second)) stub_owner.erase(it);
     gone_stubs = 0;
   }
+
+ private:
+  std::atomic<unsigned>& gate_;  // State::gate
+  size_t below_full_ = 0;        // registered fat binaries checked below Depth::Full
 };
 
 }  // namespace hipguard

@@ -47,7 +47,7 @@ struct Guard::State {
   std::atomic<unsigned> own_gate{0};
   std::atomic<unsigned>& gate;  // the kGate* bits (guard.h): g_launch_gate or own_gate
   LaunchCache* launch_cache;    // g_launch_cache, or null
-  Registry registry;            // fat binaries, modules, kernels, stub owners, the kernel table (registry.h)
+  Registry registry{gate};      // fat binaries, modules, kernels, stub owners, the kernel table (registry.h)
   FindingsSink findings;        // what was said, what the report keeps, the exit status's counts: its own lock
   Probe probe{gate};            // the kernels waiting for their first launch's probe: its own lock
   // Registration's selections by bundle entry IDs (warn and strict mode): its

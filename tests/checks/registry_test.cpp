@@ -3,7 +3,10 @@
 // it; owners of gone fat binaries stop counting at once and are pruned in bulk.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "runtime/registry.h"
 
@@ -36,7 +39,8 @@ void unregistered(Registry& r, const void* handle) {
 }  // namespace
 
 TEST(Registry, AStubIsItsFirstRegistrationsWhileThatFatBinaryIsRegistered) {
-  Registry r;
+  std::atomic<unsigned> gate{0};
+  Registry r{gate};
   static int a, b, c;
   registered(r, &a);
   registered(r, &b);
@@ -61,7 +65,8 @@ TEST(Registry, AStubIsItsFirstRegistrationsWhileThatFatBinaryIsRegistered) {
 // outnumber the rest (and Registry::kPruneAbove), they are erased at once,
 // and what still counts is kept.
 TEST(Registry, OwnersOfGoneFatBinariesArePrunedInBulk) {
-  Registry r;
+  std::atomic<unsigned> gate{0};
+  Registry r{gate};
   static int kept, dup, gone, going;
   registered(r, &kept);
   registered(r, &dup);
@@ -81,4 +86,44 @@ TEST(Registry, OwnersOfGoneFatBinariesArePrunedInBulk) {
   EXPECT_EQ(r.gone_stubs, 0u);
   EXPECT_EQ(r.owner_of(stub(0)), &kept);
   EXPECT_EQ(r.owner_of(stub(5)), nullptr);
+}
+
+// The registry writes its three bits of the launch gate (guard.h) from its own state: a fat binary
+// below Depth::Full, registrations waiting for the kernel table, a kernel with findings entered.
+TEST(Registry, OwnsItsLaunchGateBits) {
+  std::atomic<unsigned> gate{kGateProbe};  // the probe's bit is not the registry's: left alone
+  Registry r{gate};
+  r.depth_changed(Depth::Full, Depth::Selection);  // registered to selection
+  r.depth_changed(Depth::Full, Depth::Selection);  // another one
+  EXPECT_EQ(gate.load(), kGateProbe | kGateNotCheckedInFull);
+  r.depth_changed(Depth::Selection, Depth::Selection);  // registered anew, still to selection
+  r.depth_changed(Depth::Selection, Depth::Full);       // checked in full
+  EXPECT_EQ(gate.load(), kGateProbe | kGateNotCheckedInFull) << "one is still below Full";
+  r.depth_changed(Depth::Selection, Depth::Full);  // gone
+  EXPECT_EQ(gate.load(), kGateProbe);
+
+  static int a, b;
+  r.unindexed(&a, true);
+  r.unindexed(&a, false);
+  r.unindexed(&b, true);
+  EXPECT_EQ(r.unindexed_order, (std::vector<const void*>{&a, &b}));
+  EXPECT_EQ(gate.load(), kGateProbe | kGateUnindexed);
+  r.indexed(&a);
+  EXPECT_EQ(gate.load(), kGateProbe | kGateUnindexed) << "b still waits";
+  r.indexed(&b);
+  EXPECT_EQ(gate.load(), kGateProbe);
+  r.unindexed(&a, true);
+  r.all_indexed();
+  EXPECT_TRUE(r.unindexed_order.empty());
+  EXPECT_EQ(gate.load(), kGateProbe);
+
+  KernelState& clean = r.new_kernel();
+  r.enter(stub(1), clean);
+  EXPECT_EQ(gate.load(), kGateProbe) << "a kernel without findings leaves the gate closed";
+  KernelState& bad = r.new_kernel();
+  bad.findings_ptr = std::make_shared<const std::vector<Diagnostic>>(
+      std::vector<Diagnostic>{make_diagnostic(code::kLdsOverLimit, "x.co", "too much LDS", "")});
+  r.enter(stub(2), bad);
+  EXPECT_EQ(gate.load(), kGateProbe | kGateFindings);
+  EXPECT_EQ(r.find(stub(2)), &bad);
 }
