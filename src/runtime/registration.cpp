@@ -310,7 +310,9 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
     s.registry.last_fatbin = &it->second;
   }
   FatbinState& fb = *s.registry.last_fatbin;
-  const bool first = fb.unindexed.empty();
+  // Listed (and the gate opened) before anything here can throw: a registration is never left
+  // waiting unlisted (a launch may index it only after this call, which holds the mutex).
+  s.registry.unindexed(handle, fb.unindexed.empty());
   uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
   bool in_image = false;
   for (const auto& [lo, hi] : fb.readonly) in_image = in_image || (at >= lo && at < hi);
@@ -324,7 +326,6 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
   // drops this registration, whatever its code objects hold (stub_owner,
   // claimed when first needed, once the entry is there: Registry::pending_claims).
   s.registry.add_claim(handle, fb.seq, fb.unindexed.size() - 1);
-  s.registry.unindexed(handle, first);
   return {};
 } catch (...) {
   return {};
