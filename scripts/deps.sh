@@ -7,7 +7,7 @@ build_pkgs=(
   cmake ninja-build g++ pkg-config
   llvm-16-dev libzstd-dev zlib1g-dev      # static LLVM: Object, BinaryFormat, Support
   libxxhash-dev                            # XXH3 for symbol names (header-only use)
-  libarchive-dev                           # the CLI reads .deb, .whl/.zip, .tar.*, .a in place
+  libarchive-dev                           # the CLI reads .deb, .whl/.zip, .tar.*, .a and images in place
   libspdlog-dev libfmt-dev                 # logging (header-only use)
   dpkg-dev file                            # packages: dpkg-shlibdeps computes the .deb's Depends
 )
@@ -21,6 +21,7 @@ pkgs=(
   valgrind time
   python3 python3-jsonschema               # tests: JSON Schema validation of every JSON output
   librocrand1                              # real ROCm library: benchmark input beside rocSPARSE
+  umoci skopeo                             # Images.*: container images made offline from the 7.2 root
 )
 [[ ${1:-} == --build ]] && pkgs=("${build_pkgs[@]}")
 missing=()

@@ -76,7 +76,15 @@ class ArchiveReader {
   virtual bool is_archive(Bytes data) const = 0;
   // Calls `member` for each member in archive order. Never throws by itself
   // (a damaged archive is a diagnostic); what `member` throws propagates.
+  // A container image stored as a tar (an OCI archive, a `docker save`
+  // archive) is read as the image: its files as the image's layers leave them
+  // (whiteouts applied), each named "IMAGE!path" ("IMAGE!TAG!path" when the
+  // archive holds several images), in the order of its layers, top first.
   virtual Result read(Bytes data, const std::string& path, const Member& member) const = 0;
+  // An OCI image layout directory (oci-layout, index.json, blobs/sha256/;
+  // OCI Image Layout Specification), read as one image like an archive of one.
+  virtual bool is_image_directory(const std::string& /*dir*/) const { return false; }
+  virtual Result read_image_directory(const std::string& /*dir*/, const Member& /*member*/) const { return {}; }
 };
 
 // A path that could not be used: missing, unreadable directory, symlink loop,

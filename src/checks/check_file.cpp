@@ -140,7 +140,8 @@ FileReport check_file(const std::string& path, const std::vector<TargetId>& targ
 }
 
 namespace {
-bool check_archive(Bytes data, const std::string& path, const std::vector<TargetId>& targets,
+using ReadMembers = std::function<ArchiveReader::Result(const ArchiveReader::Member&)>;
+bool check_archive(const ReadMembers& read, const std::string& path, const std::vector<TargetId>& targets,
                    const CheckFileOptions& options, FileReport& r);
 
 // check_file on bytes already read: a file's, or an archive member's (`file`
@@ -164,8 +165,10 @@ FileReport& check_data(Bytes data, const FileData& file, const std::string& path
                   options.depth == Depth::Library ? Depth::Library : Depth::Full);
     return r;
   }
-  if (options.archives && options.archives->is_archive(data) && check_archive(data, path, targets, options, r))
-    return r;
+  if (options.archives && options.archives->is_archive(data)) {
+    auto read = [&](const ArchiveReader::Member& member) { return options.archives->read(data, path, member); };
+    if (check_archive(read, path, targets, options, r)) return r;
+  }
   bool elf = data.size() >= 64 && std::equal(data.begin(), data.begin() + 4,
                                              "\x7f"
                                              "ELF");
@@ -227,6 +230,12 @@ FileReport check_one_file(const std::string& path, const std::vector<TargetId>& 
                           const CheckFileOptions& options) {
   FileReport r;
   r.path = path;
+  if (options.archives && !options.seen_regular && options.archives->is_image_directory(path)) {
+    auto read = [&](const ArchiveReader::Member& member) {
+      return options.archives->read_image_directory(path, member);
+    };
+    return check_archive(read, path, targets, options, r), r;
+  }
   auto file = FileData::open(path, options.map_above, options.reuse, options.seen_regular);
   if (!file) {
     r.diagnostics.push_back(
@@ -249,7 +258,7 @@ namespace {
 // An archive's members with GPU code, each checked as a file named
 // "archive!member" and handed to options.members (or kept in r.members).
 // False: not an archive after all.
-bool check_archive(Bytes data, const std::string& path, const std::vector<TargetId>& targets,
+bool check_archive(const ReadMembers& read, const std::string& path, const std::vector<TargetId>& targets,
                    const CheckFileOptions& options, FileReport& r) {
   size_t reported = 0;  // members with GPU code or a problem of their own
   FileSink* files = options.members;
@@ -278,7 +287,7 @@ bool check_archive(Bytes data, const std::string& path, const std::vector<Target
     if (!begun) files->begin_file(name);
     files->end_file(std::move(m));
   };
-  ArchiveReader::Result result = options.archives->read(data, path, member);
+  ArchiveReader::Result result = read(member);
   if (!result.archive) return false;
   r.diagnostics = std::move(result.diagnostics);
   if (reported == 0 && r.diagnostics.empty() && options.explicit_arg)

@@ -143,10 +143,11 @@ struct Plan {
   std::vector<std::string> library_of;  // the kernel library of a file found in a directory walk, or ""
 
   Plan(const std::vector<std::string>& paths, const CheckPathsOptions& options) {
-    files = expand(paths, &problems, &regular);
+    files = expand(paths, &problems, &regular, options.archives);
     for (const auto& p : paths) {
       std::error_code ec;
-      if (std::filesystem::is_directory(p, ec)) found_below.emplace_back(p, 0);
+      bool image = options.archives && options.archives->is_image_directory(p);  // an OCI layout: one input
+      if (std::filesystem::is_directory(p, ec) && !image) found_below.emplace_back(p, 0);
       else explicit_files.insert(p);
     }
     // Each after the file that needs it.

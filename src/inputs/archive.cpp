@@ -1,6 +1,9 @@
 // Archives for the CLI: walks ar, tar and zip (tar also gzip/xz/zstd/bzip2-compressed), nested
-// ones included, in memory with libarchive and hands each member that may hold GPU code to the checks.
+// ones included, in memory with libarchive and hands each member that may hold GPU code to the checks;
+// a tar that holds a container image is read as the image (image.cpp).
 #include "inputs/archive.h"
+#include "inputs/archive_walk.h"
+#include "inputs/image.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -104,8 +107,9 @@ std::string entry_name(struct archive_entry* e, size_t index) {
 
 class Walker {
  public:
-  Walker(const ArchiveLimits& limits, const std::string& path, const ArchiveReader::Member& member)
-      : limits_(limits), path_(path), member_(member) {}
+  Walker(const ArchiveLimits& limits, const std::string& path, const ArchiveReader::Member& member,
+         const EntryFilter* filter, uint64_t* total)
+      : limits_(limits), path_(path), member_(member), filter_(filter), total_(*total) {}
   // Walks the members of `a`, named `prefix` + member. False: `a` is not an archive at all.
   bool walk(struct archive* a, const std::string& prefix, unsigned depth);
   // A read error at `label` (HG113), once.
@@ -130,8 +134,9 @@ class Walker {
   const ArchiveLimits& limits_;
   const std::string& path_;
   const ArchiveReader::Member& member_;
-  uint64_t total_ = 0;  // member bytes read, all levels
-  bool stop_ = false;   // a budget is spent or the top level is broken: no more members
+  const EntryFilter* filter_;  // top-level entries delivered (null: all)
+  uint64_t& total_;            // member bytes read, all levels (and all walks of one input)
+  bool stop_ = false;          // a budget is spent or the top level is broken: no more members
 };
 
 void Walker::over(const std::string& label, std::string message, uint64_t value, uint64_t limit) {
@@ -229,6 +234,10 @@ bool Walker::walk(struct archive* a, const std::string& prefix, unsigned depth) 
     }
     // ar members carry permission bits only (GNU ar: "644"): file type 0 is a file too.
     unsigned type = archive_entry_filetype(e);
+    if (filter_ && depth == 0 && !(*filter_)(name, type, archive_entry_hardlink(e) != nullptr)) {
+      discard(a, prefix + name, depth);
+      continue;
+    }
     if ((type == AE_IFREG || type == 0) && !archive_entry_hardlink(e)) entry(a, e, prefix, name, deb, depth);
     else discard(a, prefix + name, depth);
   }
@@ -346,19 +355,13 @@ class LibarchiveReader : public ArchiveReader {
   explicit LibarchiveReader(const ArchiveLimits& limits) : limits_(limits) {}
   bool is_archive(Bytes data) const override { return archive_magic(data); }
   Result read(Bytes data, const std::string& path, const Member& member) const override {
-    Result result;
-    Walker walker(limits_, path, member);
-    Reader top(compressed_magic(data));
-    // Opening reads ahead: a stream cut short can fail here already (HG113).
-    if (archive_read_open_memory(top.a, data.data(), data.size()) != ARCHIVE_OK) {
-      if (unrecognized(top.a)) return result;
-      result.archive = true;
-      walker.corrupt(path, top.a);
-    } else {
-      result.archive = walker.walk(top.a, path + "!", 0);
-    }
-    result.diagnostics = std::move(walker.diagnostics);
-    return result;
+    if (auto image = read_image_archive(data, path, limits_, member)) return std::move(*image);
+    uint64_t total = 0;
+    return walk_archive(data, path, ArchiveWalk{&limits_, path + "!", nullptr, &total}, member);
+  }
+  bool is_image_directory(const std::string& dir) const override { return is_image_layout(dir); }
+  Result read_image_directory(const std::string& dir, const Member& member) const override {
+    return read_image_layout(dir, limits_, member);
   }
 
  private:
@@ -366,6 +369,23 @@ class LibarchiveReader : public ArchiveReader {
 };
 
 }  // namespace
+
+ArchiveReader::Result walk_archive(Bytes data, const std::string& path, const ArchiveWalk& walk,
+                                   const ArchiveReader::Member& member) {
+  ArchiveReader::Result result;
+  Walker walker(*walk.limits, path, member, walk.filter, walk.total);
+  Reader top(compressed_magic(data));
+  // Opening reads ahead: a stream cut short can fail here already (HG113).
+  if (archive_read_open_memory(top.a, data.data(), data.size()) != ARCHIVE_OK) {
+    if (unrecognized(top.a)) return result;
+    result.archive = true;
+    walker.corrupt(walk.prefix.substr(0, walk.prefix.size() - 1), top.a);
+  } else {
+    result.archive = walker.walk(top.a, walk.prefix, 0);
+  }
+  result.diagnostics = std::move(walker.diagnostics);
+  return result;
+}
 
 std::unique_ptr<ArchiveReader> make_archive_reader(const ArchiveLimits& limits) {
   return std::make_unique<LibarchiveReader>(limits);

@@ -8,7 +8,7 @@
 namespace hipguard {
 
 std::vector<std::string> expand(const std::vector<std::string>& paths, std::vector<PathProblem>* problems,
-                                std::vector<bool>* regular) {
+                                std::vector<bool>* regular, const ArchiveReader* archives) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
   auto problem = [&](const std::string& path, const std::error_code& ec) {
@@ -21,7 +21,7 @@ std::vector<std::string> expand(const std::vector<std::string>& paths, std::vect
       problem(p, ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory));
       continue;
     }
-    if (!fs::is_directory(st)) {
+    if (!fs::is_directory(st) || (archives && archives->is_image_directory(p))) {
       out.push_back(p);
       regular->push_back(fs::is_regular_file(st));
       continue;

@@ -1,5 +1,7 @@
 // Directory walking for check_paths: expand_paths (inputs.h), and for each
-// file whether its stat or directory entry said "regular file".
+// file whether its stat or directory entry said "regular file". A directory
+// argument that `archives` reads as an image (an OCI image layout) is kept
+// whole, as a file.
 #pragma once
 
 #include <string>
@@ -10,6 +12,6 @@
 namespace hipguard {
 
 std::vector<std::string> expand(const std::vector<std::string>& paths, std::vector<PathProblem>* problems,
-                                std::vector<bool>* regular);
+                                std::vector<bool>* regular, const ArchiveReader* archives = nullptr);
 
 }  // namespace hipguard

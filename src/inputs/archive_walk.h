@@ -1,0 +1,29 @@
+// One archive stream walked in memory with an ArchiveReader's budgets (archive.cpp): for the reader
+// itself, and for each layer of a container image (image.cpp).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "inputs/archive.h"
+
+namespace hipguard {
+
+// Whether a top-level entry of the walk is delivered (or opened, if an archive): `name` as members are
+// named ("./usr/lib/x" -> "usr/lib/x"; a directory may end in '/'), `filetype` libarchive's AE_IF*
+// (0: an ar member), `hardlink` whether the entry is a hard link to an earlier one.
+using EntryFilter = std::function<bool(const std::string& name, unsigned filetype, bool hardlink)>;
+
+struct ArchiveWalk {
+  const ArchiveLimits* limits = nullptr;
+  std::string prefix;                   // members are named prefix + name ("pkg.deb!", "image.tar!")
+  const EntryFilter* filter = nullptr;  // null: every entry
+  uint64_t* total = nullptr;            // member bytes read so far by the walks of one input (its budget)
+};
+
+// Walks `data`, handing members to `member` as ArchiveReader::read does; diagnostics name `path`.
+ArchiveReader::Result walk_archive(Bytes data, const std::string& path, const ArchiveWalk& walk,
+                                   const ArchiveReader::Member& member);
+
+}  // namespace hipguard

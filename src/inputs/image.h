@@ -1,0 +1,25 @@
+// Container images read in place (image.cpp): an OCI image layout directory, an OCI archive and a
+// `docker save` archive, each image's files as its layers leave them, handed over as archive members.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "inputs/archive.h"
+
+namespace hipguard {
+
+// Whether `dir` is an OCI image layout (an oci-layout file and index.json; OCI image-layout.md).
+bool is_image_layout(const std::string& dir);
+
+// `tar` (an uncompressed tar) read as the image(s) it holds, as ArchiveReader::read describes;
+// nullopt when it holds none (then it is an ordinary archive).
+std::optional<ArchiveReader::Result> read_image_archive(Bytes tar, const std::string& path,
+                                                        const ArchiveLimits& limits,
+                                                        const ArchiveReader::Member& member);
+
+// An OCI image layout directory read the same way; only index.json and blobs/sha256/<digest> are opened.
+ArchiveReader::Result read_image_layout(const std::string& dir, const ArchiveLimits& limits,
+                                        const ArchiveReader::Member& member);
+
+}  // namespace hipguard

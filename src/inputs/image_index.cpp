@@ -1,0 +1,203 @@
+// Reading a container image's JSON documents with llvm::json: OCI index -> manifests -> layers and
+// config; docker-save's manifest.json -> layers and config.
+#include "inputs/image_index.h"
+
+#include <algorithm>
+#include <set>
+
+#include "llvm/Support/JSON.h"
+
+namespace hipguard {
+
+bool is_sha256_digest(std::string_view digest) {
+  constexpr std::string_view kAlgorithm = "sha256:";
+  if (digest.size() != kAlgorithm.size() + 64 || digest.substr(0, kAlgorithm.size()) != kAlgorithm) return false;
+  return std::all_of(digest.begin() + kAlgorithm.size(), digest.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+namespace {
+
+constexpr unsigned kMaxIndexNesting = 4;  // an index of indexes (docker buildx: one level)
+
+bool is_index_type(llvm::StringRef media_type) {
+  return media_type == "application/vnd.oci.image.index.v1+json" ||
+         media_type == "application/vnd.docker.distribution.manifest.list.v2+json";
+}
+
+class Reader {
+ public:
+  Reader(const BlobSource& blobs, ImageList& list) : blobs_(blobs), list_(list) {}
+
+  // The document `name` (what the problem calls it: `what`) parsed, or null with a problem said.
+  std::optional<llvm::json::Value> document(const std::string& name, const std::string& what) {
+    std::optional<Bytes> bytes = blobs_(name);
+    if (!bytes) return problem("the image has no " + what), std::nullopt;
+    llvm::Expected<llvm::json::Value> v =
+        llvm::json::parse(llvm::StringRef(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+    if (!v) return problem(what + " is not JSON: " + llvm::toString(v.takeError())), std::nullopt;
+    return std::move(*v);
+  }
+  // A descriptor's blob (OCI descriptor.md): its digest names it in the layout's blobs/ directory.
+  std::optional<llvm::json::Value> blob_document(const llvm::json::Object& descriptor, const std::string& what) {
+    std::string digest = descriptor.getString("digest").value_or("").str();
+    if (!is_sha256_digest(digest)) return problem(what + " has no sha256 digest"), std::nullopt;
+    return document(blob_name(digest), what + " " + digest);
+  }
+  static std::string blob_name(const std::string& digest) { return "blobs/sha256/" + digest.substr(7); }
+
+  void problem(std::string sentence) { list_.problems.push_back(std::move(sentence)); }
+
+  // The image a manifest describes: its layers and the config's diff IDs.
+  void manifest(const llvm::json::Object& descriptor, std::string name) {
+    std::optional<llvm::json::Value> m = blob_document(descriptor, "the image manifest");
+    if (!m) return;
+    const llvm::json::Object* o = m->getAsObject();
+    const llvm::json::Array* layers = o ? o->getArray("layers") : nullptr;
+    const llvm::json::Object* config = o ? o->getObject("config") : nullptr;
+    if (!layers || !config) return problem("the image manifest " + digest_of(descriptor) + " has no layers or config");
+    ImageDescription image;
+    image.name = std::move(name);
+    for (const llvm::json::Value& l : *layers) {
+      const llvm::json::Object* layer = l.getAsObject();
+      std::string digest = layer ? layer->getString("digest").value_or("").str() : "";
+      if (!is_sha256_digest(digest))
+        return problem("a layer of the image manifest " + digest_of(descriptor) + " has no sha256 digest");
+      image.layers.push_back({blob_name(digest), digest, ""});
+    }
+    std::optional<llvm::json::Value> c = blob_document(*config, "the image config");
+    if (c) read_config(*c, image);
+    list_.images.push_back(std::move(image));
+  }
+
+  // The config's rootfs.diff_ids, one per layer (OCI config.md).
+  void read_config(const llvm::json::Value& config, ImageDescription& image) {
+    const llvm::json::Object* o = config.getAsObject();
+    if (!o) return problem("the image config is not a JSON object");
+    if (const llvm::json::Object* rootfs = o->getObject("rootfs"))
+      if (const llvm::json::Array* ids = rootfs->getArray("diff_ids"))
+        for (size_t i = 0; i < ids->size() && i < image.layers.size(); ++i)
+          image.layers[i].diff_id = (*ids)[i].getAsString().value_or("").str();
+  }
+
+  static std::string digest_of(const llvm::json::Object& descriptor) {
+    return descriptor.getString("digest").value_or("(no digest)").str();
+  }
+
+  const BlobSource& blobs_;
+  ImageList& list_;
+};
+
+// The manifests of an index for `platform`, nested indexes followed.
+class IndexWalk {
+ public:
+  IndexWalk(Reader& reader, const Platform& platform) : reader_(reader), platform_(platform) {}
+
+  void index(const llvm::json::Value& v, const std::string& what, unsigned depth) {
+    const llvm::json::Object* o = v.getAsObject();
+    const llvm::json::Array* manifests = o ? o->getArray("manifests") : nullptr;
+    if (!manifests) return reader_.problem(what + " has no manifests");
+    for (const llvm::json::Value& m : *manifests)
+      if (const llvm::json::Object* d = m.getAsObject()) descriptor(*d, depth);
+  }
+
+  // After the walk: the manifests found (one image each), or why there is none.
+  void finish() {
+    bool several = chosen_.size() > 1;
+    for (auto& [descriptor, name] : chosen_) reader_.manifest(descriptor, several ? name : "");
+    if (chosen_.empty() && !other_platforms_.empty()) {
+      std::string list;
+      for (const auto& p : other_platforms_) list += (list.empty() ? "" : ", ") + p;
+      reader_.problem("the image has no manifest for " + platform_.os + "/" + platform_.architecture +
+                      "; it has " + list);
+    }
+  }
+
+ private:
+  void descriptor(const llvm::json::Object& d, unsigned depth) {
+    llvm::StringRef type = d.getString("mediaType").value_or("");
+    if (is_index_type(type)) {
+      if (depth + 1 >= kMaxIndexNesting) return reader_.problem("image indexes nested too deep");
+      if (auto nested = reader_.blob_document(d, "the image index")) index(*nested, "the image index", depth + 1);
+      return;
+    }
+    if (const llvm::json::Object* annotations = d.getObject("annotations"))
+      if (annotations->getString("vnd.docker.reference.type") == "attestation-manifest") return;
+    if (const llvm::json::Object* p = d.getObject("platform")) {
+      std::string os = p->getString("os").value_or("").str(), arch = p->getString("architecture").value_or("").str();
+      if (os != platform_.os || arch != platform_.architecture) {
+        if (os != "unknown") other_platforms_.insert(os + "/" + arch);
+        return;
+      }
+    }
+    std::string digest = d.getString("digest").value_or("").str();
+    if (!seen_.insert(digest).second) return;  // one manifest under several tags: one image
+    chosen_.emplace_back(d, name_of(d, digest));  // a copy: a nested index's document is gone after its walk
+  }
+
+  static std::string name_of(const llvm::json::Object& d, const std::string& digest) {
+    if (const llvm::json::Object* a = d.getObject("annotations"))
+      for (const char* key : {"io.containerd.image.name", "org.opencontainers.image.ref.name"})
+        if (auto n = a->getString(key)) return n->str();
+    return digest.substr(0, 19);  // "sha256:" and 12 digits, as docker shows image IDs
+  }
+
+  Reader& reader_;
+  const Platform& platform_;
+  std::vector<std::pair<llvm::json::Object, std::string>> chosen_;
+  std::set<std::string> seen_, other_platforms_;
+};
+
+ImageList read_index(const BlobSource& blobs, const Platform& platform) {
+  ImageList list;
+  Reader reader(blobs, list);
+  list.recognized = true;  // an oci-layout file beside it says what it is
+  std::optional<llvm::json::Value> top = reader.document("index.json", "index.json");
+  if (!top) return list;
+  IndexWalk walk(reader, platform);
+  walk.index(*top, "index.json", 0);
+  walk.finish();
+  return list;
+}
+
+}  // namespace
+
+ImageList read_oci_index(const BlobSource& blobs, const Platform& platform) { return read_index(blobs, platform); }
+
+ImageList read_docker_manifest(const BlobSource& blobs) {
+  ImageList list;
+  Reader reader(blobs, list);
+  std::optional<llvm::json::Value> top = reader.document("manifest.json", "manifest.json");
+  if (!top) return list;
+  const llvm::json::Array* images = top->getAsArray();
+  if (!images) return list;
+  for (const llvm::json::Value& v : *images)
+    if (const llvm::json::Object* o = v.getAsObject(); o && o->getArray("Layers")) list.recognized = true;
+  for (const llvm::json::Value& v : *images) {
+    const llvm::json::Object* o = v.getAsObject();
+    const llvm::json::Array* layers = o ? o->getArray("Layers") : nullptr;
+    std::string config = o ? o->getString("Config").value_or("").str() : "";
+    if (!layers || config.empty()) {
+      reader.problem("an image of manifest.json has no Layers or Config");
+      continue;
+    }
+    ImageDescription image;
+    if (const llvm::json::Array* tags = o->getArray("RepoTags"); tags && !tags->empty())
+      image.name = (*tags)[0].getAsString().value_or("").str();
+    if (image.name.empty()) image.name = config;
+    for (const llvm::json::Value& l : *layers) {
+      std::string name = l.getAsString().value_or("").str();
+      // Docker 25+ ("blobs/sha256/<hex>") and skopeo ("<hex>.tar") name a layer by its digest.
+      std::string base = name.substr(name.rfind('/') + 1);
+      if (base.size() > 4 && base.compare(base.size() - 4, 4, ".tar") == 0) base.resize(base.size() - 4);
+      std::string digest = is_sha256_digest("sha256:" + base) ? "sha256:" + base : "";
+      image.layers.push_back({name, digest, ""});
+    }
+    if (auto c = reader.document(config, "the image config " + config)) reader.read_config(*c, image);
+    list.images.push_back(std::move(image));
+  }
+  if (list.images.size() == 1) list.images[0].name.clear();
+  return list;
+}
+
+}  // namespace hipguard

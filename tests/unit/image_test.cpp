@@ -1,0 +1,255 @@
+// Container images read in place (src/inputs/image.cpp): OCI archives, OCI layout directories and
+// docker-save archives written in the test, their layers applied top first (whiteouts, opaque
+// directories), a multi-platform index, and damaged images as findings naming the layer.
+#include <archive.h>
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/SHA256.h>
+
+#include <algorithm>
+
+#include "archive_writer.h"
+#include "inputs/archive.h"
+#include "test_util.h"
+
+using namespace hgtest;
+using namespace hipguard;
+
+namespace {
+
+std::string str(const ByteVec& v) { return std::string(v.begin(), v.end()); }
+
+// A gfx942 code object whose kernel uses 96 KiB of LDS (an error on gfx942), and one that is fine.
+std::string heavy_co() {
+  CodeObjectSpec spec;
+  spec.kernels[0].name = "heavy";
+  spec.kernels[0].lds = 96 << 10;
+  return str(make_code_object(spec));
+}
+std::string fine_co() { return str(make_code_object(CodeObjectSpec{})); }
+
+std::string tar(const ArchiveMembers& members, int filter = ARCHIVE_FILTER_NONE) {
+  std::string error;
+  std::string out = write_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, filter, members, &error);
+  EXPECT_EQ(error, "");
+  return out;
+}
+
+std::string sha256(const std::string& bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string hex;
+  for (uint8_t b : llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                                                bytes.size())))
+    hex += digits[b >> 4], hex += digits[b & 15];
+  return "sha256:" + hex;
+}
+
+std::string json(llvm::json::Value v) {
+  std::string out;
+  llvm::raw_string_ostream(out) << v;
+  return out;
+}
+
+// An OCI image layout as files: blobs by digest, index.json over one manifest per image.
+struct Layout {
+  ArchiveMembers files{{"oci-layout", R"({"imageLayoutVersion":"1.0.0"})"}};
+  llvm::json::Array manifests;
+
+  llvm::json::Object put(const std::string& bytes, const std::string& media_type) {
+    std::string d = sha256(bytes);
+    files.emplace_back("blobs/sha256/" + d.substr(7), bytes);
+    return llvm::json::Object{{"mediaType", media_type}, {"digest", d}, {"size", int64_t(bytes.size())}};
+  }
+  // An image of `layers` (bottom first, each a tar, maybe compressed); `platform` "" for none.
+  void image(const std::vector<std::string>& layers, const std::string& platform = "") {
+    llvm::json::Array descriptors;
+    for (const auto& l : layers) descriptors.push_back(put(l, "application/vnd.oci.image.layer.v1.tar"));
+    llvm::json::Object config = put(R"({"rootfs":{"type":"layers","diff_ids":[]}})",
+                                    "application/vnd.oci.image.config.v1+json");
+    llvm::json::Object manifest =
+        put(json(llvm::json::Object{{"schemaVersion", 2}, {"config", std::move(config)}, {"layers", std::move(descriptors)}}),
+            "application/vnd.oci.image.manifest.v1+json");
+    if (!platform.empty()) {
+      size_t slash = platform.find('/');
+      manifest["platform"] = llvm::json::Object{{"os", platform.substr(0, slash)},
+                                                {"architecture", platform.substr(slash + 1)}};
+    }
+    manifests.push_back(std::move(manifest));
+  }
+  ArchiveMembers members() const {
+    ArchiveMembers out = files;
+    out.emplace_back("index.json", json(llvm::json::Object{{"schemaVersion", 2}, {"manifests", llvm::json::Array(manifests)}}));
+    return out;
+  }
+  std::string as_tar() const { return tar(members()); }
+  std::string write_to(const fs::path& dir) const {
+    for (const auto& [name, bytes] : members()) {
+      fs::create_directories((dir / name).parent_path());
+      std::ofstream(dir / name, std::ios::binary) << bytes;
+    }
+    return dir.string();
+  }
+};
+
+FileReport check_image(const std::string& path, const ArchiveReader& reader = archive_reader()) {
+  CheckFileOptions o;
+  o.archives = &reader;
+  return check_file(path, {target("gfx942")}, o);
+}
+
+std::vector<std::string> member_names(const FileReport& r, const std::string& path) {
+  std::vector<std::string> out;
+  for (const auto& m : r.members) out.push_back(m.path.substr(path.size()));
+  return out;
+}
+
+std::vector<std::string> codes(const FileReport& r) {
+  std::vector<std::string> out;
+  for (const auto& d : r.diagnostics) out.push_back(d.code);
+  return out;
+}
+
+const Diagnostic* find(const FileReport& r, std::string_view code) {
+  for (const auto& d : r.diagnostics)
+    if (d.code == code) return &d;
+  return nullptr;
+}
+
+// Two layers: the upper whites out lib/heavy.co and makes opt/ opaque, adds opt/new.co, and whites
+// out a path no layer has.
+Layout two_layers() {
+  Layout l;
+  l.image({tar({{"lib/heavy.co", heavy_co()}, {"lib/fine.co", fine_co()}, {"opt/old.co", heavy_co()}}),
+           tar({{"lib/.wh.heavy.co", ""}, {"opt/.wh..wh..opq", ""}, {"opt/new.co", fine_co()}, {"etc/.wh.none", ""}},
+               ARCHIVE_FILTER_GZIP)});
+  return l;
+}
+
+}  // namespace
+
+TEST(Image, OciArchiveAppliesWhiteoutsTopFirst) {
+  TempDir tmp("hipguard-image");
+  std::string path = (fs::path(tmp.path) / "image.tar").string();
+  std::ofstream(path, std::ios::binary) << two_layers().as_tar();
+  FileReport r = check_image(path);
+  // Top layer first; what it whites out or hides below an opaque directory is never read.
+  EXPECT_EQ(member_names(r, path), (std::vector<std::string>{"!opt/new.co", "!lib/fine.co"}));
+  EXPECT_TRUE(r.ok()) << dump(r.diagnostics);
+  const Diagnostic* none = find(r, code::kWhiteoutOfNothing);
+  ASSERT_NE(none, nullptr) << dump(r.diagnostics);
+  EXPECT_NE(none->message.find("etc/none"), std::string::npos) << none->message;
+  EXPECT_EQ(codes(r), std::vector<std::string>{"HG117"});
+}
+
+TEST(Image, OciLayoutDirectoryIsOneImage) {
+  TempDir tmp("hipguard-image");
+  std::string dir = two_layers().write_to(fs::path(tmp.path) / "layout");
+  FileReport r = check_image(dir);
+  EXPECT_EQ(member_names(r, dir), (std::vector<std::string>{"!opt/new.co", "!lib/fine.co"}));
+  // check_paths keeps the layout whole: one input, not a directory of blobs.
+  CheckPathsOptions o;
+  o.targets = {target("gfx942")};
+  o.archives = &archive_reader();
+  CollectSink sink(false);
+  CheckPathsResult result = check_paths({dir}, o, sink);
+  std::vector<std::string> paths;
+  for (const auto& f : sink.reports) paths.push_back(f.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{dir + "!opt/new.co", dir + "!lib/fine.co", dir}));
+  EXPECT_TRUE(result.gpu_code);
+}
+
+TEST(Image, MultiPlatformIndexPicksLinuxAmd64) {
+  TempDir tmp("hipguard-image");
+  Layout l;
+  l.image({tar({{"arm.co", heavy_co()}})}, "linux/arm64");
+  l.image({tar({{"amd.co", fine_co()}})}, "linux/amd64");
+  std::string path = (fs::path(tmp.path) / "multi.tar").string();
+  std::ofstream(path, std::ios::binary) << l.as_tar();
+  EXPECT_EQ(member_names(check_image(path), path), std::vector<std::string>{"!amd.co"});
+  Layout arm;
+  arm.image({tar({{"arm.co", heavy_co()}})}, "linux/arm64");
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << arm.as_tar();
+  FileReport r = check_image(path);
+  const Diagnostic* d = find(r, code::kUnreadableImage);
+  ASSERT_NE(d, nullptr) << dump(r.diagnostics);
+  EXPECT_NE(d->message.find("no manifest for linux/amd64; it has linux/arm64"), std::string::npos) << d->message;
+  EXPECT_TRUE(r.members.empty());
+}
+
+TEST(Image, DockerSaveArchiveChecksLayerDigests) {
+  TempDir tmp("hipguard-image");
+  std::string lower = tar({{"lib/heavy.co", heavy_co()}}), upper = tar({{"lib/.wh.heavy.co", ""}});
+  std::string config = R"({"rootfs":{"type":"layers","diff_ids":[]}})";
+  auto save = [&](const std::string& upper_bytes) {
+    std::string lower_name = sha256(lower).substr(7) + ".tar", upper_name = sha256(upper).substr(7) + ".tar";
+    std::string manifest = json(llvm::json::Array{llvm::json::Object{
+        {"Config", "config.json"}, {"RepoTags", llvm::json::Array{"hg/test:1"}},
+        {"Layers", llvm::json::Array{lower_name, upper_name}}}});
+    return tar({{lower_name, lower}, {upper_name, upper_bytes}, {"config.json", config}, {"manifest.json", manifest}});
+  };
+  std::string path = (fs::path(tmp.path) / "saved.tar").string();
+  std::ofstream(path, std::ios::binary) << save(upper);
+  FileReport r = check_image(path);
+  EXPECT_TRUE(r.members.empty()) << "the upper layer whites out the only file";
+  EXPECT_EQ(codes(r), std::vector<std::string>{"HG107"}) << "an image named with no GPU code left";
+  // The upper layer altered: not read (its whiteout is not applied), named, and the lower one still checked.
+  std::string altered = upper;
+  altered[600] ^= 1;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << save(altered);
+  r = check_image(path);
+  const Diagnostic* d = find(r, code::kImageDigestMismatch);
+  ASSERT_NE(d, nullptr) << dump(r.diagnostics);
+  EXPECT_NE(d->message.find("layer 2 of 2"), std::string::npos) << d->message;
+  EXPECT_EQ(member_names(r, path), std::vector<std::string>{"!lib/heavy.co"});
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(Image, DamagedImagesAreFindingsAndTheOtherLayersAreChecked) {
+  TempDir tmp("hipguard-image");
+  // A member leaving the image: HG116, not read; the layer's other members are.
+  Layout outside;
+  outside.image({tar({{"../escape.co", heavy_co()}, {"lib/fine.co", fine_co()}})});
+  std::string path = (fs::path(tmp.path) / "outside.tar").string();
+  std::ofstream(path, std::ios::binary) << outside.as_tar();
+  FileReport r = check_image(path);
+  EXPECT_EQ(member_names(r, path), std::vector<std::string>{"!lib/fine.co"});
+  EXPECT_EQ(codes(r), std::vector<std::string>{"HG116"});
+  // index.json that is not JSON, and a manifest naming a blob the layout lacks: HG114.
+  Layout layout = two_layers();
+  std::string dir = layout.write_to(fs::path(tmp.path) / "missing");
+  std::string top = layout.files[2].first;  // the upper layer's blob
+  fs::remove(fs::path(dir) / top);
+  r = check_image(dir);
+  ASSERT_NE(find(r, code::kUnreadableImage), nullptr) << dump(r.diagnostics);
+  EXPECT_NE(find(r, code::kUnreadableImage)->message.find("layer 2 of 2"), std::string::npos);
+  EXPECT_EQ(member_names(r, dir), (std::vector<std::string>{"!lib/heavy.co", "!lib/fine.co", "!opt/old.co"}));
+  std::ofstream(fs::path(dir) / "index.json", std::ios::trunc) << "{not json";
+  r = check_image(dir);
+  EXPECT_EQ(codes(r), std::vector<std::string>{"HG114"});
+  EXPECT_TRUE(r.members.empty());
+}
+
+TEST(Image, LayerBudgetsNameTheLayer) {
+  TempDir tmp("hipguard-image");
+  Layout l;
+  l.image({tar({{"zeros.bin", std::string(4 << 20, '\0')}, {"lib/fine.co", fine_co()}}, ARCHIVE_FILTER_GZIP)});
+  std::string path = (fs::path(tmp.path) / "bomb.tar").string();
+  std::ofstream(path, std::ios::binary) << l.as_tar();
+  ArchiveLimits limits;
+  limits.total_bytes = 1 << 20;
+  auto reader = make_archive_reader(limits);
+  FileReport r = check_image(path, *reader);
+  const Diagnostic* d = find(r, code::kBudgetExceeded);
+  ASSERT_NE(d, nullptr) << dump(r.diagnostics);
+  EXPECT_NE(d->message.find("layer 1 of 1"), std::string::npos) << d->message;
+}
+
+TEST(Image, TarWithAnotherManifestJsonIsAnOrdinaryArchive) {
+  TempDir tmp("hipguard-image");
+  std::string path = (fs::path(tmp.path) / "web.tar").string();
+  std::ofstream(path, std::ios::binary) << tar({{"manifest.json", R"({"name":"a web app"})"}, {"k.co", fine_co()}});
+  FileReport r = check_image(path);
+  EXPECT_EQ(member_names(r, path), std::vector<std::string>{"!k.co"});
+  EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);
+}
