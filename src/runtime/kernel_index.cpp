@@ -1,11 +1,13 @@
 // Per-kernel facts from an image's report: findings by kernel, LDS headroom
-// per target, kernels missing from the selected code object (state.h).
+// per target, kernels missing from the selected code object (kernel_index.h).
+#include "runtime/kernel_index.h"
+
 #include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "runtime/state.h"
+#include "runtime/guard.h"
 
 namespace hipguard {
 

@@ -99,14 +99,4 @@ void log_warning(spdlog::logger& logger, const std::string& line);
 // The lock of hipguard's lines on stderr (every guard's logger), held across fork() with the guard's.
 OwnedMutex& log_mutex();
 
-// Per-kernel facts from an image's report (kernel_index.cpp).
-// lds false: findings and Selected only, no LDS facts (HG409 at a strict registration).
-ImageIndex build_index(const ImageReport& r, const std::vector<TargetId>& targets, bool lds = true);
-std::vector<Diagnostic> missing_kernel(std::string_view name, const ImageIndex& idx);
-void add_hotswap(ImageReport& report, const GuardConfig& c);
-void fill_kernel(KernelState& k, const ImageIndex& idx);
-std::string first_finding(const KernelState& k);
-// Under the state mutex, after anything that decides a kernel's fast path changed.
-void refresh_clean(const KernelState& k, bool probe_off);
-
 }  // namespace hipguard
