@@ -286,9 +286,7 @@ class Guard {
   // Registered kernels enter the kernel table lazily, a fat binary at a time
   // (the first launch or lookup of one of its kernels, or the report).
   void index_kernel(const void* key);                // the fat binary whose registration of `key` counts
-  void index_pending_kernels();                      // state mutex held
   void index_kernels_of(const void* fatbin_handle);  // state mutex held
-  void index_function_of(const void* host_function, const void* function);  // state mutex held
 };
 
 // hipError_t values hipguard returns (when refusing, and from the shim when the

@@ -15,39 +15,14 @@ void Guard::check_in_full(const void* handle, bool say) {
   std::vector<Diagnostic> said;
   {
     std::lock_guard lock(s.mu);
-    auto it = s.registry.fatbins.find(handle);
-    if (it == s.registry.fatbins.end() || it->second.depth == Depth::Full) return;
-    FatbinState& fb = it->second;
-    const Depth was = fb.depth;
-    fb.report = check_image(fb.data, fb.report.origin, s.config.targets, "", Depth::Full, s.config.machine);
-    add_hotswap(fb.report, s.config);
-    fb.depth = Depth::Full;
-    fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
-    said = fb.report.diagnostics;
-    // Fresh kernel states (readers may hold the old ones, which stay valid).
-    for (const void* f : fb.host_functions) {
-      const KernelState* old = s.registry.find(f);
-      if (!old) continue;
-      old->superseded = true;
-      old->set_clean(false);
-      KernelState& k = s.registry.new_kernel();
-      s.registry.quarantine.push_back(
-          const_cast<KernelState*>(old));  // after new_kernel: never reused as its own successor
-      k.name = old->name;
-      k.file = old->file;
-      k.fatbin = handle;
-      k.stub = old->stub;
-      fill_kernel(k, *fb.index);
-      k.launches = old->launches.load();
-      k.blocked = old->blocked.load();
-      k.warned = old->warned.load();
-      k.lds_warned = old->lds_warned.load();
-      k.probed = old->probed.load();
-      k.seq = old->seq;
-      refresh_clean(k, s.probe.off());
-      s.registry.enter(f, k);
-    }
-    s.registry.depth_changed(was, Depth::Full);
+    auto check = [&](Bytes data, const std::string& origin) {
+      ImageReport full = check_image(data, origin, s.config.targets, "", Depth::Full, s.config.machine);
+      add_hotswap(full, s.config);
+      return full;
+    };
+    const ImageReport* full = s.registry.check_in_full(handle, check, s.config.targets);
+    if (!full) return;
+    said = full->diagnostics;
   }
   if (say)
     for (const auto& d : said) report_once(d);

@@ -96,20 +96,14 @@ void Guard::on_module_loaded(const void* module, PendingModulePtr pending) try {
   if (!module || !pending) return;
   State& s = state();
   std::lock_guard lock(s.mu);
-  pending->seq = ++s.registry.seq;
-  s.registry.modules[module] = std::move(*pending);
+  s.registry.add_module(module, std::move(*pending));
 } catch (...) {
 }
 
 void Guard::on_module_unloaded(const void* module) try {
   State& s = state();
   std::lock_guard lock(s.mu);
-  auto it = s.registry.modules.find(module);
-  if (it == s.registry.modules.end()) return;
-  for (const void* f : it->second.functions) s.retire(f);
-  if (!s.config.report_path.empty())  // only the report reads them
-    for (auto& img : it->second.images) s.findings.keep_gone_image(std::move(img), it->second.seq);
-  s.registry.modules.erase(it);
+  s.unload_module(module);
 } catch (...) {
 }
 
@@ -119,12 +113,12 @@ Decision Guard::before_module_get_function(const void* module, const char* name,
   {
     State& s = state();
     std::lock_guard lock(s.mu);
-    auto it = s.registry.modules.find(module);
-    if (it == s.registry.modules.end() || !it->second.device_functions.count(name)) return {};
+    const ModuleInfo* m = s.registry.find_module(module);
+    if (!m || !m->device_functions.count(name)) return {};
     std::string kernels;
-    for (const auto& k : it->second.kernels) kernels += (kernels.empty() ? "" : ", ") + k;
+    for (const auto& k : m->kernels) kernels += (kernels.empty() ? "" : ", ") + k;
     d.code = std::string(code::kDeviceFunction);
-    d.file = it->second.origin;
+    d.file = m->origin;
     d.kernel = name;
     d.message = std::string(api) + " asks for a device function, not a kernel; kernels in this module: " +
                 (kernels.empty() ? std::string("none") : kernels);
@@ -143,22 +137,10 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
   State& s = state();
   if (s.config.mode == Mode::Off) return;
   std::unique_lock lock(s.mu);
-  auto it = s.registry.modules.find(module);
-  if (it == s.registry.modules.end()) return;
-  ModuleInfo& m = it->second;
-  if (result == 0 && function) {
-    // The runtime hands out the same hipFunction_t for the same name again: known already.
-    if (const KernelState* known = s.registry.find(function); known && known->name == name) return;
-    KernelState& k = s.registry.new_kernel();
-    k.name = name;
-    k.probed = true;  // module kernels are checked at load and lookup, not probed
-    k.file = std::make_shared<const std::string>(m.origin);
-    for (const auto& img : m.images) fill_kernel(k, build_index(img, s.config.targets));
-    refresh_clean(k, s.probe.off());
-    m.functions.push_back(function);
-    s.registry.enter(function, k);
-    return;
-  }
+  const ModuleInfo* found = s.registry.find_module(module);
+  if (!found) return;
+  const ModuleInfo& m = *found;
+  if (result == 0 && function) return s.registry.add_module_function(module, function, name, s.config.targets);
   if (m.device_functions.count(name)) return;  // HG408 was said before the call
   Diagnostic d;
   d.code = std::string(code::kLookupFailed);
@@ -186,30 +168,6 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
   lock.unlock();
   report_once(d);
 } catch (...) {
-}
-
-// The hipFunction_t that hipGetFuncBySymbol returned for a registered kernel
-// is launched through the module entry points (AITER does): it gets the
-// kernel's facts under its own key, in its fat binary's kernels, so that it is
-// checked in full, renewed and forgotten with them. State mutex held.
-void Guard::index_function_of(const void* host_function, const void* function) {
-  State& s = state();
-  const KernelState* k = s.registry.find(host_function);
-  if (!k || !k->fatbin || s.registry.find(function)) return;  // not registered, or looked up before
-  auto it = s.registry.fatbins.find(k->fatbin);
-  if (it == s.registry.fatbins.end() || !it->second.index) return;
-  FatbinState& fb = it->second;
-  KernelState& f = s.registry.new_kernel();
-  f.name = k->name;
-  f.file = k->file;
-  f.fatbin = k->fatbin;
-  f.stub = host_function;
-  f.depth = k->depth;
-  fill_kernel(f, *fb.index);
-  f.probed = true;  // the runtime found the kernel for this device: what a probe asks
-  refresh_clean(f, s.probe.off());
-  fb.host_functions.push_back(function);
-  s.registry.enter(function, f);
 }
 
 // Before hipGetFuncBySymbol and the other calls that take a kernel (before_kernel_call in guard.h):
@@ -257,7 +215,7 @@ void Guard::on_get_func_by_symbol(const void* host_function, int result, const v
   if (result == 0) {
     index_kernel(host_function);
     std::lock_guard lock(s.mu);
-    return index_function_of(host_function, function);
+    return s.registry.enter_function_of(host_function, function);
   }
   const KernelState* k = kernel_in_full(host_function);
   Diagnostic d;

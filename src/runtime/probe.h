@@ -19,9 +19,10 @@ namespace hipguard {
 
 // Its invariant: the launch gate's kGateProbe bit is set exactly while some
 // fat binary has kernels waiting (changed under its lock). Its lock is a leaf:
-// it is taken under the registry's (index_kernels_of, forget_kernels_of, and
-// run_probe's take, which marks the kernels taken in the same section) or
-// alone, and nothing else is taken under it.
+// it is taken under the registry's (kernels indexed: State::to_probe; a fat
+// binary registered anew or unregistered: State::register_fatbin and
+// unregister_fatbin; run_probe's take, which marks the kernels taken in the
+// same section) or alone, and nothing else is taken under it.
 class Probe {
  public:
   explicit Probe(std::atomic<unsigned>& gate) : gate_(gate) {}

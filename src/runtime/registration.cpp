@@ -279,18 +279,7 @@ void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) t
   if (!pending) return;
   State& s = state();
   std::lock_guard lock(s.mu);
-  // A null handle (the runtime refused outright) still gets its report kept, keyed by null.
-  FatbinState& fb = s.registry.fatbins[handle];
-  s.forget_kernels_of(handle, fb);  // registered anew under the same handle: its kernels are registered anew
-  fb.seq = ++s.registry.seq;
-  const Depth was = fb.depth;  // below Full: registered anew under the same handle
-  fb.report = std::move(pending->report);
-  fb.data = pending->data;
-  fb.depth = pending->depth;
-  fb.index.reset();
-  fb.origin.reset();
-  fb.readonly = std::move(pending->readonly);
-  s.registry.depth_changed(was, fb.depth);
+  s.register_fatbin(handle, std::move(*pending));
 } catch (...) {
 }
 
@@ -303,29 +292,7 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
   State& s = state();
   if (s.config.mode == Mode::Off) return {};
   std::lock_guard lock(s.mu);
-  if (handle != s.registry.last_fatbin_handle || !s.registry.last_fatbin) {
-    auto it = s.registry.fatbins.find(handle);
-    if (it == s.registry.fatbins.end()) return {};
-    s.registry.last_fatbin_handle = handle;
-    s.registry.last_fatbin = &it->second;
-  }
-  FatbinState& fb = *s.registry.last_fatbin;
-  // Listed (and the gate opened) before anything here can throw: a registration is never left
-  // waiting unlisted (a launch may index it only after this call, which holds the mutex).
-  s.registry.unindexed(handle, fb.unindexed.empty());
-  uintptr_t at = reinterpret_cast<uintptr_t>(device_name);
-  bool in_image = false;
-  for (const auto& [lo, hi] : fb.readonly) in_image = in_image || (at >= lo && at < hi);
-  if (in_image) {
-    fb.unindexed.push_back({host_function, device_name, 0});
-  } else {
-    fb.unindexed.push_back({host_function, nullptr, fb.unindexed_names.size()});
-    fb.unindexed_names.append(device_name).push_back('\0');
-  }
-  // A stub registered already, by a fat binary still registered: the runtime
-  // drops this registration, whatever its code objects hold (stub_owner,
-  // claimed when first needed, once the entry is there: Registry::pending_claims).
-  s.registry.add_claim(handle, fb.seq, fb.unindexed.size() - 1);
+  s.registry.add_function(handle, host_function, device_name);
   return {};
 } catch (...) {
   return {};
@@ -333,68 +300,23 @@ Decision Guard::on_register_function(const void* handle, const void* host_functi
 
 void Guard::index_kernels_of(const void* handle) {
   State& s = state();
-  s.registry.settle_claims();  // which of its registrations count
-  auto it = s.registry.fatbins.find(handle);
-  if (it == s.registry.fatbins.end() || it->second.unindexed.empty()) return;
-  FatbinState& fb = it->second;
-  if (std::none_of(fb.unindexed.begin(), fb.unindexed.end(), [](const auto& e) { return e.host_function; })) {
-    fb.unindexed.clear();  // every registration dropped: nothing to index
-    fb.unindexed_names.clear();
-    return;
-  }
-  if (!fb.index) fb.index = std::make_unique<ImageIndex>(build_index(fb.report, s.config.targets));
-  if (!fb.origin) fb.origin = std::make_shared<const std::string>(fb.report.origin);
-  const size_t first = fb.host_functions.size();
-  for (const auto& [host_function, name_in_image, name_at] : fb.unindexed) {
-    if (!host_function) continue;  // dropped: another fat binary's registration of its stub counts
-    KernelState& k = s.registry.new_kernel();
-    k.name = name_in_image ? name_in_image : fb.unindexed_names.c_str() + name_at;
-    k.file = fb.origin;
-    k.fatbin = handle;
-    k.depth = fb.depth;
-    fill_kernel(k, *fb.index);
-    refresh_clean(k, s.probe.off());
-    k.seq = fb.seq;  // a forked child's report lists the kernels of what it registered itself
-    fb.host_functions.push_back(host_function);
-    s.registry.enter(host_function, k);
-  }
-  s.probe.add(handle, std::span(fb.host_functions).subspan(first));
-  fb.unindexed.clear();
-  fb.unindexed.shrink_to_fit();
-  fb.unindexed_names.clear();
-  fb.unindexed_names.shrink_to_fit();
+  s.registry.index_kernels_of(handle, s.config.targets, s.to_probe());
 }
 
-void Guard::index_pending_kernels() {
-  State& s = state();
-  for (const void* h : s.registry.unindexed_order) index_kernels_of(h);
-  s.registry.all_indexed();
-}
-
-// Only the fat binary whose registration of `key` counts (stub_owner) is
-// indexed: a library's other fat binaries (rocSPARSE has 111, with 12 k
-// kernels) wait for a launch of one of their own kernels, a lookup, or the
-// report. A key that no fat binary registered indexes them all, so that the
-// gate stops asking (a program may launch such a key over and over).
+// Only the fat binary whose registration of `key` counts is indexed (Registry::index_kernel).
 void Guard::index_kernel(const void* key) {
   State& s = state();
   if (!(s.gate.load(std::memory_order_acquire) & kGateUnindexed)) return;
   if (s.registry.find(key)) return;
   std::lock_guard lock(s.mu);
   if (s.registry.find(key)) return;
-  s.registry.settle_claims();
-  const void* handle = s.registry.owner_of(key);
-  if (!handle) return index_pending_kernels();
-  index_kernels_of(handle);
-  s.registry.indexed(handle);
+  s.registry.index_kernel(key, s.config.targets, s.to_probe());
 }
 
 bool Guard::for_the_report(const void* handle) {
   State& s = state();
   std::lock_guard lock(s.mu);
-  auto it = s.registry.fatbins.find(handle);
-  if (it == s.registry.fatbins.end() || it->second.depth == Depth::Full || it->second.seq <= s.fork_seq) return false;
-  return !s.findings.report_written();
+  return s.registry.below_full(handle, s.fork_seq) && !s.findings.report_written();
 }
 
 void Guard::on_unregister_fatbin(const void* handle) try {
@@ -403,17 +325,10 @@ void Guard::on_unregister_fatbin(const void* handle) try {
   // report is written, at exit. Not what a forked child inherited, nor after the report is written.
   if (!s.config.report_path.empty() && for_the_report(handle)) check_in_full(handle, /*say=*/false);
   std::lock_guard lock(s.mu);
-  auto it = s.registry.fatbins.find(handle);
-  if (it == s.registry.fatbins.end()) return;
+  if (!s.registry.has_fatbin(handle)) return;
   // The report lists kernels with findings: index them while their names are valid.
   if (!s.config.report_path.empty()) index_kernels_of(handle);
-  s.forget_kernels_of(handle, it->second);
-  s.registry.depth_changed(it->second.depth, Depth::Full);  // gone: no longer below Full
-  if (!s.config.report_path.empty())
-    s.findings.keep_gone_image(std::move(it->second.report), it->second.seq);  // only the report reads it
-  s.registry.fatbins.erase(it);
-  s.registry.last_fatbin_handle = nullptr;
-  s.registry.last_fatbin = nullptr;
+  s.unregister_fatbin(handle);
 } catch (...) {
 }
 

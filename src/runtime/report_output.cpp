@@ -73,7 +73,7 @@ void Guard::after_fork(bool child) {
   State& s = state();
   const ForkLocks t = t_fork_locks.pop(kNoneTaken);
   if (t.findings == Hold::Taken) {
-    if (child) s.fork_seq = s.registry.seq;
+    if (child) s.fork_seq = s.registry.last_seq();
     s.findings.after_fork(child);
   }
   // The heap's child handler, which runs first, may have found the child unclean.
@@ -109,12 +109,8 @@ std::vector<FileReport> Guard::reported_files(State& s, RunInfo& run) {
     }
     files[it->second].images.push_back(img);
   };
-  for (const auto& [h, fb] : s.registry.fatbins)
-    if (fb.seq > s.fork_seq) add(fb.report);
-  for (const auto& [m, mi] : s.registry.modules)
-    if (mi.seq > s.fork_seq)
-      for (const auto& img : mi.images) add(img);
-  s.findings.add_to_report(s.fork_seq, add, run);  // gone images, the one a strict stop is at
+  s.registry.for_each_image_since(s.fork_seq, add);  // fat binaries, then modules
+  s.findings.add_to_report(s.fork_seq, add, run);    // gone images, the one a strict stop is at
   add_run(s, run);
   return files;
 }
@@ -128,8 +124,8 @@ void Guard::add_run(State& s, RunInfo& run) {
   // One record per kernel: launches by its host stub and by the hipFunction_t
   // hipGetFuncBySymbol returned for it (the same name, file and findings) are summed.
   std::map<std::tuple<std::string, std::string, std::vector<std::string>>, size_t> listed;
-  for (const auto& k : s.registry.kernels) {
-    if (k.superseded || k.retired || k.seq <= s.fork_seq || (k.findings().empty() && k.launches == 0)) continue;
+  s.registry.for_each_current_kernel(s.fork_seq, [&](const KernelState& k) {
+    if (k.findings().empty() && k.launches == 0) return;
     KernelRecord rec{k.name, k.file_name(), k.launches.load(), k.blocked.load(), {}};
     for (const auto& d : k.findings()) rec.codes.push_back(d.code);
     auto [at, fresh] = listed.try_emplace({rec.name, rec.file, rec.codes}, run.kernels.size());
@@ -139,7 +135,7 @@ void Guard::add_run(State& s, RunInfo& run) {
       run.kernels[at->second].launches += rec.launches;
       run.kernels[at->second].blocked += rec.blocked;
     }
-  }
+  });
 }
 
 // Once per process: every kernel indexed and checked in full, then the
@@ -153,11 +149,8 @@ void Guard::write_report() try {
     std::lock_guard lock(s.mu);
     // The kernels of what this process registered itself (a forked child
     // leaves what it inherited as it is), in registration order.
-    for (const void* h : s.registry.unindexed_order)
-      if (auto it = s.registry.fatbins.find(h); it != s.registry.fatbins.end() && it->second.seq > s.fork_seq)
-        index_kernels_of(h);
-    for (const auto& [h, fb] : s.registry.fatbins)
-      if (fb.depth != Depth::Full && fb.seq > s.fork_seq) not_in_full.push_back(h);
+    s.registry.index_waiting(s.fork_seq, s.config.targets, s.to_probe());
+    not_in_full = s.registry.all_below_full(s.fork_seq);
   }
   for (const void* h : not_in_full) check_in_full(h, /*say=*/false);
   std::vector<FileReport> files;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,29 +46,38 @@ struct Guard::State {
   std::shared_ptr<spdlog::logger> logger;
   std::once_flag setup_said;  // the set-up findings, said at first use (config())
   std::atomic<unsigned> own_gate{0};
-  std::atomic<unsigned>& gate;  // the kGate* bits (guard.h): g_launch_gate or own_gate
-  LaunchCache* launch_cache;    // g_launch_cache, or null
-  Registry registry{gate};      // fat binaries, modules, kernels, stub owners, the kernel table (registry.h)
-  FindingsSink findings;        // what was said, what the report keeps, the exit status's counts: its own lock
-  Probe probe{gate};            // the kernels waiting for their first launch's probe: its own lock
+  std::atomic<unsigned>& gate;     // the kGate* bits (guard.h): g_launch_gate or own_gate
+  LaunchCache* launch_cache;       // g_launch_cache, or null
+  Probe probe{gate};               // the kernels waiting for their first launch's probe: its own lock
+  Registry registry{gate, probe};  // fat binaries, modules, kernels, stub owners, the kernel table (registry.h)
+  FindingsSink findings;           // what was said, what the report keeps, the exit status's counts: its own lock
   // Registration's selections by bundle entry IDs (warn and strict mode): its
   // own lock, taken by check_image outside this mutex.
   SelectionMemo selection_memo;
   // The files of the loaded objects whose fat binaries' tables registration
   // read from the file (Guard::head_from_file), each checked once: its own lock.
   MappedFiles mapped_files;
-  uint64_t fork_seq = 0;          // registry.seq at the last fork: a child's report lists what has a seq above it
+  uint64_t fork_seq = 0;  // registry.last_seq() at the last fork: a child's report lists what has a seq above it
   std::string unclean_fork_line;  // HG605's line, made at start: a child's fork handler cannot allocate
 
   // What crosses the parts: a kernel leaving the registry leaves what it found
-  // (or how often it ran into findings) with the sink, when a report is kept;
-  // a fat binary leaving it is no longer waiting for the probe.
-  void retire(const void* key) {
-    if (const KernelState* k = registry.retire(key)) keep_gone(*k);
+  // (or how often it ran into findings) with the sink, and so does an image
+  // report, when a report is kept; a fat binary leaving it is no longer
+  // waiting for the probe. State mutex held.
+  void register_fatbin(const void* handle, PendingFatbin&& pending) {
+    registry.add_fatbin(handle, std::move(pending), [this](const KernelState& k) { keep_gone(k); });
+    probe.forget(handle);  // registered anew: the earlier registration's kernels no longer wait
   }
-  void forget_kernels_of(const void* handle, FatbinState& fb) {
-    registry.forget_kernels_of(handle, fb, [this](const KernelState& k) { keep_gone(k); });
+  void unregister_fatbin(const void* handle) {
+    registry.remove_fatbin(
+        handle, [this](const KernelState& k) { keep_gone(k); },
+        [this](ImageReport&& img, uint64_t seq) { keep_gone_image(std::move(img), seq); });
     probe.forget(handle);
+  }
+  void unload_module(const void* module) {
+    registry.remove_module(
+        module, [this](const KernelState& k) { keep_gone(k); },
+        [this](ImageReport&& img, uint64_t seq) { keep_gone_image(std::move(img), seq); });
   }
   void keep_gone(const KernelState& k) {
     if (k.superseded || config.report_path.empty() || (k.findings().empty() && k.launches == 0)) return;
@@ -75,13 +85,14 @@ struct Guard::State {
     for (const auto& d : k.findings()) rec.codes.push_back(d.code);
     findings.keep_gone_kernel(std::move(rec), k.seq);
   }
-};
-
-struct PendingFatbin {
-  ImageReport report;
-  Bytes data;
-  std::vector<std::pair<uintptr_t, uintptr_t>> readonly;
-  Depth depth = Depth::Full;
+  void keep_gone_image(ImageReport&& img, uint64_t seq) {
+    if (!config.report_path.empty()) findings.keep_gone_image(std::move(img), seq);  // only the report reads it
+  }
+  // The registry's `entered` for the kernel table's lazy indexing: the kernels wait for the probe.
+  auto to_probe() {
+    return
+        [this](const void* handle, std::span<const void* const> host_functions) { probe.add(handle, host_functions); };
+  }
 };
 
 // Set once the guard's state exists: the process called HIP. The exit status
