@@ -77,7 +77,7 @@ class FindingsSink {
  private:
   struct GoneImage {
     ImageReport report;
-    uint64_t seq;  // registration order (Registry::seq)
+    uint64_t seq;  // registration order (Registry::last_seq)
   };
   struct GoneKernel {
     KernelRecord record;

@@ -55,7 +55,7 @@ struct KernelState : LaunchFacts {
   // Its module was unloaded or its fat binary unregistered: in quarantine,
   // then reused (Registry::new_kernel). Under the state mutex.
   mutable bool retired = false;
-  uint64_t seq = 0;  // Registry::seq when created: a forked child reports only what came after the fork
+  uint64_t seq = 0;  // Registry::last_seq() when created: a forked child reports only what came after the fork
   mutable std::atomic<uint64_t> launches{0}, blocked{0};
   mutable std::atomic<bool> warned{false}, lds_warned{false};
   // Its fat binary's kernels were probed (or are never probed: module kernels):

@@ -624,7 +624,7 @@ TEST_F(StrictRegistration, ADroppedRegistrationDoesNotStopTheProgram) {
     EXPECT_NE(d.kernel, "gamma") << "a dropped registration is never judged: " << format_line(d);
 }
 
-// Registrations are claimed when first needed (Registry::pending_claims),
+// Registrations are claimed when first needed (the registry's pending claims),
 // with the same outcome as at registration: a second registration of a stub,
 // made while the first's fat binary was registered, stays dropped once that
 // fat binary goes before anything was launched (its kernel, missing from the
