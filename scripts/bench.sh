@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Whole-process figures P1-P8, R1-R3 (real ROCm 6.4 libraries), R4 (real ROCm 7.2 libraries) and the micro-benchmarks (docs/performance.md).
+# Whole-process figures P1-P8, R1-R3 (real ROCm 6.4 libraries), R4 (real ROCm 7.2 libraries), R5 (a container image
+# of ROCm 7.2's rocBLAS) and the micro-benchmarks (docs/performance.md).
 # Figures, not tests: the script always exits 0 unless something fails to run.
 #   scripts/bench.sh            (Release build in build-bench, inputs in a temp dir)
 #   BENCH_BASELINE=old/bin/hipguard scripts/bench.sh   (before/after rows of P1, P5, P6 in one run)
@@ -371,6 +372,40 @@ if want R4 && [[ ! -f $R72ROOT/.hipguard-root ]]; then
 elif want R4 && [[ -x $B/bin/dlopen_rss ]]; then
   STACK=7.2
   dlopen_rows R4 "$R72ROOT" mi300x 1.10 1.20 8 librocblas.so.5 libhipblaslt.so.1 libMIOpen.so.1 librccl.so.1
+fi
+
+# ---- R5: a container image of ROCm 7.2's rocBLAS 5 (librocblas.so.5 and its Tensile directory, 0.9 GB
+# in one gzip layer, made with umoci) checked for MI300X vs decompressing its layer to /dev/null; the
+# same image as an uncompressed docker-archive (skopeo) vs checking its files unpacked (median of 3,
+# page cache warm)
+if want R5 && [[ -f $R72ROOT/.hipguard-root ]] && command -v umoci >/dev/null && command -v skopeo >/dev/null; then
+  IMG=$(mktemp -d)
+  umoci init --layout "$IMG/oci" && umoci new --image "$IMG/oci:rb"
+  umoci unpack $([[ $EUID == 0 ]] || echo --rootless) --image "$IMG/oci:rb" "$IMG/b" >/dev/null
+  mkdir -p "$IMG/b/rootfs/usr/lib/x86_64-linux-gnu"
+  cp -a "$R72ROOT"/usr/lib/x86_64-linux-gnu/librocblas.so* "$R72ROOT/usr/lib/x86_64-linux-gnu/rocblas" \
+    "$IMG/b/rootfs/usr/lib/x86_64-linux-gnu/"
+  umoci repack --image "$IMG/oci:rb" "$IMG/b"
+  skopeo copy -q "oci:$IMG/oci:rb" "docker-archive:$IMG/rb.tar:hg/rb:1"
+  layer=$(ls -S "$IMG"/oci/blobs/sha256/* | head -1)
+  cat "$layer" "$IMG/rb.tar" >/dev/null  # warm
+  tz=$(median_ms 3 sh -c "zcat '$layer' >/dev/null")
+  tdir=$(median_ms 3 "$HG" check --no-deps --target mi300x "$IMG/b/rootfs")
+  for input in oci rb.tar; do
+    t=$(median_ms 3 "$HG" check --target mi300x "$IMG/$input")
+    m=$(peak_kib "$HG" check --target mi300x "$IMG/$input")
+    if [[ $input == oci ]]; then
+      base=$tz what="OCI layout, gzip layer: ${t} ms vs zcat ${tz} ms"
+    else
+      base=$tdir what="docker-archive, plain: ${t} ms vs its files unpacked ${tdir} ms"
+    fi
+    r=$(awk -v a="$t" -v b="$base" 'BEGIN {printf "%.2f", a / b}')
+    met=$(awk -v r="$r" -v m="$m" 'BEGIN {print (r <= 1.3 && m <= 262144) ? "met" : "NOT met"}')
+    row R5 "check rocBLAS 5 image, $what" "${r}x, ${m} KiB" "target <=1.3x, <=256 MiB: $met"
+  done
+  rm -rf "$IMG"
+elif want R5; then
+  echo "R5 skipped: needs the ROCm 7.2 root, umoci and skopeo (scripts/deps.sh, scripts/rocm-root.sh --stack 7.2)"
 fi
 
 echo

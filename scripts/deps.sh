@@ -8,6 +8,7 @@ build_pkgs=(
   llvm-16-dev libzstd-dev zlib1g-dev      # static LLVM: Object, BinaryFormat, Support
   libxxhash-dev                            # XXH3 for symbol names (header-only use)
   libarchive-dev                           # the CLI reads .deb, .whl/.zip, .tar.*, .a and images in place
+  nettle-dev                               # SHA-256 of image blobs (libarchive's own dependency)
   libspdlog-dev libfmt-dev                 # logging (header-only use)
   dpkg-dev file                            # packages: dpkg-shlibdeps computes the .deb's Depends
 )

@@ -83,10 +83,26 @@ bool machine_options(const InputOptions& input, Machine* machine, std::string* e
   return true;
 }
 
+// The archive and image reader (archive.h): .deb, .whl, .tar.*, .a and container images read in place,
+// a multi-platform image read for --platform.
+bool archive_options(const InputOptions& input, CheckPathsOptions* options, std::string* error) {
+  options->archives = &archive_reader();
+  if (!input.platform) return true;
+  std::optional<Platform> platform = Platform::parse(*input.platform);
+  if (!platform) {
+    *error = "bad --platform '" + *input.platform + "': give OS/ARCH or OS/ARCH/VARIANT, such as linux/amd64";
+    return false;
+  }
+  static std::vector<std::unique_ptr<ArchiveReader>> readers;  // one per parse, alive as long as the options
+  readers.push_back(make_archive_reader({}, *platform));
+  options->archives = readers.back().get();
+  return true;
+}
+
 }  // namespace
 
 bool read_input_options(const InputOptions& input, bool dependencies, CheckPathsOptions* options, std::string* error) {
-  options->archives = &archive_reader();  // .deb, .whl, .tar.*, .a read in place (archive.h)
+  if (!archive_options(input, options, error)) return false;
   if (!machine_options(input, &options->machine, error)) return false;
   options->dependencies = dependencies;  // what a program loads (dependencies.h)
   if (!input.sysroot) return true;

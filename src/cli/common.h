@@ -26,7 +26,8 @@ struct InputOptions {
   std::vector<std::string> targets;    // --target values, not yet resolved
   std::optional<std::string> runtime;  // --runtime, when given ("--runtime=" is an error, not the default)
   bool one_process = false;
-  std::optional<std::string> sysroot;  // --sysroot, when given
+  std::optional<std::string> sysroot;   // --sysroot, when given
+  std::optional<std::string> platform;  // --platform, when given
   unsigned progress_delay_ms = 500;
 };
 

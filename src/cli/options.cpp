@@ -82,6 +82,11 @@ cl::opt<std::string> SysrootOpt("sysroot",
                                 cl::desc("Find the libraries a program loads inside DIR (an unpacked root or "
                                          "image) instead of /"),
                                 cl::value_desc("DIR"), cl::sub(CheckCmd), cl::sub(InspectCmd), cl::cat(Options));
+// Container images.
+cl::opt<std::string> PlatformOpt("platform",
+                                 cl::desc("The image to read from a multi-platform container image: OS/ARCH[/VARIANT] "
+                                          "(default: linux/amd64)"),
+                                 cl::value_desc("PLATFORM"), cl::sub(CheckCmd), cl::sub(InspectCmd), cl::cat(Options));
 cl::opt<bool> NoDepsOpt("no-deps", cl::desc("Check the files named only, not the libraries and kernel files they load"),
                         cl::sub(CheckCmd), cl::cat(Options));
 cl::opt<bool> DepsOpt("deps", cl::desc("Also inspect the libraries and kernel files the named files load"),
@@ -221,6 +226,7 @@ InputOptions input_options() {
   if (RuntimeOpt.getNumOccurrences()) input.runtime = RuntimeOpt.getValue();
   input.one_process = OneProcessOpt;
   if (SysrootOpt.getNumOccurrences()) input.sysroot = SysrootOpt.getValue();
+  if (PlatformOpt.getNumOccurrences()) input.platform = PlatformOpt.getValue();
   input.progress_delay_ms = ProgressDelayOpt;
   return input;
 }

@@ -352,20 +352,21 @@ void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::v
 
 class LibarchiveReader : public ArchiveReader {
  public:
-  explicit LibarchiveReader(const ArchiveLimits& limits) : limits_(limits) {}
+  LibarchiveReader(const ArchiveLimits& limits, const Platform& platform) : limits_(limits), platform_(platform) {}
   bool is_archive(Bytes data) const override { return archive_magic(data); }
   Result read(Bytes data, const std::string& path, const Member& member) const override {
-    if (auto image = read_image_archive(data, path, limits_, member)) return std::move(*image);
+    if (auto image = read_image_archive(data, path, {limits_, platform_}, member)) return std::move(*image);
     uint64_t total = 0;
     return walk_archive(data, path, ArchiveWalk{&limits_, path + "!", nullptr, &total}, member);
   }
   bool is_image_directory(const std::string& dir) const override { return is_image_layout(dir); }
   Result read_image_directory(const std::string& dir, const Member& member) const override {
-    return read_image_layout(dir, limits_, member);
+    return read_image_layout(dir, {limits_, platform_}, member);
   }
 
  private:
   ArchiveLimits limits_;
+  Platform platform_;
 };
 
 }  // namespace
@@ -387,12 +388,12 @@ ArchiveReader::Result walk_archive(Bytes data, const std::string& path, const Ar
   return result;
 }
 
-std::unique_ptr<ArchiveReader> make_archive_reader(const ArchiveLimits& limits) {
-  return std::make_unique<LibarchiveReader>(limits);
+std::unique_ptr<ArchiveReader> make_archive_reader(const ArchiveLimits& limits, const Platform& platform) {
+  return std::make_unique<LibarchiveReader>(limits, platform);
 }
 
 const ArchiveReader& archive_reader() {
-  static const LibarchiveReader reader{ArchiveLimits{}};
+  static const LibarchiveReader reader{ArchiveLimits{}, Platform{}};
   return reader;
 }
 

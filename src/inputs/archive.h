@@ -3,6 +3,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "hipguard/inputs.h"
 
@@ -20,8 +23,17 @@ struct ArchiveLimits {
   unsigned nesting = kMaxArchiveNesting;
 };
 
-// A reader with `limits` (tests shrink them to hit each one cheaply).
-std::unique_ptr<ArchiveReader> make_archive_reader(const ArchiveLimits& limits = {});
+// The image a multi-platform container image index is read for (OCI image-index.md "platform";
+// `variant` "" matches any).
+struct Platform {
+  std::string os = "linux", architecture = "amd64", variant;
+  // "os/architecture[/variant]" ("linux/arm64/v8"), or nullopt.
+  static std::optional<Platform> parse(std::string_view s);
+  std::string str() const { return os + "/" + architecture + (variant.empty() ? "" : "/" + variant); }
+};
+
+// A reader with `limits` (tests shrink them to hit each one cheaply) that picks `platform`'s image.
+std::unique_ptr<ArchiveReader> make_archive_reader(const ArchiveLimits& limits = {}, const Platform& platform = {});
 // The reader with the documented limits, shared (it keeps no state between reads).
 const ArchiveReader& archive_reader();
 

@@ -6,6 +6,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <nettle/sha2.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -18,8 +19,6 @@
 
 #include "inputs/archive_walk.h"
 #include "inputs/image_index.h"
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/Support/SHA256.h"
 
 namespace hipguard {
 namespace {
@@ -177,9 +176,15 @@ class Overlay {
   std::unordered_map<std::string, bool> whiteouts_;  // path -> it hid something below
 };
 
-std::string hex(const std::array<uint8_t, 32>& hash) {
+// "sha256:<hex>" of `bytes`.
+std::string sha256_digest(Bytes bytes) {
+  struct sha256_ctx ctx;
+  sha256_init(&ctx);
+  sha256_update(&ctx, bytes.size(), bytes.data());
+  uint8_t hash[SHA256_DIGEST_SIZE];
+  sha256_digest(&ctx, sizeof hash, hash);
   static const char digits[] = "0123456789abcdef";
-  std::string s;
+  std::string s = "sha256:";
   for (uint8_t b : hash) s += digits[b >> 4], s += digits[b & 15];
   return s;
 }
@@ -217,8 +222,8 @@ class ImageWalk {
     std::vector<std::string> unmatched = overlay.unmatched_whiteouts();
     if (!unmatched.empty())
       say(code::kWhiteoutOfNothing,
-          std::to_string(unmatched.size()) + " whiteout(s) remove a path no lower layer has, the first: " +
-              unmatched.front(),
+          std::to_string(unmatched.size()) +
+              " whiteout(s) remove a path no lower layer has, the first: " + unmatched.front(),
           "nothing to fix for the GPU check; the image builder wrote a whiteout for a path it did not find");
   }
 
@@ -230,8 +235,9 @@ class ImageWalk {
     if (!digest_matches(layer, *blob, what)) return;
     EntryFilter filter = [&](const std::string& name, unsigned type, bool) { return overlay.visible(name, type); };
     ArchiveReader::Result r = walk_archive(*blob, path_, ArchiveWalk{&limits_, prefix, &filter, &total_}, member_);
-    if (!r.archive) say(code::kUnreadableImage, what + ": not a tar, gzip or zstd layer; its files were not checked",
-                        "pull or save the image again");
+    if (!r.archive)
+      say(code::kUnreadableImage, what + ": not a tar, gzip or zstd layer; its files were not checked",
+          "pull or save the image again");
     for (auto& d : r.diagnostics) {
       // The walk names the layer's stream after the image; the layer's name says more.
       if (d.message.rfind(path_ + ": ", 0) == 0) d.message.erase(0, path_.size() + 2);
@@ -249,7 +255,7 @@ class ImageWalk {
   bool digest_matches(const ImageLayer& layer, Bytes blob, const std::string& what) {
     const std::string& expected = !layer.digest.empty() ? layer.digest : compressed(blob) ? "" : layer.diff_id;
     if (!is_sha256_digest(expected)) return true;
-    std::string actual = "sha256:" + hex(llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(blob.data(), blob.size())));
+    std::string actual = sha256_digest(blob);
     if (actual == expected) return true;
     say(code::kImageDigestMismatch,
         what + ": its sha256 is " + actual + ", the manifest says " + expected + "; its files were not checked", "");
@@ -281,8 +287,7 @@ bool is_image_layout(const std::string& dir) {
   return is_regular(dir + "/oci-layout") && is_regular(dir + "/index.json");
 }
 
-std::optional<ArchiveReader::Result> read_image_archive(Bytes tar, const std::string& path,
-                                                        const ArchiveLimits& limits,
+std::optional<ArchiveReader::Result> read_image_archive(Bytes tar, const std::string& path, const ImageReading& how,
                                                         const ArchiveReader::Member& member) {
   if (!starts_like_tar(tar)) return std::nullopt;
   TarBlobs tar_blobs;
@@ -292,12 +297,12 @@ std::optional<ArchiveReader::Result> read_image_archive(Bytes tar, const std::st
   docker = !oci && tar_blobs.has("manifest.json");
   if (!oci && !docker) return std::nullopt;
   BlobSource blobs = [&](const std::string& name) { return tar_blobs.get(name); };
-  ImageList list = oci ? read_oci_index(blobs) : read_docker_manifest(blobs);
+  ImageList list = oci ? read_oci_index(blobs, how.platform) : read_docker_manifest(blobs);
   if (docker && !list.recognized) return std::nullopt;  // a manifest.json of another kind: an ordinary tar
-  return ImageWalk(blobs, path, limits, member).read(list);
+  return ImageWalk(blobs, path, how.limits, member).read(list);
 }
 
-ArchiveReader::Result read_image_layout(const std::string& dir, const ArchiveLimits& limits,
+ArchiveReader::Result read_image_layout(const std::string& dir, const ImageReading& how,
                                         const ArchiveReader::Member& member) {
   std::deque<FileData> open;  // every blob stays mapped while the image is read
   BlobSource blobs = [&](const std::string& name) -> std::optional<Bytes> {
@@ -309,7 +314,9 @@ ArchiveReader::Result read_image_layout(const std::string& dir, const ArchiveLim
     open.push_back(std::move(*file));
     return open.back().bytes();
   };
-  return ImageWalk(blobs, dir, limits, member).read(read_oci_index(blobs));
+  std::string name = dir;  // "pytorch-oci/" names its files "pytorch-oci!path"
+  while (name.size() > 1 && name.back() == '/') name.pop_back();
+  return ImageWalk(blobs, name, how.limits, member).read(read_oci_index(blobs, how.platform));
 }
 
 }  // namespace hipguard

@@ -9,17 +9,22 @@
 
 namespace hipguard {
 
+// How images are read: the reader's budgets, and the platform picked from a multi-platform index.
+struct ImageReading {
+  const ArchiveLimits& limits;
+  const Platform& platform;
+};
+
 // Whether `dir` is an OCI image layout (an oci-layout file and index.json; OCI image-layout.md).
 bool is_image_layout(const std::string& dir);
 
 // `tar` (an uncompressed tar) read as the image(s) it holds, as ArchiveReader::read describes;
 // nullopt when it holds none (then it is an ordinary archive).
-std::optional<ArchiveReader::Result> read_image_archive(Bytes tar, const std::string& path,
-                                                        const ArchiveLimits& limits,
+std::optional<ArchiveReader::Result> read_image_archive(Bytes tar, const std::string& path, const ImageReading& how,
                                                         const ArchiveReader::Member& member);
 
 // An OCI image layout directory read the same way; only index.json and blobs/sha256/<digest> are opened.
-ArchiveReader::Result read_image_layout(const std::string& dir, const ArchiveLimits& limits,
+ArchiveReader::Result read_image_layout(const std::string& dir, const ImageReading& how,
                                         const ArchiveReader::Member& member);
 
 }  // namespace hipguard

@@ -9,6 +9,19 @@
 
 namespace hipguard {
 
+std::optional<Platform> Platform::parse(std::string_view s) {
+  std::vector<std::string_view> parts;
+  for (size_t at = 0;;) {
+    size_t end = s.find('/', at);
+    parts.push_back(s.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+    if (end == std::string_view::npos) break;
+    at = end + 1;
+  }
+  bool empty = std::any_of(parts.begin(), parts.end(), [](std::string_view p) { return p.empty(); });
+  if (parts.size() < 2 || parts.size() > 3 || empty) return std::nullopt;
+  return Platform{std::string(parts[0]), std::string(parts[1]), parts.size() == 3 ? std::string(parts[2]) : ""};
+}
+
 bool is_sha256_digest(std::string_view digest) {
   constexpr std::string_view kAlgorithm = "sha256:";
   if (digest.size() != kAlgorithm.size() + 64 || digest.substr(0, kAlgorithm.size()) != kAlgorithm) return false;
@@ -108,8 +121,8 @@ class IndexWalk {
     if (chosen_.empty() && !other_platforms_.empty()) {
       std::string list;
       for (const auto& p : other_platforms_) list += (list.empty() ? "" : ", ") + p;
-      reader_.problem("the image has no manifest for " + platform_.os + "/" + platform_.architecture +
-                      "; it has " + list);
+      reader_.problem("the image has no manifest for " + platform_.str() + "; it has " + list +
+                      " (--platform picks one)");
     }
   }
 
@@ -124,14 +137,16 @@ class IndexWalk {
     if (const llvm::json::Object* annotations = d.getObject("annotations"))
       if (annotations->getString("vnd.docker.reference.type") == "attestation-manifest") return;
     if (const llvm::json::Object* p = d.getObject("platform")) {
-      std::string os = p->getString("os").value_or("").str(), arch = p->getString("architecture").value_or("").str();
-      if (os != platform_.os || arch != platform_.architecture) {
-        if (os != "unknown") other_platforms_.insert(os + "/" + arch);
+      Platform found{p->getString("os").value_or("").str(), p->getString("architecture").value_or("").str(),
+                     p->getString("variant").value_or("").str()};
+      if (found.os != platform_.os || found.architecture != platform_.architecture ||
+          (!platform_.variant.empty() && found.variant != platform_.variant)) {
+        if (found.os != "unknown") other_platforms_.insert(found.str());
         return;
       }
     }
     std::string digest = d.getString("digest").value_or("").str();
-    if (!seen_.insert(digest).second) return;  // one manifest under several tags: one image
+    if (!seen_.insert(digest).second) return;     // one manifest under several tags: one image
     chosen_.emplace_back(d, name_of(d, digest));  // a copy: a nested index's document is gone after its walk
   }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hipguard/bundle.h"
+#include "inputs/archive.h"
 
 namespace hipguard {
 
@@ -34,14 +35,9 @@ struct ImageList {
   std::vector<std::string> problems;  // a document that cannot be used, a missing blob: one sentence each
 };
 
-// The platform picked from a multi-platform index (OCI image-index.md "platform").
-struct Platform {
-  std::string os = "linux", architecture = "amd64";
-};
-
 // An OCI image layout (index.json, following nested indexes): each image manifest for `platform`
 // (or without a platform); attestation manifests are not images.
-ImageList read_oci_index(const BlobSource& blobs, const Platform& platform = {});
+ImageList read_oci_index(const BlobSource& blobs, const Platform& platform);
 // A `docker save` / `podman save` archive (manifest.json): each image it lists.
 ImageList read_docker_manifest(const BlobSource& blobs);
 

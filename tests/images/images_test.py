@@ -160,6 +160,8 @@ def case_ImageEqualsItsFiles():
     same_as_tree(w("oci-base"), w("tree-base"), "base (OCI layout)")
     for image in ("oci-top", "oci-top.tar", "docker-top.tar", "zstd-top"):
         same_as_tree(w(image), w("tree-top"), f"top ({image})")
+    bad = subprocess.run([A.cli, "check", "--platform", "amd64", w("oci-base")], capture_output=True, text=True)
+    expect(bad.returncode == 2 and "--platform" in bad.stderr, f"--platform amd64: exit {bad.returncode}")
     rc, doc = check("--target", "gfx942", w("oci-base"))
     names = sorted(f["path"] for f in doc["files"])
     expect(w("oci-base") + "!usr/bin/vector_add_multi" in names, f"base: files {names[:5]}...")

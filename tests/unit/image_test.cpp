@@ -39,8 +39,8 @@ std::string tar(const ArchiveMembers& members, int filter = ARCHIVE_FILTER_NONE)
 std::string sha256(const std::string& bytes) {
   static const char digits[] = "0123456789abcdef";
   std::string hex;
-  for (uint8_t b : llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                                                bytes.size())))
+  for (uint8_t b :
+       llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())))
     hex += digits[b >> 4], hex += digits[b & 15];
   return "sha256:" + hex;
 }
@@ -65,21 +65,23 @@ struct Layout {
   void image(const std::vector<std::string>& layers, const std::string& platform = "") {
     llvm::json::Array descriptors;
     for (const auto& l : layers) descriptors.push_back(put(l, "application/vnd.oci.image.layer.v1.tar"));
-    llvm::json::Object config = put(R"({"rootfs":{"type":"layers","diff_ids":[]}})",
-                                    "application/vnd.oci.image.config.v1+json");
+    llvm::json::Object config =
+        put(R"({"rootfs":{"type":"layers","diff_ids":[]}})", "application/vnd.oci.image.config.v1+json");
     llvm::json::Object manifest =
-        put(json(llvm::json::Object{{"schemaVersion", 2}, {"config", std::move(config)}, {"layers", std::move(descriptors)}}),
+        put(json(llvm::json::Object{
+                {"schemaVersion", 2}, {"config", std::move(config)}, {"layers", std::move(descriptors)}}),
             "application/vnd.oci.image.manifest.v1+json");
     if (!platform.empty()) {
       size_t slash = platform.find('/');
-      manifest["platform"] = llvm::json::Object{{"os", platform.substr(0, slash)},
-                                                {"architecture", platform.substr(slash + 1)}};
+      manifest["platform"] =
+          llvm::json::Object{{"os", platform.substr(0, slash)}, {"architecture", platform.substr(slash + 1)}};
     }
     manifests.push_back(std::move(manifest));
   }
   ArchiveMembers members() const {
     ArchiveMembers out = files;
-    out.emplace_back("index.json", json(llvm::json::Object{{"schemaVersion", 2}, {"manifests", llvm::json::Array(manifests)}}));
+    out.emplace_back("index.json",
+                     json(llvm::json::Object{{"schemaVersion", 2}, {"manifests", llvm::json::Array(manifests)}}));
     return out;
   }
   std::string as_tar() const { return tar(members()); }
@@ -145,7 +147,7 @@ TEST(Image, OciArchiveAppliesWhiteoutsTopFirst) {
 TEST(Image, OciLayoutDirectoryIsOneImage) {
   TempDir tmp("hipguard-image");
   std::string dir = two_layers().write_to(fs::path(tmp.path) / "layout");
-  FileReport r = check_image(dir);
+  FileReport r = check_image(dir + "/");  // named as typed, without its trailing '/'
   EXPECT_EQ(member_names(r, dir), (std::vector<std::string>{"!opt/new.co", "!lib/fine.co"}));
   // check_paths keeps the layout whole: one input, not a directory of blobs.
   CheckPathsOptions o;
@@ -175,6 +177,21 @@ TEST(Image, MultiPlatformIndexPicksLinuxAmd64) {
   ASSERT_NE(d, nullptr) << dump(r.diagnostics);
   EXPECT_NE(d->message.find("no manifest for linux/amd64; it has linux/arm64"), std::string::npos) << d->message;
   EXPECT_TRUE(r.members.empty());
+  // --platform linux/arm64: the other image of the first index; a variant that is not there: none.
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << l.as_tar();
+  auto arm64 = make_archive_reader({}, *Platform::parse("linux/arm64"));
+  EXPECT_EQ(member_names(check_image(path, *arm64), path), std::vector<std::string>{"!arm.co"});
+  auto v7 = make_archive_reader({}, *Platform::parse("linux/arm64/v7"));
+  r = check_image(path, *v7);
+  EXPECT_TRUE(r.members.empty());
+  EXPECT_EQ(codes(r), std::vector<std::string>{"HG114"});
+}
+
+TEST(Image, PlatformParsesOsArchitectureAndVariant) {
+  EXPECT_EQ(Platform::parse("linux/amd64")->str(), "linux/amd64");
+  EXPECT_EQ(Platform::parse("linux/arm64/v8")->variant, "v8");
+  for (const char* bad : {"", "linux", "linux/", "/amd64", "linux/arm64/", "a/b/c/d"})
+    EXPECT_FALSE(Platform::parse(bad)) << bad;
 }
 
 TEST(Image, DockerSaveArchiveChecksLayerDigests) {
@@ -183,9 +200,10 @@ TEST(Image, DockerSaveArchiveChecksLayerDigests) {
   std::string config = R"({"rootfs":{"type":"layers","diff_ids":[]}})";
   auto save = [&](const std::string& upper_bytes) {
     std::string lower_name = sha256(lower).substr(7) + ".tar", upper_name = sha256(upper).substr(7) + ".tar";
-    std::string manifest = json(llvm::json::Array{llvm::json::Object{
-        {"Config", "config.json"}, {"RepoTags", llvm::json::Array{"hg/test:1"}},
-        {"Layers", llvm::json::Array{lower_name, upper_name}}}});
+    std::string manifest =
+        json(llvm::json::Array{llvm::json::Object{{"Config", "config.json"},
+                                                  {"RepoTags", llvm::json::Array{"hg/test:1"}},
+                                                  {"Layers", llvm::json::Array{lower_name, upper_name}}}});
     return tar({{lower_name, lower}, {upper_name, upper_bytes}, {"config.json", config}, {"manifest.json", manifest}});
   };
   std::string path = (fs::path(tmp.path) / "saved.tar").string();
