@@ -115,6 +115,15 @@ class Walker {
   // A read error at `label` (HG113), once.
   void corrupt(const std::string& label, struct archive* a);
   std::vector<Diagnostic> diagnostics;
+  // The names at the top that make a container image (read as an image when the archive is a plain tar).
+  struct ImageNames {
+    bool oci_layout = false, index = false, manifest = false, blobs = false;
+    void see(const std::string& n) {
+      oci_layout |= n == "oci-layout", index |= n == "index.json", manifest |= n == "manifest.json";
+      blobs |= n.rfind("blobs/sha256/", 0) == 0 || (n.size() > 10 && n.compare(n.size() - 10, 10, "/layer.tar") == 0);
+    }
+    bool image() const { return (oci_layout && index) || (manifest && blobs); }
+  } image_like;
 
  private:
   struct Source;  // a nested archive's bytes, pulled from its outer archive
@@ -234,11 +243,13 @@ bool Walker::walk(struct archive* a, const std::string& prefix, unsigned depth) 
     }
     // ar members carry permission bits only (GNU ar: "644"): file type 0 is a file too.
     unsigned type = archive_entry_filetype(e);
-    if (filter_ && depth == 0 && !(*filter_)(name, type, archive_entry_hardlink(e) != nullptr)) {
+    const char* hardlink = archive_entry_hardlink(e);
+    if (depth == 0) image_like.see(name);
+    if (filter_ && depth == 0 && !(*filter_)(name, type, hardlink ? hardlink : "")) {
       discard(a, prefix + name, depth);
       continue;
     }
-    if ((type == AE_IFREG || type == 0) && !archive_entry_hardlink(e)) entry(a, e, prefix, name, deb, depth);
+    if ((type == AE_IFREG || type == 0) && !hardlink) entry(a, e, prefix, name, deb, depth);
     else discard(a, prefix + name, depth);
   }
   return true;
@@ -357,7 +368,7 @@ class LibarchiveReader : public ArchiveReader {
   Result read(Bytes data, const std::string& path, const Member& member) const override {
     if (auto image = read_image_archive(data, path, {limits_, platform_}, member)) return std::move(*image);
     uint64_t total = 0;
-    return walk_archive(data, path, ArchiveWalk{&limits_, path + "!", nullptr, &total}, member);
+    return walk_archive(data, path, ArchiveWalk{&limits_, path + "!", nullptr, &total, true}, member);
   }
   bool is_image_directory(const std::string& dir) const override { return is_image_layout(dir); }
   Result read_image_directory(const std::string& dir, const Member& member) const override {
@@ -385,6 +396,12 @@ ArchiveReader::Result walk_archive(Bytes data, const std::string& path, const Ar
     result.archive = walker.walk(top.a, walk.prefix, 0);
   }
   result.diagnostics = std::move(walker.diagnostics);
+  if (walk.note_images && walker.image_like.image())
+    result.diagnostics.push_back(make_diagnostic(
+        code::kImageReadAsArchive, path,
+        "a container image stored compressed (or not as a plain tar) is read as an ordinary archive: its layers "
+        "are not applied, so files a later layer deletes are checked and each layer's files are named after it",
+        "decompress it (gunzip, zstd -d) and check the plain tar, or give its OCI layout directory"));
   return result;
 }
 

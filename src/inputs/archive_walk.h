@@ -12,14 +12,15 @@ namespace hipguard {
 
 // Whether a top-level entry of the walk is delivered (or opened, if an archive): `name` as members are
 // named ("./usr/lib/x" -> "usr/lib/x"; a directory may end in '/'), `filetype` libarchive's AE_IF*
-// (0: an ar member), `hardlink` whether the entry is a hard link to an earlier one.
-using EntryFilter = std::function<bool(const std::string& name, unsigned filetype, bool hardlink)>;
+// (0: an ar member), `hardlink` the earlier entry it is a hard link to, or "".
+using EntryFilter = std::function<bool(const std::string& name, unsigned filetype, const std::string& hardlink)>;
 
 struct ArchiveWalk {
   const ArchiveLimits* limits = nullptr;
   std::string prefix;                   // members are named prefix + name ("pkg.deb!", "image.tar!")
   const EntryFilter* filter = nullptr;  // null: every entry
   uint64_t* total = nullptr;            // member bytes read so far by the walks of one input (its budget)
+  bool note_images = false;             // HG118 when the top holds a container image (not read as one)
 };
 
 // Walks `data`, handing members to `member` as ArchiveReader::read does; diagnostics name `path`.

@@ -27,7 +27,8 @@ std::vector<std::string> expand(const std::vector<std::string>& paths, std::vect
       continue;
     }
     // Walked by hand: every directory that cannot be read is reported, never skipped silently.
-    std::vector<std::string> found;
+    // An image layout met on the way is one input, like a file (not regular: FileData cannot open it).
+    std::vector<std::string> found, layouts;
     std::vector<fs::path> todo{fs::path(p)};
     while (!todo.empty()) {
       fs::path dir = std::move(todo.back());
@@ -44,7 +45,12 @@ std::vector<std::string> expand(const std::vector<std::string>& paths, std::vect
           // Symlinks to files are followed; symlinked directories are not walked (no loops).
           if (e.is_regular_file(ec2)) found.push_back(e.path().string());
         } else if (e.is_directory(ec2)) {
-          todo.push_back(e.path());
+          if (archives && archives->is_image_directory(e.path().string())) {
+            found.push_back(e.path().string());
+            layouts.push_back(e.path().string());
+          } else {
+            todo.push_back(e.path());
+          }
         } else if (e.is_regular_file(ec2)) {
           found.push_back(e.path().string());
         }
@@ -52,8 +58,11 @@ std::vector<std::string> expand(const std::vector<std::string>& paths, std::vect
       if (ec) problem(dir.string(), ec);
     }
     std::sort(found.begin(), found.end());
-    out.insert(out.end(), found.begin(), found.end());
-    regular->resize(out.size(), true);  // directory entries of regular files (or symlinks to them)
+    for (const auto& f : found) {
+      out.push_back(f);
+      // Directory entries of regular files (or symlinks to them), or an image layout.
+      regular->push_back(std::find(layouts.begin(), layouts.end(), f) == layouts.end());
+    }
   }
   return out;
 }

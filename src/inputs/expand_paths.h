@@ -1,7 +1,7 @@
 // Directory walking for check_paths: expand_paths (inputs.h), and for each
 // file whether its stat or directory entry said "regular file". A directory
-// argument that `archives` reads as an image (an OCI image layout) is kept
-// whole, as a file.
+// that `archives` reads as an image (an OCI image layout), named or met in a
+// walk, is kept whole, as a file.
 #pragma once
 
 #include <string>

@@ -1,10 +1,14 @@
 // Reading a container image's JSON documents with llvm::json: OCI index -> manifests -> layers and
-// config; docker-save's manifest.json -> layers and config.
+// config; docker-save's manifest.json -> layers and config. Every document named by a descriptor is
+// checked against its digest before it is parsed.
 #include "inputs/image_index.h"
+
+#include <nettle/sha2.h>
 
 #include <algorithm>
 #include <set>
 
+#include "hipguard/diagnostic.h"
 #include "llvm/Support/JSON.h"
 
 namespace hipguard {
@@ -29,23 +33,61 @@ bool is_sha256_digest(std::string_view digest) {
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+std::string digest_of_bytes(Bytes bytes) {
+  struct sha256_ctx ctx;
+  sha256_init(&ctx);
+  sha256_update(&ctx, bytes.size(), bytes.data());
+  uint8_t hash[SHA256_DIGEST_SIZE];
+  sha256_digest(&ctx, sizeof hash, hash);
+  static const char digits[] = "0123456789abcdef";
+  std::string s = "sha256:";
+  for (uint8_t b : hash) s += digits[b >> 4], s += digits[b & 15];
+  return s;
+}
+
 namespace {
 
-constexpr unsigned kMaxIndexNesting = 4;  // an index of indexes (docker buildx: one level)
+constexpr unsigned kMaxIndexNesting = 4;  // an index of indexes (docker buildx, containerd's store: one level)
 
 bool is_index_type(llvm::StringRef media_type) {
   return media_type == "application/vnd.oci.image.index.v1+json" ||
          media_type == "application/vnd.docker.distribution.manifest.list.v2+json";
 }
 
+// A manifest is an image's when its config is an image config (OCI manifest.md "Guidelines for
+// artifact usage": artifacts set artifactType or another config media type). No media type: an image.
+bool is_image_manifest(const llvm::json::Object& manifest) {
+  if (manifest.getString("artifactType")) return false;
+  const llvm::json::Object* config = manifest.getObject("config");
+  llvm::StringRef type = config ? config->getString("mediaType").value_or("") : "";
+  return type.empty() || type == "application/vnd.oci.image.config.v1+json" ||
+         type == "application/vnd.docker.container.image.v1+json";
+}
+
+// Foreign (non-distributable) layers are not in an image's store by design (OCI layer.md).
+bool is_foreign_layer(llvm::StringRef media_type) {
+  return media_type.contains("nondistributable") || media_type.contains("foreign");
+}
+
 class Reader {
  public:
   Reader(const BlobSource& blobs, ImageList& list) : blobs_(blobs), list_(list) {}
 
-  // The document `name` (what the problem calls it: `what`) parsed, or null with a problem said.
-  std::optional<llvm::json::Value> document(const std::string& name, const std::string& what) {
-    std::optional<Bytes> bytes = blobs_(name);
-    if (!bytes) return problem("the image has no " + what), std::nullopt;
+  // The document `name` (`what`, in a problem) parsed, checked against `digest` first when given;
+  // or nullopt with a problem said.
+  std::optional<llvm::json::Value> document(const std::string& name, const std::string& what,
+                                            const std::string& digest = "") {
+    Result<Bytes> bytes = blobs_(name);
+    if (!bytes) return problem(what + ": " + bytes.error().message), std::nullopt;
+    if (bytes->size() > kMaxImageDocumentBytes)
+      return problem(what + " is " + std::to_string(bytes->size()) + " bytes; hipguard reads at most " +
+                     std::to_string(kMaxImageDocumentBytes) + " bytes of one"),
+             std::nullopt;
+    if (!digest.empty() && digest_of_bytes(*bytes) != digest) {
+      list_.problems.push_back({std::string(code::kImageDigestMismatch),
+                                what + " does not have the digest that names it; the image was not read further"});
+      return std::nullopt;
+    }
     llvm::Expected<llvm::json::Value> v =
         llvm::json::parse(llvm::StringRef(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
     if (!v) return problem(what + " is not JSON: " + llvm::toString(v.takeError())), std::nullopt;
@@ -55,20 +97,24 @@ class Reader {
   std::optional<llvm::json::Value> blob_document(const llvm::json::Object& descriptor, const std::string& what) {
     std::string digest = descriptor.getString("digest").value_or("").str();
     if (!is_sha256_digest(digest)) return problem(what + " has no sha256 digest"), std::nullopt;
-    return document(blob_name(digest), what + " " + digest);
+    return document(blob_name(digest), what + " " + digest, digest);
   }
   static std::string blob_name(const std::string& digest) { return "blobs/sha256/" + digest.substr(7); }
 
-  void problem(std::string sentence) { list_.problems.push_back(std::move(sentence)); }
+  void problem(std::string sentence) { list_.problems.push_back({std::string(code::kUnreadableImage), sentence}); }
 
-  // The image a manifest describes: its layers and the config's diff IDs.
+  // The image a manifest describes: its layers and the config's diff IDs. An artifact is skipped.
   void manifest(const llvm::json::Object& descriptor, std::string name) {
     std::optional<llvm::json::Value> m = blob_document(descriptor, "the image manifest");
+    const llvm::json::Object* o = m ? m->getAsObject() : nullptr;
     if (!m) return;
-    const llvm::json::Object* o = m->getAsObject();
+    if (o && !is_image_manifest(*o)) return void(++artifacts);
     const llvm::json::Array* layers = o ? o->getArray("layers") : nullptr;
     const llvm::json::Object* config = o ? o->getObject("config") : nullptr;
     if (!layers || !config) return problem("the image manifest " + digest_of(descriptor) + " has no layers or config");
+    if (layers->size() > kMaxImageLayers)
+      return problem("the image manifest " + digest_of(descriptor) + " lists " + std::to_string(layers->size()) +
+                     " layers; hipguard reads images of at most " + std::to_string(kMaxImageLayers));
     ImageDescription image;
     image.name = std::move(name);
     for (const llvm::json::Value& l : *layers) {
@@ -76,6 +122,7 @@ class Reader {
       std::string digest = layer ? layer->getString("digest").value_or("").str() : "";
       if (!is_sha256_digest(digest))
         return problem("a layer of the image manifest " + digest_of(descriptor) + " has no sha256 digest");
+      if (is_foreign_layer(layer->getString("mediaType").value_or("")) && !blobs_(blob_name(digest))) continue;
       image.layers.push_back({blob_name(digest), digest, ""});
     }
     std::optional<llvm::json::Value> c = blob_document(*config, "the image config");
@@ -99,25 +146,31 @@ class Reader {
 
   const BlobSource& blobs_;
   ImageList& list_;
+  size_t artifacts = 0;  // manifests skipped as not an image's
 };
 
-// The manifests of an index for `platform`, nested indexes followed.
+// The manifests of an index for `platform`, nested indexes followed (each once).
 class IndexWalk {
  public:
   IndexWalk(Reader& reader, const Platform& platform) : reader_(reader), platform_(platform) {}
 
-  void index(const llvm::json::Value& v, const std::string& what, unsigned depth) {
+  // `name`: the tag of the descriptor that led here (containerd's store tags the nested index).
+  void index(const llvm::json::Value& v, const std::string& what, unsigned depth, const std::string& name) {
     const llvm::json::Object* o = v.getAsObject();
     const llvm::json::Array* manifests = o ? o->getArray("manifests") : nullptr;
     if (!manifests) return reader_.problem(what + " has no manifests");
     for (const llvm::json::Value& m : *manifests)
-      if (const llvm::json::Object* d = m.getAsObject()) descriptor(*d, depth);
+      if (const llvm::json::Object* d = m.getAsObject()) descriptor(*d, depth, name);
   }
 
   // After the walk: the manifests found (one image each), or why there is none.
   void finish() {
-    bool several = chosen_.size() > 1;
-    for (auto& [descriptor, name] : chosen_) reader_.manifest(descriptor, several ? name : "");
+    size_t before = reader_.list_.images.size();
+    for (auto& [descriptor, name] : chosen_) reader_.manifest(descriptor, name);
+    if (reader_.list_.images.size() == before + 1) reader_.list_.images.back().name.clear();  // one: no name
+    if (reader_.list_.images.size() == before && reader_.artifacts > 0)
+      reader_.problem("the image holds no image manifest, only " + std::to_string(reader_.artifacts) +
+                      " artifact(s) (a config that is not an image config, or an artifactType)");
     if (chosen_.empty() && !other_platforms_.empty()) {
       std::string list;
       for (const auto& p : other_platforms_) list += (list.empty() ? "" : ", ") + p;
@@ -127,11 +180,13 @@ class IndexWalk {
   }
 
  private:
-  void descriptor(const llvm::json::Object& d, unsigned depth) {
-    llvm::StringRef type = d.getString("mediaType").value_or("");
-    if (is_index_type(type)) {
+  void descriptor(const llvm::json::Object& d, unsigned depth, const std::string& inherited) {
+    std::string digest = d.getString("digest").value_or("").str();
+    std::string name = name_of(d, inherited.empty() ? digest.substr(0, 19) : inherited);
+    if (is_index_type(d.getString("mediaType").value_or(""))) {
       if (depth + 1 >= kMaxIndexNesting) return reader_.problem("image indexes nested too deep");
-      if (auto nested = reader_.blob_document(d, "the image index")) index(*nested, "the image index", depth + 1);
+      if (!indexes_.insert(digest).second) return;  // an index reached twice (a cycle): walked once
+      if (auto nested = reader_.blob_document(d, "the image index")) index(*nested, "the image index", depth + 1, name);
       return;
     }
     if (const llvm::json::Object* annotations = d.getObject("annotations"))
@@ -145,39 +200,37 @@ class IndexWalk {
         return;
       }
     }
-    std::string digest = d.getString("digest").value_or("").str();
-    if (!seen_.insert(digest).second) return;     // one manifest under several tags: one image
-    chosen_.emplace_back(d, name_of(d, digest));  // a copy: a nested index's document is gone after its walk
+    if (!seen_.insert(digest).second) return;  // one manifest under several tags: one image
+    chosen_.emplace_back(d, name);             // a copy: a nested index's document is gone after its walk
   }
 
-  static std::string name_of(const llvm::json::Object& d, const std::string& digest) {
+  // Its tag, or `otherwise` ("sha256:" and 12 digits, as docker shows image IDs).
+  static std::string name_of(const llvm::json::Object& d, const std::string& otherwise) {
     if (const llvm::json::Object* a = d.getObject("annotations"))
       for (const char* key : {"io.containerd.image.name", "org.opencontainers.image.ref.name"})
         if (auto n = a->getString(key)) return n->str();
-    return digest.substr(0, 19);  // "sha256:" and 12 digits, as docker shows image IDs
+    return otherwise;
   }
 
   Reader& reader_;
   const Platform& platform_;
   std::vector<std::pair<llvm::json::Object, std::string>> chosen_;
-  std::set<std::string> seen_, other_platforms_;
+  std::set<std::string> seen_, indexes_, other_platforms_;
 };
 
-ImageList read_index(const BlobSource& blobs, const Platform& platform) {
+}  // namespace
+
+ImageList read_oci_index(const BlobSource& blobs, const Platform& platform) {
   ImageList list;
   Reader reader(blobs, list);
   list.recognized = true;  // an oci-layout file beside it says what it is
   std::optional<llvm::json::Value> top = reader.document("index.json", "index.json");
   if (!top) return list;
   IndexWalk walk(reader, platform);
-  walk.index(*top, "index.json", 0);
+  walk.index(*top, "index.json", 0, "");
   walk.finish();
   return list;
 }
-
-}  // namespace
-
-ImageList read_oci_index(const BlobSource& blobs, const Platform& platform) { return read_index(blobs, platform); }
 
 ImageList read_docker_manifest(const BlobSource& blobs) {
   ImageList list;
@@ -192,8 +245,9 @@ ImageList read_docker_manifest(const BlobSource& blobs) {
     const llvm::json::Object* o = v.getAsObject();
     const llvm::json::Array* layers = o ? o->getArray("Layers") : nullptr;
     std::string config = o ? o->getString("Config").value_or("").str() : "";
-    if (!layers || config.empty()) {
-      reader.problem("an image of manifest.json has no Layers or Config");
+    if (!layers || config.empty() || layers->size() > kMaxImageLayers) {
+      reader.problem("an image of manifest.json has no Config, or no Layers or more than " +
+                     std::to_string(kMaxImageLayers));
       continue;
     }
     ImageDescription image;

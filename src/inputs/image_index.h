@@ -1,6 +1,6 @@
 // What a container image's JSON documents say: the images an OCI image layout or a `docker save`
 // archive holds, each as its layers in order (OCI Image Format Specification: image-layout.md,
-// image-index.md, manifest.md, config.md; Docker's `docker save` manifest.json).
+// image-index.md, manifest.md, config.md, descriptor.md; Docker's `docker save` manifest.json).
 #pragma once
 
 #include <functional>
@@ -10,13 +10,17 @@
 #include <vector>
 
 #include "hipguard/bundle.h"
+#include "hipguard/result.h"
 #include "inputs/archive.h"
 
 namespace hipguard {
 
+inline constexpr uint64_t kMaxImageDocumentBytes = 16ull << 20;  // an index, manifest or config (real: < 100 KiB)
+inline constexpr size_t kMaxImageLayers = 1000;                  // per image (Docker's overlay2 stacks at most 128)
+
 // A blob of the image by its name in the store: "index.json", "blobs/sha256/<hex>" (OCI), or a path in a
-// docker-save archive ("<hex>.tar", "<id>/layer.tar"). nullopt: the store has no such blob.
-using BlobSource = std::function<std::optional<Bytes>(const std::string& name)>;
+// docker-save archive ("<hex>.tar", "<id>/layer.tar"); or why it cannot be had (HG114).
+using BlobSource = std::function<Result<Bytes>(const std::string& name)>;
 
 struct ImageLayer {
   std::string blob;     // its name in the BlobSource
@@ -32,16 +36,19 @@ struct ImageDescription {
 struct ImageList {
   bool recognized = false;  // the top document has the shape of its kind (a manifest.json may be anything else)
   std::vector<ImageDescription> images;
-  std::vector<std::string> problems;  // a document that cannot be used, a missing blob: one sentence each
+  std::vector<ParseError> problems;  // documents that cannot be used (HG114), or do not match their digest (HG115)
 };
 
 // An OCI image layout (index.json, following nested indexes): each image manifest for `platform`
-// (or without a platform); attestation manifests are not images.
+// (or without a platform). Artifacts (signatures, SBOMs, attestations: a config that is not an image
+// config, or an artifactType) are not images.
 ImageList read_oci_index(const BlobSource& blobs, const Platform& platform);
 // A `docker save` / `podman save` archive (manifest.json): each image it lists.
 ImageList read_docker_manifest(const BlobSource& blobs);
 
 // "sha256:" followed by 64 lowercase hex digits (the only algorithm registries use; OCI descriptor.md).
 bool is_sha256_digest(std::string_view digest);
+// "sha256:<hex>" of `bytes` (Nettle, whose names are macros: sha256_digest is nettle_sha256_digest).
+std::string digest_of_bytes(Bytes bytes);
 
 }  // namespace hipguard

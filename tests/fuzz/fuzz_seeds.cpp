@@ -12,6 +12,7 @@
 #include <llvm/Object/ELF.h>
 #include <llvm/Support/Compression.h>
 #include <llvm/Support/Error.h>
+#include <llvm/Support/SHA256.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -143,6 +144,47 @@ void archives(const std::vector<std::pair<std::string, ByteVec>>& members) {
                                    {"data.tar.xz", ByteVec(data.begin(), data.end())}}));
 }
 
+// The same members as container images (src/inputs/image.cpp): an OCI archive of two layers, the
+// upper one whiting out the first member and making a directory opaque, and a docker-save archive.
+std::string sha256(const std::string& bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string hex;
+  for (uint8_t b :
+       llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())))
+    hex += digits[b >> 4], hex += digits[b & 15];
+  return hex;
+}
+
+void images(const std::vector<std::pair<std::string, ByteVec>>& members) {
+  if (members.empty()) return;
+  std::string lower = archive_of(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP, members);
+  std::string upper =
+      hgtest::write_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE,
+                            {{".wh." + fs::path(members[0].first).filename().string(), ""}, {"opt/.wh..wh..opq", ""}});
+  std::string config = R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}})";
+  auto descriptor = [](const char* type, const std::string& bytes) {
+    return std::string(R"({"mediaType":")") + type + R"(","digest":"sha256:)" + sha256(bytes) + R"(","size":)" +
+           std::to_string(bytes.size()) + "}";
+  };
+  std::string manifest = R"({"schemaVersion":2,"config":)" +
+                         descriptor("application/vnd.oci.image.config.v1+json", config) + R"(,"layers":[)" +
+                         descriptor("application/vnd.oci.image.layer.v1.tar+gzip", lower) + "," +
+                         descriptor("application/vnd.oci.image.layer.v1.tar", upper) + "]}";
+  std::string index =
+      R"({"schemaVersion":2,"manifests":[)" + descriptor("application/vnd.oci.image.manifest.v1+json", manifest) + "]}";
+  hgtest::ArchiveMembers oci = {{"oci-layout", R"({"imageLayoutVersion":"1.0.0"})"}, {"index.json", index}};
+  for (const std::string* blob : {&lower, &upper, &config, &manifest})
+    oci.push_back({"blobs/sha256/" + sha256(*blob), *blob});
+  seed("fuzz_archive", hgtest::write_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE, oci));
+  std::string plain = archive_of(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE, members);
+  std::string saved_manifest =
+      R"([{"Config":"config.json","RepoTags":["hg/seed:1"],"Layers":[")" + sha256(plain) + R"(.tar"]}])";
+  seed("fuzz_archive",
+       hgtest::write_archive(
+           ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE,
+           {{sha256(plain) + ".tar", plain}, {"config.json", config}, {"manifest.json", saved_manifest}}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,7 +218,7 @@ int main(int argc, char** argv) {
         break;
     }
   }
-  if (!first.empty()) archives(first);
+  if (!first.empty()) archives(first), images(first);
   std::printf("fuzz_seeds: %zu seed files in %s\n", g_written, g_out.c_str());
   return 0;
 }

@@ -15,4 +15,14 @@ using ArchiveMembers = std::vector<std::pair<std::string, std::string>>;  // nam
 // ARCHIVE_FILTER_*. libarchive's first refusal, if any, goes to *error.
 std::string write_archive(int format, int filter, const ArchiveMembers& members, std::string* error = nullptr);
 
+// A tar entry of any kind: a regular file (`bytes`), a directory (AE_IFDIR), a symlink (AE_IFLNK to
+// `link`), or a hard link to an earlier entry (`hardlink` set; no bytes of its own).
+struct TarEntry {
+  std::string name, bytes;
+  unsigned type = 0100000;  // AE_IFREG
+  std::string link, hardlink;
+};
+// A pax tar of `entries` in order, `filter` ARCHIVE_FILTER_*.
+std::string write_tar(const std::vector<TarEntry>& entries, int filter = 0, std::string* error = nullptr);
+
 }  // namespace hgtest

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 
+#include <archive_entry.h>
+
 #include "archive_writer.h"
 #include "inputs/archive.h"
 #include "test_util.h"
@@ -270,4 +272,184 @@ TEST(Image, TarWithAnotherManifestJsonIsAnOrdinaryArchive) {
   FileReport r = check_image(path);
   EXPECT_EQ(member_names(r, path), std::vector<std::string>{"!k.co"});
   EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);
+}
+
+namespace {
+
+constexpr unsigned kDir = AE_IFDIR, kSymlink = AE_IFLNK;
+
+std::string layer(const std::vector<TarEntry>& entries, int filter = ARCHIVE_FILTER_NONE) {
+  std::string error;
+  std::string out = write_tar(entries, filter, &error);
+  EXPECT_EQ(error, "");
+  return out;
+}
+
+std::vector<std::string> members_of(const Layout& l) {
+  TempDir tmp("hipguard-image");
+  std::string path = (fs::path(tmp.path) / "i.tar").string();
+  std::ofstream(path, std::ios::binary) << l.as_tar();
+  return member_names(check_image(path), path);
+}
+
+}  // namespace
+
+// moby applies layers bottom first: a non-directory over a directory removes it and all below it,
+// a directory over a file replaces it; read top first, the same files remain.
+TEST(Image, ReplacedPathsHideWhatTheirLayerRemoved) {
+  Layout l;
+  l.image({layer({{"opt/rocm", "", kDir}, {"opt/rocm/lib/old.co", fine_co()}, {"etc/k.co", heavy_co()}}),
+           layer({{"opt/rocm", "", kSymlink, "rocm-7.2"}, {"etc/k.co", "", kDir}}),
+           layer({{"opt/rocm", "", kDir}, {"opt/rocm/lib/new.co", fine_co()}, {"etc/k.co/inside.co", fine_co()}})});
+  EXPECT_EQ(members_of(l), (std::vector<std::string>{"!opt/rocm/lib/new.co", "!etc/k.co/inside.co"}));
+}
+
+TEST(Image, NamesAreCleanedAndAnOpaqueRootHidesEverythingBelow) {
+  Layout l;
+  l.image({layer({{"./lib/a.co", fine_co()}, {"usr/lib/../lib64/b.co", fine_co()}}),
+           layer({{"./.wh..wh..opq", ""}, {"./new.co", fine_co()}, {".wh..wh.plnk/123.456", fine_co()}})});
+  EXPECT_EQ(members_of(l), std::vector<std::string>{"!new.co"}) << "AUFS's .wh..wh.plnk is not a file of the image";
+  Layout below;
+  below.image({layer({{"./lib/a.co", fine_co()}, {"usr/lib/../lib64/b.co", fine_co()}})});
+  EXPECT_EQ(members_of(below), (std::vector<std::string>{"!lib/a.co", "!usr/lib/../lib64/b.co"}))
+      << "'..' that stays inside the image is not HG116";
+}
+
+TEST(Image, HardLinkToAFileAnUpperLayerDeletesIsCheckedUnderItsName) {
+  Layout l;
+  l.image({layer({{"lib/libk.so", heavy_co()}, {"lib/libk.so.1", "", 0100000, "", "lib/libk.so"}}),
+           layer({{"lib/.wh.libk.so", ""}})});
+  TempDir tmp("hipguard-image");
+  std::string path = (fs::path(tmp.path) / "i.tar").string();
+  std::ofstream(path, std::ios::binary) << l.as_tar();
+  FileReport r = check_image(path);
+  ASSERT_EQ(member_names(r, path), std::vector<std::string>{"!lib/libk.so.1"});
+  EXPECT_FALSE(r.members[0].ok()) << "the linked bytes are the LDS-heavy code object";
+}
+
+TEST(Image, NestedIndexTagsAttestationsAndArtifacts) {
+  Layout l;
+  l.image({tar({{"amd.co", fine_co()}})}, "linux/amd64");
+  llvm::json::Object image = std::move(*l.manifests[0].getAsObject());
+  l.manifests.clear();
+  llvm::json::Object attestation = l.put(
+      json(llvm::json::Object{{"schemaVersion", 2},
+                              {"config", llvm::json::Object{{"mediaType", "application/vnd.oci.image.config.v1+json"}}},
+                              {"layers", llvm::json::Array{}}}),
+      "application/vnd.oci.image.manifest.v1+json");
+  attestation["platform"] = llvm::json::Object{{"os", "unknown"}, {"architecture", "unknown"}};
+  attestation["annotations"] = llvm::json::Object{{"vnd.docker.reference.type", "attestation-manifest"}};
+  llvm::json::Object nested =
+      l.put(json(llvm::json::Object{{"schemaVersion", 2},
+                                    {"manifests", llvm::json::Array{std::move(image), std::move(attestation)}}}),
+            "application/vnd.oci.image.index.v1+json");
+  // containerd's store tags the index, not the manifest; two tags of one index are one image each name.
+  for (const char* tag : {"hg/app:1", "hg/other:2"}) {
+    llvm::json::Object d = nested;
+    d["annotations"] = llvm::json::Object{{"io.containerd.image.name", tag}};
+    l.manifests.push_back(std::move(d));
+  }
+  // A signature beside them: an artifact, not an image.
+  l.manifests.push_back(
+      l.put(json(llvm::json::Object{{"schemaVersion", 2},
+                                    {"artifactType", "application/vnd.dev.cosign.artifact.sig.v1+json"},
+                                    {"config", llvm::json::Object{{"mediaType", "application/vnd.oci.empty.v1+json"}}},
+                                    {"layers", llvm::json::Array{}}}),
+            "application/vnd.oci.image.manifest.v1+json"));
+  EXPECT_EQ(members_of(l), std::vector<std::string>{"!amd.co"}) << "the index is walked once, its image read once";
+  // Two images under two tags: each checked, named by its tag.
+  Layout two;
+  two.image({tar({{"a.co", fine_co()}})});
+  two.image({tar({{"b.co", fine_co()}})});
+  two.manifests[0].getAsObject()->insert(
+      {"annotations", llvm::json::Object{{"org.opencontainers.image.ref.name", "a"}}});
+  two.manifests[1].getAsObject()->insert(
+      {"annotations", llvm::json::Object{{"org.opencontainers.image.ref.name", "b"}}});
+  EXPECT_EQ(members_of(two), (std::vector<std::string>{"!a!a.co", "!b!b.co"}));
+  // Only an artifact: no image, said (HG114), not passed as an image without files.
+  Layout sig;
+  sig.manifests.push_back(std::move(l.manifests.back()));
+  sig.files = l.files;
+  TempDir tmp("hipguard-image");
+  std::string path = (fs::path(tmp.path) / "sig.tar").string();
+  std::ofstream(path, std::ios::binary) << sig.as_tar();
+  FileReport r = check_image(path);
+  ASSERT_NE(find(r, code::kUnreadableImage), nullptr) << dump(r.diagnostics);
+  EXPECT_NE(find(r, code::kUnreadableImage)->message.find("1 artifact"), std::string::npos);
+}
+
+TEST(Image, DocumentsAreCheckedAgainstTheirDigests) {
+  Layout l = two_layers();
+  ArchiveMembers members = l.members();
+  for (auto& [name, bytes] : members)  // the manifest: the blob after the config
+    if (name == l.files[4].first) bytes[bytes.find("schemaVersion")] = 'S';
+  TempDir tmp("hipguard-image");
+  std::string path = (fs::path(tmp.path) / "i.tar").string();
+  std::ofstream(path, std::ios::binary) << tar(members);
+  FileReport r = check_image(path);
+  EXPECT_EQ(codes(r), std::vector<std::string>{"HG115"});
+  EXPECT_TRUE(r.members.empty());
+}
+
+TEST(Image, LegacyDockerSaveLayersAreCheckedByTheirDiffIds) {
+  std::string lower = tar({{"lib/k.co", heavy_co()}});
+  auto save = [&](const std::string& layer_bytes) {
+    std::string config = json(llvm::json::Object{
+        {"rootfs", llvm::json::Object{{"type", "layers"}, {"diff_ids", llvm::json::Array{sha256(lower)}}}}});
+    std::string manifest = json(llvm::json::Array{
+        llvm::json::Object{{"Config", "cfg.json"}, {"Layers", llvm::json::Array{"0123abc/layer.tar"}}}});
+    return tar({{"0123abc/layer.tar", layer_bytes}, {"cfg.json", config}, {"manifest.json", manifest}});
+  };
+  TempDir tmp("hipguard-image");
+  std::string path = (fs::path(tmp.path) / "legacy.tar").string();
+  std::ofstream(path, std::ios::binary) << save(lower);
+  FileReport r = check_image(path);
+  EXPECT_EQ(member_names(r, path), std::vector<std::string>{"!lib/k.co"});
+  std::string altered = lower;
+  altered[700] ^= 1;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << save(altered);
+  r = check_image(path);
+  EXPECT_EQ(codes(r), std::vector<std::string>{"HG115"});
+  EXPECT_TRUE(r.members.empty());
+}
+
+TEST(Image, OtherFormsOfAStore) {
+  TempDir tmp("hipguard-image");
+  fs::path dir(tmp.path);
+  Layout l = two_layers();
+  // A layout tarred under a directory of its own.
+  ArchiveMembers under;
+  for (const auto& [name, bytes] : l.members()) under.emplace_back("img/" + name, bytes);
+  std::string path = (dir / "under.tar").string();
+  std::ofstream(path, std::ios::binary) << tar(under);
+  EXPECT_EQ(member_names(check_image(path), path), (std::vector<std::string>{"!opt/new.co", "!lib/fine.co"}));
+  // Compressed: read as an ordinary archive, and said so (HG118).
+  path = (dir / "image.tar.gz").string();
+  std::ofstream(path, std::ios::binary) << write_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP,
+                                                         l.members());
+  FileReport r = check_image(path);
+  ASSERT_NE(find(r, code::kImageReadAsArchive), nullptr) << dump(r.diagnostics);
+  EXPECT_EQ(r.members.size(), 4u) << "each layer's files, whited out or not, named after their blob";
+  // A layout met in a directory walk is one input; a blob that is a symlink is not followed.
+  std::string walked = l.write_to(dir / "tree" / "layout");
+  fs::create_directories(dir / "tree" / "other");
+  fs::copy_file(dir / "under.tar", dir / "tree" / "other" / "x.txt");
+  CheckPathsOptions o;
+  o.targets = {target("gfx942")};
+  o.archives = &archive_reader();
+  CollectSink sink(false);
+  check_paths({(dir / "tree").string()}, o, sink);
+  std::vector<std::string> paths;
+  for (const auto& f : sink.reports) paths.push_back(f.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{walked + "!opt/new.co", walked + "!lib/fine.co", walked,
+                                             (dir / "tree/other/x.txt").string() + "!opt/new.co",
+                                             (dir / "tree/other/x.txt").string() + "!lib/fine.co",
+                                             (dir / "tree/other/x.txt").string()}));
+  fs::path blob = fs::path(walked) / l.files[1].first;
+  fs::rename(blob, dir / "elsewhere");
+  fs::create_symlink(dir / "elsewhere", blob);
+  r = check_image(walked);
+  const Diagnostic* d = find(r, code::kUnreadableImage);
+  ASSERT_NE(d, nullptr) << dump(r.diagnostics);
+  EXPECT_NE(d->message.find("symlink is not followed"), std::string::npos) << d->message;
 }
