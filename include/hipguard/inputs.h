@@ -46,6 +46,9 @@ class FileData {
   // memory (they are read again from the page cache if touched again), so a
   // 1.3 GB library checked bundle by bundle never holds more than one bundle.
   void release_before(const uint8_t* end) const;
+  // Mapped files: drops the whole pages inside `range` (a part of bytes()) the same way: an archive
+  // member or an image layer read once is not kept in memory while the rest is read.
+  void release(Bytes range) const;
 
  private:
   std::shared_ptr<void> owner_;
@@ -80,7 +83,9 @@ class ArchiveReader {
   // archive) is read as the image: its files as the image's layers leave them
   // (whiteouts applied), each named "IMAGE!path" ("IMAGE!TAG!path" when the
   // archive holds several images), in the order of its layers, top first.
-  virtual Result read(Bytes data, const std::string& path, const Member& member) const = 0;
+  // `source`: the file `data` is read from, when it is mapped; its pages are released as they are read.
+  virtual Result read(Bytes data, const std::string& path, const Member& member,
+                      const FileData* source = nullptr) const = 0;
   // An OCI image layout directory (oci-layout, index.json, blobs/sha256/;
   // OCI Image Layout Specification), read as one image like an archive of one.
   virtual bool is_image_directory(const std::string& /*dir*/) const { return false; }

@@ -166,7 +166,7 @@ FileReport& check_data(Bytes data, const FileData& file, const std::string& path
     return r;
   }
   if (options.archives && options.archives->is_archive(data)) {
-    auto read = [&](const ArchiveReader::Member& member) { return options.archives->read(data, path, member); };
+    auto read = [&](const ArchiveReader::Member& member) { return options.archives->read(data, path, member, &file); };
     if (check_archive(read, path, targets, options, r)) return r;
   }
   bool elf = data.size() >= 64 && std::equal(data.begin(), data.begin() + 4,

@@ -365,20 +365,56 @@ class LibarchiveReader : public ArchiveReader {
  public:
   LibarchiveReader(const ArchiveLimits& limits, const Platform& platform) : limits_(limits), platform_(platform) {}
   bool is_archive(Bytes data) const override { return archive_magic(data); }
-  Result read(Bytes data, const std::string& path, const Member& member) const override {
-    if (auto image = read_image_archive(data, path, {limits_, platform_}, member)) return std::move(*image);
+  Result read(Bytes data, const std::string& path, const Member& member, const FileData* source) const override {
+    if (auto image = read_image_archive(data, path, {limits_, platform_, source}, member)) return std::move(*image);
     uint64_t total = 0;
-    return walk_archive(data, path, ArchiveWalk{&limits_, path + "!", nullptr, &total, true}, member);
+    return walk_archive(data, path, ArchiveWalk{&limits_, path + "!", nullptr, &total, true, source}, member);
   }
   bool is_image_directory(const std::string& dir) const override { return is_image_layout(dir); }
   Result read_image_directory(const std::string& dir, const Member& member) const override {
-    return read_image_layout(dir, {limits_, platform_}, member);
+    return read_image_layout(dir, {limits_, platform_, nullptr}, member);
   }
 
  private:
   ArchiveLimits limits_;
   Platform platform_;
 };
+
+// A mapped file handed to libarchive a chunk at a time, in place, each chunk's pages released once
+// the next one is asked for (what a walk has read is not kept in memory; read again, it comes back
+// from the page cache).
+struct MappedChunks {
+  static constexpr size_t kChunk = 16 << 20;
+  Bytes data;
+  const FileData* file;
+  size_t at = 0;
+
+  static la_ssize_t read(struct archive*, void* self, const void** out) {
+    auto* c = static_cast<MappedChunks*>(self);
+    c->release_read();
+    size_t n = std::min(kChunk, c->data.size() - c->at);
+    *out = c->data.data() + c->at;
+    c->at += n;
+    return static_cast<la_ssize_t>(n);
+  }
+  static la_int64_t skip(struct archive*, void* self, la_int64_t request) {
+    auto* c = static_cast<MappedChunks*>(self);
+    size_t n = std::min<uint64_t>(static_cast<uint64_t>(std::max<la_int64_t>(request, 0)), c->data.size() - c->at);
+    c->at += n;
+    return static_cast<la_int64_t>(n);
+  }
+  void release_read() const { file->release(Bytes(data.data(), at > kChunk ? at - kChunk : 0)); }
+};
+
+// Opens `data` on `a`: in chunks, released as read, when it is a mapped file's; else as one block.
+int open_source(struct archive* a, Bytes data, const FileData* file, MappedChunks* chunks) {
+  if (!file || !file->mapped()) return archive_read_open_memory(a, data.data(), data.size());
+  *chunks = MappedChunks{data, file};
+  archive_read_set_read_callback(a, MappedChunks::read);
+  archive_read_set_skip_callback(a, MappedChunks::skip);
+  archive_read_set_callback_data(a, chunks);
+  return archive_read_open1(a);
+}
 
 }  // namespace
 
@@ -387,14 +423,16 @@ ArchiveReader::Result walk_archive(Bytes data, const std::string& path, const Ar
   ArchiveReader::Result result;
   Walker walker(*walk.limits, path, member, walk.filter, walk.total);
   Reader top(compressed_magic(data));
+  MappedChunks chunks{};
   // Opening reads ahead: a stream cut short can fail here already (HG113).
-  if (archive_read_open_memory(top.a, data.data(), data.size()) != ARCHIVE_OK) {
+  if (open_source(top.a, data, walk.source, &chunks) != ARCHIVE_OK) {
     if (unrecognized(top.a)) return result;
     result.archive = true;
     walker.corrupt(walk.prefix.substr(0, walk.prefix.size() - 1), top.a);
   } else {
     result.archive = walker.walk(top.a, walk.prefix, 0);
   }
+  if (walk.source) walk.source->release(data);
   result.diagnostics = std::move(walker.diagnostics);
   if (walk.note_images && walker.image_like.image())
     result.diagnostics.push_back(make_diagnostic(

@@ -21,6 +21,7 @@ struct ArchiveWalk {
   const EntryFilter* filter = nullptr;  // null: every entry
   uint64_t* total = nullptr;            // member bytes read so far by the walks of one input (its budget)
   bool note_images = false;             // HG118 when the top holds a container image (not read as one)
+  const FileData* source = nullptr;     // the mapped file the data is part of: read in chunks, released as read
 };
 
 // Walks `data`, handing members to `member` as ArchiveReader::read does; diagnostics name `path`.

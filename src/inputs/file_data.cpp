@@ -74,6 +74,18 @@ Result<FileData> FileData::open(const std::string& path, uint64_t map_above, Rea
   return f;
 }
 
+void FileData::release(Bytes range) const {
+  if (!mapped_ || range.empty()) return;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t lo = std::max(reinterpret_cast<uintptr_t>(range.data()), reinterpret_cast<uintptr_t>(bytes_.data()));
+  uintptr_t hi = std::min(reinterpret_cast<uintptr_t>(range.data() + range.size()),
+                          reinterpret_cast<uintptr_t>(bytes_.data() + bytes_.size()));
+  lo = (lo + page - 1) & ~(page - 1);
+  hi &= ~(page - 1);
+  // Never written (read-only): a page touched again is read back from the page cache.
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 void FileData::release_before(const uint8_t* end) const {
   if (!mapped_ || end <= bytes_.data()) return;
   static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));

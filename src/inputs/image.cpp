@@ -100,6 +100,10 @@ class DirectoryBlobs {
     if (!file) return missing(name, file.error().message);
     return open_.emplace(name, std::move(*file)).first->second.bytes();
   }
+  const FileData* file_of(const std::string& name) const {
+    auto it = open_.find(name);
+    return it == open_.end() ? nullptr : &it->second;
+  }
 
  private:
   static ParseError missing(const std::string& name, const std::string& why) {
@@ -114,12 +118,15 @@ bool compressed(Bytes b) {
          (b.size() >= 4 && std::memcmp(b.data(), "\x28\xb5\x2f\xfd", 4) == 0);
 }
 
+// The mapped file a blob is part of (its pages are released as the blob is read), or null.
+using BlobFile = std::function<const FileData*(const std::string& blob)>;
+
 // Reads the images of one store into the members and diagnostics of one Result.
 class ImageWalk {
  public:
-  ImageWalk(const BlobSource& blobs, const std::string& path, const ArchiveLimits& limits,
+  ImageWalk(const BlobSource& blobs, const BlobFile& files, const std::string& path, const ArchiveLimits& limits,
             const ArchiveReader::Member& member)
-      : blobs_(blobs), path_(path), limits_(limits), member_(member) {}
+      : blobs_(blobs), files_(files), path_(path), limits_(limits), member_(member) {}
 
   ArchiveReader::Result read(const ImageList& list) {
     result_.archive = true;
@@ -164,7 +171,9 @@ class ImageWalk {
     EntryFilter filter = [&](const std::string& name, unsigned type, const std::string& hardlink) {
       return overlay.visible(name, type, hardlink);
     };
-    ArchiveReader::Result r = walk_archive(*blob, path_, ArchiveWalk{&limits, prefix, &filter, &total}, member_);
+    const FileData* file = files_(layer.blob);
+    ArchiveReader::Result r =
+        walk_archive(*blob, path_, ArchiveWalk{&limits, prefix, &filter, &total, false, file}, member_);
     bool whole = r.archive && r.diagnostics.empty();
     if (!r.archive)
       say(code::kUnreadableImage, what + ": not a tar (plain, gzip, zstd, xz or bzip2); its files were not checked",
@@ -172,13 +181,13 @@ class ImageWalk {
     name_the_layer(r.diagnostics, what, prefix);
     for (const auto& name : overlay.outside)
       say(code::kImagePathOutside, what + ": member '" + name + "' leaves the image; it was not checked", "");
-    if (!overlay.relinked.empty()) read_relinked(*blob, limits, prefix, overlay, what);
+    if (!overlay.relinked.empty()) read_relinked(*blob, file, limits, prefix, overlay, what);
     return whole;
   }
 
   // Hard links whose target an upper layer hides: the target's bytes, read again, under each link's name.
-  void read_relinked(Bytes blob, const ArchiveLimits& limits, const std::string& prefix, const Overlay& overlay,
-                     const std::string& what) {
+  void read_relinked(Bytes blob, const FileData* file, const ArchiveLimits& limits, const std::string& prefix,
+                     const Overlay& overlay, const std::string& what) {
     std::multimap<std::string, std::string> links;  // target label -> link label
     for (const auto& [link, target] : overlay.relinked) links.emplace(prefix + target, prefix + link);
     EntryFilter targets = [&](const std::string& name, unsigned, const std::string& hardlink) {
@@ -191,7 +200,8 @@ class ImageWalk {
       for (auto it = from; it != to; ++it) member_(it->second, data, problem);
     };
     uint64_t total = 0;
-    ArchiveReader::Result r = walk_archive(blob, path_, ArchiveWalk{&limits, prefix, &targets, &total}, renamed);
+    ArchiveReader::Result r =
+        walk_archive(blob, path_, ArchiveWalk{&limits, prefix, &targets, &total, false, file}, renamed);
     name_the_layer(r.diagnostics, what, prefix);
   }
 
@@ -213,7 +223,7 @@ class ImageWalk {
     std::string expected = !layer.digest.empty() ? layer.digest : compressed(blob) ? "" : layer.diff_id;
     if (!is_sha256_digest(expected)) return true;
     auto known = checked_.find(layer.blob);
-    if (known == checked_.end()) known = checked_.emplace(layer.blob, digest_of_bytes(blob)).first;
+    if (known == checked_.end()) known = checked_.emplace(layer.blob, digest_of_bytes(blob, files_(layer.blob))).first;
     if (known->second == expected) return true;
     say(code::kImageDigestMismatch,
         what + ": its sha256 is " + known->second + ", the manifest says " + expected + "; its files were not checked",
@@ -226,6 +236,7 @@ class ImageWalk {
   }
 
   const BlobSource& blobs_;
+  const BlobFile& files_;
   const std::string& path_;
   const ArchiveLimits& limits_;
   const ArchiveReader::Member& member_;
@@ -257,7 +268,8 @@ std::optional<ArchiveReader::Result> read_image_archive(Bytes tar, const std::st
   BlobSource blobs = [&](const std::string& name) { return tar_blobs.get(name); };
   ImageList list = oci ? read_oci_index(blobs, how.platform) : read_docker_manifest(blobs);
   if (docker && !list.recognized) return std::nullopt;  // a manifest.json of another kind: an ordinary tar
-  return ImageWalk(blobs, path, how.limits, member).read(list);
+  BlobFile files = [&](const std::string&) { return how.source; };
+  return ImageWalk(blobs, files, path, how.limits, member).read(list);
 }
 
 ArchiveReader::Result read_image_layout(const std::string& dir, const ImageReading& how,
@@ -266,7 +278,8 @@ ArchiveReader::Result read_image_layout(const std::string& dir, const ImageReadi
   BlobSource blobs = [&](const std::string& name) { return store.get(name); };
   std::string name = dir;  // "pytorch-oci/" names its files "pytorch-oci!path"
   while (name.size() > 1 && name.back() == '/') name.pop_back();
-  return ImageWalk(blobs, name, how.limits, member).read(read_oci_index(blobs, how.platform));
+  BlobFile files = [&](const std::string& blob) { return store.file_of(blob); };
+  return ImageWalk(blobs, files, name, how.limits, member).read(read_oci_index(blobs, how.platform));
 }
 
 }  // namespace hipguard

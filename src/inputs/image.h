@@ -13,6 +13,7 @@ namespace hipguard {
 struct ImageReading {
   const ArchiveLimits& limits;
   const Platform& platform;
+  const FileData* source;  // the mapped file an image archive is (null: none, or a layout directory)
 };
 
 // Whether `dir` is an OCI image layout (an oci-layout file and index.json; OCI image-layout.md).

@@ -33,10 +33,15 @@ bool is_sha256_digest(std::string_view digest) {
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-std::string digest_of_bytes(Bytes bytes) {
+std::string digest_of_bytes(Bytes bytes, const FileData* file) {
+  constexpr size_t kChunk = 16 << 20;
   struct sha256_ctx ctx;
   sha256_init(&ctx);
-  sha256_update(&ctx, bytes.size(), bytes.data());
+  for (size_t at = 0; at < bytes.size(); at += kChunk) {
+    Bytes chunk = bytes.subspan(at, std::min(kChunk, bytes.size() - at));
+    sha256_update(&ctx, chunk.size(), chunk.data());
+    if (file) file->release(chunk);
+  }
   uint8_t hash[SHA256_DIGEST_SIZE];
   sha256_digest(&ctx, sizeof hash, hash);
   static const char digits[] = "0123456789abcdef";

@@ -48,7 +48,8 @@ ImageList read_docker_manifest(const BlobSource& blobs);
 
 // "sha256:" followed by 64 lowercase hex digits (the only algorithm registries use; OCI descriptor.md).
 bool is_sha256_digest(std::string_view digest);
-// "sha256:<hex>" of `bytes` (Nettle, whose names are macros: sha256_digest is nettle_sha256_digest).
-std::string digest_of_bytes(Bytes bytes);
+// "sha256:<hex>" of `bytes` (Nettle, whose names are macros: sha256_digest is nettle_sha256_digest);
+// `file`: the mapped file they are part of, whose pages are released as they are hashed.
+std::string digest_of_bytes(Bytes bytes, const FileData* file = nullptr);
 
 }  // namespace hipguard

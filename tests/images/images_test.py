@@ -4,6 +4,8 @@ root: an OCI image layout, the same as an OCI archive, a docker-save archive and
 second layer that whites out rocBLAS's gfx90a Tensile files; then damaged images (bad digest, missing
 blob, index not JSON, a member leaving the image, a whiteout of nothing, a truncated layer).
 
+A Python environment: a site-packages tree vendoring a HIP library under a hashed name, and its wheel.
+
 images_test.py CASE --root R --apps DIR --cli hipguard --work DIR
 Exit 0 passed, 1 failed, 77 skipped (one line says why: no ROCm 7.2 root).
 The verdict on an image must equal the verdict on its files unpacked and checked as a directory.
@@ -296,6 +298,54 @@ def crafted():
     names = [f["path"] for f in doc["files"]]
     expect(d + "!usr/bin/vector_add_gfx90a" in names, f"crafted image: the program is checked: {names}")
     expect(not any("outside" in n or "evil" in n for n in names), f"crafted image: {names}")
+
+
+# ---- a Python environment ----------------------------------------------------------------------------
+
+def site_packages(dest):
+    """A site-packages tree as auditwheel leaves one: a HIP library vendored under a hashed name in
+    mypkg.libs/, an extension module that finds it through $ORIGIN, and rocBLAS's Tensile code objects
+    in the package's own lib/ (as torch/lib/rocblas/library ships them)."""
+    libs, pkg = os.path.join(dest, "mypkg.libs"), os.path.join(dest, "mypkg")
+    os.makedirs(libs)
+    os.makedirs(os.path.join(pkg, "lib"))
+    shutil.copy(os.path.join(A.apps, "libkernels_lib.so"), os.path.join(libs, "libkernels_lib-1a2b3c4d.so"))
+    open(os.path.join(pkg, "__init__.py"), "w").write("")
+    src = os.path.join(A.work, "ext.c")
+    open(src, "w").write("int PyInit__ext(void) { return 0; }\n")
+    run("gcc", "-shared", "-fPIC", "-o", os.path.join(pkg, "_ext.cpython-311-x86_64-linux-gnu.so"), src,
+        "-L" + libs, "-Wl,--no-as-needed", "-l:libkernels_lib-1a2b3c4d.so", "-Wl,-rpath,$ORIGIN/../mypkg.libs")
+    shutil.copytree(os.path.join(A.work, "tree-base", LIBRARY), os.path.join(pkg, "lib/rocblas/library"))
+
+
+def case_PythonEnvironment():
+    """A site-packages tree and the same as a wheel: the vendored library and the package's kernel
+    library get the same verdict; the extension module named alone is checked with the library it loads
+    through its $ORIGIN run path."""
+    site = os.path.join(A.work, "site-packages")
+    if not os.path.isdir(site):
+        site_packages(site)
+    wheel = os.path.join(A.work, "mypkg-1.0-cp311-cp311-linux_x86_64.whl")
+    if not os.path.exists(wheel):
+        import zipfile
+        with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
+            for root, _, files in sorted(os.walk(site)):
+                for f in sorted(files):
+                    z.write(os.path.join(root, f), os.path.relpath(os.path.join(root, f), site))
+    for target in TARGETS:
+        rc_d, doc_d = check("--target", target, site)
+        rc_w, doc_w = check("--target", target, wheel)
+        vd, vw = verdict(doc_d, [site]), verdict(doc_w, [wheel + "!"])
+        expect(rc_d == rc_w and vd == vw, f"{target}: the wheel's verdict differs from its files':\n  {vw}\n  {vd}")
+        names = set(vd[0])
+        expect("mypkg.libs/libkernels_lib-1a2b3c4d.so" in names, f"{target}: the vendored library: {sorted(names)}")
+        expect(any(l.endswith("mypkg/lib/rocblas/library") for l in vd[1]), f"{target}: libraries {vd[1]}")
+    ext = os.path.join(site, "mypkg", "_ext.cpython-311-x86_64-linux-gnu.so")
+    rc, doc = check("--target", "gfx90a", ext)
+    found = {f["path"]: f.get("needed_by", "") for f in doc["files"]}
+    vendored = os.path.join(site, "mypkg", "..", "mypkg.libs", "libkernels_lib-1a2b3c4d.so")
+    hits = [p for p in found if os.path.realpath(p) == os.path.realpath(vendored)]
+    expect(hits and found[hits[0]] == ext, f"the extension module's vendored library: {found}")
 
 
 def main():
