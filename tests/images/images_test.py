@@ -197,6 +197,14 @@ def case_WhiteoutChangesTheVerdict():
         runs = [t["can_run"] for l in doc["libraries"] for t in l["targets"]]
         in_library = [c for f in doc["files"] if LIBRARY in f["path"] for c in codes({"files": [f]})]
         expect(runs == [True] and not in_library, f"{image} on gfx942: rocBLAS runs {runs}, codes {in_library}")
+    # Without --target: which GPUs, in one more pass; each row what a check for its target says.
+    rc, doc = check(w("oci-top"))
+    for row in doc["support"]:
+        rc_t, one = check("--target", row["target"], w("oci-top"))
+        expect(row["runs"] == (rc_t == 0) and (row["runs"] or row["code"] in codes(one)),
+               f"oci-top, which GPUs: {row['target']} {row['runs']} {row.get('code')}; its check: {rc_t} {codes(one)}")
+    lib90a = [r for r in doc["support"] if r["target"].startswith("gfx90a")]
+    expect(lib90a and not lib90a[0]["runs"], f"oci-top does not run on gfx90a: {lib90a}")
     # One layout holding both tags: both images checked, each named by its tag.
     rc, doc = check("--target", "gfx90a", w("layout"))
     tags = {f["path"][len(w("layout")) + 1:].split("!")[0] for f in doc["files"] if "!" in f["path"]}
