@@ -11,9 +11,10 @@
 namespace hipguard {
 
 // Whether a top-level entry of the walk is delivered (or opened, if an archive): `name` as members are
-// named ("./usr/lib/x" -> "usr/lib/x"; a directory may end in '/'), `filetype` libarchive's AE_IF*
-// (0: an ar member), `hardlink` the earlier entry it is a hard link to, or "".
-using EntryFilter = std::function<bool(const std::string& name, unsigned filetype, const std::string& hardlink)>;
+// named ("./usr/lib/x" -> "usr/lib/x"; a directory may end in '/'), which the filter may rewrite (the
+// member is then named so), `filetype` libarchive's AE_IF* (0: an ar member), `hardlink` the earlier
+// entry it is a hard link to, or "".
+using EntryFilter = std::function<bool(std::string& name, unsigned filetype, const std::string& hardlink)>;
 
 struct ArchiveWalk {
   const ArchiveLimits* limits = nullptr;

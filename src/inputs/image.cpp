@@ -168,8 +168,10 @@ class ImageWalk {
     ArchiveLimits limits = limits_;
     limits.total_bytes = std::max(limits_.total_bytes, kLayerExpansion * blob->size());
     uint64_t total = 0;
-    EntryFilter filter = [&](const std::string& name, unsigned type, const std::string& hardlink) {
-      return overlay.visible(name, type, hardlink);
+    EntryFilter filter = [&](std::string& name, unsigned type, const std::string& hardlink) {
+      if (!overlay.visible(name, type, hardlink)) return false;
+      name = *Overlay::normalize(name);  // "usr/lib/../lib64/x" is named "usr/lib64/x", as it is installed
+      return true;
     };
     const FileData* file = files_(layer.blob);
     ArchiveReader::Result r =
@@ -190,13 +192,14 @@ class ImageWalk {
                      const Overlay& overlay, const std::string& what) {
     std::multimap<std::string, std::string> links;  // target label -> link label
     for (const auto& [link, target] : overlay.relinked) links.emplace(prefix + target, prefix + link);
-    EntryFilter targets = [&](const std::string& name, unsigned, const std::string& hardlink) {
+    EntryFilter targets = [&](std::string& name, unsigned, const std::string& hardlink) {
       auto n = Overlay::normalize(name);
-      return hardlink.empty() && n && links.count(prefix + *n);
+      if (!hardlink.empty() || !n || !links.count(prefix + *n)) return false;
+      name = *n;
+      return true;
     };
     ArchiveReader::Member renamed = [&](const std::string& name, Bytes data, const Diagnostic* problem) {
-      auto n = Overlay::normalize(name.substr(prefix.size()));
-      auto [from, to] = links.equal_range(prefix + n.value_or(""));
+      auto [from, to] = links.equal_range(name);
       for (auto it = from; it != to; ++it) member_(it->second, data, problem);
     };
     uint64_t total = 0;
