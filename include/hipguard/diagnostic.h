@@ -18,13 +18,33 @@ enum class Severity : uint8_t {
 
 std::string_view to_string(Severity s);
 
-// Stable diagnostic codes (code::kLdsOverLimit == "HG301"), one per line of
-// diagnostics.def. Never renumber: scripts and CI match on them.
+// Stable diagnostic codes, one per line of diagnostics.def. Never renumber:
+// scripts and CI match on them. Each has two spellings generated from the table:
+// Code::kLdsOverLimit, the typed one, and code::kLdsOverLimit == "HG301", its
+// text (Diagnostic::code).
+enum class Code : uint16_t {
+#define HG_DIAGNOSTIC(constant, code, name, severity, title, fix) constant,
+#include "hipguard/diagnostics.def"
+#undef HG_DIAGNOSTIC
+};
+
 namespace code {
 #define HG_DIAGNOSTIC(constant, code, name, severity, title, fix) inline constexpr std::string_view constant = code;
 #include "hipguard/diagnostics.def"
 #undef HG_DIAGNOSTIC
 }  // namespace code
+
+// The code's text: code_string(Code::kLdsOverLimit) == code::kLdsOverLimit == "HG301".
+constexpr std::string_view code_string(Code c) {
+  switch (c) {
+#define HG_DIAGNOSTIC(constant, code, name, severity, title, fix) \
+  case Code::constant:                                            \
+    return code;
+#include "hipguard/diagnostics.def"
+#undef HG_DIAGNOSTIC
+  }
+  return {};  // not a value of the table (a cast integer)
+}
 
 struct CodeInfo {
   std::string_view code;
@@ -58,6 +78,7 @@ bool rejects_code_object(const Diagnostic& d);
 
 // A diagnostic with the code's severity from the table (Error for unknown codes).
 Diagnostic make_diagnostic(std::string_view code, std::string file, std::string message, std::string fix);
+Diagnostic make_diagnostic(Code code, std::string file, std::string message, std::string fix);
 
 // "error HG301 [gfx942] file: entry: kernel 'k': message (fix: ...)" on one
 // line, passed through escape_text.

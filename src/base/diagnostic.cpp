@@ -44,6 +44,10 @@ Diagnostic make_diagnostic(std::string_view c, std::string file, std::string mes
   return d;
 }
 
+Diagnostic make_diagnostic(Code c, std::string file, std::string message, std::string fix) {
+  return make_diagnostic(code_string(c), std::move(file), std::move(message), std::move(fix));
+}
+
 std::string format_line(const Diagnostic& d) {
   std::string s;
   s += to_string(d.severity);

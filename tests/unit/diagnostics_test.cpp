@@ -36,6 +36,16 @@ TEST(Codes, TableIsSortedUniqueAndFindable) {
   EXPECT_EQ(find_code(""), nullptr);
 }
 
+// Code and the table are expanded from the same lines of diagnostics.def, in the same order.
+TEST(Codes, EnumNamesTheTableRowOfItsLine) {
+  static_assert(code_string(Code::kUnreadable) == "HG101");
+  static_assert(code_string(Code::kLdsOverLimit) == code::kLdsOverLimit);
+  auto codes = all_codes();
+  for (size_t i = 0; i < codes.size(); ++i)
+    EXPECT_EQ(code_string(static_cast<Code>(i)), codes[i].code) << "enumerator " << i;
+  EXPECT_EQ(code_string(static_cast<Code>(codes.size())), "") << "more enumerators than table rows";
+}
+
 TEST(Codes, SeverityStrings) {
   EXPECT_EQ(to_string(Severity::Note), "note");
   EXPECT_EQ(to_string(Severity::Warning), "warning");
