@@ -20,8 +20,8 @@ std::string_view to_string(Severity s);
 
 // Stable diagnostic codes, one per line of diagnostics.def. Never renumber:
 // scripts and CI match on them. Each has two spellings generated from the table:
-// Code::kLdsOverLimit, the typed one, and code::kLdsOverLimit == "HG301", its
-// text (Diagnostic::code).
+// Code::kLdsOverLimit, the typed one (a ParseError carries it, so only a code of
+// the table compiles), and code::kLdsOverLimit == "HG301", its text (Diagnostic::code).
 enum class Code : uint16_t {
 #define HG_DIAGNOSTIC(constant, code, name, severity, title, fix) constant,
 #include "hipguard/diagnostics.def"

@@ -5,10 +5,12 @@
 #include <utility>
 #include <variant>
 
+#include "hipguard/diagnostic.h"
+
 namespace hipguard {
 
 struct ParseError {
-  std::string code;     // diagnostic code, e.g. "HG104"
+  Code code;            // a code of diagnostics.def, e.g. Code::kMalformedBundle (HG104)
   std::string message;  // what was wrong, with offsets and sizes
 };
 

@@ -71,8 +71,8 @@ const CodeObject* Checker::code_object(Bytes bytes, const std::string& entry, bo
   const CodeObject* result = nullptr;
   Result<CodeObject> co = parse_code_object(bytes, descriptors_only, only_lds_over);
   if (!co) {
-    structural(co.error().code, entry, "", co.error().message,
-               co.error().code == code::kUnknownProcessor
+    structural(code_string(co.error().code), entry, "", co.error().message,
+               co.error().code == Code::kUnknownProcessor
                    ? "update hipguard, or check that the file really is an AMDGPU code object"
                    : "rebuild the code object; the file is damaged or was not produced by an AMDGPU toolchain");
   } else {
@@ -292,8 +292,8 @@ Result<Bundle> Checker::read_bundle() const {
 void Checker::check_bundle() {
   Result<Bundle> parsed = read_bundle();
   if (!parsed) {
-    structural(parsed.error().code, "", "", parsed.error().message,
-               parsed.error().code == code::kBudgetExceeded
+    structural(code_string(parsed.error().code), "", "", parsed.error().message,
+               parsed.error().code == Code::kBudgetExceeded
                    ? "no toolchain compresses code objects this well (real bundles: 5-28x); check where the file "
                      "comes from, and rebuild it (limits: docs/limits.md)"
                    : "the fat binary is truncated or corrupt: rebuild the program or library");

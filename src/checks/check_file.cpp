@@ -46,7 +46,7 @@ struct HostSections {
 
 // HG106 (kMalformedElf) when the file is not a usable ELF of the host kind.
 Result<HostSections> find_host_sections(Bytes data) {
-  auto malformed = [](std::string why) { return ParseError{std::string(code::kMalformedElf), std::move(why)}; };
+  auto malformed = [](std::string why) { return ParseError{Code::kMalformedElf, std::move(why)}; };
   using ElfFile = llvm::object::ELFFile<llvm::object::ELF64LE>;
   auto file = ElfFile::create(llvm::StringRef(reinterpret_cast<const char*>(data.data()), data.size()));
   if (!file) return malformed(llvm::toString(file.takeError()));

@@ -46,7 +46,7 @@ Result<FileData> read_file(const std::string& path, uint64_t limit) {
   auto file = FileData::open(path, kCliMapAbove);  // mapped above 1 MiB: parsed in place, never copied
   if (!file) return file.error();
   if (file->bytes().size() > limit)
-    return ParseError{std::string(code::kBudgetExceeded), "larger than " + std::to_string(limit) + " bytes"};
+    return ParseError{Code::kBudgetExceeded, "larger than " + std::to_string(limit) + " bytes"};
   return std::move(*file);
 }
 

@@ -20,8 +20,8 @@ constexpr size_t kBundleHeader = 32;  // magic + u64 count
 constexpr size_t kEntryFixed = 24;    // u64 offset, u64 size, u64 id length
 constexpr uint64_t kMaxEntryIdLength = 4096;
 
-ParseError bundle_error(std::string msg) { return {std::string(code::kMalformedBundle), std::move(msg)}; }
-ParseError ccob_error(std::string msg) { return {std::string(code::kMalformedCompressed), std::move(msg)}; }
+ParseError bundle_error(std::string msg) { return {Code::kMalformedBundle, std::move(msg)}; }
+ParseError ccob_error(std::string msg) { return {Code::kMalformedCompressed, std::move(msg)}; }
 
 // Parses a bundle table from `data`, the first bytes of a bundle that is
 // `total` bytes long (data.size() <= total; equal for uncompressed bundles).
@@ -264,7 +264,7 @@ Result<Bundle> parse_compressed(Bytes data) {
     return ccob_error("compressed bundle claims " + std::to_string(uncompressed) +
                       " uncompressed bytes, over hipguard's cap of " + std::to_string(kMaxDecompressedBytes));
   if (uint64_t cap = max_claimed_uncompressed(total - header); uncompressed > cap)
-    return ParseError{std::string(code::kBudgetExceeded),
+    return ParseError{Code::kBudgetExceeded,
                       "compressed bundle claims " + std::to_string(uncompressed) + " uncompressed bytes from " +
                           std::to_string(total - header) + " compressed bytes; hipguard's limit is " +
                           std::to_string(cap) + " (" + std::to_string(kMaxCompressionRatio) +

@@ -37,7 +37,7 @@ constexpr uint64_t kDescriptorSize = sizeof(kd::kernel_descriptor_t);  // 64 byt
 static_assert(KernelDescriptor::kWavefrontSize32 == kd::KERNEL_CODE_PROPERTY_ENABLE_WAVEFRONT_SIZE32);
 static_assert(KernelDescriptor::kUsesDynamicStack == kd::KERNEL_CODE_PROPERTY_USES_DYNAMIC_STACK);
 
-ParseError elf_error(std::string msg) { return {std::string(code::kMalformedElf), std::move(msg)}; }
+ParseError elf_error(std::string msg) { return {Code::kMalformedElf, std::move(msg)}; }
 
 Feature v4_feature(uint32_t bits, uint32_t unsupported, uint32_t any, uint32_t off) {
   if (bits == unsupported) return Feature::Unsupported;
@@ -78,7 +78,7 @@ std::optional<ParseError> read_header(const ElfFile::Elf_Ehdr& hdr, Bytes data, 
   if (!co.processor) {
     char hex[16];
     snprintf(hex, sizeof hex, "0x%03x", co.mach);
-    return ParseError{std::string(code::kUnknownProcessor),
+    return ParseError{Code::kUnknownProcessor,
                       std::string("e_flags processor ") + hex + " is not a processor hipguard knows"};
   }
   co.target.processor = std::string(co.processor->name);

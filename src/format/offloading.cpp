@@ -78,7 +78,7 @@ std::string kind_name(uint16_t kind) {
 }  // namespace
 
 Result<std::vector<OffloadingImage>> read_offloading_section(Bytes section) {
-  auto malformed = [](std::string why) { return ParseError{std::string(code::kMalformedElf), std::move(why)}; };
+  auto malformed = [](std::string why) { return ParseError{Code::kMalformedElf, std::move(why)}; };
   std::vector<OffloadingImage> images;
   uint64_t offset = 0;
   while (offset < section.size()) {

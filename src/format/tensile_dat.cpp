@@ -140,7 +140,7 @@ bool read_root(Cursor& c, std::string* error, F on_key) {
 
 Next go(bool ok) { return ok ? Next::Continue : Next::Fail; }
 
-ParseError malformed(std::string message) { return {std::string(code::kDatabaseMalformed), std::move(message)}; }
+ParseError malformed(std::string message) { return {Code::kDatabaseMalformed, std::move(message)}; }
 
 }  // namespace
 

@@ -24,9 +24,7 @@ Result<FileData> FileData::open(const std::string& path, Access access) {
 }
 
 Result<FileData> FileData::open(const std::string& path, uint64_t map_above, ReadBuffer* reuse, bool seen_regular) {
-  auto fail = [&](std::string why) {
-    return ParseError{std::string(code::kUnreadable), "cannot read " + path + ": " + why};
-  };
+  auto fail = [&](std::string why) { return ParseError{Code::kUnreadable, "cannot read " + path + ": " + why}; };
   struct stat st {};
   std::string why;
   int fd = open_regular_file(path, &st, &why, seen_regular);

@@ -52,7 +52,7 @@ class TarBlobs {
   Result<Bytes> get(const std::string& name) const {
     auto link = links_.find(prefix_ + name);
     auto file = files_.find(link == links_.end() ? prefix_ + name : link->second);
-    if (file == files_.end()) return ParseError{std::string(code::kUnreadableImage), "the image has no " + name};
+    if (file == files_.end()) return ParseError{Code::kUnreadableImage, "the image has no " + name};
     return file->second;
   }
 
@@ -107,7 +107,7 @@ class DirectoryBlobs {
 
  private:
   static ParseError missing(const std::string& name, const std::string& why) {
-    return {std::string(code::kUnreadableImage), "the image has no " + name + " (" + why + ")"};
+    return {Code::kUnreadableImage, "the image has no " + name + " (" + why + ")"};
   }
   std::string dir_;
   std::map<std::string, FileData> open_;
@@ -131,7 +131,7 @@ class ImageWalk {
   ArchiveReader::Result read(const ImageList& list) {
     result_.archive = true;
     for (const auto& p : list.problems)
-      say(p.code, p.message, p.code == code::kImageDigestMismatch ? "" : "pull or save the image again");
+      say(code_string(p.code), p.message, p.code == Code::kImageDigestMismatch ? "" : "pull or save the image again");
     for (const auto& image : list.images) read_image(image);
     return std::move(result_);
   }

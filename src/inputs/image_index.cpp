@@ -89,7 +89,7 @@ class Reader {
                      std::to_string(kMaxImageDocumentBytes) + " bytes of one"),
              std::nullopt;
     if (!digest.empty() && digest_of_bytes(*bytes) != digest) {
-      list_.problems.push_back({std::string(code::kImageDigestMismatch),
+      list_.problems.push_back({Code::kImageDigestMismatch,
                                 what + " does not have the digest that names it; the image was not read further"});
       return std::nullopt;
     }
@@ -106,7 +106,7 @@ class Reader {
   }
   static std::string blob_name(const std::string& digest) { return "blobs/sha256/" + digest.substr(7); }
 
-  void problem(std::string sentence) { list_.problems.push_back({std::string(code::kUnreadableImage), sentence}); }
+  void problem(std::string sentence) { list_.problems.push_back({Code::kUnreadableImage, sentence}); }
 
   // The image a manifest describes: its layers and the config's diff IDs. An artifact is skipped.
   void manifest(const llvm::json::Object& descriptor, std::string name) {

@@ -29,7 +29,7 @@ Result<RuntimeExports> read_loaded_exports(const LoadedObject& object) {
   const Elf64_Dyn* dyn = nullptr;
   for (unsigned i = 0; i < object.phnum; ++i)
     if (phdr[i].p_type == PT_DYNAMIC) dyn = reinterpret_cast<const Elf64_Dyn*>(object.base + phdr[i].p_vaddr);
-  auto no_tables = [] { return ParseError{std::string(code::kMalformedElf), "no dynamic symbol table"}; };
+  auto no_tables = [] { return ParseError{Code::kMalformedElf, "no dynamic symbol table"}; };
   if (!dyn) return no_tables();
   // glibc relocates these entries in place on x86-64 (l_info): an address below the base is not yet.
   auto at = [&](uint64_t p) { return p < object.base ? object.base + p : p; };

@@ -17,14 +17,13 @@ namespace hipguard {
 
 Result<RuntimeExports> read_runtime_exports(const std::string& path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buffer) return ParseError{std::string(code::kUnreadable), path + ": " + buffer.getError().message()};
+  if (!buffer) return ParseError{Code::kUnreadable, path + ": " + buffer.getError().message()};
   auto object = llvm::object::ObjectFile::createELFObjectFile((*buffer)->getMemBufferRef());
-  if (!object) return ParseError{std::string(code::kMalformedElf), path + ": " + llvm::toString(object.takeError())};
+  if (!object) return ParseError{Code::kMalformedElf, path + ": " + llvm::toString(object.takeError())};
   const auto* elf = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(object->get());
-  if (!elf) return ParseError{std::string(code::kMalformedElf), path + ": not a 64-bit little-endian ELF"};
+  if (!elf) return ParseError{Code::kMalformedElf, path + ": not a 64-bit little-endian ELF"};
   auto versions = elf->readDynsymVersions();  // one per symbol the iterator below yields, in its order
-  if (!versions)
-    return ParseError{std::string(code::kMalformedElf), path + ": " + llvm::toString(versions.takeError())};
+  if (!versions) return ParseError{Code::kMalformedElf, path + ": " + llvm::toString(versions.takeError())};
   // Symbol names are views into the file's buffer; version names, which LLVM builds, into a set.
   struct Storage {
     std::unique_ptr<llvm::MemoryBuffer> file;

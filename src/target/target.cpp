@@ -211,7 +211,7 @@ std::string TargetId::str() const {
 }
 
 Result<TargetId> parse_target_id(std::string_view text) {
-  auto fail = [](std::string msg) { return ParseError{std::string(code::kBadTarget), std::move(msg)}; };
+  auto fail = [](std::string msg) { return ParseError{Code::kBadTarget, std::move(msg)}; };
   size_t colon = text.find(':');
   std::string proc = llvm::StringRef(text.substr(0, colon)).lower();
   const ProcessorInfo* info = find_processor(proc);

@@ -10,7 +10,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (b) {
     hgfuzz::check_bundle(*b, bytes);
   } else {
-    HG_FUZZ_CHECK(b.error().code == "HG104" || b.error().code == "HG105" || b.error().code == "HG111");
+    HG_FUZZ_CHECK(b.error().code == hipguard::Code::kMalformedBundle ||
+                  b.error().code == hipguard::Code::kMalformedCompressed ||
+                  b.error().code == hipguard::Code::kBudgetExceeded);
   }
   return 0;
 }

@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     HG_FUZZ_CHECK(b->uncompressed_size == uncompressed);
     hgfuzz::check_bundle(*b, bytes);
   } else {
-    HG_FUZZ_CHECK(b.error().code == "HG105");
+    HG_FUZZ_CHECK(b.error().code == hipguard::Code::kMalformedCompressed);
   }
   return 0;
 }

@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     HG_FUZZ_CHECK(co->issues.size() <= hipguard::kMaxIssuesPerCodeObject + 1);  // + the HG112 summary
     for (const auto& k : co->kernels) HG_FUZZ_CHECK(k.args.size() < size + 1);
   } else {
-    HG_FUZZ_CHECK(co.error().code == "HG106" || co.error().code == "HG108");
+    HG_FUZZ_CHECK(co.error().code == hipguard::Code::kMalformedElf ||
+                  co.error().code == hipguard::Code::kUnknownProcessor);
   }
   return 0;
 }

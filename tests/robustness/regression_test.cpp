@@ -39,7 +39,7 @@ TEST_P(RobustnessRegressionMsgpackKeys, MapKeysThatAreContainersAreBadMetadata) 
   auto results = run_isolated(1, [&](uint64_t) -> std::string {
     Exact copy(elf.data(), elf.size());
     hipguard::Result<hipguard::CodeObject> co = hipguard::parse_code_object(copy.bytes());
-    if (!co) return "parse failed: " + co.error().code + " " + co.error().message;
+    if (!co) return "parse failed: " + std::string(code_string(co.error().code)) + " " + co.error().message;
     if (!has_issue(*co, hipguard::code::kBadMetadata)) return "no HG402 for a metadata map with container keys";
     hipguard::ImageReport r = hipguard::check_image(copy.bytes(), "regression", {target("gfx942")});
     if (r.ok()) return "check_image passes it";
@@ -208,7 +208,7 @@ TEST(Robustness, RegressionCcobLegacyZstdFrameWindow) {
 #endif
     Exact copy(ccob.data(), ccob.size());
     hipguard::Result<hipguard::Bundle> b = hipguard::parse_bundle(copy.bytes());
-    if (!b) return b.error().code + ": " + b.error().message;
+    if (!b) return std::string(code_string(b.error().code)) + ": " + b.error().message;
     if (b->entries.size() != ref->entries.size()) return "entry count differs from the plain bundle's";
     for (size_t i = 0; i < b->entries.size(); ++i) {
       hipguard::Bytes got = hipguard::entry_bytes(*b, copy.bytes(), b->entries[i]);

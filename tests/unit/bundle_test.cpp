@@ -70,7 +70,7 @@ TEST(Bundle, HipccRawBundleMatchesIndependentReader) {
   HG_REQUIRE_APP(path, "vector_add_multi.hipfb");
   ByteVec file = read_bytes(path);
   auto parsed = parse_bundle(span(file));
-  ASSERT_TRUE(parsed) << parsed.error().code << " " << parsed.error().message;
+  ASSERT_TRUE(parsed) << code_string(parsed.error().code) << " " << parsed.error().message;
   EXPECT_FALSE(parsed->compressed);
   // Entries as read by this test's own reader (split_bundle), in the same order.
   auto expected = split_bundle(file);
@@ -182,7 +182,7 @@ TEST(Bundle, SplitSectionStopsAtMalformedBundle) {
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_TRUE(parts[0].bundle);
   ASSERT_FALSE(parts[1].bundle);
-  EXPECT_EQ(parts[1].bundle.error().code, code::kMalformedBundle);
+  EXPECT_EQ(code_string(parts[1].bundle.error().code), code::kMalformedBundle);
 }
 
 // ---- Malformed uncompressed bundles → HG104 --------------------------------------
@@ -192,7 +192,7 @@ namespace {
 void expect_hg104(const ByteVec& b, const char* what) {
   auto r = parse_bundle(span(b));
   ASSERT_FALSE(r) << what << ": accepted";
-  EXPECT_EQ(r.error().code, code::kMalformedBundle) << what << ": " << r.error().message;
+  EXPECT_EQ(code_string(r.error().code), code::kMalformedBundle) << what << ": " << r.error().message;
   EXPECT_FALSE(r.error().message.empty());
   // And through the checker: a structural error, no verdict can pass.
   auto report = check_image(span(b), "crafted", {target("gfx942")});
@@ -254,7 +254,7 @@ TEST(BundleMalformed, NoMagic) {
   b[0] = 'X';
   auto r = parse_bundle(span(b));
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code, code::kMalformedBundle);
+  EXPECT_EQ(code_string(r.error().code), code::kMalformedBundle);
 }
 
 // ---- Compressed bundles (CCOB) --------------------------------------------------
@@ -271,7 +271,7 @@ bool method_available(uint16_t method) {
 void expect_hg105(const ByteVec& b, const char* what) {
   auto r = parse_bundle(span(b));
   ASSERT_FALSE(r) << what << ": accepted";
-  EXPECT_EQ(r.error().code, code::kMalformedCompressed) << what << ": " << r.error().message;
+  EXPECT_EQ(code_string(r.error().code), code::kMalformedCompressed) << what << ": " << r.error().message;
   auto report = check_image(span(b), "crafted", {target("gfx90a")});
   EXPECT_EQ(report.kind, PayloadKind::CompressedBundle);
   EXPECT_TRUE(has_code(report.diagnostics, code::kMalformedCompressed)) << what << "\n" << dump(report.diagnostics);
@@ -294,7 +294,7 @@ TEST_P(Ccob, SameEntriesAsTheUncompressedBundle) {
   auto ref = parse_bundle(span(plain));
   ASSERT_TRUE(ref) << ref.error().message;
   auto c = parse_bundle(span(ccob));
-  ASSERT_TRUE(c) << c.error().code << " " << c.error().message;
+  ASSERT_TRUE(c) << code_string(c.error().code) << " " << c.error().message;
   EXPECT_TRUE(c->compressed);
   EXPECT_EQ(c->ccob_version, version);
   EXPECT_EQ(c->ccob_method, method);

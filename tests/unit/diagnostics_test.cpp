@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "hipguard/result.h"
 #include "test_util.h"
 
 using namespace hipguard;
@@ -16,6 +17,12 @@ fs::path source_dir() { return fs::path(HIPGUARD_SOURCE_DIR); }
 
 // Codes the shim emits and another suite covers (integration tests).
 const std::set<std::string> kCoveredElsewhere = {"HG204", "HG206"};
+
+// Whether a ParseError can be made with a code of type C.
+template <class C>
+constexpr bool parse_error_takes = requires(C c) {
+  ParseError{c, std::string()};
+};
 
 }  // namespace
 
@@ -44,6 +51,24 @@ TEST(Codes, EnumNamesTheTableRowOfItsLine) {
   for (size_t i = 0; i < codes.size(); ++i)
     EXPECT_EQ(code_string(static_cast<Code>(i)), codes[i].code) << "enumerator " << i;
   EXPECT_EQ(code_string(static_cast<Code>(codes.size())), "") << "more enumerators than table rows";
+}
+
+// A ParseError names a code of the table, never free text; the diagnostic made
+// from it gets the code's text and its severity from the table.
+TEST(Codes, ParseErrorCarriesATableCode) {
+  static_assert(parse_error_takes<Code>);
+  static_assert(!parse_error_takes<std::string>);
+  static_assert(!parse_error_takes<std::string_view>);
+  static_assert(!parse_error_takes<const char*>);
+  static_assert(!parse_error_takes<int>);
+  ParseError e{Code::kMalformedBundle, "table out of bounds"};
+  EXPECT_EQ(code_string(e.code), "HG104");
+  Diagnostic d = make_diagnostic(e.code, "f", e.message, "");
+  EXPECT_EQ(d.code, "HG104");
+  EXPECT_EQ(d.severity, Severity::Error);
+  Diagnostic note = make_diagnostic(Code::kFindingsCapped, "f", "m", "");
+  EXPECT_EQ(note.code, "HG112");
+  EXPECT_EQ(note.severity, Severity::Note);
 }
 
 TEST(Codes, SeverityStrings) {

@@ -92,7 +92,7 @@ TEST(KernelDatabase, EveryTruncationFailsCleanly) {
   for (size_t n = 0; n < sol.find("\xa7library") + 8; ++n) {
     auto s = read_tensile_solutions(sol.substr(0, n));
     ASSERT_FALSE(s) << "prefix " << n;
-    EXPECT_EQ(s.error().code, code::kDatabaseMalformed) << "prefix " << n;
+    EXPECT_EQ(code_string(s.error().code), code::kDatabaseMalformed) << "prefix " << n;
     EXPECT_FALSE(s.error().message.empty()) << "prefix " << n;
   }
   for (size_t n = 0; n < lazy.size(); ++n) EXPECT_FALSE(read_tensile_placeholders(lazy.substr(0, n))) << "prefix " << n;

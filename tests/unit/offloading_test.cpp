@@ -151,7 +151,7 @@ TEST(Offloading, HostileSectionsAreErrorsNotReads) {
   for (const auto& [bad, why] : cases) {
     auto images = read(bad);
     ASSERT_FALSE(images) << why;
-    EXPECT_EQ(images.error().code, code::kMalformedElf);
+    EXPECT_EQ(code_string(images.error().code), code::kMalformedElf);
     EXPECT_NE(images.error().message.find(why), std::string::npos) << images.error().message;
   }
   auto images = read(good);
