@@ -56,12 +56,12 @@ Result<HostSections> find_host_sections(Bytes data) {
   for (const auto& sec : *sections) {
     if (sec.sh_type == llvm::ELF::SHT_LLVM_OFFLOADING && out.offloading.empty()) {
       if (auto contents = file->getSectionContents(sec)) out.offloading = Bytes(contents->data(), contents->size());
-      else llvm::consumeError(contents.takeError());
+      else llvm::consumeError(contents.takeError());  // unreadable: as if absent, .hip_fatbin may still be found
       continue;
     }
     auto name = file->getSectionName(sec);
     if (!name) {
-      llvm::consumeError(name.takeError());
+      llvm::consumeError(name.takeError());  // a section without a readable name is not .hip_fatbin
       continue;
     }
     if (*name != ".hip_fatbin") continue;

@@ -177,7 +177,7 @@ std::optional<ParseError> read_symbols(const ElfFile& file, Sections sections, b
       if (type != ELF::STT_OBJECT && (descriptors_only || type != ELF::STT_FUNC)) continue;
       auto name = sym.getName(*strtab);
       if (!name) {
-        llvm::consumeError(name.takeError());
+        llvm::consumeError(name.takeError());  // a symbol without a readable name cannot be looked up: skipped
         continue;
       }
       Sym s{type, sym.st_shndx, sym.st_value, sym.st_size};

@@ -102,10 +102,10 @@ ElfInfo read_dynamic_info(Bytes b) {
     for (const auto& s : *sections) {
       auto name = f->getSectionName(s);
       if (name && *name == ".hip_fatbin" && s.sh_type != llvm::ELF::SHT_NOBITS && s.sh_size) info.hip = true;
-      if (!name) llvm::consumeError(name.takeError());
+      if (!name) llvm::consumeError(name.takeError());  // a section without a readable name is not .hip_fatbin
     }
   } else {
-    llvm::consumeError(sections.takeError());
+    llvm::consumeError(sections.takeError());  // no section table: no .hip_fatbin; the dynamic segment is read below
   }
   read_dynamic(*f, b.size(), &info);
   return info;

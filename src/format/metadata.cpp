@@ -75,7 +75,7 @@ class MetadataReader {
   static bool next(llvm::msgpack::Reader& r, Obj& o) {
     auto got = r.read(o);
     if (!got) {
-      llvm::consumeError(got.takeError());
+      llvm::consumeError(got.takeError());  // the callers treat a failed read as a document ending early
       return false;
     }
     return *got;

@@ -169,7 +169,7 @@ std::string merge_report(std::string_view content, bool xml) {
     size_t end = content.find("\n}\n");  // a pretty document's top level closes at column 0
     if (end != std::string_view::npos) {
       if (auto v = llvm::json::parse(content.substr(0, end + 2))) prior_json = std::move(*v);
-      else llvm::consumeError(v.takeError());
+      else llvm::consumeError(v.takeError());  // a damaged earlier document is left out; the journal still merges
       pos = end + 3;
     }
   }
@@ -181,7 +181,7 @@ std::string merge_report(std::string_view content, bool xml) {
     pos = nl == std::string_view::npos ? content.size() : nl + 1;
     auto v = llvm::json::parse(line);
     if (!v) {
-      llvm::consumeError(v.takeError());
+      llvm::consumeError(v.takeError());  // a line that is not JSON (e.g. cut short by a killed process) is skipped
       continue;
     }
     auto* o = v->getAsObject();

@@ -412,7 +412,7 @@ llvm::json::Value diagnostic_json(const Diagnostic& d) {
   os.flush();
   auto v = llvm::json::parse(text);
   if (!v) {
-    llvm::consumeError(v.takeError());
+    llvm::consumeError(v.takeError());  // write_diag writes valid JSON; were it not, an empty object stands in
     return llvm::json::Object{};
   }
   return std::move(*v);

@@ -163,7 +163,7 @@ void Guard::write_report() try {
   llvm::json::Object record;
   auto doc = llvm::json::parse(report_json(files, s.config.targets, &run));
   if (!doc) {
-    llvm::consumeError(doc.takeError());
+    llvm::consumeError(doc.takeError());  // report_json writes valid JSON; were it not, no record beats a broken one
     return;
   }
   record["report"] = std::move(*doc);

@@ -38,8 +38,8 @@ Result<RuntimeExports> read_runtime_exports(const std::string& path) {
     auto name = sym.getName();
     auto section = sym.getSection();
     if (!name || !section) {
-      llvm::consumeError(name.takeError());  // a symbol that cannot be named is no entry point
-      llvm::consumeError(section.takeError());
+      llvm::consumeError(name.takeError());     // a symbol that cannot be named is no entry point
+      llvm::consumeError(section.takeError());  // nor is one whose section cannot be read
       continue;
     }
     if (*section == elf->section_end() || name->empty()) continue;  // undefined: an import
