@@ -9,6 +9,7 @@
 #include <archive_entry.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -403,6 +404,18 @@ struct MappedChunks {
     c->at += n;
     return static_cast<la_int64_t>(n);
   }
+  // As archive_read_open_memory's: zip's seekable reader reads the central directory at the end (without
+  // a seek callback libarchive falls back to its streaming zip reader, which reads less).
+  static la_int64_t seek(struct archive*, void* self, la_int64_t offset, int whence) {
+    auto* c = static_cast<MappedChunks*>(self);
+    la_int64_t base = whence == SEEK_SET   ? 0
+                      : whence == SEEK_CUR ? static_cast<la_int64_t>(c->at)
+                                           : static_cast<la_int64_t>(c->data.size());
+    la_int64_t to = base + offset;
+    if (to < 0) return ARCHIVE_FATAL;
+    c->at = std::min<uint64_t>(static_cast<uint64_t>(to), c->data.size());
+    return static_cast<la_int64_t>(c->at);
+  }
   void release_read() const { file->release(Bytes(data.data(), at > kChunk ? at - kChunk : 0)); }
 };
 
@@ -412,6 +425,7 @@ int open_source(struct archive* a, Bytes data, const FileData* file, MappedChunk
   *chunks = MappedChunks{data, file};
   archive_read_set_read_callback(a, MappedChunks::read);
   archive_read_set_skip_callback(a, MappedChunks::skip);
+  archive_read_set_seek_callback(a, MappedChunks::seek);
   archive_read_set_callback_data(a, chunks);
   return archive_read_open1(a);
 }

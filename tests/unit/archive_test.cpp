@@ -463,3 +463,34 @@ TEST(CliArchive, ProcessorDirectoriesAtTheTopAreOneLibrary) {
   EXPECT_EQ(libraries(json), std::vector<std::string>{tar + "!<processor>"});
   EXPECT_EQ(libraries(installed), std::vector<std::string>{(t.dir / "installed").string() + "/<processor>"});
 }
+
+// An archive over kCliMapAbove is mapped and read 16 MiB at a time, its pages released behind the walk;
+// its members and their reports are those of the same bytes read in memory (a zip's central directory
+// too: the mapped reader seeks like the memory one).
+TEST(Archive, MappedArchivesReadAsInMemory) {
+  Scratch t;
+  std::string co = lds_heavy_co(), bundle = fine_bundle();
+  std::string padding(40u << 20, 'x');  // more than two chunks before the code
+  Members members = {{"pad/big.bin", padding}, {"kernels/k.co", co}, {"lib/b.hipfb", bundle}};
+  for (const auto& [name, format, filter] :
+       {std::tuple{"a.zip", ARCHIVE_FORMAT_ZIP, ARCHIVE_FILTER_NONE},
+        std::tuple{"a.tar.gz", ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP},
+        std::tuple{"a.tar", ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE}}) {
+    SCOPED_TRACE(name);
+    std::string bytes = checked_archive(format, filter, members);
+    std::string path = t.put(name, bytes);
+    CheckFileOptions o;
+    o.archives = &archive_reader();
+    o.map_above = kCliMapAbove;
+    FileReport mapped = check_file(path, {target("gfx942")}, o);
+    ASSERT_EQ(member_names(mapped), (std::vector<std::string>{path + "!kernels/k.co", path + "!lib/b.hipfb"}))
+        << dump(mapped.diagnostics);
+    std::vector<std::string> in_memory;
+    ArchiveReader::Result r = archive_reader().read(
+        Bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), path,
+        [&](const std::string& member, Bytes, const Diagnostic*) { in_memory.push_back(member); });
+    EXPECT_EQ(member_names(mapped), in_memory);
+    EXPECT_TRUE(r.diagnostics.empty() && mapped.diagnostics.empty()) << dump(mapped.diagnostics);
+    EXPECT_EQ(summary(mapped.members[0]), summary(check_file(t.put("plain/k.co", co), {target("gfx942")})));
+  }
+}
