@@ -3,7 +3,7 @@
 # runs hipguard on real input made here from Debian's packages, nothing from outside the clone:
 #   - ROCm 7.2 (the root scripts/rocm-root.sh --stack 7.2 builds or reuses): rocBLAS 5 and its bench
 #     program, a code object and a program built by its hipcc 7.2.4, the program run under the shim
-#     with the real HIP 7.2 runtime;
+#     with the real HIP 7.2 runtime, and a container image of that program and rocBLAS's kernels;
 #   - Debian 12: a program built by hipcc 5.2 under the shim with libamdhip64.so.5, and rocSPARSE.
 # Without the 7.2 root (no access to Debian's archive) its part is left out with one line saying why.
 set -euo pipefail
@@ -71,6 +71,29 @@ if [[ -n $root ]]; then
   status=0
   in72 -- "$HG" run --target mi300x --strict -- "$D/saxpy" 2>&1 || status=$?
   echo "exit status: $status"
+
+  # An OCI image made here with umoci: saxpy and rocBLAS's Kernels.so files for gfx90a, gfx942 and
+  # gfx1100 in a first layer; a second layer deletes the gfx942 ones (whiteouts), as a Dockerfile's RUN rm.
+  step "A container image: saxpy and rocBLAS's kernels, a later layer deleting the gfx942 ones. Which GPUs does it run on?"
+  img=$D/image bundle=$D/bundle
+  rm -rf "$img" "$bundle"
+  rootless=$([[ $EUID == 0 ]] || echo --rootless)
+  umoci init --layout "$img" && umoci new --image "$img:app"
+  umoci unpack $rootless --image "$img:app" "$bundle" >/dev/null
+  lib=$bundle/rootfs/usr/lib/x86_64-linux-gnu/rocblas/5/library
+  mkdir -p "$lib" "$bundle/rootfs/usr/bin"
+  cp "$D/saxpy" "$bundle/rootfs/usr/bin/"
+  cp "$root"/usr/lib/x86_64-linux-gnu/rocblas/5/library/Kernels.so-000-gfx{90a,942,1100}*.hsaco "$lib/"
+  umoci repack --image "$img:app" "$bundle" && rm -rf "$bundle"
+  umoci unpack $rootless --image "$img:app" "$bundle" >/dev/null
+  rm "$lib"/*gfx942*
+  umoci repack --image "$img:app" "$bundle" && rm -rf "$bundle"
+  echo "\$ hipguard check image/       # an OCI layout (skopeo copy docker://... oci:image); no --target: which GPUs"
+  out=$("$HG" check "$img" || true)
+  matching '^which GPUs|^  (RESULT|runs|does not run) ' "${out//"$D/"/}" | cut -c1-220
+  echo "\$ hipguard check --target mi300x image/"
+  out=$("$HG" check --target mi300x "$img" || true)
+  matching '^(error|warning)|can run' "${out//"$D/"/}" | cut -c1-300
 fi
 
 APP=$BA/tests/apps/vector_add_multi
