@@ -24,11 +24,9 @@ struct SupportRow {
 // row "runs" until judged.
 std::vector<SupportRow> support_rows();
 
-// Judges `row` from the reports of one check_paths over every row's target, as separate machines
-// (what `hipguard check --target <its product>` says, in one pass over the inputs): it does not run
-// when an image's verdict for its target fails or an error is about its target or about no target
-// (structural); the first such error (a file's own first, then its images', in input order) is the
-// cause.
-void judge_support(SupportRow& row, const std::vector<FileReport>& reports);
+// Judges `row` from check_paths over the row's target alone (`ok`: its result, what `hipguard check
+// --target <its product>` exits with) and the reports it delivered: the first error (a file's own
+// first, then its images', in input order) is the cause.
+void judge_support(SupportRow& row, bool ok, const std::vector<FileReport>& reports);
 
 }  // namespace hipguard

@@ -6,33 +6,14 @@
 namespace hipguard {
 namespace {
 
-// An error of the check against `target`: about it, or structural (no target).
-bool error_for(const Diagnostic& d, const std::string& target) {
-  return d.severity == Severity::Error && (d.target.empty() || d.target == target);
-}
-
-// The first error against `target` a file or its images report: the file's own first.
-const Diagnostic* first_error(const FileReport& r, const std::string& target) {
+// The first error a file or its images report: the file's own first.
+const Diagnostic* first_error(const FileReport& r) {
   for (const auto& d : r.diagnostics)
-    if (error_for(d, target)) return &d;
+    if (d.severity == Severity::Error) return &d;
   for (const auto& img : r.images)
     for (const auto& d : img.diagnostics)
-      if (error_for(d, target)) return &d;
+      if (d.severity == Severity::Error) return &d;
   return nullptr;
-}
-
-// Whether a file (its members are files of their own) runs on `target`: FileReport::ok for it alone.
-bool runs_on(const FileReport& r, const std::string& target) {
-  for (const auto& d : r.diagnostics)
-    if (error_for(d, target)) return false;
-  for (const auto& img : r.images) {
-    if (img.verdicts.empty() && !img.structurally_ok) return false;
-    for (const auto& v : img.verdicts)
-      if (v.target.str() == target && v.fails()) return false;
-  }
-  for (const auto& m : r.members)
-    if (!runs_on(m, target)) return false;
-  return true;
 }
 
 }  // namespace
@@ -50,12 +31,11 @@ std::vector<SupportRow> support_rows() {
   return rows;
 }
 
-void judge_support(SupportRow& row, const std::vector<FileReport>& reports) {
-  const std::string target = row.target.str();
-  row.runs = std::all_of(reports.begin(), reports.end(), [&](const FileReport& r) { return runs_on(r, target); });
-  if (row.runs) return;
+void judge_support(SupportRow& row, bool ok, const std::vector<FileReport>& reports) {
+  row.runs = ok;
+  if (ok) return;
   for (const auto& r : reports)
-    if (const Diagnostic* d = first_error(r, target)) {
+    if (const Diagnostic* d = first_error(r)) {
       Diagnostic brief = *d;
       brief.fix.clear();
       row.cause = format_line(brief);

@@ -10,14 +10,13 @@ namespace hipguard {
 std::vector<SupportRow> check_support(const std::vector<std::string>& paths, CheckPathsOptions options,
                                       Progress& progress) {
   std::vector<SupportRow> rows = support_rows();
-  // One pass for every row: the targets as separate machines, each judged on its own.
-  options.targets.clear();
-  for (const auto& row : rows) options.targets.push_back(row.target);
-  options.machine.one_process = false;
-  CollectSink sink(/*keep_parsed=*/false, {}, /*keep=*/true);
-  check_paths(paths, options, sink);
-  progress.clear();
-  for (auto& row : rows) judge_support(row, sink.reports);
+  for (auto& row : rows) {
+    options.targets = {row.target};
+    CollectSink sink(/*keep_parsed=*/false, {}, /*keep=*/true);
+    CheckPathsResult result = check_paths(paths, options, sink);
+    progress.clear();
+    judge_support(row, result.ok, sink.reports);
+  }
   return rows;
 }
 

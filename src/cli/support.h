@@ -11,10 +11,10 @@
 
 namespace hipguard {
 
-// `paths` checked with `options` against every configuration the product table ships, in one pass
-// with the configurations as separate machines (an image's layers are read once, not once a row),
-// each row judged on its own target: what `hipguard check --target <its product>` says (the pass
-// also reads the Tensile files of the other rows' processors, which only count as other targets).
+// `paths` checked with `options` against each configuration the product table ships, one pass per
+// configuration (each row is what `hipguard check --target <its product>` says, exactly: a pass
+// over all of them at once would read library files and Tensile subdirectories a one-target check
+// never reads), each row judged.
 std::vector<SupportRow> check_support(const std::vector<std::string>& paths, CheckPathsOptions options,
                                       Progress& progress);
 

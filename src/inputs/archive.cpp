@@ -366,7 +366,8 @@ class LibarchiveReader : public ArchiveReader {
  public:
   LibarchiveReader(const ArchiveLimits& limits, const Platform& platform) : limits_(limits), platform_(platform) {}
   bool is_archive(Bytes data) const override { return archive_magic(data); }
-  Result read(Bytes data, const std::string& path, const Member& member, const FileData* source) const override {
+  Result read(Bytes data, const std::string& path, const Member& member,
+              const FileData* source = nullptr) const override {
     if (auto image = read_image_archive(data, path, {limits_, platform_, source}, member)) return std::move(*image);
     uint64_t total = 0;
     return walk_archive(data, path, ArchiveWalk{&limits_, path + "!", nullptr, &total, true, source}, member);
@@ -436,8 +437,8 @@ ArchiveReader::Result walk_archive(Bytes data, const std::string& path, const Ar
                                    const ArchiveReader::Member& member) {
   ArchiveReader::Result result;
   Walker walker(*walk.limits, path, member, walk.filter, walk.total);
+  MappedChunks chunks{};  // before `top`: it outlives the archive that reads it
   Reader top(compressed_magic(data));
-  MappedChunks chunks{};
   // Opening reads ahead: a stream cut short can fail here already (HG113).
   if (open_source(top.a, data, walk.source, &chunks) != ARCHIVE_OK) {
     if (unrecognized(top.a)) return result;

@@ -197,7 +197,7 @@ def case_WhiteoutChangesTheVerdict():
         runs = [t["can_run"] for l in doc["libraries"] for t in l["targets"]]
         in_library = [c for f in doc["files"] if LIBRARY in f["path"] for c in codes({"files": [f]})]
         expect(runs == [True] and not in_library, f"{image} on gfx942: rocBLAS runs {runs}, codes {in_library}")
-    # Without --target: which GPUs, in one more pass; each row what a check for its target says.
+    # Without --target: which GPUs; each row what a check for its target says.
     rc, doc = check(w("oci-top"))
     for row in doc["support"]:
         rc_t, one = check("--target", row["target"], w("oci-top"))
