@@ -12,7 +12,6 @@
 #include <llvm/Object/ELF.h>
 #include <llvm/Support/Compression.h>
 #include <llvm/Support/Error.h>
-#include <llvm/Support/SHA256.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -146,15 +145,6 @@ void archives(const std::vector<std::pair<std::string, ByteVec>>& members) {
 
 // The same members as container images (src/inputs/image.cpp): an OCI archive of two layers, the
 // upper one whiting out the first member and making a directory opaque, and a docker-save archive.
-std::string sha256(const std::string& bytes) {
-  static const char digits[] = "0123456789abcdef";
-  std::string hex;
-  for (uint8_t b :
-       llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())))
-    hex += digits[b >> 4], hex += digits[b & 15];
-  return hex;
-}
-
 void images(const std::vector<std::pair<std::string, ByteVec>>& members) {
   if (members.empty()) return;
   std::string lower = archive_of(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP, members);
@@ -163,8 +153,8 @@ void images(const std::vector<std::pair<std::string, ByteVec>>& members) {
                             {{".wh." + fs::path(members[0].first).filename().string(), ""}, {"opt/.wh..wh..opq", ""}});
   std::string config = R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}})";
   auto descriptor = [](const char* type, const std::string& bytes) {
-    return std::string(R"({"mediaType":")") + type + R"(","digest":"sha256:)" + sha256(bytes) + R"(","size":)" +
-           std::to_string(bytes.size()) + "}";
+    return std::string(R"({"mediaType":")") + type + R"(","digest":"sha256:)" + hgtest::sha256_hex(bytes) +
+           R"(","size":)" + std::to_string(bytes.size()) + "}";
   };
   std::string manifest = R"({"schemaVersion":2,"config":)" +
                          descriptor("application/vnd.oci.image.config.v1+json", config) + R"(,"layers":[)" +
@@ -174,15 +164,15 @@ void images(const std::vector<std::pair<std::string, ByteVec>>& members) {
       R"({"schemaVersion":2,"manifests":[)" + descriptor("application/vnd.oci.image.manifest.v1+json", manifest) + "]}";
   hgtest::ArchiveMembers oci = {{"oci-layout", R"({"imageLayoutVersion":"1.0.0"})"}, {"index.json", index}};
   for (const std::string* blob : {&lower, &upper, &config, &manifest})
-    oci.push_back({"blobs/sha256/" + sha256(*blob), *blob});
+    oci.push_back({"blobs/sha256/" + hgtest::sha256_hex(*blob), *blob});
   seed("fuzz_archive", hgtest::write_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE, oci));
   std::string plain = archive_of(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE, members);
   std::string saved_manifest =
-      R"([{"Config":"config.json","RepoTags":["hg/seed:1"],"Layers":[")" + sha256(plain) + R"(.tar"]}])";
+      R"([{"Config":"config.json","RepoTags":["hg/seed:1"],"Layers":[")" + hgtest::sha256_hex(plain) + R"(.tar"]}])";
   seed("fuzz_archive",
        hgtest::write_archive(
            ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE,
-           {{sha256(plain) + ".tar", plain}, {"config.json", config}, {"manifest.json", saved_manifest}}));
+           {{hgtest::sha256_hex(plain) + ".tar", plain}, {"config.json", config}, {"manifest.json", saved_manifest}}));
 }
 
 }  // namespace

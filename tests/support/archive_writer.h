@@ -1,5 +1,5 @@
-// In-memory archives written with libarchive's writer: the .deb, .tar.*, .zip and .a inputs of the tests and fuzz
-// seeds.
+// In-memory archives written with libarchive's writer: the .deb, .tar.*, .zip, .a and container-image inputs of the
+// tests and fuzz seeds.
 #pragma once
 
 #include <string>
@@ -24,5 +24,9 @@ struct TarEntry {
 };
 // A pax tar of `entries` in order, `filter` ARCHIVE_FILTER_*.
 std::string write_tar(const std::vector<TarEntry>& entries, int filter = 0, std::string* error = nullptr);
+
+// The SHA-256 of `bytes` in lowercase hex, as container images name their blobs (LLVM's, not the
+// Nettle one hipguard checks digests with: the tests' digests do not come from the code they test).
+std::string sha256_hex(const std::string& bytes);
 
 }  // namespace hgtest

@@ -3,9 +3,7 @@
 // directories), a multi-platform index, and damaged images as findings naming the layer.
 #include <archive.h>
 
-#include <llvm/ADT/ArrayRef.h>
 #include <llvm/Support/JSON.h>
-#include <llvm/Support/SHA256.h>
 
 #include <algorithm>
 
@@ -38,14 +36,7 @@ std::string tar(const ArchiveMembers& members, int filter = ARCHIVE_FILTER_NONE)
   return out;
 }
 
-std::string sha256(const std::string& bytes) {
-  static const char digits[] = "0123456789abcdef";
-  std::string hex;
-  for (uint8_t b :
-       llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())))
-    hex += digits[b >> 4], hex += digits[b & 15];
-  return "sha256:" + hex;
-}
+std::string sha256(const std::string& bytes) { return "sha256:" + sha256_hex(bytes); }
 
 std::string json(llvm::json::Value v) {
   std::string out;
