@@ -390,6 +390,7 @@ struct MappedChunks {
   Bytes data;
   const FileData* file;
   size_t at = 0;
+  size_t released = 0;  // the pages before it are released already
 
   static la_ssize_t read(struct archive*, void* self, const void** out) {
     auto* c = static_cast<MappedChunks*>(self);
@@ -417,7 +418,14 @@ struct MappedChunks {
     c->at = std::min<uint64_t>(static_cast<uint64_t>(to), c->data.size());
     return static_cast<la_int64_t>(c->at);
   }
-  void release_read() const { file->release(Bytes(data.data(), at > kChunk ? at - kChunk : 0)); }
+  // The chunks before the one handed out last, once each (a seek back leaves them released: read
+  // again, they come back from the page cache).
+  void release_read() {
+    size_t end = at > kChunk ? at - kChunk : 0;
+    if (end <= released) return;
+    file->release(Bytes(data.data() + released, end - released));
+    released = end;
+  }
 };
 
 // Opens `data` on `a`: in chunks, released as read, when it is a mapped file's; else as one block.
