@@ -2,6 +2,7 @@
 // those libraries open, for `hipguard check`.
 #include "hipguard/dependencies.h"
 
+#include "hipguard/target.h"
 #include "inputs/dynamic_elf.h"
 
 #include <dirent.h>
@@ -78,6 +79,7 @@ class Resolver {
   void follow(size_t first);
   void library_loaders();
   void tensile(size_t lib, const std::vector<std::string>& dirs, const char* what);
+  void add_kernel_files(size_t lib, const std::string& dir);
   void warn(std::string_view code, size_t needer, std::string message, std::string fix);
 
   const DependencyOptions& opt_;
@@ -322,17 +324,27 @@ void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, c
     std::string sub = dir + "/" + target.substr(0, target.find(':'));
     if (is_dir(host_of(sub)) && std::find(dirs.begin(), dirs.end(), sub) == dirs.end()) dirs.push_back(sub);
   }
-  for (const auto& d : dirs) {
-    std::string host_dir = host_of(d);
-    auto files = list_dir(host_dir, [](const std::string& f) {
-      auto ends = [&](std::string_view e) {
-        return f.size() > e.size() && f.compare(f.size() - e.size(), e.size(), e) == 0;
-      };
-      return ends(".co") || ends(".hsaco");
-    });
-    for (const auto& f : files)
-      kernels_.push_back({Dependency::Kind::KernelFile, host_dir + "/" + f, f, nodes_[lib].host, true});
-  }
+  const size_t before = kernels_.size();
+  for (const auto& d : dirs) add_kernel_files(lib, d);
+  // A directory holding only other processors' subdirectories: the library lacks the targets, and
+  // what it has (HG214's "built for") is in them, so they are read too.
+  if (kernels_.size() == before && dirs.size() == 1)
+    for (const auto& sub : list_dir(
+             host_of(dir), [&](const std::string& f) { return find_processor(f) && is_dir(host_of(dir + "/" + f)); }))
+      add_kernel_files(lib, dir + "/" + sub);
+}
+
+// The code object files (.co, .hsaco) of the Tensile directory `dir` (sysroot path) as kernel files of `lib`.
+void Resolver::add_kernel_files(size_t lib, const std::string& dir) {
+  std::string host_dir = host_of(dir);
+  auto files = list_dir(host_dir, [](const std::string& f) {
+    auto ends = [&](std::string_view e) {
+      return f.size() > e.size() && f.compare(f.size() - e.size(), e.size(), e) == 0;
+    };
+    return ends(".co") || ends(".hsaco");
+  });
+  for (const auto& f : files)
+    kernels_.push_back({Dependency::Kind::KernelFile, host_dir + "/" + f, f, nodes_[lib].host, true});
 }
 
 // What libraries open themselves: ggml's backends (ggml-backend-reg.cpp ggml_backend_load_best:

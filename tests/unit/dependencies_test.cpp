@@ -238,6 +238,29 @@ TEST_F(Deps, TensileDirectories) {
   EXPECT_NE(r.diagnostics[0].message.find("hipblaslt/library"), std::string::npos) << r.diagnostics[0].message;
 }
 
+// A Tensile directory holding only other processors' subdirectories, none for the target: their
+// files are the library's (so check_paths says HG214 and what it is built for), not nothing.
+TEST_F(Deps, TensileDirectoryOfOtherProcessorsOnly) {
+  build("usr/lib/x86_64-linux-gnu/librocblas.so.5", "librocblas.so.5", {});
+  const std::string lib = "usr/lib/x86_64-linux-gnu/rocblas/5/library/";
+  for (const char* f : {"gfx90a/T_gfx90a.co", "gfx1100/T_gfx1100.hsaco", "gfx1100/T_gfx1100.dat", "notes/x.co"})
+    write(lib + f, "x");
+  build("bin/prog", "", {"usr/lib/x86_64-linux-gnu/librocblas.so.5"});
+  DependencyOptions o;
+  o.processors = {"gfx942"};
+  std::vector<std::string> kernels;
+  for (const auto& d : deps("bin/prog", o).objects)
+    if (d.kind == Dependency::Kind::KernelFile) kernels.push_back(d.path.substr(at(lib).size()));
+  EXPECT_EQ(kernels, (std::vector<std::string>{"gfx1100/T_gfx1100.hsaco", "gfx90a/T_gfx90a.co"}));
+
+  // With a subdirectory for a target, the others are not read: gfx942 takes its own.
+  write(lib + "gfx942/T_gfx942.co", "x");
+  kernels.clear();
+  for (const auto& d : deps("bin/prog", o).objects)
+    if (d.kind == Dependency::Kind::KernelFile) kernels.push_back(d.path.substr(at(lib).size()));
+  EXPECT_EQ(kernels, std::vector<std::string>{"gfx942/T_gfx942.co"});
+}
+
 // check_paths: the program has no GPU code of its own, its library has: no HG107, the library
 // follows the program with needed_by; --no-deps (dependencies = false) is today's HG107.
 TEST_F(Deps, CheckPathsHook) {
