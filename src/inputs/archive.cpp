@@ -26,16 +26,6 @@ bool starts(Bytes d, size_t at, std::string_view magic) {
   return d.size() >= at + magic.size() && std::memcmp(d.data() + at, magic.data(), magic.size()) == 0;
 }
 
-// gzip, xz, zstd, bzip2.
-bool compressed_magic(Bytes d) {
-  using namespace std::string_view_literals;
-  return starts(d, 0, "\x1f\x8b"sv) ||
-         starts(d, 0,
-                "\xfd"
-                "7zXZ\0"sv) ||
-         starts(d, 0, "\x28\xb5\x2f\xfd"sv) || starts(d, 0, "BZh"sv);
-}
-
 bool archive_magic(Bytes d) {
   using namespace std::string_view_literals;
   return starts(d, 0, "!<arch>\n"sv) || starts(d, 257, "ustar"sv) || starts(d, 0, "PK\x03\x04"sv) ||
@@ -440,6 +430,15 @@ int open_source(struct archive* a, Bytes data, const FileData* file, MappedChunk
 }
 
 }  // namespace
+
+bool compressed_magic(Bytes d) {
+  using namespace std::string_view_literals;
+  return starts(d, 0, "\x1f\x8b"sv) ||
+         starts(d, 0,
+                "\xfd"
+                "7zXZ\0"sv) ||
+         starts(d, 0, "\x28\xb5\x2f\xfd"sv) || starts(d, 0, "BZh"sv);
+}
 
 ArchiveReader::Result walk_archive(Bytes data, const std::string& path, const ArchiveWalk& walk,
                                    const ArchiveReader::Member& member) {

@@ -25,6 +25,9 @@ struct ArchiveWalk {
   const FileData* source = nullptr;     // the mapped file the data is part of: read in chunks, released as read
 };
 
+// Whether `data` starts like a compressed stream libarchive reads: gzip, xz, zstd or bzip2.
+bool compressed_magic(Bytes data);
+
 // Walks `data`, handing members to `member` as ArchiveReader::read does; diagnostics name `path`.
 ArchiveReader::Result walk_archive(Bytes data, const std::string& path, const ArchiveWalk& walk,
                                    const ArchiveReader::Member& member);

@@ -113,11 +113,6 @@ class DirectoryBlobs {
   std::map<std::string, FileData> open_;
 };
 
-bool compressed(Bytes b) {
-  return (b.size() >= 2 && b[0] == 0x1f && b[1] == 0x8b) ||
-         (b.size() >= 4 && std::memcmp(b.data(), "\x28\xb5\x2f\xfd", 4) == 0);
-}
-
 // The mapped file a blob is part of (its pages are released as the blob is read), or null.
 using BlobFile = std::function<const FileData*(const std::string& blob)>;
 
@@ -223,7 +218,7 @@ class ImageWalk {
   // The blob's sha256 against its name's digest, or (a docker-save layer named otherwise, stored
   // uncompressed) against its diff ID; once per blob. A blob that does not match is not read.
   bool digest_matches(const ImageLayer& layer, Bytes blob, const std::string& what) {
-    std::string expected = !layer.digest.empty() ? layer.digest : compressed(blob) ? "" : layer.diff_id;
+    std::string expected = !layer.digest.empty() ? layer.digest : compressed_magic(blob) ? "" : layer.diff_id;
     if (!is_sha256_digest(expected)) return true;
     auto known = checked_.find(layer.blob);
     if (known == checked_.end()) known = checked_.emplace(layer.blob, digest_of_bytes(blob, files_(layer.blob))).first;
