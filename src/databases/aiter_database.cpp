@@ -67,12 +67,17 @@ std::vector<std::string> csv_fields(const std::string& line) {
   return out;
 }
 
-std::vector<std::string> csv_files(const std::string& dir) {
+// The .csv files at or below `dir` (symlinked directories are not walked), sorted.
+void add_csv_files(const DatabaseFiles& files, const std::string& dir, std::vector<std::string>& out) {
+  for (const auto& e : files.list(dir)) {
+    std::string path = dir + "/" + e.name;
+    if (e.file && e.name.size() > 4 && e.name.compare(e.name.size() - 4, 4, ".csv") == 0) out.push_back(path);
+    if (e.directory) add_csv_files(files, path, out);
+  }
+}
+std::vector<std::string> csv_files(const DatabaseFiles& files, const std::string& dir) {
   std::vector<std::string> out;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec), end;
-  for (; !ec && it != end; it.increment(ec))
-    if (it->path().extension() == ".csv" && it->is_regular_file(ec)) out.push_back(it->path().string());
+  add_csv_files(files, dir, out);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -80,7 +85,7 @@ std::vector<std::string> csv_files(const std::string& dir) {
 // One csv: every row's code object and kernel.
 void check_csv(const std::string& csv, const std::string& proc_dir, const TargetId& t, FactsCache& cache, Findings& f,
                std::set<uint64_t>& kernels) {
-  auto file = read_file(csv, kMaxCsvBytes);
+  auto file = cache.files().read(csv, kMaxCsvBytes);
   if (!file) {
     f.add(code::kDatabaseMalformed, csv, "", "cannot read this AITER kernel list: " + file.error().message,
           "check the file");
@@ -110,7 +115,7 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
     ++f.counts().entries;
     std::string path = fs::path(csv).parent_path().string() + "/" + row[co];
     std::string shown = "$AITER_ASM_DIR/" + t.processor + "/" + (rel == "." ? "" : rel + "/") + row[co];
-    if (!is_regular_file(path)) {
+    if (!cache.files().is_file(path)) {
       f.add(code::kDatabaseFileMissing, path, row[knl],
             "row " + std::to_string(i + 1) + " of " + fs::path(csv).filename().string() + " names " + row[co] +
                 ", which does not exist: AITER stops with \"failed to open " + shown + "\"",
@@ -144,28 +149,25 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
 
 }  // namespace
 
-std::vector<std::string> aiter_processors(const std::string& hsa) {
+std::vector<std::string> aiter_processors(const DatabaseFiles& files, const std::string& hsa) {
   std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(hsa, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string n = it->path().filename().string();
-    std::error_code ec2;
-    if (n.rfind("gfx", 0) == 0 && it->is_directory(ec2) && !csv_files(it->path().string()).empty()) out.push_back(n);
-  }
-  std::sort(out.begin(), out.end());
+  for (const auto& e : files.list(hsa))
+    if (e.name.rfind("gfx", 0) == 0 && files.is_directory(hsa + "/" + e.name) &&
+        !csv_files(files, hsa + "/" + e.name).empty())
+      out.push_back(e.name);
   return out;
 }
 
 void check_aiter_target(const std::string& hsa, const TargetId& t, FactsCache& cache, Findings& f) {
   std::string dir = hsa + "/" + t.processor;
-  std::vector<std::string> csvs = csv_files(dir);
+  std::vector<std::string> csvs = csv_files(cache.files(), dir);
   if (csvs.empty()) {
     f.add(code::kDatabaseMissing, hsa, "",
           "no AITER kernel list for " + t.processor + " (no .csv below hsa/" + t.processor +
               "/): every assembly kernel AITER loads for this GPU fails with \"failed to open $AITER_ASM_DIR/" +
               t.processor + "/...\"",
           "install an AITER build with kernels for " + t.processor + ", or run on a GPU it ships kernels for",
-          missing_database_severity(dir, t.processor, true));
+          missing_database_severity(cache.files(), dir, t.processor, true));
     return;
   }
   std::set<uint64_t> kernels;

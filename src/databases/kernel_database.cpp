@@ -37,21 +37,49 @@ CodeObjectFacts::Entry facts_of(const CodeObject& co) {
 
 namespace kdb {
 
-bool is_regular_file(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+namespace {
+
+// The disk: files mapped above 1 MiB (parsed in place, never copied).
+class DiskFiles : public DatabaseFiles {
+ public:
+  bool is_file(const std::string& path) const override {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  }
+  bool is_directory(const std::string& path) const override {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  }
+  std::vector<Entry> list(const std::string& dir) const override {
+    std::vector<Entry> out;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code ec2, ec3, ec4;
+      out.push_back(
+          {it->path().filename().string(), !it->is_symlink(ec2) && it->is_directory(ec3), it->is_regular_file(ec4)});
+    }
+    std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
+    return out;
+  }
+  Result<FileBytes> read(const std::string& path, uint64_t limit) const override {
+    auto file = FileData::open(path, kCliMapAbove);
+    if (!file) return file.error();
+    if (file->bytes().size() > limit)
+      return ParseError{Code::kBudgetExceeded, "larger than " + std::to_string(limit) + " bytes"};
+    Bytes bytes = file->bytes();
+    return FileBytes{std::move(*file), bytes};
+  }
+};
+
+}  // namespace
+
+const DatabaseFiles& disk_files() {
+  static const DiskFiles disk;
+  return disk;
 }
 
-Result<FileData> read_file(const std::string& path, uint64_t limit) {
-  auto file = FileData::open(path, kCliMapAbove);  // mapped above 1 MiB: parsed in place, never copied
-  if (!file) return file.error();
-  if (file->bytes().size() > limit)
-    return ParseError{Code::kBudgetExceeded, "larger than " + std::to_string(limit) + " bytes"};
-  return std::move(*file);
-}
-
-std::string_view text_of(const FileData& f) {
-  return std::string_view(reinterpret_cast<const char*>(f.bytes().data()), f.bytes().size());
+std::string_view text_of(const FileBytes& f) {
+  return std::string_view(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
 }
 
 const CodeObjectFacts& FactsCache::get(const std::string& path) {
@@ -60,12 +88,12 @@ const CodeObjectFacts& FactsCache::get(const std::string& path) {
   auto it = own_.find(path);
   if (it != own_.end()) return it->second;
   CodeObjectFacts& f = own_[path];
-  auto file = FileData::open(path, kCliMapAbove);
+  auto file = files_.read(path, UINT64_MAX);
   if (!file) {
     f.error = file.error().message;
     return f;
   }
-  Bytes data = file->bytes();
+  Bytes data = file->bytes;
   PayloadKind kind = classify(data);
   if (kind != PayloadKind::CodeObject && kind != PayloadKind::OffloadBundle && kind != PayloadKind::CompressedBundle) {
     f.error = "neither a code object nor an offload bundle";
@@ -116,31 +144,19 @@ const CodeObjectFacts::Entry* loadable_on(const CodeObjectFacts& f, const Target
   return generic;
 }
 
-bool has_code_for(const std::string& dir, const std::string& processor, bool recursive) {
-  std::error_code ec;
-  auto named = [&](const std::filesystem::directory_entry& e) {
-    std::string n = e.path().filename().string();
-    std::error_code ec2;
-    return n.find(processor) != std::string::npos && n.size() >= 2 && n.compare(n.size() - 2, 2, "co") == 0 &&
-           e.is_regular_file(ec2);
-  };
-  if (recursive) {
-    for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-      if (named(*it)) return true;
-  } else {
-    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-      if (named(*it)) return true;
+bool has_code_for(const DatabaseFiles& files, const std::string& dir, const std::string& processor, bool recursive) {
+  for (const auto& e : files.list(dir)) {
+    const std::string& n = e.name;
+    if (e.file && n.find(processor) != std::string::npos && n.size() >= 2 && n.compare(n.size() - 2, 2, "co") == 0)
+      return true;
+    if (recursive && e.directory && has_code_for(files, dir + "/" + n, processor, true)) return true;
   }
   return false;
 }
 
-Severity missing_database_severity(const std::string& dir, const std::string& processor, bool recursive) {
-  return has_code_for(dir, processor, recursive) ? Severity::Error : Severity::Note;
-}
-
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+Severity missing_database_severity(const DatabaseFiles& files, const std::string& dir, const std::string& processor,
+                                   bool recursive) {
+  return has_code_for(files, dir, processor, recursive) ? Severity::Error : Severity::Note;
 }
 
 bool has_kernel(const CodeObjectFacts::Entry& f, const std::string& name) {
@@ -156,54 +172,58 @@ namespace fs = std::filesystem;
 using namespace kdb;
 
 // What a directory holds, for find_kernel_databases.
-std::optional<DatabaseKind> kind_of(const fs::path& dir) {
-  std::error_code ec;
+std::optional<DatabaseKind> kind_of(const DatabaseFiles& files, const std::string& dir) {
   bool tensile = false, lite = false;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string n = it->path().filename().string();
+  for (const auto& e : files.list(dir)) {
+    const std::string& n = e.name;
     if (n.rfind("TensileLibrary", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ".dat") == 0) tensile = true;
     if (n == "TensileLiteLibrary_lazy_Mapping.dat" || n == "hipblasltExtOpLibrary.dat") lite = true;
   }
   if (tensile) return lite ? DatabaseKind::Hipblaslt : DatabaseKind::Rocblas;
-  if (dir.filename() == "hsa" && !aiter_processors(dir.string()).empty()) return DatabaseKind::Aiter;
+  std::string_view base = std::string_view(dir).substr(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/') + 1);
+  if (base == "hsa" && !aiter_processors(files, dir).empty()) return DatabaseKind::Aiter;
   return std::nullopt;
 }
 
 }  // namespace
 
-std::vector<DatabaseDir> find_kernel_databases(const std::string& dir) {
+namespace kdb {
+
+std::vector<DatabaseDir> find_kernel_databases(const DatabaseFiles& files, const std::string& dir) {
   std::vector<DatabaseDir> out;
   std::string top = dir;  // "lib/" as "lib": the paths built below then match expand_paths' ("lib/x.co")
   while (top.size() > 1 && top.back() == '/') top.pop_back();
-  try {
-    std::vector<fs::path> todo{fs::path(top)};
-    while (!todo.empty()) {
-      fs::path d = std::move(todo.back());
-      todo.pop_back();
-      if (auto k = kind_of(d)) out.push_back({d.string(), *k});
-      std::error_code ec;
-      for (fs::directory_iterator it(d, ec), end; !ec && it != end; it.increment(ec)) {
-        std::error_code ec2;
-        if (!it->is_symlink(ec2) && it->is_directory(ec2)) todo.push_back(it->path());
-      }
-    }
-  } catch (...) {
-    // a path that cannot be represented: nothing found there
+  std::vector<std::string> todo{top};
+  while (!todo.empty()) {
+    std::string d = std::move(todo.back());
+    todo.pop_back();
+    if (auto k = kind_of(files, d)) out.push_back({d, *k});
+    for (const auto& e : files.list(d))
+      if (e.directory) todo.push_back(d + (d == "/" ? "" : "/") + e.name);
   }
   std::sort(out.begin(), out.end(), [](const DatabaseDir& a, const DatabaseDir& b) { return a.path < b.path; });
   return out;
 }
 
+}  // namespace kdb
+
+std::vector<DatabaseDir> find_kernel_databases(const std::string& dir) {
+  try {
+    return kdb::find_kernel_databases(disk_files(), dir);
+  } catch (...) {
+    return {};  // a path that cannot be represented: nothing found there
+  }
+}
+
 namespace {
-std::vector<TargetId> shipped_targets(const DatabaseDir& db) {
+std::vector<TargetId> shipped_targets(const DatabaseFiles& files, const DatabaseDir& db) {
   std::set<std::string> procs;
   if (db.kind == DatabaseKind::Aiter) {
-    for (auto& p : aiter_processors(db.path)) procs.insert(p);
+    for (auto& p : aiter_processors(files, db.path)) procs.insert(p);
   } else {
-    std::error_code ec;
     const std::string lazy = "TensileLibrary_lazy_";
-    for (fs::directory_iterator it(db.path, ec), end; !ec && it != end; it.increment(ec)) {
-      std::string n = it->path().filename().string();
+    for (const auto& e : files.list(db.path)) {
+      const std::string& n = e.name;
       if (n.rfind(lazy, 0) == 0 && n.size() > lazy.size() + 4 && n.compare(n.size() - 4, 4, ".dat") == 0)
         procs.insert(n.substr(lazy.size(), n.size() - lazy.size() - 4));
     }
@@ -227,7 +247,7 @@ DatabaseReport check_kernel_database(const DatabaseDir& db, const std::vector<Ta
   r.path = db.path;
   r.kind = db.kind;
   try {
-    std::vector<TargetId> ts = targets.empty() ? shipped_targets(db) : targets;
+    std::vector<TargetId> ts = targets.empty() ? shipped_targets(cache.files(), db) : targets;
     r.targets.reserve(ts.size());
     for (const auto& t : ts) {  // the cache is shared by the targets: each file is read once
       r.targets.push_back({t.str()});
@@ -247,11 +267,12 @@ DatabaseReport check_kernel_database(const DatabaseDir& db, const std::vector<Ta
 void prefetch_kernel_database(const DatabaseDir& db, const std::vector<TargetId>& targets, FactsCache& cache) {
   if (db.kind == DatabaseKind::Aiter) return;
   std::set<std::string> done;
-  for (const auto& t : targets.empty() ? shipped_targets(db) : targets) {
+  const DatabaseFiles& files = cache.files();
+  for (const auto& t : targets.empty() ? shipped_targets(files, db) : targets) {
     if (!done.insert(t.processor).second) continue;
     std::string base = db.path;
-    if (is_directory(base + "/" + t.processor)) base += "/" + t.processor;
-    auto file = read_file(base + "/TensileLibrary_lazy_" + t.processor + ".dat", kMaxDatabaseFileBytes);
+    if (files.is_directory(base + "/" + t.processor)) base += "/" + t.processor;
+    auto file = files.read(base + "/TensileLibrary_lazy_" + t.processor + ".dat", kMaxDatabaseFileBytes);
     if (!file) continue;
     if (auto prefixes = read_tensile_placeholders(text_of(*file))) read_placeholders(base, *prefixes, cache);
   }

@@ -25,10 +25,39 @@ struct ParsedDat {
   std::vector<CompactSolution> solutions;
 };
 
-// Code object facts by path: handed in by the caller's lookup, else read once here.
+// A file's bytes as DatabaseFiles hands them out: a file of the disk (mapped or copied), or a view of
+// bytes the DatabaseFiles keeps.
+struct FileBytes {
+  FileData file;
+  Bytes bytes;
+};
+std::string_view text_of(const FileBytes& f);
+
+// Where a database's files are read: the disk (disk_files()), or an archive's members kept aside
+// (ArchiveDatabases). Paths are "/"-separated, as the database checks build them.
+class DatabaseFiles {
+ public:
+  struct Entry {
+    std::string name;
+    bool directory = false;  // a directory, walked (a symlink to one is not)
+    bool file = false;       // a regular file (a symlink to one too)
+  };
+  virtual ~DatabaseFiles() = default;
+  virtual bool is_file(const std::string& path) const = 0;            // a regular file (symlinks followed)
+  virtual bool is_directory(const std::string& path) const = 0;       // a directory (symlinks followed)
+  virtual std::vector<Entry> list(const std::string& dir) const = 0;  // sorted by name; none when unreadable
+  // The whole file, of at most `limit` bytes: HG101 when it cannot be read, HG111 when it is larger.
+  virtual Result<FileBytes> read(const std::string& path, uint64_t limit) const = 0;
+};
+const DatabaseFiles& disk_files();
+
+// Code object facts by path: handed in by the caller's lookup, else read once here from `files`.
 class FactsCache {
  public:
-  explicit FactsCache(const FactsLookup& lookup) : lookup_(lookup) {}  // `lookup` must outlive the cache
+  // `lookup` and `files` must outlive the cache.
+  explicit FactsCache(const FactsLookup& lookup, const DatabaseFiles& files = disk_files())
+      : lookup_(lookup), files_(files) {}
+  const DatabaseFiles& files() const { return files_; }
   const CodeObjectFacts& get(const std::string& path);
   size_t opened() const { return opened_.size(); }
   void mark_opened(const std::string& path) { opened_[path] = true; }  // counted per target
@@ -41,6 +70,7 @@ class FactsCache {
 
  private:
   const FactsLookup& lookup_;
+  const DatabaseFiles& files_;
   std::map<std::string, CodeObjectFacts> own_;
   std::map<std::string, bool> opened_;
   std::map<std::string, ParsedDat> dats_;  // node-based: pointers stay valid
@@ -64,20 +94,19 @@ class Findings {
   size_t dropped_ = 0;
 };
 
-bool is_regular_file(const std::string& path);
-bool is_directory(const std::string& path);
-// A whole file of at most `limit` bytes (mapped when large); HG101 when it cannot be read, HG111 when it is larger.
-Result<FileData> read_file(const std::string& path, uint64_t limit);
-std::string_view text_of(const FileData& f);
-// Can the runtime load a code object with these facts on `t` (hipModuleLoadData,
-// __hipRegisterFatBinary of a raw code object)? *why says why not.
 // Does `dir` (and below it, when `recursive`) hold a file named *<processor>*co (rocBLAS's own glob)?
-bool has_code_for(const std::string& dir, const std::string& processor, bool recursive);
+bool has_code_for(const DatabaseFiles& files, const std::string& dir, const std::string& processor, bool recursive);
 // HG701's severity: an error, but a note where the directory holds no code object for the processor at all,
 // which the library check already says once (HG214: one cause, one line).
-Severity missing_database_severity(const std::string& dir, const std::string& processor, bool recursive);
+Severity missing_database_severity(const DatabaseFiles& files, const std::string& dir, const std::string& processor,
+                                   bool recursive);
+
+// The database directories at or below `dir` in `files` (find_kernel_databases).
+std::vector<DatabaseDir> find_kernel_databases(const DatabaseFiles& files, const std::string& dir);
 
 // The entry the runtime would pick (native before generic), or null.
+// Can the runtime load a code object with these facts on `t` (hipModuleLoadData,
+// __hipRegisterFatBinary of a raw code object)? *why says why not.
 const CodeObjectFacts::Entry* loadable_on(const CodeObjectFacts& f, const TargetId& t, std::string* why);
 bool has_kernel(const CodeObjectFacts::Entry& f, const std::string& name);
 // "gfx90a" for a target left open, else the target ID.
@@ -95,7 +124,7 @@ std::vector<const ParsedDat*> read_placeholders(const std::string& base, const s
                                                 FactsCache& cache);
 // AITER: one target's check of an hsa/ directory (aiter_database.cpp).
 void check_aiter_target(const std::string& hsa, const TargetId& t, FactsCache& cache, Findings& f);
-// AITER: the processors an hsa/ directory ships (its gfx* subdirectories).
-std::vector<std::string> aiter_processors(const std::string& hsa);
+// AITER: the processors an hsa/ directory ships (its gfx* subdirectories with a .csv below).
+std::vector<std::string> aiter_processors(const DatabaseFiles& files, const std::string& hsa);
 
 }  // namespace hipguard::kdb

@@ -28,9 +28,9 @@ std::vector<const ParsedDat*> read_placeholders(const std::string& base, const s
     for (size_t j; (j = next.fetch_add(1)) < todo.size();) {
       ParsedDat& d = *todo[j].second;
       std::string path = base + "/" + prefixes[todo[j].first] + ".dat";
-      d.exists = is_regular_file(path);
+      d.exists = cache.files().is_file(path);
       if (!d.exists) continue;
-      auto file = read_file(path, kMaxDatabaseFileBytes);
+      auto file = cache.files().read(path, kMaxDatabaseFileBytes);
       auto sols = file ? read_tensile_solutions(text_of(*file)) : file.error();
       if (!sols) {
         d.error = sols.error().message.empty() ? "unreadable" : sols.error().message;
@@ -70,6 +70,7 @@ class TensileCheck {
   // The code object file SolutionAdapter would load for `name`, or null (a finding said why).
   const CodeObjectFacts::Entry* load(const std::string& name, const std::string& dat, size_t users);
   bool lite() const { return db_.kind == DatabaseKind::Hipblaslt; }
+  const DatabaseFiles& files() const { return cache_.files(); }
 
   const DatabaseDir& db_;
   const TargetId& t_;
@@ -82,12 +83,12 @@ class TensileCheck {
 
 std::string TensileCheck::database_path() {
   base_ = db_.path;
-  if (is_directory(base_ + "/" + p_)) base_ += "/" + p_;  // both libraries: TestPath(path + "/" + processor)
+  if (files().is_directory(base_ + "/" + p_)) base_ += "/" + p_;  // both libraries: TestPath(path + "/" + processor)
   std::vector<std::string> tries{base_ + "/TensileLibrary_lazy_" + p_ + ".dat"};
   if (!lite())
     tries.push_back(base_ + "/TensileLibrary_" + p_ + ".dat"), tries.push_back(base_ + "/TensileLibrary.dat");
   for (const auto& path : tries)
-    if (is_regular_file(path)) return path;
+    if (files().is_file(path)) return path;
   std::string quote =
       lite() ? "rocblaslt error: Cannot read " + tries.back() + ": No such file or directory"
              : "rocBLAS error: Cannot read " + tries.back() + ": No such file or directory for GPU arch : " + p_;
@@ -98,7 +99,7 @@ std::string TensileCheck::database_path() {
              (lite() ? " and finds no GEMM solution" : " and aborts the process"),
          "install the library build that ships " + p_ + " (its TensileLibrary_lazy_" + p_ +
              ".dat), or run on a GPU it ships kernels for",
-         missing_database_severity(base_, p_, false));
+         missing_database_severity(files(), base_, p_, false));
   return "";
 }
 
@@ -108,7 +109,7 @@ const CodeObjectFacts::Entry* TensileCheck::load(const std::string& name, const 
   std::string existing, why_not;
   for (const char* v : {"", "-xnack-", "-xnack+"}) {
     std::string path = base_ + "/" + stem + v + ext;
-    if (!is_regular_file(path)) continue;
+    if (!files().is_file(path)) continue;
     cache_.mark_opened(path);
     const CodeObjectFacts& facts = cache_.get(path);
     std::string why;
@@ -131,8 +132,8 @@ const CodeObjectFacts::Entry* TensileCheck::load(const std::string& name, const 
 }
 
 // The kernel of solution `index` of a .dat (read again: only names that go into a finding are kept).
-std::string solution_name(const std::string& dat, uint32_t index) {
-  auto file = read_file(dat, kMaxDatabaseFileBytes);
+std::string solution_name(const DatabaseFiles& files, const std::string& dat, uint32_t index) {
+  auto file = files.read(dat, kMaxDatabaseFileBytes);
   auto sols = file ? read_tensile_solutions(text_of(*file)) : file.error();
   if (sols && index < sols->size()) return (*sols)[index].kernel;
   return "#" + std::to_string(index);
@@ -160,7 +161,7 @@ void TensileCheck::check_solutions(const std::string& dat, const std::vector<Com
         kernels_.insert(s->kernel_hash);
         continue;
       }
-      std::string kernel = solution_name(dat, s->index);
+      std::string kernel = solution_name(files(), dat, s->index);
       f_.add(
           code::kDatabaseKernelMissing, base_ + "/" + file, kernel,
           "solution of " + fs::path(dat).filename().string() + " names kernel '" + kernel +
@@ -196,8 +197,8 @@ void TensileCheck::check_placeholder(const std::string& prefix, const ParsedDat&
 // hipBLASLt's extension ops: each entry's code object (beside the .dat) and kernel, for this processor.
 void TensileCheck::check_extops() {
   std::string dat = db_.path + "/hipblasltExtOpLibrary.dat";
-  if (!lite() || !is_regular_file(dat)) return;
-  auto file = read_file(dat, kMaxDatabaseFileBytes);
+  if (!lite() || !files().is_file(dat)) return;
+  auto file = files().read(dat, kMaxDatabaseFileBytes);
   auto read = file ? read_extop_entries(text_of(*file), p_) : file.error();
   if (!read) {
     f_.add(code::kDatabaseMalformed, dat, "", "cannot read hipBLASLt's extension op database: " + read.error().message,
@@ -238,7 +239,7 @@ void TensileCheck::run() {
   bool any = false;
   for (const char* v : {"", "-xnack-", "-xnack+"}) {
     std::string path = base_ + "/Kernels.so-000-" + p_ + v + ".hsaco", why;
-    if (!is_regular_file(path)) continue;
+    if (!files().is_file(path)) continue;
     any = true;
     cache_.mark_opened(path);
     if ((helper_ = loadable_on(cache_.get(path), t_, &why))) break;
@@ -252,7 +253,7 @@ void TensileCheck::run() {
            "reinstall the library; the file belongs to its package");
   std::string name = fs::path(top).filename().string();
   bool lazy = name.rfind("TensileLibrary_lazy_", 0) == 0;
-  auto file = read_file(top, kMaxDatabaseFileBytes);
+  auto file = files().read(top, kMaxDatabaseFileBytes);
   if (!file) {
     f_.add(code::kDatabaseMalformed, top, "", "cannot read: " + file.error().message, "check the file's permissions");
   } else if (lazy) {
