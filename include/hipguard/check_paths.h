@@ -54,7 +54,8 @@ struct CheckFileOptions {
   // code at all gets HG107 when `explicit_arg`, like any file.
   const ArchiveReader* archives = nullptr;
   FileSink* members = nullptr;
-  bool library_file = false;  // a kernel library's file (LibrarySummary): Depth::Library
+  const ArchiveReader::SideFiles* side_files = nullptr;  // an archive's members without GPU code wanted too
+  bool library_file = false;                             // a kernel library's file (LibrarySummary): Depth::Library
 };
 FileReport check_file(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options);
 
@@ -129,11 +130,15 @@ class CollectSink : public FileSink {
 };
 
 // check_paths' kernel-database step (CheckPathsOptions::kernel_databases): shown each checked image
-// (whose parsed code objects the database check reuses), then asked for its reports after the files.
+// (whose parsed code objects the database check reuses) and handed the database files inside
+// archives and images, then asked for its reports after the files.
 class DatabaseStep {
  public:
   virtual ~DatabaseStep() = default;
   virtual void observe(const ImageReport& img) = 0;
+  // What the archives' walks hand over besides members with GPU code (null: nothing). Called from
+  // the checking threads.
+  virtual const ArchiveReader::SideFiles* archive_files() { return nullptr; }
   virtual void finish(const std::function<void(FileReport&&)>& deliver) = 0;
 };
 // Makes the step for one check_paths call (the CLI's: kernel_database_step, kernel_database.h), or null

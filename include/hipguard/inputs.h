@@ -74,6 +74,15 @@ class ArchiveReader {
     bool archive = false;                 // false: not an archive after all (a compressed file of another kind)
     std::vector<Diagnostic> diagnostics;  // the archive's own: damaged or truncated (HG113), a budget spent (HG111)
   };
+  // Members without GPU code that a check after the files reads (a kernel library's databases:
+  // Tensile .dat, AITER .csv): `wants` says which, by member name, and whether their bytes or only
+  // their names; `take` gets each one as `member` would (valid during the call only; no bytes when
+  // only the name is wanted), on the reading thread. Both must be thread-safe.
+  enum class Want { Nothing, Name, Bytes };
+  struct SideFiles {
+    std::function<Want(const std::string& name)> wants;
+    Member take;
+  };
   virtual ~ArchiveReader() = default;
   // Whether `data` starts like an archive (ar, tar, zip; gzip, xz, zstd, bzip2).
   virtual bool is_archive(Bytes data) const = 0;
@@ -84,12 +93,16 @@ class ArchiveReader {
   // (whiteouts applied), each named "IMAGE!path" ("IMAGE!TAG!path" when the
   // archive holds several images), in the order of its layers, top first.
   // `source`: the file `data` is read from, when it is mapped; its pages are released as they are read.
-  virtual Result read(Bytes data, const std::string& path, const Member& member,
-                      const FileData* source = nullptr) const = 0;
+  // `side`: members without GPU code handed over as well (null: none).
+  virtual Result read(Bytes data, const std::string& path, const Member& member, const FileData* source = nullptr,
+                      const SideFiles* side = nullptr) const = 0;
   // An OCI image layout directory (oci-layout, index.json, blobs/sha256/;
   // OCI Image Layout Specification), read as one image like an archive of one.
   virtual bool is_image_directory(const std::string& /*dir*/) const { return false; }
-  virtual Result read_image_directory(const std::string& /*dir*/, const Member& /*member*/) const { return {}; }
+  virtual Result read_image_directory(const std::string& /*dir*/, const Member& /*member*/,
+                                      const SideFiles* /*side*/ = nullptr) const {
+    return {};
+  }
 };
 
 // A path that could not be used: missing, unreadable directory, symlink loop,

@@ -121,7 +121,8 @@ DatabaseReport check_kernel_database(const DatabaseDir& db, const std::vector<Ta
 // check_paths' kernel-database step (CheckPathsOptions::kernel_databases): the databases below the
 // directory arguments among `paths`, their .dat files read in a thread of their own while the files are
 // checked, each checked after them with the facts of the code objects already parsed, one report each
-// (path: the database directory). Null when there is no database below `paths`.
+// (path: the database directory); and the databases inside the archives and container images checked,
+// as installed (path: "ARCHIVE!dir", like the members).
 std::unique_ptr<DatabaseStep> kernel_database_step(const std::vector<std::string>& paths,
                                                    const std::vector<TargetId>& targets);
 

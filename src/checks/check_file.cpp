@@ -166,7 +166,9 @@ FileReport& check_data(Bytes data, const FileData& file, const std::string& path
     return r;
   }
   if (options.archives && options.archives->is_archive(data)) {
-    auto read = [&](const ArchiveReader::Member& member) { return options.archives->read(data, path, member, &file); };
+    auto read = [&](const ArchiveReader::Member& member) {
+      return options.archives->read(data, path, member, &file, options.side_files);
+    };
     if (check_archive(read, path, targets, options, r)) return r;
   }
   bool elf = data.size() >= 64 && std::equal(data.begin(), data.begin() + 4,
@@ -232,7 +234,7 @@ FileReport check_one_file(const std::string& path, const std::vector<TargetId>& 
   r.path = path;
   if (options.archives && !options.seen_regular && options.archives->is_image_directory(path)) {
     auto read = [&](const ArchiveReader::Member& member) {
-      return options.archives->read_image_directory(path, member);
+      return options.archives->read_image_directory(path, member, options.side_files);
     };
     return check_archive(read, path, targets, options, r), r;
   }

@@ -141,6 +141,7 @@ struct Plan {
   std::vector<std::pair<std::string, size_t>> found_below;  // GPU-code files found in each directory argument
   std::vector<DependencyFile> deps;                         // what the named files load (dependencies.h), by file
   std::vector<std::string> library_of;  // the kernel library of a file found in a directory walk, or ""
+  const ArchiveReader::SideFiles* side_files = nullptr;  // the kernel-database step's, for archives
 
   Plan(const std::vector<std::string>& paths, const CheckPathsOptions& options) {
     files = expand(paths, &problems, &regular, options.archives);
@@ -176,6 +177,7 @@ struct Plan {
     o.depth = options.depth;
     o.machine = options.machine;
     o.library_file = !library_of[i].empty();
+    o.side_files = side_files;
     return o;
   }
 
@@ -205,6 +207,7 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
   if (options.kernel_databases) databases = options.kernel_databases(paths, options.targets);
   out.databases = databases.get();
   Plan plan(paths, options);
+  if (databases) plan.side_files = databases->archive_files();
   for (const auto& p : plan.problems) out.whole(path_problem_report(p));
 
   OrderedJobs jobs;

@@ -7,7 +7,7 @@
 namespace hipguard {
 
 DatabaseHook::DatabaseHook(const std::vector<std::string>& paths, const std::vector<TargetId>& targets)
-    : targets_(targets) {
+    : targets_(targets), archives_(targets) {
   for (const auto& p : paths) {
     std::error_code ec;
     if (!std::filesystem::is_directory(p, ec)) continue;
@@ -42,6 +42,7 @@ DatabaseHook::~DatabaseHook() {
 }
 
 void DatabaseHook::observe(const ImageReport& img) {
+  archives_.observe(img);
   if (img.code_objects.empty() || !img.location.empty()) return;  // whole files only
   for (const auto& d : dbs_)
     if (img.origin.size() > d.path.size() && img.origin.compare(0, d.path.size(), d.path) == 0 &&
@@ -57,13 +58,12 @@ void DatabaseHook::finish(const std::function<void(FileReport&&)>& deliver) {
   if (prefetch_.joinable()) prefetch_.join();
   for (size_t i = 0; i < dbs_.size(); ++i)
     deliver(database_file_report(kdb::check_kernel_database(dbs_[i], targets_, *caches_[i])));
+  for (auto& r : archives_.check()) deliver(std::move(r));
 }
 
 std::unique_ptr<DatabaseStep> kernel_database_step(const std::vector<std::string>& paths,
                                                    const std::vector<TargetId>& targets) {
-  auto hook = std::make_unique<DatabaseHook>(paths, targets);
-  if (!hook->active()) return nullptr;
-  return hook;
+  return std::make_unique<DatabaseHook>(paths, targets);
 }
 
 FileReport database_file_report(DatabaseReport&& r) {

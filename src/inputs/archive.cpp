@@ -99,8 +99,8 @@ std::string entry_name(struct archive_entry* e, size_t index) {
 class Walker {
  public:
   Walker(const ArchiveLimits& limits, const std::string& path, const ArchiveReader::Member& member,
-         const EntryFilter* filter, uint64_t* total)
-      : limits_(limits), path_(path), member_(member), filter_(filter), total_(*total) {}
+         const EntryFilter* filter, uint64_t* total, const ArchiveReader::SideFiles* side)
+      : limits_(limits), path_(path), member_(member), filter_(filter), total_(*total), side_(side) {}
   // Walks the members of `a`, named `prefix` + member. False: `a` is not an archive at all.
   bool walk(struct archive* a, const std::string& prefix, unsigned depth);
   // A read error at `label` (HG113), once.
@@ -125,7 +125,7 @@ class Walker {
   void nested(struct archive* outer, std::vector<uint8_t> head, const std::string& prefix, const std::string& label,
               unsigned depth);
   void read_whole(struct archive* a, struct archive_entry* e, const std::vector<uint8_t>& head,
-                  const std::string& label, unsigned depth);
+                  const std::string& label, unsigned depth, const ArchiveReader::Member& to);
   bool read_head(struct archive* a, std::vector<uint8_t>* head, const std::string& label);
   bool discard(struct archive* a, const std::string& label, unsigned depth);
   bool count(uint64_t n, const std::string& label);
@@ -134,9 +134,10 @@ class Walker {
   const ArchiveLimits& limits_;
   const std::string& path_;
   const ArchiveReader::Member& member_;
-  const EntryFilter* filter_;  // top-level entries delivered (null: all)
-  uint64_t& total_;            // member bytes read, all levels (and all walks of one input)
-  bool stop_ = false;          // a budget is spent or the top level is broken: no more members
+  const EntryFilter* filter_;             // top-level entries delivered (null: all)
+  uint64_t& total_;                       // member bytes read, all levels (and all walks of one input)
+  const ArchiveReader::SideFiles* side_;  // members without GPU code handed over too (null: none)
+  bool stop_ = false;                     // a budget is spent or the top level is broken: no more members
 };
 
 void Walker::over(const std::string& label, std::string message, uint64_t value, uint64_t limit) {
@@ -252,7 +253,12 @@ void Walker::entry(struct archive* a, struct archive_entry* e, const std::string
   std::vector<uint8_t> head;
   if (!read_head(a, &head, label)) return;
   Kind kind = kind_of(Bytes(head.data(), head.size()));
-  if (kind == Kind::Code) return read_whole(a, e, head, label, depth);
+  if (kind == Kind::Code) return read_whole(a, e, head, label, depth, member_);
+  if (kind == Kind::Skip && side_) {
+    ArchiveReader::Want want = side_->wants(label);
+    if (want == ArchiveReader::Want::Bytes) return read_whole(a, e, head, label, depth, side_->take);
+    if (want == ArchiveReader::Want::Name) side_->take(label, {}, nullptr);
+  }
   // A .deb's data.tar.* is opened transparently; its control.tar.* holds no GPU code.
   bool data_tar = deb && name.rfind("data.tar", 0) == 0;
   if (kind == Kind::Archive && (!deb || data_tar)) {
@@ -310,8 +316,9 @@ void Walker::nested(struct archive* outer, std::vector<uint8_t> head, const std:
   walk(inner.a, prefix, depth);
 }
 
+// The member whole in memory, handed to `to` (or, over the member budget, HG111 about it).
 void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::vector<uint8_t>& head,
-                        const std::string& label, unsigned depth) {
+                        const std::string& label, unsigned depth, const ArchiveReader::Member& to) {
   uint64_t declared =
       archive_entry_size_is_set(e) ? static_cast<uint64_t>(std::max<la_int64_t>(archive_entry_size(e), 0)) : 0;
   auto too_big = [&](uint64_t size, bool at_least) {
@@ -322,7 +329,7 @@ void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::v
                                    "extract it (dpkg-deb -x, tar -x, unzip) and check the extracted file");
     d.value = size;
     d.limit = limits_.member_bytes;
-    member_(label, {}, &d);
+    to(label, {}, &d);
     discard(a, label, depth);
   };
   if (declared > limits_.member_bytes) return too_big(declared, false);
@@ -349,22 +356,24 @@ void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::v
     len += static_cast<uint64_t>(n);
     if (!count(static_cast<uint64_t>(n), label)) return;
   }
-  member_(label, Bytes(buf.get(), len), nullptr);
+  to(label, Bytes(buf.get(), len), nullptr);
 }
 
 class LibarchiveReader : public ArchiveReader {
  public:
   LibarchiveReader(const ArchiveLimits& limits, const Platform& platform) : limits_(limits), platform_(platform) {}
   bool is_archive(Bytes data) const override { return archive_magic(data); }
-  Result read(Bytes data, const std::string& path, const Member& member,
-              const FileData* source = nullptr) const override {
-    if (auto image = read_image_archive(data, path, {limits_, platform_, source}, member)) return std::move(*image);
+  Result read(Bytes data, const std::string& path, const Member& member, const FileData* source = nullptr,
+              const SideFiles* side = nullptr) const override {
+    if (auto image = read_image_archive(data, path, {limits_, platform_, source, side}, member))
+      return std::move(*image);
     uint64_t total = 0;
-    return walk_archive(data, path, ArchiveWalk{&limits_, path + "!", nullptr, &total, true, source}, member);
+    return walk_archive(data, path, ArchiveWalk{&limits_, path + "!", nullptr, &total, true, source, side}, member);
   }
   bool is_image_directory(const std::string& dir) const override { return is_image_layout(dir); }
-  Result read_image_directory(const std::string& dir, const Member& member) const override {
-    return read_image_layout(dir, {limits_, platform_, nullptr}, member);
+  Result read_image_directory(const std::string& dir, const Member& member,
+                              const SideFiles* side = nullptr) const override {
+    return read_image_layout(dir, {limits_, platform_, nullptr, side}, member);
   }
 
  private:
@@ -443,7 +452,7 @@ bool compressed_magic(Bytes d) {
 ArchiveReader::Result walk_archive(Bytes data, const std::string& path, const ArchiveWalk& walk,
                                    const ArchiveReader::Member& member) {
   ArchiveReader::Result result;
-  Walker walker(*walk.limits, path, member, walk.filter, walk.total);
+  Walker walker(*walk.limits, path, member, walk.filter, walk.total, walk.side);
   MappedChunks chunks{};  // before `top`: it outlives the archive that reads it
   Reader top(compressed_magic(data));
   // Opening reads ahead: a stream cut short can fail here already (HG113).

@@ -23,6 +23,7 @@ struct ArchiveWalk {
   uint64_t* total = nullptr;            // member bytes read so far by the walks of one input (its budget)
   bool note_images = false;             // HG118 when the top holds a container image (not read as one)
   const FileData* source = nullptr;     // the mapped file the data is part of: read in chunks, released as read
+  const ArchiveReader::SideFiles* side = nullptr;  // members without GPU code handed over too (null: none)
 };
 
 // Whether `data` starts like a compressed stream libarchive reads: gzip, xz, zstd or bzip2.

@@ -119,9 +119,9 @@ using BlobFile = std::function<const FileData*(const std::string& blob)>;
 // Reads the images of one store into the members and diagnostics of one Result.
 class ImageWalk {
  public:
-  ImageWalk(const BlobSource& blobs, const BlobFile& files, const std::string& path, const ArchiveLimits& limits,
+  ImageWalk(const BlobSource& blobs, const BlobFile& files, const std::string& path, const ImageReading& how,
             const ArchiveReader::Member& member)
-      : blobs_(blobs), files_(files), path_(path), limits_(limits), member_(member) {}
+      : blobs_(blobs), files_(files), path_(path), limits_(how.limits), side_(how.side), member_(member) {}
 
   ArchiveReader::Result read(const ImageList& list) {
     result_.archive = true;
@@ -170,7 +170,7 @@ class ImageWalk {
     };
     const FileData* file = files_(layer.blob);
     ArchiveReader::Result r =
-        walk_archive(*blob, path_, ArchiveWalk{&limits, prefix, &filter, &total, false, file}, member_);
+        walk_archive(*blob, path_, ArchiveWalk{&limits, prefix, &filter, &total, false, file, side_}, member_);
     bool whole = r.archive && r.diagnostics.empty();
     if (!r.archive)
       say(code::kUnreadableImage, what + ": not a tar (plain, gzip, zstd, xz or bzip2); its files were not checked",
@@ -237,6 +237,7 @@ class ImageWalk {
   const BlobFile& files_;
   const std::string& path_;
   const ArchiveLimits& limits_;
+  const ArchiveReader::SideFiles* side_;
   const ArchiveReader::Member& member_;
   ArchiveReader::Result result_;
   std::unordered_map<std::string, std::string> checked_;  // blob -> its sha256 (a blob shared by images)
@@ -267,7 +268,7 @@ std::optional<ArchiveReader::Result> read_image_archive(Bytes tar, const std::st
   ImageList list = oci ? read_oci_index(blobs, how.platform) : read_docker_manifest(blobs);
   if (docker && !list.recognized) return std::nullopt;  // a manifest.json of another kind: an ordinary tar
   BlobFile files = [&](const std::string&) { return how.source; };
-  return ImageWalk(blobs, files, path, how.limits, member).read(list);
+  return ImageWalk(blobs, files, path, how, member).read(list);
 }
 
 ArchiveReader::Result read_image_layout(const std::string& dir, const ImageReading& how,
@@ -277,7 +278,7 @@ ArchiveReader::Result read_image_layout(const std::string& dir, const ImageReadi
   std::string name = dir;  // "pytorch-oci/" names its files "pytorch-oci!path"
   while (name.size() > 1 && name.back() == '/') name.pop_back();
   BlobFile files = [&](const std::string& blob) { return store.file_of(blob); };
-  return ImageWalk(blobs, files, name, how.limits, member).read(read_oci_index(blobs, how.platform));
+  return ImageWalk(blobs, files, name, how, member).read(read_oci_index(blobs, how.platform));
 }
 
 }  // namespace hipguard

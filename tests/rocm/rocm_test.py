@@ -348,6 +348,25 @@ def linked_sample(lib, processor, tmp, extra=()):
     return tmp
 
 
+def packed_copies(d, tmp):
+    """The directory d (symlinks followed) as a tar.zst, and as an OCI image layout made with umoci when it
+    is installed: the kernel databases inside must get the verdict of the files installed."""
+    name = os.path.basename(d)
+    out = [os.path.join(tmp, name + ".tar.zst")]
+    subprocess.run(["tar", "--zstd", "-chf", out[0], "-C", os.path.dirname(d), name], check=True)
+    if shutil.which("umoci"):
+        layout = os.path.join(tmp, name + "-oci")
+        bundle = os.path.join(tmp, name + "-bundle")
+        subprocess.run(["umoci", "init", "--layout", layout], check=True)
+        subprocess.run(["umoci", "new", "--image", layout + ":t"], check=True)
+        subprocess.run(["umoci", "unpack", "--rootless", "--image", layout + ":t", bundle], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run(["cp", "-rL", d, os.path.join(bundle, "rootfs", name)], check=True)
+        subprocess.run(["umoci", "repack", "--image", layout + ":t", bundle], check=True, stdout=subprocess.DEVNULL)
+        out.append(layout)
+    return out
+
+
 def tensile_libs():
     lib = os.path.join(A.root, "usr/lib/x86_64-linux-gnu")
     return f"{lib}/rocblas/4.4.1/library", f"{lib}/hipblaslt/library"
@@ -422,6 +441,15 @@ def case_KernelDatabaseRules():
         quoted = [f for f in found if f["code"] == "HG701"]
         expect(quoted and "rocBLAS error: Cannot read" in quoted[0]["message"] and "gfx942" in quoted[0]["message"],
                "HG701 quotes rocBLAS's own message")
+        # The same files in a tar.zst and in an OCI layout: the same findings, named by member.
+        for packed in packed_copies(d, tmp):
+            _, doc = cli_json("check", "--target", "gfx908", "--target", "gfx942", packed)
+            found_in, notes_in = db_findings(doc)
+            got_in = {(f["code"], os.path.basename(f["file"].split("!")[-1]), f.get("kernel", "")) for f in found_in}
+            expect(got_in == got, f"rocBLAS rules in {os.path.basename(packed)}: missing {sorted(got - got_in)}, "
+                                  f"unexpected {sorted(got_in - got)}")
+            expect(all(f["file"].startswith(packed + "!") for f in found_in + notes_in),
+                   f"findings in {packed} name its members")
         # hipBLASLt: its code objects are compressed bundles; one for another processor is refused.
         # hipBLASLt: its code objects are compressed bundles, its extension ops raw code objects; one for
         # another processor is refused, for a solution and for an ext op.
@@ -501,6 +529,12 @@ def case_AiterKernelLists():
         expect(got == want, f"AITER rules: missing {sorted(want - got)}, unexpected {sorted(got - want)}")
         expect(any("kernel registration failed for '" + wrong in f["message"]
                    for f in found), "HG705 quotes AITER's own message")
+        for packed in packed_copies(hsa, tmp):
+            _, doc = cli_json("check", "--target", "gfx942", "--target", "gfx1100", packed)
+            found_in, _ = db_findings(doc)
+            got_in = {(f["code"], os.path.basename(f["file"].split("!")[-1])) for f in found_in}
+            expect(got_in == got, f"AITER rules in {os.path.basename(packed)}: missing {sorted(got - got_in)}, "
+                                  f"unexpected {sorted(got_in - got)}")
         print(f"rules fired: {sorted(c for c, _ in want)}")
 
 

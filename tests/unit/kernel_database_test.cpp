@@ -7,8 +7,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include <archive.h>
+
+#include "archive_writer.h"
+#include "hipguard/check_paths.h"
 #include "hipguard/kernel_database.h"
 #include "hipguard/target.h"
+#include "inputs/archive.h"
 #include "test_util.h"
 
 using namespace hipguard;
@@ -224,6 +229,55 @@ TEST(KernelDatabase, UnreadableLazyDatabaseChecksNoPlaceholder) {
   ASSERT_GE(r.diagnostics.size(), 2u);
   EXPECT_NE(r.diagnostics[1].message.find("cannot read this lazy Tensile database"), std::string::npos)
       << r.diagnostics[1].message;
+}
+
+// The kernel-database findings of check_paths over `path` for `target`: code, file and message with
+// `strip` taken out.
+std::vector<std::pair<std::string, std::string>> database_findings(const std::string& path, const std::string& strip,
+                                                                   const std::string& target) {
+  auto without = [&](std::string s) {
+    for (size_t at; (at = s.find(strip)) != std::string::npos;) s.erase(at, strip.size());
+    return s;
+  };
+  CheckPathsOptions o;
+  o.targets = {*parse_target_id(target)};
+  o.archives = &archive_reader();
+  o.kernel_databases = kernel_database_step;
+  CollectSink sink(false);
+  check_paths({path}, o, sink);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& r : sink.reports)
+    for (const auto& d : r.diagnostics)
+      if (d.code.rfind("HG70", 0) == 0) out.emplace_back(d.code, without(d.file) + ": " + without(d.message));
+  return out;
+}
+
+// A Tensile library in a directory, a tar and a tar.gz: the same findings, named by member inside the
+// archives. Its code objects: X's .co (gfx90a) lacks kernel Cijk_B (HG705), X's .hsaco is built for
+// gfx942 (HG704); Y's .dat (HG703) and the helper (HG706) are missing.
+TEST(KernelDatabase, DatabasesInsideArchivesAsInstalled) {
+  hgtest::CodeObjectSpec gfx90a;
+  gfx90a.mach = 0x03f;
+  gfx90a.target = "amdgcn-amd-amdhsa--gfx90a";
+  gfx90a.kernels[0].name = "Cijk_A_other";
+  auto str = [](const hgtest::ByteVec& v) { return std::string(v.begin(), v.end()); };
+  hgtest::ArchiveMembers files{{"lib/TensileLibrary_lazy_gfx90a.dat", valid_lazy_dat()},
+                               {"lib/TensileLibrary_X_gfx90a.dat", valid_placeholder_dat()},
+                               {"lib/TensileLibrary_X_gfx90a.co", str(hgtest::make_code_object(gfx90a))},
+                               {"lib/TensileLibrary_X_gfx90a.hsaco", str(hgtest::make_code_object({}))},
+                               {"lib/TensileLibrary_lazy_gfx942.dat", "not read for gfx90a"}};
+  TempDir t;
+  for (const auto& [name, bytes] : files) t.write("dir/" + name, bytes);
+  auto installed = database_findings((t.path / "dir/lib").string(), (t.path / "dir/").string(), "gfx90a");
+  std::vector<std::string> codes;
+  for (const auto& [code, what] : installed) codes.push_back(code);
+  std::sort(codes.begin(), codes.end());
+  EXPECT_EQ(codes, (std::vector<std::string>{"HG703", "HG704", "HG705", "HG706", "HG707"}));
+  for (int filter : {ARCHIVE_FILTER_NONE, ARCHIVE_FILTER_GZIP}) {
+    std::string tar = (t.path / ("lib.tar" + std::to_string(filter))).string();
+    std::ofstream(tar, std::ios::binary) << hgtest::write_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, filter, files);
+    EXPECT_EQ(database_findings(tar, tar + "!", "gfx90a"), installed) << filter;
+  }
 }
 
 TEST(KernelDatabase, AiterListWithoutItsColumns) {
