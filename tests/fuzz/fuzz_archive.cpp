@@ -1,5 +1,6 @@
 // Archives read in place (src/inputs/archive.cpp): the libarchive walk on arbitrary bytes, each member
-// handed over checked with check_image; damage and budgets must be diagnostics, never a crash.
+// handed over checked with check_image, and every other member handed over as a side file (as kernel
+// databases are); damage and budgets must be diagnostics, never a crash.
 #include <string>
 #include <vector>
 
@@ -28,7 +29,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     hipguard::ImageReport r = hipguard::check_image(b, name, targets);
     for (const auto& d : r.diagnostics) hgfuzz::check_diagnostic(d);
   };
-  hipguard::ArchiveReader::Result result = reader->read(bytes, path, member);
+  // Every member without GPU code: alternately its bytes and its name only.
+  size_t side_members = 0;
+  hipguard::ArchiveReader::SideFiles side;
+  side.wants = [&](const std::string& name) {
+    HG_FUZZ_CHECK(name.rfind(path + "!", 0) == 0);
+    return ++side_members % 2 ? hipguard::ArchiveReader::Want::Bytes : hipguard::ArchiveReader::Want::Name;
+  };
+  side.take = [&](const std::string& name, hipguard::Bytes b, const hipguard::Diagnostic* problem) {
+    HG_FUZZ_CHECK(name.rfind(path + "!", 0) == 0);
+    HG_FUZZ_CHECK(b.size() <= limits.member_bytes && (problem ? b.empty() : true));
+    if (problem) hgfuzz::check_diagnostic(*problem);
+  };
+  hipguard::ArchiveReader::Result result = reader->read(bytes, path, member, nullptr, &side);
   for (const auto& d : result.diagnostics) hgfuzz::check_diagnostic(d);
   if (!result.archive) HG_FUZZ_CHECK(members == 0 && result.diagnostics.empty());
   return 0;
