@@ -14,7 +14,8 @@ namespace hipguard {
 // `paths` checked with `options` against each configuration the product table ships, one pass per
 // configuration (each row is what `hipguard check --target <its product>` says, exactly: a pass
 // over all of them at once would read library files and Tensile subdirectories a one-target check
-// never reads), each row judged.
+// never reads), each row judged. The passes run side by side (up to 4, sharing options.jobs'
+// threads); the rows keep the table's order.
 std::vector<SupportRow> check_support(const std::vector<std::string>& paths, CheckPathsOptions options,
                                       Progress& progress);
 

@@ -56,8 +56,8 @@ class ArchiveDatabases : public kdb::DatabaseFiles {
   std::map<std::string, std::map<std::string, bool>> children_;  // directory -> name -> is a directory
   std::vector<std::string> roots_;                               // trees that hold a database file
   std::map<std::string, CodeObjectFacts> facts_;                 // by tree path
-  int spill_fd_ = -1;        // the unlinked temporary file holding the bytes taken
-  uint64_t spill_size_ = 0;  // bytes reserved in it
+  int spill_fd_ = -1;                                            // the unlinked temporary file holding the bytes taken
+  uint64_t spill_size_ = 0;                                      // bytes reserved in it
   const uint8_t* spill_map_ = nullptr;
 };
 
