@@ -75,11 +75,28 @@ void provide_probe_functions() {
 
 // ---------------------------------------------------------------- helpers of the hooks
 
+// hipguard's part of this thread's last error (HIP keeps its own per thread too), from the guard's
+// decisions (Decision::sets_last_error, restored_error); the LastError hook reports it.
+thread_local int t_refused_error = 0;
+thread_local int t_refused_command_error = 0;  // hipExtGetLastError's copy
+thread_local int t_restored_error = 0;
+
+Decision noted(Decision d) {
+  if (d.sets_last_error) t_refused_error = t_refused_command_error = d.hip_error;
+  if (d.restored_error != 0) t_restored_error = d.restored_error;
+  return d;
+}
+
 // A launch the fast path did not let through: the guard decides.
 Decision launch_decision(const void* key, uint64_t dynamic_lds, const char* api, int device = -1) {
   if (!hipguard::launch_needs_check(dynamic_lds)) return {};
   provide_probe_functions();
-  return guard().on_launch(key, dynamic_lds, api, device);
+  return noted(guard().on_launch(key, dynamic_lds, api, device));
+}
+
+// A call that builds a kernel without launching it: the guard decides.
+Decision kernel_call_decision(const void* key, const char* api, bool say_in_warn = true) {
+  return noted(guard().before_kernel_call(key, api, say_in_warn));
 }
 
 // hipLaunchByPtr launches what the last hipConfigureCall configured (CLR
@@ -268,13 +285,13 @@ struct EnumerateKernels : Hook {
 };
 
 // hipGetFuncBySymbol: its kernel checked before the call (strict mode refuses
-// one that cannot run); its hipFunction_t gets the kernel's facts (module
-// launches take it); a failure is explained.
+// one that cannot run; warn mode says nothing before it: a failure is explained
+// after the call); its hipFunction_t gets the kernel's facts (module launches take it).
 struct FuncBySymbol : Hook {
   hipFunction_t* out;
   const void* symbol;
   FuncBySymbol(hipFunction_t* o, const void* s) : out(o), symbol(s) {}
-  Decision before() const { return guard().before_get_func_by_symbol(symbol); }
+  Decision before() const { return kernel_call_decision(symbol, api, /*say_in_warn=*/false); }
   void after(hipError_t r) const { guard().on_get_func_by_symbol(symbol, r, r == kHipSuccess && out ? *out : nullptr); }
 };
 
@@ -283,7 +300,7 @@ struct FuncBySymbol : Hook {
 struct KernelCall : Hook {
   const void* key;  // host function or hipFunction_t
   explicit KernelCall(const void* k) : key(k) {}
-  Decision before() const { return guard().before_kernel_call(key, api); }
+  Decision before() const { return kernel_call_decision(key, api); }
 };
 
 struct ProcAddress : Hook {
@@ -298,18 +315,24 @@ struct ProcAddress : Hook {
 
 // A launch strict mode refused never reached the runtime: reported here, once
 // (hipGetLastError clears it, hipPeekAtLastError does not). hipExtGetLastError
-// reads CLR's other slot (the last call's result), which has its own copy.
+// reads CLR's other slot (the last call's result), which has its own copy. The
+// error the registration probe restored is reported while the runtime has none newer.
 struct LastError : Hook {
   bool clear;
   bool command;
   explicit LastError(bool c, bool cmd = false) : clear(c), command(cmd) {}
+  static int take(int& slot, bool clear) {
+    int e = slot;
+    if (clear) slot = 0;
+    return e;
+  }
   void after(hipError_t& r) const {  // the runtime's call also clears its own state
     if (command) {
-      if (int refused = hipguard::refused_launch_command_error(clear)) r = refused;
+      if (int refused = take(t_refused_command_error, clear)) r = refused;
       return;
     }
-    int restored = hipguard::restored_last_error(clear);
-    if (int refused = hipguard::refused_launch_error(clear)) r = refused;
+    int restored = take(t_restored_error, clear);
+    if (int refused = take(t_refused_error, clear)) r = refused;
     else if (r == kHipSuccess) r = restored;
   }
   static constexpr bool after_missing = true;

@@ -59,7 +59,7 @@ class MappedFiles {
   // object after its first check.
   bool read(const void* p, uint64_t size, uint8_t* out);
   std::vector<MappedFile> known() const;  // a copy of the list
-  // Held across fork() by the guard's fork handlers (Guard::before_fork, installed with the guard's state).
+  // Held across fork() by the guard's fork handlers (events::before_fork, installed with the guard's state).
   // Both locks, in read()'s order (OwnedMutex::lock_for_fork); unlock_after_fork releases those taken.
   struct ForkHolds {
     OwnedMutex::ForkHold io, list;

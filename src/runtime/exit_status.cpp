@@ -9,16 +9,16 @@
 
 #include "hipguard/settings.h"
 #include "runtime/address.h"
-#include "runtime/state.h"
+#include "runtime/events.h"
+#include "runtime/reporting.h"
 
 namespace hipguard {
 
-void Guard::on_process_exit(int status) try {
+void events::on_process_exit(Guard& guard, Reporting& out, int status) try {
   if (status != 0) return;  // a program that fails keeps its own status
-  State& s = state();
-  auto [failing, first] = s.findings.failing_here();
+  auto [failing, first] = out.sink().failing_here();
   if (failing == 0) return;
-  const GuardConfig& c = s.config;
+  const GuardConfig& c = out.config();
   fflush(nullptr);  // the program's buffered output first: _exit below skips stdio's own flush
   std::string why = c.mode == Mode::Strict ? "strict mode" : variable(Setting::FailOn);
   Diagnostic d = make_diagnostic(code::kExitStatusChanged, self_exe(),
@@ -26,8 +26,8 @@ void Guard::on_process_exit(int status) try {
                                      " finding(s) that fail it (" + why + "; first: " + first + "): exit status " +
                                      std::to_string(c.exit_code) + " (" + variable(Setting::ExitCode) + ")",
                                  "fix the findings above; a program should also check the HIP errors its calls return");
-  log("error", format_line(d));
-  write_report();
+  out.log("error", format_line(d));
+  guard.write_report();
   _exit(c.exit_code);
 } catch (...) {
 }
@@ -45,8 +45,7 @@ void install_exit_status_handler() {
   // libraries' exit handlers (the report's, and __hipUnregisterFatBinary's).
   on_exit(
       [](int status, void*) {
-        if (status == 0 && g_state_ready.load(std::memory_order_acquire))
-          guarded([&] { Guard::get().on_process_exit(status); });
+        if (status == 0) guarded([&] { events::on_process_exit(status); });  // nothing before the guard's state
       },
       nullptr);
 }

@@ -1,6 +1,6 @@
 // The guard's findings sink (internal): what this process has said, what its
 // report keeps of fat binaries, modules and kernels that are gone, the report
-// file, and the counts behind the exit status. Guard::State::findings; every
+// file, and the counts behind the exit status. Reporting::sink (reporting.h); every
 // method takes the sink's own lock unless it says otherwise.
 #pragma once
 
@@ -68,7 +68,7 @@ class FindingsSink {
   std::pair<std::string, std::optional<std::string>> finish_report(llvm::json::Object record, bool xml,
                                                                    std::optional<Diagnostic>* report_problem);
 
-  // Around fork() (Guard::before_fork / after_fork): the lock taken for the fork (a leaf, after
+  // Around fork() (events::before_fork / after_fork): the lock taken for the fork (a leaf, after
   // the state mutex); the child's lists and counts start afresh, its report file its own.
   OwnedMutex::ForkHold lock_for_fork();
   void after_fork(bool child);  // the lock taken for the fork held

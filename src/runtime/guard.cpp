@@ -1,41 +1,75 @@
-// The guard itself: its configuration and state, logging and saying findings once, the strict-mode judgement of an
-// image.
+// The guard itself: the facade. It holds the guard's state (state.h), builds the process's at its
+// first use (with its exit and fork handlers), says the set-up findings once, and forwards each
+// call to its event handler (events.h) with the parts that handler needs.
 #include "runtime/guard.h"
 
 #include <pthread.h>
-#include <spdlog/pattern_formatter.h>
-#include <spdlog/sinks/sink.h>
-#include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <mutex>
 
-#include "base/write_all.h"
-#include "hipguard/report.h"
 #include "hipguard/version.h"
-#include "runtime/address.h"
+#include "runtime/events.h"
 #include "runtime/state.h"
-#include "runtime/kernel_table.h"
 
 namespace hipguard {
 
 std::atomic<unsigned> g_launch_gate{0};
 
 LaunchCache g_launch_cache;
+
+namespace {
+std::mutex g_config_mu;
+GuardConfig* g_config = nullptr;  // init()'s, until the state takes it
+// Set once the process's guard's state exists: the process called HIP. The exit status handler
+// does nothing before that.
 std::atomic<bool> g_state_ready{false};
+
+GuardState& process_state() {
+  static GuardState* s = [] {
+    GuardConfig config;
+    {
+      std::lock_guard lock(g_config_mu);
+      if (g_config) config = std::move(*g_config);
+    }
+    auto* st = new GuardState(std::move(config), &g_launch_gate, &g_launch_cache);
+    if (!st->config.report_path.empty()) atexit([] { guarded([] { Guard::get().write_report(); }); });
+    // Whatever the settings: a child forked while another thread holds one of the guard's locks
+    // (registering, launching) would inherit it held and hang at its first HIP call.
+    pthread_atfork(
+        [] {
+          fork_guarded([] {
+            GuardState& p = process_state();
+            events::before_fork(p.kernels, p.selection_memo, p.mapped_files);
+          });
+        },
+        [] {
+          fork_guarded([] {
+            GuardState& p = process_state();
+            events::after_fork(p.kernels, p.selection_memo, p.mapped_files, false);
+          });
+        },
+        [] {
+          fork_guarded([] {
+            GuardState& p = process_state();
+            events::after_fork(p.kernels, p.selection_memo, p.mapped_files, true);
+          });
+        });
+    g_state_ready.store(true, std::memory_order_release);
+    return st;
+  }();
+  return *s;
+}
+
+// The guard's state: its own, or the process's.
+GuardState& state_of(const std::unique_ptr<GuardState>& own) { return own ? *own : process_state(); }
+}  // namespace
 
 Guard& Guard::get() {
   static Guard* g = new Guard();  // never destroyed: HIP may call us from atexit handlers
   return *g;
 }
-
-namespace {
-std::mutex g_config_mu;
-GuardConfig* g_config = nullptr;  // init()'s, until the state takes it
-}  // namespace
 
 Guard& Guard::init(GuardConfig config) {
   std::lock_guard lock(g_config_mu);
@@ -45,52 +79,33 @@ Guard& Guard::init(GuardConfig config) {
 
 Guard::Guard() = default;
 
-Guard::Guard(GuardConfig config) : own_(std::make_unique<State>(nullptr, nullptr)) {
-  own_->config = std::move(config);
-  start(*own_);
-}
+Guard::Guard(GuardConfig config) : own_(std::make_unique<GuardState>(std::move(config), nullptr, nullptr)) {}
 
 // A guard of its own writes its report when it goes (the process's, at exit).
 Guard::~Guard() {
   if (own_ && !own_->config.report_path.empty()) guarded([this] { write_report(); });
 }
 
-Guard::State& Guard::state() {
-  if (own_) return *own_;
-  static State* s = [] {
-    auto* st = new State(&g_launch_gate, &g_launch_cache);
-    {
-      std::lock_guard lock(g_config_mu);
-      if (g_config) st->config = std::move(*g_config);
-    }
-    Guard::get().start(*st);
-    if (!st->config.report_path.empty()) atexit([] { guarded([] { Guard::get().write_report(); }); });
-    // Whatever the settings: a child forked while another thread holds one of the guard's locks
-    // (registering, launching) would inherit it held and hang at its first HIP call.
-    pthread_atfork([] { fork_guarded([] { Guard::get().before_fork(); }); },
-                   [] { fork_guarded([] { Guard::get().after_fork(false); }); },
-                   [] { fork_guarded([] { Guard::get().after_fork(true); }); });
-    g_state_ready.store(true, std::memory_order_release);
-    return st;
-  }();
-  return *s;
+void events::on_process_exit(int status) {
+  if (g_state_ready.load(std::memory_order_acquire)) on_process_exit(Guard::get(), process_state().out, status);
 }
 
 const GuardConfig& Guard::config() {
-  State& s = state();
+  GuardState& s = state_of(own_);
   // Set-up findings (bad HIPGUARD_TARGET, no target) are said once, at first
   // use; off mode says nothing, as it checks nothing.
   std::call_once(s.setup_said, [&] {
     if (s.config.mode == Mode::Off) return;
-    for (const auto& d : s.config.setup_diagnostics) report_once(d);
+    for (const auto& d : s.config.setup_diagnostics) s.out.say(d);
     if (!s.config.targets.empty()) {
       std::string list;
       for (const auto& t : s.config.targets) list += (list.empty() ? "" : ", ") + t.str();
-      log("debug", std::string("hipguard ") + HIPGUARD_VERSION_STRING + ": checking against " + list + " (from " +
-                       s.config.target_source + ")");
+      s.out.log("debug", std::string("hipguard ") + HIPGUARD_VERSION_STRING + ": checking against " + list + " (from " +
+                             s.config.target_source + ")");
     }
     const RuntimeInfo& rt = s.config.machine.runtime ? *s.config.machine.runtime : default_runtime();
-    log("debug",
+    s.out.log(
+        "debug",
         "selecting code objects as " + runtime_label(rt) + " does (" +
             (s.config.runtime_source.empty() ? std::string("runtime version not known: the newest")
                                              : s.config.runtime_source) +
@@ -100,100 +115,95 @@ const GuardConfig& Guard::config() {
   return s.config;
 }
 
-// hipguard's lines go to stderr with write(2) under log_mutex(), an OwnedMutex
-// the fork handlers hold across fork(). Not spdlog's stderr sink: its lock is a
-// std::mutex a child could inherit held, and its fwrite waits for stderr's
-// stdio lock, which the thread a forking signal handler interrupted may hold.
-namespace {
-class StderrSink final : public spdlog::sinks::sink {
- public:
-  void log(const spdlog::details::log_msg& msg) override {
-    std::lock_guard lock(log_mutex());
-    spdlog::memory_buf_t line;
-    formatter_->format(msg, line);
-    write_all(2, line.data(), line.size());
-  }
-  void flush() override {}
-  void set_pattern(const std::string& pattern) override {
-    set_formatter(std::make_unique<spdlog::pattern_formatter>(pattern));
-  }
-  void set_formatter(std::unique_ptr<spdlog::formatter> formatter) override {
-    std::lock_guard lock(log_mutex());
-    formatter_ = std::move(formatter);
-  }
-
- private:
-  std::unique_ptr<spdlog::formatter> formatter_ = std::make_unique<spdlog::pattern_formatter>();
-};
-}  // namespace
-
-OwnedMutex& log_mutex() {
-  static OwnedMutex m;  // constant-initialized, nothing to destroy: usable at any time
-  return m;
+// The calls that said the set-up findings first (config()) still do; every call catches its own
+// failures and answers Forward (guard.h, guarded).
+Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& pending) try {
+  config();
+  GuardState& s = state_of(own_);
+  return events::on_register_fatbin(s.kernels, s.mapped_files, s.selection_memo, wrapper, pending);
+} catch (...) {
+  return {};  // never let hipguard be the reason a program fails
 }
 
-void Guard::start(State& st) {
-  st.logger = std::make_shared<spdlog::logger>("hipguard", std::make_shared<StderrSink>());
-  st.logger->set_error_handler([](const std::string&) {});  // spdlog's default takes a std::mutex and stdio
-  st.logger->set_pattern("hipguard: %v");
-  st.logger->set_level(static_cast<spdlog::level::level_enum>(st.config.log_level));
-  st.logger->flush_on(spdlog::level::trace);
-  if (st.logger->should_log(spdlog::level::warn))
-    st.unclean_fork_line =
-        "hipguard: " +
-        format_line(make_diagnostic(code::kUncleanFork, self_exe(),
-                                    "forked while another thread held hipguard's lock, or from a "
-                                    "signal handler inside hipguard: this child process is not checked",
-                                    "fork from a signal handler only to exec or _exit (POSIX allows "
-                                    "no more); check the program without such forks")) +
-        "\n";
-  if (!st.config.report_path.empty()) open_report(st);
+void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) try {
+  events::on_registered_fatbin(state_of(own_).kernels, handle, std::move(pending));
+} catch (...) {
 }
 
-void log_warning(spdlog::logger& logger, const std::string& line) { logger.warn(line); }
-
-void Guard::log(std::string_view level, const std::string& line) {
-  State& s = state();
-  s.logger->log(spdlog::level::from_str(std::string(level)), line);
+Decision Guard::on_register_function(const void* handle, const void* host_function, const char* device_name) try {
+  return events::on_register_function(state_of(own_).kernels, handle, host_function, device_name);
+} catch (...) {
+  return {};
 }
 
-bool Guard::logs_debug() { return state().logger->should_log(spdlog::level::debug); }
-
-void Guard::report_once(const Diagnostic& d) {
-  std::string line = format_line(d);
-  State& s = state();
-  std::optional<Diagnostic> report_problem;
-  if (!s.findings.say(d, line, s.config.fails_on(d.severity), &report_problem)) return;
-  if (report_problem) log_warning(*s.logger, format_line(*report_problem));
-  log(d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warn" : "info", line);
+void Guard::on_unregister_fatbin(const void* handle) try {
+  events::on_unregister_fatbin(state_of(own_).kernels, handle);
+} catch (...) {
 }
 
-std::vector<Diagnostic> Guard::findings() { return state().findings.said_here(); }
-
-std::vector<Diagnostic> Guard::consequences() { return state().findings.consequences_here(); }
-
-void Guard::report_consequence(const Diagnostic& d, const Diagnostic* cause) {
-  if (cause) {
-    State& s = state();
-    if (s.findings.add_consequence(
-            d, format_line(*cause))) {  // at debug level, as a note: it adds nothing the user must act on
-      Diagnostic note = d;
-      note.severity = Severity::Note;
-      log("debug", format_line(note));
-      return;
-    }
-  }
-  report_once(d);
+Decision Guard::on_module_load_file(const char* path, PendingModulePtr& pending) try {
+  config();
+  return events::on_module_load_file(*this, state_of(own_).kernels, path, pending);
+} catch (...) {
+  return {};
 }
 
-Decision Guard::judge(const ImageReport& report, bool registration) {
-  const GuardConfig& c = config();
-  for (const auto& d : report.diagnostics) report_once(d);
-  if (report.ok()) return {};
-  if (c.mode != Mode::Strict) return {};
-  if (registration) return {Action::Exit, 0};
-  // Malformed input -> invalid image; nothing usable for this GPU -> no binary for GPU.
-  return {Action::Refuse, report.structurally_ok ? kHipErrorNoBinaryForGpu : kHipErrorInvalidImage};
+Decision Guard::on_module_load_data(const void* image, PendingModulePtr& pending, const char* api) try {
+  config();
+  return events::on_module_load_data(*this, state_of(own_).kernels, image, pending, api);
+} catch (...) {
+  return {};
+}
+
+void Guard::on_module_loaded(const void* module, PendingModulePtr pending) try {
+  events::on_module_loaded(state_of(own_).kernels, module, std::move(pending));
+} catch (...) {
+}
+
+void Guard::on_module_unloaded(const void* module) try {
+  events::on_module_unloaded(state_of(own_).kernels, module);
+} catch (...) {
+}
+
+Decision Guard::before_module_get_function(const void* module, const char* name, const char* api) try {
+  if (!name) return {};
+  config();
+  return events::before_module_get_function(state_of(own_).kernels, module, name, api);
+} catch (...) {
+  return {};
+}
+
+void Guard::on_module_get_function(const void* module, const char* name, const void* function, int result,
+                                   const char* api) try {
+  events::on_module_get_function(state_of(own_).kernels, module, name, function, result, api);
+} catch (...) {
+}
+
+Decision Guard::before_kernel_call(const void* key, const char* api, bool say_in_warn) try {
+  return events::before_kernel_call(state_of(own_).kernels, key, api, say_in_warn);
+} catch (...) {
+  return {};
+}
+
+void Guard::on_get_func_by_symbol(const void* host_function, int result, const void* function) try {
+  events::on_get_func_by_symbol(state_of(own_).kernels, host_function, result, function);
+} catch (...) {
+}
+
+Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device) {
+  return events::on_launch(state_of(own_).kernels, key, dynamic_lds, api, device);  // catches its own
+}
+
+void Guard::set_probe_functions(const ProbeFunctions& f) { state_of(own_).kernels.probe.set_functions(f); }
+
+void Guard::log(std::string_view level, const std::string& line) { state_of(own_).out.log(level, line); }
+
+Guard::Said Guard::said() {
+  const FindingsSink& sink = state_of(own_).out.sink();
+  return {sink.said_here(), sink.consequences_here()};
+}
+
+void Guard::write_report() try { events::write_report(state_of(own_).kernels); } catch (...) {
 }
 
 }  // namespace hipguard

@@ -1,7 +1,7 @@
 // The in-process guard (internal: the shim, `hipguard run` and the tests use
 // it): the decision for each registration, module load, lookup and launch,
 // and the protocol between it and interpose/ (the launch gate, the probe's
-// runtime functions, the last-error bookkeeping). interpose/ only translates
+// runtime functions, what a refusal means for the thread's last error). interpose/ only translates
 // HIP calls into these calls. Settings: config.h.
 #pragma once
 
@@ -33,8 +33,8 @@ std::vector<Diagnostic> hotswap_forwarding(const ImageReport& report, const std:
 
 // Called once from the shim's constructor: registers the on_exit handler that
 // gives a process which saw a finding at or above GuardConfig::fail_on and
-// exits with status 0 the status exit_code instead (HG602). The handler does
-// nothing in a process that never called HIP.
+// exits with status 0 the status exit_code instead (HG602), by way of the process's guard
+// (exit_status.cpp). The handler does nothing in a process that never called HIP.
 void install_exit_status_handler();
 
 enum class Action {
@@ -48,6 +48,17 @@ enum class Action {
 struct Decision {
   Action action = Action::Forward;
   int hip_error = 0;  // hipError_t to return when refusing
+  // HIP's last error is per thread, and the shim keeps hipguard's part of it (interpose/shim.cpp,
+  // the LastError hook), from these two. A strict-mode refusal of a launch, or of a call that
+  // builds a kernel, bypasses the runtime, so its last-error state never sees it:
+  // hipGetLastError / hipPeekAtLastError (and hipExtGetLastError, which reads CLR's other
+  // per-thread slot) report it instead.
+  bool sets_last_error = false;  // hip_error is this thread's last error now
+  // The registration probe's failed lookups would stay in a runtime's sticky last-error state (HIP
+  // 6.x), where the program would read them as its own: the probe drains them and hands back the
+  // error the program had before (0: none), which hipGetLastError / hipPeekAtLastError report
+  // while the runtime has none newer.
+  int restored_error = 0;
 };
 
 // Non-zero while launches need the slow path: a registered kernel has
@@ -81,20 +92,6 @@ inline bool launch_may_skip_guard(const void* key, uint64_t dynamic_lds_bytes) n
   return launch_known_clean(key, dynamic_lds_bytes) || !launch_needs_check(dynamic_lds_bytes);
 }
 
-// A strict-mode refusal bypasses the runtime, so its last-error state never
-// sees it; hipGetLastError / hipPeekAtLastError report it instead (per thread,
-// like HIP's own last error). 0 when there is none.
-int refused_launch_error(bool clear);
-// The same for hipExtGetLastError, which reads CLR's other per-thread slot
-// (tls.last_command_error_) and clears only that one.
-int refused_launch_command_error(bool clear);
-void note_refused_launch(int hip_error);
-// The registration probe's failed lookups would stay in a runtime's sticky
-// last-error state (HIP 6.x), where the program would read them as its own: the
-// probe drains them and keeps the error the program had before, which
-// hipGetLastError / hipPeekAtLastError report while the runtime has none newer.
-int restored_last_error(bool clear);
-
 // The runtime's entry points the probe needs, resolved by the shim from hip_api.def's lines; null
 // when the runtime lacks one.
 struct ProbeFunctions {
@@ -108,7 +105,7 @@ struct ProbeFunctions {
 // way into the guard from outside C++ (the shim's wrappers, the exit and fork
 // handlers) goes through it: hipguard is never the reason a program ends.
 // (Guard's deciding and recording methods also catch their own failures and
-// answer Forward, for callers inside C++; config() and log() may throw.) In a
+// answer Forward, for callers inside C++; config(), log() and said() may throw.) In a
 // child whose fork left hipguard's locks unusable (OwnedMutex::unclean_fork),
 // f is not run: `fallback`.
 template <class T, class F>
@@ -129,7 +126,7 @@ void guarded(F&& f) noexcept {
   }
 }
 // The fork handlers' way in: run in an unclean child too, where they keep
-// their per-depth records and take no lock (Guard::before_fork).
+// their per-depth records and take no lock (events::before_fork).
 template <class F>
 void fork_guarded(F&& f) noexcept {
   try {
@@ -140,7 +137,7 @@ void fork_guarded(F&& f) noexcept {
 
 // What a registration or a module load learned before the runtime's call:
 // the shim's hook carries it to the guard's call after it (on_registered_fatbin,
-// on_module_loaded). Defined in state.h.
+// on_module_loaded). Defined in registry.h.
 struct PendingFatbin;
 struct ModuleInfo;
 struct KernelState;
@@ -151,9 +148,11 @@ struct PendingDelete {
 using PendingFatbinPtr = std::unique_ptr<PendingFatbin, PendingDelete>;
 using PendingModulePtr = std::unique_ptr<ModuleInfo, PendingDelete>;
 
-// Its members live one concern per file: guard.cpp (state, configuration,
-// logging), registration.cpp, modules.cpp, launch_gate.cpp, probe.cpp,
-// kernel_index.cpp, report_output.cpp, exit_status.cpp.
+struct GuardState;  // state.h
+
+// A thin facade: each call goes to one event handler (events.h, one concern per file) with the
+// parts of the guard's state it needs (state.h: the settings, Reporting, Kernels, the selection
+// memo and the mapped files; guard.cpp alone holds them all).
 class Guard {
  public:
   // The process's guard, the shim's. It reads no environment: its
@@ -171,9 +170,10 @@ class Guard {
   // each on its own settings): its own registrations, kernel table, findings
   // and launch gate. Nothing reads its gate but itself, it installs no exit or
   // fork handler, and it writes its report (config.report_path) when
-  // write_report() is called and when it is destroyed. What the runtime keeps
-  // per thread stays per thread: a launch it refuses is what hipGetLastError
-  // reports on that thread.
+  // write_report() is called and when it is destroyed. It shares no state with
+  // another guard (but the lock of hipguard's lines on stderr): what a refusal
+  // means for a thread's last error is in its Decision, for whoever keeps that
+  // thread's last error (the shim).
   explicit Guard(GuardConfig config);
   ~Guard();
   Guard(const Guard&) = delete;
@@ -203,90 +203,43 @@ class Guard {
   Decision before_module_get_function(const void* module, const char* name, const char* api = "hipModuleGetFunction");
   void on_module_get_function(const void* module, const char* name, const void* function, int result,
                               const char* api = "hipModuleGetFunction");
-  // hipGetFuncBySymbol returned `result` and `function` (its hipFunction_t,
-  // or null) for `host_function`: module launches of `function` are checked
-  // as launches of the registered kernel; a failure is explained.
-  // (Warn mode says nothing before it: a failure is explained after the call.)
-  Decision before_get_func_by_symbol(const void* host_function) {
-    return before_kernel_call(host_function, "hipGetFuncBySymbol", /*say_in_warn=*/false);
-  }
   // Before a call other than a launch that makes the runtime build `key`'s kernel (a host function or a
   // hipFunction_t): hipGetFuncBySymbol, hipFuncGetAttribute(s), hipFuncSetAttribute, hipOccupancy*,
   // hipModuleOccupancy*. Its fat binary is checked in full now (first use). A kernel that cannot run:
-  // strict mode refuses the call with hipErrorInvalidDeviceFunction (HG503, recorded for
-  // hipGetLastError); warn mode says HG503 once per kernel (with its launches) and forwards.
+  // strict mode refuses the call with hipErrorInvalidDeviceFunction (HG503, the thread's last error:
+  // Decision::sets_last_error); warn mode says HG503 once per kernel (with its launches) and forwards,
+  // unless `say_in_warn` is false (hipGetFuncBySymbol: a failure is explained after the call).
   Decision before_kernel_call(const void* key, const char* api, bool say_in_warn = true);
+  // hipGetFuncBySymbol returned `result` and `function` (its hipFunction_t,
+  // or null) for `host_function`: module launches of `function` are checked
+  // as launches of the registered kernel; a failure is explained.
   void on_get_func_by_symbol(const void* host_function, int result, const void* function = nullptr);
 
   // A launch of `key` (host function for hipLaunchKernel*, hipFunction_t for
-  // module launches) with `dynamic_lds` bytes of dynamic LDS. Called only when
-  // launch_needs_check() said so. `api` names the entry point for messages.
-  Decision on_launch(const void* key, uint64_t dynamic_lds, const char* api);
-  // The same for a launch on HIP device `device` (multi-device launches): its
-  // dynamic LDS is checked against that device's limit when the device's
+  // module launches) with `dynamic_lds` bytes of dynamic LDS, on HIP device `device` (multi-device
+  // launches; -1: not known). Called only when launch_needs_check() said so. `api` names the entry
+  // point for messages. The dynamic LDS is checked against the device's limit when the device's
   // target is known (GuardConfig::device_targets), else against the smallest.
-  Decision on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device);
+  Decision on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device = -1);
   void set_probe_functions(const ProbeFunctions& f);
 
   // Logs one line at `level` ("info", "warn", "error", "debug"), prefixed "hipguard: ".
   void log(std::string_view level, const std::string& line);
-  bool logs_debug();  // debug lines are written: worth building
 
   // The findings this guard has said (each once, in order; in a forked child, those said since the
   // fork), and the runtime events whose cause was said already (HG501/HG502/HG503 as consequences:
   // the report's "run", a debug line in the log). At most 4,096 findings are kept.
-  std::vector<Diagnostic> findings();
-  std::vector<Diagnostic> consequences();
+  struct Said {
+    std::vector<Diagnostic> findings, consequences;
+  };
+  Said said();
 
   // Writes the HIPGUARD_REPORT file now (also done at exit).
   void write_report();
 
-  // The process is exiting with `status` (install_exit_status_handler): with
-  // status 0 and findings at or above config().fail_on, logs HG602, writes the
-  // report and ends the process with config().exit_code.
-  void on_process_exit(int status);
-
  private:
-  Guard();  // the process's (get())
-  struct State;
-  State& state();
-  std::unique_ptr<State> own_;  // a guard of its own: its state; the process's guard: null
-  // A new state's first steps, once its configuration is in: hipguard's lines
-  // on stderr at the configured level, the report file opened when one is asked.
-  void start(State& s);
-  Decision judge(const ImageReport& report, bool registration);
-  // The registration check of the readable fat binary `data` (of `wrapper`),
-  // `head` a copy of its first bytes or empty; its read pages released.
-  PendingFatbinPtr check_registration(const void* wrapper, Bytes data, Bytes head, const std::string& origin);
-  // A copy of `data`'s first bytes (a bundle's table) read from the file it is
-  // mapped from (MappedFiles::read), or empty: then read the memory.
-  std::vector<uint8_t> head_from_file(Bytes data);
-  // A fat binary's check stops the process: its report goes into the report file.
-  void stopping_at(const ImageReport& report);
-  void open_report(State& s);
-  std::vector<FileReport> reported_files(State& s, RunInfo& run);  // state mutex held
-  void add_run(State& s, RunInfo& run);                            // state mutex held
-  void before_fork();
-  void after_fork(bool child);
-  void say_unclean_fork(State& s);
-  [[noreturn]] void stop_for_settings();
-  void report_once(const Diagnostic& d);
-  // One cause, one line: a runtime event (HG501/HG502/HG503) caused by `cause`
-  // is logged only when `cause` was not said already; otherwise it goes to the
-  // debug log and into the report's run.consequences.
-  void report_consequence(const Diagnostic& d, const Diagnostic* cause);
-  void run_probe(const void* fatbin_handle);  // probes the kernels of one fat binary, once
-  // A fat binary registered checked to selection only, checked in full: at its first use, where
-  // its findings are said (and count for the exit status); for the report (`say` false), where they
-  // are only listed: an unused kernel changes neither the log nor the exit status.
-  void check_in_full(const void* fatbin_handle, bool say = true);
-  bool for_the_report(const void* fatbin_handle);  // not in full, registered by this process, report not written
-  // `key` indexed and its fat binary checked in full: its state, or null (a lookup's kernel).
-  const KernelState* kernel_in_full(const void* key);
-  // Registered kernels enter the kernel table lazily, a fat binary at a time
-  // (the first launch or lookup of one of its kernels, or the report).
-  void index_kernel(const void* key);                // the fat binary whose registration of `key` counts
-  void index_kernels_of(const void* fatbin_handle);  // state mutex held
+  Guard();                           // the process's (get())
+  std::unique_ptr<GuardState> own_;  // a guard of its own: its state; the process's guard: null
 };
 
 // hipError_t values hipguard returns (when refusing, and from the shim when the

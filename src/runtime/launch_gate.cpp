@@ -1,39 +1,37 @@
 // The launch gate: a launch that did not take the fast path is decided here (first use checks its fat binary in full).
-#include "runtime/guard.h"
-
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "runtime/state.h"
+#include "runtime/events.h"
+#include "runtime/kernels.h"
 
 namespace hipguard {
 
-void Guard::check_in_full(const void* handle, bool say) {
-  State& s = state();
+void Kernels::check_in_full(const void* handle, bool say) {
   std::vector<Diagnostic> said;
   {
-    std::lock_guard lock(s.mu);
+    std::lock_guard lock(mu);
     auto check = [&](Bytes data, const std::string& origin) {
-      ImageReport full = check_image(data, origin, s.config.targets, "", Depth::Full, s.config.machine);
-      add_hotswap(full, s.config);
+      ImageReport full = check_image(data, origin, config.targets, "", Depth::Full, config.machine);
+      add_hotswap(full, config);
       return full;
     };
-    const ImageReport* full = s.registry.check_in_full(handle, check, s.config.targets);
+    const ImageReport* full = registry.check_in_full(handle, check, config.targets);
     if (!full) return;
     said = full->diagnostics;
   }
   if (say)
-    for (const auto& d : said) report_once(d);
+    for (const auto& d : said) out.say(d);
 }
 
-const KernelState* Guard::kernel_in_full(const void* key) {
+const KernelState* Kernels::kernel_in_full(const void* key) {
   index_kernel(key);
-  const KernelState* k = state().registry.find(key);
+  const KernelState* k = registry.find(key);
   if (!k || k->depth == Depth::Full) return k;
   check_in_full(k->fatbin);
-  return state().registry.find(key);
+  return registry.find(key);
 }
 
 namespace {
@@ -98,59 +96,63 @@ Diagnostic launch_over_lds(const KernelState& k, const LaunchLds& l, uint64_t dy
   return d;
 }
 
-}  // namespace
-
-Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api) {
-  return on_launch(key, dynamic_lds, api, -1);
+// The launch of an indexed kernel `k` (under `key`), probed and checked in full: refused (strict)
+// for its findings or its LDS, else remembered clean. `v` what the launch decided so far.
+Decision judge_launch(Kernels& ks, const KernelState& k, const void* key, uint64_t dynamic_lds, const char* api,
+                      int device, Decision v) {
+  // Counted for the report only: an atomic add on a shared line costs every launching thread.
+  if (!ks.config.report_path.empty()) k.launches.fetch_add(1, std::memory_order_relaxed);
+  bool strict = ks.config.mode == Mode::Strict;
+  // A hipFunction_t's state says a finding for its stub's too: once per kernel.
+  const KernelState* stub = k.stub ? ks.registry.find(k.stub) : nullptr;
+  if (!k.findings().empty()) {
+    if (first_said(k.warned, stub ? &stub->warned : nullptr))
+      ks.out.say_consequence(launch_with_findings(k, api, strict), &k.findings().front());
+    if (strict && k.blocking) {
+      k.blocked.fetch_add(1, std::memory_order_relaxed);
+      return {Action::Refuse, kHipErrorInvalidDeviceFunction, /*sets_last_error=*/true, v.restored_error};
+    }
+  }
+  if (LaunchLds lds = launch_lds(k, ks.config, device); dynamic_lds > lds.max_dynamic) {
+    if (first_said(k.lds_warned, stub ? &stub->lds_warned : nullptr))
+      ks.out.say(launch_over_lds(k, lds, dynamic_lds, api, strict));
+    if (strict) {
+      k.blocked.fetch_add(1, std::memory_order_relaxed);
+      return {Action::Refuse, kHipErrorInvalidConfiguration, /*sets_last_error=*/true, v.restored_error};
+    }
+  }
+  launch_cache_remember(ks.launch_cache, key, &k);  // its next launches take the fast path
+  return v;
 }
+
+}  // namespace
 
 // A launch that missed the fast path: its kernel indexed, its fat binary
 // probed and checked in full at first use; then its findings and its LDS.
-Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device) try {
-  State& s = state();
-  if (s.config.mode == Mode::Off) return {};
-  index_kernel(key);
-  const KernelState* k = s.registry.find(key);
-  if (!k) return {};
-  if ((s.gate.load(std::memory_order_acquire) & kGateProbe) && !k->probed.load(std::memory_order_acquire)) {
-    // The runtime is initialised by now (a launch is under way) and loads this
-    // fat binary's code object for the launch anyway: probe its kernels.
-    run_probe(k->fatbin);
-    k = s.registry.find(key);
-    if (!k) return {};
-  }
-  if (k->depth != Depth::Full) {
-    check_in_full(k->fatbin);  // first use of this fat binary: check it in full now
-    k = s.registry.find(key);
-    if (!k) return {};
-  }
-  // Counted for the report only: an atomic add on a shared line costs every launching thread.
-  if (!s.config.report_path.empty()) k->launches.fetch_add(1, std::memory_order_relaxed);
-  bool strict = s.config.mode == Mode::Strict;
-  // A hipFunction_t's state says a finding for its stub's too: once per kernel.
-  const KernelState* stub = k->stub ? s.registry.find(k->stub) : nullptr;
-  if (!k->findings().empty()) {
-    if (first_said(k->warned, stub ? &stub->warned : nullptr))
-      report_consequence(launch_with_findings(*k, api, strict), &k->findings().front());
-    if (strict && k->blocking) {
-      k->blocked.fetch_add(1, std::memory_order_relaxed);
-      note_refused_launch(kHipErrorInvalidDeviceFunction);
-      return {Action::Refuse, kHipErrorInvalidDeviceFunction};
+// `v` carries what the probe handed back for the thread's last error, whatever follows.
+Decision events::on_launch(Kernels& ks, const void* key, uint64_t dynamic_lds, const char* api, int device) {
+  Decision v;
+  try {
+    if (ks.config.mode == Mode::Off) return v;
+    ks.index_kernel(key);
+    const KernelState* k = ks.registry.find(key);
+    if (!k) return v;
+    if ((ks.gate.load(std::memory_order_acquire) & kGateProbe) && !k->probed.load(std::memory_order_acquire)) {
+      // The runtime is initialised by now (a launch is under way) and loads this
+      // fat binary's code object for the launch anyway: probe its kernels.
+      ks.run_probe(k->fatbin, v.restored_error);
+      k = ks.registry.find(key);
+      if (!k) return v;
     }
-  }
-  if (LaunchLds lds = launch_lds(*k, s.config, device); dynamic_lds > lds.max_dynamic) {
-    if (first_said(k->lds_warned, stub ? &stub->lds_warned : nullptr))
-      report_once(launch_over_lds(*k, lds, dynamic_lds, api, strict));
-    if (strict) {
-      k->blocked.fetch_add(1, std::memory_order_relaxed);
-      note_refused_launch(kHipErrorInvalidConfiguration);
-      return {Action::Refuse, kHipErrorInvalidConfiguration};
+    if (k->depth != Depth::Full) {
+      ks.check_in_full(k->fatbin);  // first use of this fat binary: check it in full now
+      k = ks.registry.find(key);
+      if (!k) return v;
     }
+    return judge_launch(ks, *k, key, dynamic_lds, api, device, v);
+  } catch (...) {
+    return {.restored_error = v.restored_error};
   }
-  launch_cache_remember(s.launch_cache, key, k);  // its next launches take the fast path
-  return {};
-} catch (...) {
-  return {};
 }
 
 }  // namespace hipguard

@@ -1,6 +1,6 @@
 // Code loaded at run time: module and library loads, unloads and kernel lookups (hipModuleGetFunction,
 // hipLibraryGetKernel, hipGetFuncBySymbol).
-#include "runtime/guard.h"
+#include <unistd.h>
 
 #include <memory>
 #include <mutex>
@@ -9,26 +9,29 @@
 
 #include "hipguard/check_paths.h"
 #include "runtime/address.h"
-#include "runtime/state.h"
+#include "runtime/events.h"
+#include "runtime/kernels.h"
 
 namespace hipguard {
 
 void PendingDelete::operator()(ModuleInfo* p) const noexcept { delete p; }
 
+namespace {
 // Strict mode with a refused setting, at a module load: the same stop as at a
 // fat binary's registration (the shim's strict_exit), from here.
-void Guard::stop_for_settings() {
-  const GuardConfig& c = config();
-  log("error", "strict mode: stopping " + self_exe() + " at its first module load (exit status " +
-                   std::to_string(c.exit_code) + "): the hipguard settings above are not accepted");
-  write_report();
+[[noreturn]] void stop_for_settings(Guard& guard, Reporting& out) {
+  const GuardConfig& c = out.config();
+  out.log("error", "strict mode: stopping " + self_exe() + " at its first module load (exit status " +
+                       std::to_string(c.exit_code) + "): the hipguard settings above are not accepted");
+  guard.write_report();
   _exit(c.exit_code);
 }
+}  // namespace
 
-Decision Guard::on_module_load_file(const char* path, PendingModulePtr& pending) try {
-  const GuardConfig& c = config();
+Decision events::on_module_load_file(Guard& guard, Kernels& k, const char* path, PendingModulePtr& pending) {
+  const GuardConfig& c = k.config;
   if (c.mode == Mode::Off || !path) return {};
-  if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
+  if (c.mode == Mode::Strict && c.config_error) stop_for_settings(guard, k.out);
   CheckFileOptions options;
   options.map_above = UINT64_MAX;  // FileData::Access::CopyAlways: a host process has no SIGBUS handler of ours
   options.machine = c.machine;
@@ -38,10 +41,10 @@ Decision Guard::on_module_load_file(const char* path, PendingModulePtr& pending)
   PendingModulePtr info(new ModuleInfo());
   info->origin = path;
   bool structurally_ok = true;
-  for (const auto& d : fr.diagnostics) report_once(d);
+  for (const auto& d : fr.diagnostics) k.out.say(d);
   for (auto& img : fr.images) add_hotswap(img, c);
   for (const auto& img : fr.images) {
-    for (const auto& d : img.diagnostics) report_once(d);
+    for (const auto& d : img.diagnostics) k.out.say(d);
     structurally_ok = structurally_ok && img.structurally_ok;
     for (const auto& co : img.code_objects) {
       for (const auto& k : co.co.kernels) info->kernels.insert(k.name);
@@ -54,14 +57,13 @@ Decision Guard::on_module_load_file(const char* path, PendingModulePtr& pending)
   pending = std::move(info);
   if (ok || c.mode != Mode::Strict) return {};
   return {Action::Refuse, structurally_ok ? kHipErrorNoBinaryForGpu : kHipErrorInvalidImage};
-} catch (...) {
-  return {};
 }
 
-Decision Guard::on_module_load_data(const void* image, PendingModulePtr& pending, const char* api) try {
-  const GuardConfig& c = config();
+Decision events::on_module_load_data(Guard& guard, Kernels& k, const void* image, PendingModulePtr& pending,
+                                     const char* api) {
+  const GuardConfig& c = k.config;
   if (c.mode == Mode::Off || !image) return {};
-  if (c.mode == Mode::Strict && c.config_error) stop_for_settings();
+  if (c.mode == Mode::Strict && c.config_error) stop_for_settings(guard, k.out);
   std::string origin = std::string(api) + " image at " + hex(image) + " in " + origin_of(image);
   uint64_t extent = readable_extent(image, kMaxDecompressedBytes);
   ImageReport report;
@@ -84,36 +86,29 @@ Decision Guard::on_module_load_data(const void* image, PendingModulePtr& pending
     for (const auto& k : co.co.kernels) info->kernels.insert(k.name);
     info->device_functions.insert(co.co.device_functions.begin(), co.co.device_functions.end());
   }
-  Decision v = judge(report, false);
+  Decision v = k.out.judge(report, false);
   info->images.push_back(std::move(report));
   pending = std::move(info);
   return v;
-} catch (...) {
-  return {};
 }
 
-void Guard::on_module_loaded(const void* module, PendingModulePtr pending) try {
+void events::on_module_loaded(Kernels& k, const void* module, PendingModulePtr pending) {
   if (!module || !pending) return;
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  s.registry.add_module(module, std::move(*pending));
-} catch (...) {
+  std::lock_guard lock(k.mu);
+  k.registry.add_module(module, std::move(*pending));
 }
 
-void Guard::on_module_unloaded(const void* module) try {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  s.unload_module(module);
-} catch (...) {
+void events::on_module_unloaded(Kernels& k, const void* module) {
+  std::lock_guard lock(k.mu);
+  k.unload_module(module);
 }
 
-Decision Guard::before_module_get_function(const void* module, const char* name, const char* api) try {
-  if (!name || config().mode == Mode::Off) return {};
+Decision events::before_module_get_function(Kernels& k, const void* module, const char* name, const char* api) {
+  if (!name || k.config.mode == Mode::Off) return {};
   Diagnostic d;
   {
-    State& s = state();
-    std::lock_guard lock(s.mu);
-    const ModuleInfo* m = s.registry.find_module(module);
+    std::lock_guard lock(k.mu);
+    const ModuleInfo* m = k.registry.find_module(module);
     if (!m || !m->device_functions.count(name)) return {};
     std::string kernels;
     for (const auto& k : m->kernels) kernels += (kernels.empty() ? "" : ", ") + k;
@@ -124,23 +119,20 @@ Decision Guard::before_module_get_function(const void* module, const char* name,
                 (kernels.empty() ? std::string("none") : kernels);
     d.fix = "ask for a __global__ kernel; device functions can only be called from kernels";
   }
-  report_once(d);  // takes the lock itself
-  if (config().mode == Mode::Strict) return {Action::Refuse, kHipErrorNotFound};
-  return {};
-} catch (...) {
+  k.out.say(d);  // outside the registry's lock
+  if (k.config.mode == Mode::Strict) return {Action::Refuse, kHipErrorNotFound};
   return {};
 }
 
-void Guard::on_module_get_function(const void* module, const char* name, const void* function, int result,
-                                   const char* api) try {
+void events::on_module_get_function(Kernels& k, const void* module, const char* name, const void* function, int result,
+                                    const char* api) {
   if (!name) return;
-  State& s = state();
-  if (s.config.mode == Mode::Off) return;
-  std::unique_lock lock(s.mu);
-  const ModuleInfo* found = s.registry.find_module(module);
+  if (k.config.mode == Mode::Off) return;
+  std::unique_lock lock(k.mu);
+  const ModuleInfo* found = k.registry.find_module(module);
   if (!found) return;
   const ModuleInfo& m = *found;
-  if (result == 0 && function) return s.registry.add_module_function(module, function, name, s.config.targets);
+  if (result == 0 && function) return k.registry.add_module_function(module, function, name, k.config.targets);
   if (m.device_functions.count(name)) return;  // HG408 was said before the call
   Diagnostic d;
   d.code = std::string(code::kLookupFailed);
@@ -155,35 +147,33 @@ void Guard::on_module_get_function(const void* module, const char* name, const v
   } else {
     KernelState probe;
     probe.name = name;
-    for (const auto& img : m.images) fill_kernel(probe, build_index(img, s.config.targets));
+    for (const auto& img : m.images) fill_kernel(probe, build_index(img, k.config.targets));
     d.message = prefix + (probe.findings().empty() ? "hipguard found no cause in the code object"
                                                    : "cause: " + first_finding(probe));
     if (!probe.findings().empty()) {
       d.fix = probe.findings().front().fix;
       lock.unlock();
-      report_consequence(d, &probe.findings().front());
+      k.out.say_consequence(d, &probe.findings().front());
       return;
     }
   }
   lock.unlock();
-  report_once(d);
-} catch (...) {
+  k.out.say(d);
 }
 
-// Before hipGetFuncBySymbol and the other calls that take a kernel (before_kernel_call in guard.h):
+// Before hipGetFuncBySymbol and the other calls that take a kernel (Guard::before_kernel_call):
 // the kernel's fat binary is checked in full now, as the runtime loads its code object for this call
 // (and some runtimes abort on a kernel the code object lacks: CLR Function::BuildKernel's guarantee),
 // so its findings are said first. Strict mode refuses a kernel that cannot run with
 // hipErrorInvalidDeviceFunction, as it refuses its launch, and hipGetLastError returns that error
 // (CLR's HIP_RETURN records every call's failure).
-Decision Guard::before_kernel_call(const void* key, const char* api, bool say_in_warn) try {
-  State& s = state();
-  if (!key || s.config.mode == Mode::Off) return {};
-  const KernelState* k = kernel_in_full(key);
+Decision events::before_kernel_call(Kernels& ks, const void* key, const char* api, bool say_in_warn) {
+  if (!key || ks.config.mode == Mode::Off) return {};
+  const KernelState* k = ks.kernel_in_full(key);
   if (!k || !k->blocking) return {};
-  const bool strict = s.config.mode == Mode::Strict;
+  const bool strict = ks.config.mode == Mode::Strict;
   // Said once per kernel, with its launches' HG502 (a hipFunction_t's stub counts as the same kernel).
-  const KernelState* stub = k->stub ? s.registry.find(k->stub) : nullptr;
+  const KernelState* stub = k->stub ? ks.registry.find(k->stub) : nullptr;
   auto first_said = [&] {
     bool first = !k->warned.exchange(true);
     if (stub) first = !stub->warned.exchange(true) && first;
@@ -198,26 +188,22 @@ Decision Guard::before_kernel_call(const void* key, const char* api, bool say_in
         std::string(api) + " of a kernel that cannot run: " + first_finding(*k) +
         (strict ? "; strict mode: refused with hipErrorInvalidDeviceFunction" : "; forwarded (its launches will fail)");
     d.fix = k->findings().front().fix;
-    report_consequence(d, &k->findings().front());
+    ks.out.say_consequence(d, &k->findings().front());
   }
   if (!strict) return {};
-  note_refused_launch(kHipErrorInvalidDeviceFunction);
-  return {Action::Refuse, kHipErrorInvalidDeviceFunction};
-} catch (...) {
-  return {};
+  return {Action::Refuse, kHipErrorInvalidDeviceFunction, /*sets_last_error=*/true};
 }
 
-void Guard::on_get_func_by_symbol(const void* host_function, int result, const void* function) try {
+void events::on_get_func_by_symbol(Kernels& ks, const void* host_function, int result, const void* function) {
   if (result == 0 && !function) return;
   if (no_device_error(result)) return;
-  State& s = state();
-  if (s.config.mode == Mode::Off) return;
+  if (ks.config.mode == Mode::Off) return;
   if (result == 0) {
-    index_kernel(host_function);
-    std::lock_guard lock(s.mu);
-    return s.registry.enter_function_of(host_function, function);
+    ks.index_kernel(host_function);
+    std::lock_guard lock(ks.mu);
+    return ks.registry.enter_function_of(host_function, function);
   }
-  const KernelState* k = kernel_in_full(host_function);
+  const KernelState* k = ks.kernel_in_full(host_function);
   Diagnostic d;
   d.code = std::string(code::kLookupFailed);
   if (!k) {
@@ -232,8 +218,7 @@ void Guard::on_get_func_by_symbol(const void* host_function, int result, const v
                 (k->findings().empty() ? "hipguard found no cause in the code object" : "cause: " + first_finding(*k));
     d.fix = k->findings().empty() ? "run with AMD_LOG_LEVEL=4 for the runtime's own reason" : k->findings().front().fix;
   }
-  report_consequence(d, k && !k->findings().empty() ? &k->findings().front() : nullptr);
-} catch (...) {
+  ks.out.say_consequence(d, k && !k->findings().empty() ? &k->findings().front() : nullptr);
 }
 
 }  // namespace hipguard

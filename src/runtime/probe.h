@@ -1,6 +1,6 @@
 // The registration probe's state (internal): the runtime's lookup functions
 // and, per fat binary, the kernels not probed yet, under a lock of its own.
-// Guard::run_probe (probe.cpp) takes a fat binary's list and calls the runtime
+// Kernels::run_probe (probe.cpp) takes a fat binary's list and calls the runtime
 // outside every lock.
 #pragma once
 
@@ -19,8 +19,8 @@ namespace hipguard {
 
 // Its invariant: the launch gate's kGateProbe bit is set exactly while some
 // fat binary has kernels waiting (changed under its lock). Its lock is a leaf:
-// it is taken under the registry's (kernels indexed: State::to_probe; a fat
-// binary registered anew or unregistered: State::register_fatbin and
+// it is taken under the registry's (kernels indexed: Kernels::to_probe; a fat
+// binary registered anew or unregistered: Kernels::register_fatbin and
 // unregister_fatbin; run_probe's take, which marks the kernels taken in the
 // same section) or alone, and nothing else is taken under it.
 class Probe {
@@ -76,7 +76,7 @@ class Probe {
   // Read without the lock: once off, it stays off.
   bool off() const { return off_.load(std::memory_order_acquire); }
 
-  // fork(): Guard::before_fork and after_fork hold it across.
+  // fork(): events::before_fork and after_fork hold it across.
   void unlock_after_fork() { mu_.unlock_after_fork(); }
   OwnedMutex::ForkHold lock_for_fork() { return mu_.lock_for_fork(); }
 

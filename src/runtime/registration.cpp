@@ -1,7 +1,5 @@
 // Fat binaries and their kernels: __hipRegisterFatBinary / __hipRegisterFunction / __hipUnregisterFatBinary, and the
 // kernel table they fill.
-#include "runtime/guard.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,7 +13,8 @@
 
 #include "format/bytes.h"
 #include "runtime/address.h"
-#include "runtime/state.h"
+#include "runtime/events.h"
+#include "runtime/kernels.h"
 
 namespace hipguard {
 
@@ -105,7 +104,7 @@ void release_checked_pages(const PendingFatbin& p, uint64_t head_bytes) {
 struct WrapperRead {
   enum { FatBinary, Kpack, Broken } kind = Broken;
   Bytes data;
-  std::vector<uint8_t> head;  // a copy of data's first bytes from its file, or empty (Guard::head_from_file)
+  std::vector<uint8_t> head;  // a copy of data's first bytes from its file, or empty (head_from_file)
   std::string_view code;      // Broken: the diagnostic
   std::string message;
 };
@@ -195,8 +194,6 @@ bool decoded_at_first_use(Bytes data, const GuardConfig& c) {
   return classify(data) == PayloadKind::CompressedBundle && !runtime.aborts_without_code_object;
 }
 
-}  // namespace
-
 // Registration reads an uncompressed bundle's table (the first 4 KiB hold a
 // dozen entries' IDs) from the library's file rather than its mapping: the
 // mapping's pages are never faulted in, so there is nothing to release.
@@ -204,14 +201,19 @@ bool decoded_at_first_use(Bytes data, const GuardConfig& c) {
 // the fault, /proc/self/pagemap and madvise took ~15 us (docs/performance.md).
 constexpr uint64_t kHeadBytes = 4096;
 
-std::vector<uint8_t> Guard::head_from_file(Bytes data) {
+// A copy of `data`'s first bytes (a bundle's table) read from the file it is
+// mapped from (MappedFiles::read), or empty: then read the memory.
+std::vector<uint8_t> head_from_file(MappedFiles& files, Bytes data) {
   std::vector<uint8_t> head(std::min<uint64_t>(data.size(), kHeadBytes));
-  if (!state().mapped_files.read(data.data(), head.size(), head.data())) head.clear();
+  if (!files.read(data.data(), head.size(), head.data())) head.clear();
   return head;
 }
 
-PendingFatbinPtr Guard::check_registration(const void* wrapper, Bytes data, Bytes head, const std::string& origin) {
-  const GuardConfig& c = config();
+// The registration check of the readable fat binary `data` (of `wrapper`),
+// `head` a copy of its first bytes or empty; its read pages released.
+PendingFatbinPtr check_registration(Reporting& out, SelectionMemo& memo, const void* wrapper, Bytes data, Bytes head,
+                                    const std::string& origin) {
+  const GuardConfig& c = out.config();
   PendingFatbinPtr pending(new PendingFatbin());
   pending->depth = registration_depth(head.empty() ? data : head, c);
   pending->data = data;
@@ -221,115 +223,107 @@ PendingFatbinPtr Guard::check_registration(const void* wrapper, Bytes data, Byte
     pending->report.kind = PayloadKind::CompressedBundle;
     return pending;
   }
-  pending->report = check_image(data, origin, c.targets, "", pending->depth, c.machine, &state().selection_memo, head);
+  pending->report = check_image(data, origin, c.targets, "", pending->depth, c.machine, &memo, head);
   // Nothing selected for any target: there is nothing to check in full.
   bool selected = false;
   for (const auto& vv : pending->report.verdicts) selected = selected || vv.selection != Selection::None;
   if (!selected) pending->depth = Depth::Full;
   release_checked_pages(*pending, head.size());
   add_hotswap(pending->report, c);
-  if (logs_debug())  // not built per fat binary otherwise: a library registers hundreds
-    log("debug", "registered fat binary of " + origin + " (" + std::string(to_string(pending->report.kind)) + ", " +
-                     std::to_string(pending->report.entry_ids.size()) + " bundle entries)");
+  if (out.logs_debug())  // not built per fat binary otherwise: a library registers hundreds
+    out.log("debug", "registered fat binary of " + origin + " (" + std::string(to_string(pending->report.kind)) + ", " +
+                         std::to_string(pending->report.entry_ids.size()) + " bundle entries)");
   return pending;
 }
 
-Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& out) try {
-  const GuardConfig& c = config();
+// A fat binary's check stops the process: its report goes into the report file. No exception
+// leaves it: the stop it comes with must not turn into a forward.
+void stopping_at(Reporting& out, const ImageReport& report) try { out.sink().stop_at(report); } catch (...) {
+}
+
+}  // namespace
+
+Decision events::on_register_fatbin(Kernels& k, MappedFiles& files, SelectionMemo& memo, const void* wrapper,
+                                    PendingFatbinPtr& out) {
+  const GuardConfig& c = k.config;
   if (c.mode == Mode::Off) return {};
   if (c.mode == Mode::Strict && c.config_error) {
-    log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
-                     std::to_string(c.exit_code) + "): the hipguard settings above are not accepted");
+    k.out.log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
+                           std::to_string(c.exit_code) + "): the hipguard settings above are not accepted");
     return {Action::Exit, 0};
   }
   std::string origin = origin_of(wrapper);
   bool table_from_file = !c.targets.empty();  // checked to selection (registration_depth)
   WrapperRead read = read_wrapper(
-      wrapper, [&](Bytes data) { return table_from_file ? head_from_file(data) : std::vector<uint8_t>{}; });
+      wrapper, [&](Bytes data) { return table_from_file ? head_from_file(files, data) : std::vector<uint8_t>{}; });
   if (read.kind == WrapperRead::Kpack) {
     // Valid for current CLR: not an error, but nothing hipguard can check.
     out.reset();
-    report_once(make_diagnostic(code::kKpackNotChecked, origin,
-                                "kpack fat binary (HIPK wrapper): its code objects are in an archive beside the "
-                                "program, which hipguard does not read; its kernels are not checked",
-                                "check the archive's code objects with 'hipguard check' offline"));
+    k.out.say(make_diagnostic(code::kKpackNotChecked, origin,
+                              "kpack fat binary (HIPK wrapper): its code objects are in an archive beside the "
+                              "program, which hipguard does not read; its kernels are not checked",
+                              "check the archive's code objects with 'hipguard check' offline"));
     return {};
   }
   PendingFatbinPtr pending = read.kind == WrapperRead::Broken
                                  ? broken_fatbin(origin, read.code, std::move(read.message))
-                                 : check_registration(wrapper, read.data, read.head, origin);
-  Decision v = judge(pending->report, true);
+                                 : check_registration(k.out, memo, wrapper, read.data, read.head, origin);
+  Decision v = k.out.judge(pending->report, true);
   if (v.action == Action::Exit) {
     if (read.kind == WrapperRead::FatBinary)
-      log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
-                       std::to_string(c.exit_code) + ")");
-    stopping_at(pending->report);
+      k.out.log("error", "strict mode: stopping " + self_exe() + " before its first kernel launch (exit status " +
+                             std::to_string(c.exit_code) + ")");
+    stopping_at(k.out, pending->report);
   }
   out = std::move(pending);
   return v;
-} catch (...) {
-  return {};  // never let hipguard be the reason a program fails
 }
 
-// No exception leaves it: the stop it comes with must not turn into a forward.
-void Guard::stopping_at(const ImageReport& report) try { state().findings.stop_at(report); } catch (...) {
-}
-
-void Guard::on_registered_fatbin(const void* handle, PendingFatbinPtr pending) try {
+void events::on_registered_fatbin(Kernels& k, const void* handle, PendingFatbinPtr pending) {
   if (!pending) return;
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  s.register_fatbin(handle, std::move(*pending));
-} catch (...) {
+  std::lock_guard lock(k.mu);
+  k.register_fatbin(handle, std::move(*pending));
 }
 
 // __hipRegisterFunction runs for every kernel of every fat binary a library
 // carries (12 k for rocSPARSE), during dlopen: it only records the kernel. The
-// kernel table is filled at the first launch, lookup, or report (index_*),
+// kernel table is filled at the first launch, lookup, or report (Kernels::index_*),
 // and a kernel is judged there: it never stops the program here.
-Decision Guard::on_register_function(const void* handle, const void* host_function, const char* device_name) try {
+Decision events::on_register_function(Kernels& k, const void* handle, const void* host_function,
+                                      const char* device_name) {
   if (!host_function || !device_name) return {};
-  State& s = state();
-  if (s.config.mode == Mode::Off) return {};
-  std::lock_guard lock(s.mu);
-  s.registry.add_function(handle, host_function, device_name);
-  return {};
-} catch (...) {
+  if (k.config.mode == Mode::Off) return {};
+  std::lock_guard lock(k.mu);
+  k.registry.add_function(handle, host_function, device_name);
   return {};
 }
 
-void Guard::index_kernels_of(const void* handle) {
-  State& s = state();
-  s.registry.index_kernels_of(handle, s.config.targets, s.to_probe());
-}
-
-// Only the fat binary whose registration of `key` counts is indexed (Registry::index_kernel).
-void Guard::index_kernel(const void* key) {
-  State& s = state();
-  if (!(s.gate.load(std::memory_order_acquire) & kGateUnindexed)) return;
-  if (s.registry.find(key)) return;
-  std::lock_guard lock(s.mu);
-  if (s.registry.find(key)) return;
-  s.registry.index_kernel(key, s.config.targets, s.to_probe());
-}
-
-bool Guard::for_the_report(const void* handle) {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  return s.registry.below_full(handle, s.fork_seq) && !s.findings.report_written();
-}
-
-void Guard::on_unregister_fatbin(const void* handle) try {
-  State& s = state();
+void events::on_unregister_fatbin(Kernels& k, const void* handle) {
   // The report lists every kernel (write_report): a library unregisters its fat binaries before the
   // report is written, at exit. Not what a forked child inherited, nor after the report is written.
-  if (!s.config.report_path.empty() && for_the_report(handle)) check_in_full(handle, /*say=*/false);
-  std::lock_guard lock(s.mu);
-  if (!s.registry.has_fatbin(handle)) return;
+  if (!k.config.report_path.empty() && k.for_the_report(handle)) k.check_in_full(handle, /*say=*/false);
+  std::lock_guard lock(k.mu);
+  if (!k.registry.has_fatbin(handle)) return;
   // The report lists kernels with findings: index them while their names are valid.
-  if (!s.config.report_path.empty()) index_kernels_of(handle);
-  s.unregister_fatbin(handle);
-} catch (...) {
+  if (!k.config.report_path.empty()) k.index_kernels_of(handle);
+  k.unregister_fatbin(handle);
+}
+
+// The kernel table's lazy indexing (kernels.h).
+void Kernels::index_kernels_of(const void* handle) { registry.index_kernels_of(handle, config.targets, to_probe()); }
+
+// Only the fat binary whose registration of `key` counts is indexed (Registry::index_kernel).
+void Kernels::index_kernel(const void* key) {
+  if (!(gate.load(std::memory_order_acquire) & kGateUnindexed)) return;
+  if (registry.find(key)) return;
+  std::lock_guard lock(mu);
+  if (registry.find(key)) return;
+  registry.index_kernel(key, config.targets, to_probe());
+}
+
+bool Kernels::for_the_report(const void* handle) {
+  std::lock_guard lock(mu);
+  return registry.below_full(handle, fork_seq) && !out.sink().report_written();
 }
 
 }  // namespace hipguard

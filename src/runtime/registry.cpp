@@ -1,5 +1,5 @@
 // The registry's operations (registry.h): fat binaries, their registrations and the stubs they
-// claim, kernel states and their quarantine, modules, and what the report reads; State::mu held.
+// claim, kernel states and their quarantine, modules, and what the report reads; Kernels::mu held.
 #include "runtime/registry.h"
 
 #include <algorithm>
@@ -257,7 +257,7 @@ KernelState& Registry::new_kernel() {
 }
 
 // Forgets `key` in the kernel table; its state goes to quarantine. Returns
-// the state when it was live (what it found may be kept: State::keep_gone).
+// the state when it was live (what it found may be kept: Kernels::keep_gone).
 const KernelState* Registry::retire(const void* key) {
   const KernelState* k = find(key);
   table_.erase(key);

@@ -1,6 +1,6 @@
 // The guard's registry (internal): what it knows of each kernel, fat binary
 // and module, from registration or load to unregistration or unload, and the
-// kernel table over it. One part of Guard::State (state.h), under its mutex;
+// kernel table over it. One part of Kernels (kernels.h), under its mutex;
 // the method bodies that are not one-liners are in registry.cpp.
 #pragma once
 
@@ -81,7 +81,7 @@ struct ModuleInfo {
 // numbers registrations, module loads and kernel states in order; the launch gate's
 // kGateFindings, kGateNotCheckedInFull and kGateUnindexed bits (guard.h) are written here only
 // (enter, depth_changed, unindexed / indexed / all_indexed).
-// Every method but find() requires State::mu held: the registry has no lock of its own.
+// Every method but find() requires Kernels::mu held: the registry has no lock of its own.
 class Registry {
  public:
   // Told of each live kernel that leaves the registry, and of each image report that does.
@@ -238,8 +238,8 @@ class Registry {
   }
   void prune_stubs(const void* going);
 
-  std::atomic<unsigned>& gate_;  // State::gate
-  const Probe& probe_;           // State::probe
+  std::atomic<unsigned>& gate_;  // Kernels::gate
+  const Probe& probe_;           // Kernels::probe
   size_t below_full_ = 0;        // registered fat binaries checked below Depth::Full
   std::map<const void*, FatbinState> fatbins_;
   // The fat binary __hipRegisterFunction last found (its kernels come one after
@@ -248,7 +248,7 @@ class Registry {
   FatbinState* last_fatbin_ = nullptr;
   std::map<const void*, ModuleInfo> modules_;
   // Counts registrations, module loads and kernel states; a forked child's
-  // report lists only what has a seq above State::fork_seq (what it did itself).
+  // report lists only what has a seq above Kernels::fork_seq (what it did itself).
   uint64_t seq_ = 0;
   std::deque<KernelState> kernels_;  // stable addresses: the table points into it
   // Retired kernel states wait here before reuse: a launch racing with the

@@ -328,7 +328,7 @@ Action register_fatbin(Guard& g, const std::vector<uint8_t>& bundle, const void*
 std::pair<Decision, std::vector<Diagnostic>> register_then_launch(Guard& g, const std::vector<uint8_t>& bundle,
                                                                   const void* handle, const void* host,
                                                                   const char* name) {
-  size_t mark = g.findings().size();
+  size_t mark = g.said().findings.size();
   EXPECT_EQ(register_fatbin(g, bundle, handle), Action::Forward) << name;
   EXPECT_EQ(g.on_register_function(handle, host, name).action, Action::Forward) << name;
   std::vector<Diagnostic> said = hgtest::said_since(g, mark);
@@ -378,7 +378,6 @@ TEST_F(StrictRegistration, DescriptorErrorsRefuseTheLaunchNotTheRegistration) {
       << "gamma's launch, with HG409: " << lines(said);
   EXPECT_NE(lines(said).find("HG409 [gfx942"), std::string::npos) << lines(said);
   g.on_unregister_fatbin(&handle);
-  refused_launch_error(true);
 }
 
 // Registration reads a bundle's table only, in strict mode too: a selected
@@ -396,7 +395,6 @@ TEST_F(StrictRegistration, RegistrationReadsNoCodeObject) {
   EXPECT_EQ(d.action, Action::Refuse) << lines(said);
   EXPECT_EQ(count_said(said, "HG202", Severity::Error, "gfx942"), 1u) << lines(said);
   g.on_unregister_fatbin(&handle);
-  refused_launch_error(true);
 }
 
 // A raw code object registered through __hipRegisterFatBinary (AITER registers .co files so) is
@@ -415,12 +413,11 @@ TEST_F(StrictRegistration, RawCodeObjectIsReadAtFirstUse) {
   EXPECT_EQ(count_said(said, "HG301", Severity::Error, "gfx942", "alpha"), 1u)
       << "said at the first use: " << lines(said);
   g.on_unregister_fatbin(&handle);
-  refused_launch_error(true);
 
   spec.mach = 0x03f;  // EF_AMDGPU_MACH_AMDGCN_GFX90A
   spec.target = "amdgcn-amd-amdhsa--gfx90a";
   std::vector<uint8_t> gfx90a = hgtest::make_code_object(spec);
-  size_t mark = g.findings().size();
+  size_t mark = g.said().findings.size();
   EXPECT_EQ(register_fatbin(g, gfx90a, &other_handle), Action::Exit);
   said = hgtest::said_since(g, mark);
   EXPECT_EQ(count_said(said, "HG202", Severity::Error, "gfx942"), 1u) << lines(said);
@@ -441,7 +438,6 @@ TEST_F(StrictRegistration, MetadataErrorsRefuseTheFirstLaunch) {
   EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
   EXPECT_EQ(count_said(said, "HG304", Severity::Error), 1u) << lines(said);
   g.on_unregister_fatbin(&handle);
-  refused_launch_error(true);
 }
 
 // Kernels are what the metadata names, as the runtime finds them: a
@@ -510,7 +506,6 @@ TEST_F(StrictRegistration, ACompressedBundleIsJudgedAtTheFirstUse) {
   EXPECT_NE(lines(said).find("HG409 [gfx942"), std::string::npos) << lines(said);
   g.on_unregister_fatbin(&handle1);
   g.on_unregister_fatbin(&handle2);
-  refused_launch_error(true);
 }
 
 // With no code object for the GPU, a compressed bundle is not a stop at registration (since ROCm
@@ -532,7 +527,7 @@ TEST_F(StrictRegistration, ACompressedBundleWithoutCodeForTheGpuRefusesItsFirstL
   EXPECT_EQ(d.action, Action::Refuse) << lines(said);
   EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
   EXPECT_EQ(count_said(said, "HG201", Severity::Error, "gfx942"), 1u) << "said at the first use: " << lines(said);
-  size_t mark = g.findings().size();
+  size_t mark = g.said().findings.size();
   EXPECT_EQ(g.on_launch(&host1, 0, "hipLaunchKernel").action, Action::Refuse);
   EXPECT_TRUE(hgtest::said_since(g, mark).empty()) << "said once";
 
@@ -543,15 +538,14 @@ TEST_F(StrictRegistration, ACompressedBundleWithoutCodeForTheGpuRefusesItsFirstL
   EXPECT_EQ(payload_errors, 1u) << "the payload's error at the first use: " << lines(bsaid);
   g.on_unregister_fatbin(&handle1);
   g.on_unregister_fatbin(&handle2);
-  refused_launch_error(true);
 
   GuardConfig rocm52 = checks::strict_gfx942();
   rocm52.machine.runtime = &runtime_for_version(50200000);
   Guard old(rocm52);
   static int handle3;
   EXPECT_EQ(register_fatbin(old, elsewhere, &handle3), Action::Exit);
-  EXPECT_EQ(count_said(old.findings(), "HG201", Severity::Error, "gfx942"), 1u)
-      << "ROCm 5.2: at registration: " << lines(old.findings());
+  EXPECT_EQ(count_said(old.said().findings, "HG201", Severity::Error, "gfx942"), 1u)
+      << "ROCm 5.2: at registration: " << lines(old.said().findings);
 }
 
 // With a report, a fat binary never used is checked in full when it is unregistered (a library
@@ -573,7 +567,7 @@ TEST(StrictRegistrationReport, AnUnusedFatBinaryIsListedNotSaid) {
   g.on_unregister_fatbin(&handle);
   g.write_report();
   testing::internal::GetCapturedStderr();
-  EXPECT_EQ(count_said(g.findings(), "HG201", Severity::Error), 0u) << lines(g.findings());
+  EXPECT_EQ(count_said(g.said().findings, "HG201", Severity::Error), 0u) << lines(g.said().findings);
   std::ifstream in(path);
   std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(report.find("\"HG201\""), std::string::npos) << "listed in the report: " << report.substr(0, 2000);
@@ -600,7 +594,6 @@ TEST_F(StrictRegistration, AStubRegisteredAgainKeepsItsFirstRegistration) {
   EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward) << "not registered any more";
   g.on_unregister_fatbin(&handle2);
   testing::internal::GetCapturedStderr();
-  refused_launch_error(true);
 }
 
 // The other way round: a second registration of a good kernel's stub, in a
@@ -620,7 +613,7 @@ TEST_F(StrictRegistration, ADroppedRegistrationDoesNotStopTheProgram) {
   EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward) << "the first's, still registered";
   g.on_unregister_fatbin(&handle1);
   testing::internal::GetCapturedStderr();
-  for (const auto& d : g.findings())
+  for (const auto& d : g.said().findings)
     EXPECT_NE(d.kernel, "gamma") << "a dropped registration is never judged: " << format_line(d);
 }
 
@@ -651,7 +644,6 @@ TEST_F(StrictRegistration, ClaimsMadeLateDecideAsAtRegistration) {
   EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Refuse) << "still the first's: HG409";
   g.on_unregister_fatbin(&handle1);
   testing::internal::GetCapturedStderr();
-  refused_launch_error(true);
 }
 
 // Whichever fat binary is indexed first (a launch of its other kernel, or of
@@ -681,7 +673,6 @@ TEST_F(StrictRegistration, IndexingOrderLeavesAStubToItsFirstRegistration) {
     g.on_unregister_fatbin(&handle1);
     testing::internal::GetCapturedStderr();
   }
-  refused_launch_error(true);
 }
 // hipGetFuncBySymbol of a kernel that cannot run is refused in strict mode,
 // and the hipFunction_t it returns (AITER launches by it, with
@@ -697,10 +688,11 @@ TEST_F(StrictRegistration, AFunctionFromGetFuncBySymbolIsDecidedAsItsKernel) {
   EXPECT_EQ(g.on_register_function(&handle, &host_gamma, "gamma").action, Action::Forward);
   EXPECT_EQ(g.on_register_function(&handle, &host_alpha, "alpha").action, Action::Forward);
   // The lookup itself: refused before the runtime's call (which may abort on a missing kernel).
-  Decision lookup = g.before_get_func_by_symbol(&host_gamma);
+  Decision lookup = g.before_kernel_call(&host_gamma, "hipGetFuncBySymbol", /*say_in_warn=*/false);
   EXPECT_EQ(lookup.action, Action::Refuse);
   EXPECT_EQ(lookup.hip_error, kHipErrorInvalidDeviceFunction);
-  EXPECT_EQ(g.before_get_func_by_symbol(&host_alpha).action, Action::Forward);
+  EXPECT_TRUE(lookup.sets_last_error) << "the runtime records every call's failure: hipGetLastError returns it";
+  EXPECT_EQ(g.before_kernel_call(&host_alpha, "hipGetFuncBySymbol", false).action, Action::Forward);
   g.on_get_func_by_symbol(&host_gamma, 0, &fn_gamma);
   g.on_get_func_by_symbol(&host_alpha, 0, &fn_alpha);
   EXPECT_EQ(g.on_launch(&fn_gamma, 0, "hipModuleLaunchKernel").action, Action::Refuse);
@@ -708,7 +700,7 @@ TEST_F(StrictRegistration, AFunctionFromGetFuncBySymbolIsDecidedAsItsKernel) {
   EXPECT_EQ(g.on_launch(&fn_alpha, 1u << 20, "hipModuleLaunchKernel").action, Action::Refuse) << "dynamic LDS";
   EXPECT_EQ(g.on_launch(&host_alpha, 1u << 20, "hipLaunchKernel").action, Action::Refuse);
   testing::internal::GetCapturedStderr();
-  std::vector<Diagnostic> said = g.findings();
+  std::vector<Diagnostic> said = g.said().findings;
   EXPECT_EQ(count_said(said, "HG503", Severity::Error, "", "gamma"), 1u) << lines(said);
   EXPECT_NE(lines(said).find("hipGetFuncBySymbol of a kernel that cannot run: HG409"), std::string::npos)
       << lines(said);
@@ -717,5 +709,4 @@ TEST_F(StrictRegistration, AFunctionFromGetFuncBySymbolIsDecidedAsItsKernel) {
   g.on_unregister_fatbin(&handle);
   EXPECT_EQ(g.on_launch(&fn_gamma, 0, "hipModuleLaunchKernel").action, Action::Forward) << "forgotten";
   EXPECT_FALSE(launch_known_clean(&fn_alpha, 0));
-  refused_launch_error(true);
 }

@@ -61,7 +61,7 @@ TEST_F(GuardHostile, RegisteredNamesAreCopied) {
   testing::internal::CaptureStderr();
   g.on_launch(&host, 0, "hipLaunchKernel");
   testing::internal::GetCapturedStderr();
-  std::vector<Diagnostic> said = g.findings();
+  std::vector<Diagnostic> said = g.said().findings;
   EXPECT_EQ(hgtest::count_said(said, "HG502", Severity::Error, "", "_Z14not_in_the_objv"), 1u) << hgtest::lines(said);
   EXPECT_NE(hgtest::lines(said).find("HG409"), std::string::npos) << hgtest::lines(said);
   EXPECT_EQ(hgtest::lines(said).find("ZZZZZZZZ"), std::string::npos) << hgtest::lines(said);
@@ -275,7 +275,7 @@ TEST(GuardLaunchPath, AKernelRegisteredAgainIsDecidedOnItsFirstRegistration) {
   EXPECT_EQ(g.on_launch(&host, 0, "hipLaunchKernel").action, Action::Forward);
   ASSERT_TRUE(launch_known_clean(&host, 0));
   hgtest::register_fatbin(g, &w, &second);
-  size_t mark = g.findings().size();  // the process's guard: other tests of this binary said theirs
+  size_t mark = g.said().findings.size();  // the process's guard: other tests of this binary said theirs
   testing::internal::CaptureStderr();
   g.on_register_function(&second, &host, "_Z9absent_v2v");
   EXPECT_TRUE(launch_known_clean(&host, 0)) << "still the first registration's facts";

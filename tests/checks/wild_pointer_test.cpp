@@ -44,7 +44,7 @@ struct Guarded {
 
 // What `g` says while `f` runs: its findings (Guard::findings) as log lines; the log itself is silenced.
 std::string said_by(Guard& g, const std::function<void()>& f) {
-  size_t mark = g.findings().size();
+  size_t mark = g.said().findings.size();
   testing::internal::CaptureStderr();
   f();
   testing::internal::GetCapturedStderr();

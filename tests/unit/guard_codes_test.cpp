@@ -47,7 +47,7 @@ TEST(GuardCodes, BadWrapperIsHG102AndDeviceFunctionIsHG408) {
   testing::internal::GetCapturedStderr();
   said = hgtest::said_since(g, mark);
   std::vector<Diagnostic> all = said;
-  for (const auto& c : g.consequences()) all.push_back(c);
+  for (const auto& c : g.said().consequences) all.push_back(c);
   size_t named = 0;
   for (const auto& d : all)
     if (d.code == code::kDeviceFunction) named += d.message.find("the_kernel") != std::string::npos;
