@@ -377,7 +377,7 @@ fi
 # ---- R5: a container image of ROCm 7.2's rocBLAS 5 (librocblas.so.5 and its Tensile directory, 0.9 GB
 # in one gzip layer, made with umoci) checked for MI300X vs decompressing its layer to /dev/null; the
 # same image as an uncompressed docker-archive (skopeo) vs checking its files unpacked (median of 3,
-# page cache warm)
+# page cache warm); and which GPUs it runs on (no --target)
 if want R5 && [[ -f $R72ROOT/.hipguard-root ]] && command -v umoci >/dev/null && command -v skopeo >/dev/null; then
   IMG=$(mktemp -d)
   umoci init --layout "$IMG/oci" && umoci new --image "$IMG/oci:rb"
@@ -403,6 +403,9 @@ if want R5 && [[ -f $R72ROOT/.hipguard-root ]] && command -v umoci >/dev/null &&
     met=$(awk -v r="$r" -v m="$m" 'BEGIN {print (r <= 1.3 && m <= 262144) ? "met" : "NOT met"}')
     row R5 "check rocBLAS 5 image, $what" "${r}x, ${m} KiB" "target <=1.3x, <=256 MiB: $met"
   done
+  # Which GPUs (no --target): the structural check and one check per row of the product table
+  tw=$(median_ms 1 "$HG" check "$IMG/oci")
+  row R5 "which GPUs, rocBLAS 5 image (OCI, gzip): ${tw} ms" "$(awk -v a="$tw" -v b="$tz" 'BEGIN {printf "%.1f", a / b}')x zcat" "-"
   rm -rf "$IMG"
 elif want R5; then
   echo "R5 skipped: needs the ROCm 7.2 root, umoci and skopeo (scripts/deps.sh, scripts/rocm-root.sh --stack 7.2)"
