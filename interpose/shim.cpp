@@ -313,7 +313,7 @@ struct ProcAddress : Hook {
   }
 };
 
-// A launch strict mode refused never reached the runtime: reported here, once
+// A launch or kernel call strict mode refused never reached the runtime: reported here, once
 // (hipGetLastError clears it, hipPeekAtLastError does not). hipExtGetLastError
 // reads CLR's other slot (the last call's result), which has its own copy. The
 // error the registration probe restored is reported while the runtime has none newer.

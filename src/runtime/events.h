@@ -1,5 +1,6 @@
 // The guard's event handlers (internal), one concern per file: Guard (guard.cpp, the facade)
-// forwards each of its calls to one of them with the parts of its state that handler needs. None
+// forwards each HIP event to one of them with the parts of its state that handler needs (config,
+// log, said and set_probe_functions reach the parts directly). None
 // is entered with Kernels::mu held; each takes it where it needs it.
 #pragma once
 

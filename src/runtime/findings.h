@@ -26,7 +26,7 @@ namespace hipguard {
 
 class FindingsSink {
  public:
-  static constexpr size_t kMaxSaid = 4096;          // findings kept for Guard::findings
+  static constexpr size_t kMaxSaid = 4096;          // findings kept for Guard::said
   static constexpr size_t kMaxConsequences = 1000;  // runtime events kept for the report's run
   static constexpr size_t kMaxGoneImages = 256;
   static constexpr size_t kMaxGoneKernels = 1024;
@@ -69,7 +69,7 @@ class FindingsSink {
                                                                    std::optional<Diagnostic>* report_problem);
 
   // Around fork() (events::before_fork / after_fork): the lock taken for the fork (a leaf, after
-  // the state mutex); the child's lists and counts start afresh, its report file its own.
+  // Kernels::mu); the child's lists and counts start afresh, its report file its own.
   OwnedMutex::ForkHold lock_for_fork();
   void after_fork(bool child);  // the lock taken for the fork held
   void unlock_after_fork() { mu_.unlock_after_fork(); }
@@ -87,7 +87,7 @@ class FindingsSink {
   std::optional<Diagnostic> open_report_locked();  // the lock held
   std::optional<Diagnostic> reopen_if_forked();    // the lock held
 
-  // Guards every field below. A leaf: taken alone, or after the state mutex
+  // Guards every field below. A leaf: taken alone, or after Kernels::mu
   // (a registry change leaving something with the sink, the report, fork);
   // nothing is locked while it is held but the report file's flock. Saying a
   // finding therefore never waits for a whole registration.

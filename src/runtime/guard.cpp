@@ -115,8 +115,8 @@ const GuardConfig& Guard::config() {
   return s.config;
 }
 
-// The calls that said the set-up findings first (config()) still do; every call catches its own
-// failures and answers Forward (guard.h, guarded).
+// The calls that said the set-up findings first (config()) still do; every deciding and recording
+// call catches its own failures and answers Forward (guard.h, guarded).
 Decision Guard::on_register_fatbin(const void* wrapper, PendingFatbinPtr& pending) try {
   config();
   GuardState& s = state_of(own_);
@@ -190,8 +190,10 @@ void Guard::on_get_func_by_symbol(const void* host_function, int result, const v
 } catch (...) {
 }
 
-Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device) {
-  return events::on_launch(state_of(own_).kernels, key, dynamic_lds, api, device);  // catches its own
+Decision Guard::on_launch(const void* key, uint64_t dynamic_lds, const char* api, int device) try {
+  return events::on_launch(state_of(own_).kernels, key, dynamic_lds, api, device);
+} catch (...) {
+  return {};  // the state could not be built: forward
 }
 
 void Guard::set_probe_functions(const ProbeFunctions& f) { state_of(own_).kernels.probe.set_functions(f); }

@@ -105,7 +105,7 @@ struct ProbeFunctions {
 // way into the guard from outside C++ (the shim's wrappers, the exit and fork
 // handlers) goes through it: hipguard is never the reason a program ends.
 // (Guard's deciding and recording methods also catch their own failures and
-// answer Forward, for callers inside C++; config(), log() and said() may throw.) In a
+// answer Forward, for callers inside C++; config(), log(), said() and set_probe_functions() may throw.) In a
 // child whose fork left hipguard's locks unusable (OwnedMutex::unclean_fork),
 // f is not run: `fallback`.
 template <class T, class F>
@@ -171,7 +171,8 @@ class Guard {
   // and launch gate. Nothing reads its gate but itself, it installs no exit or
   // fork handler, and it writes its report (config.report_path) when
   // write_report() is called and when it is destroyed. It shares no state with
-  // another guard (but the lock of hipguard's lines on stderr): what a refusal
+  // another guard (but the lock of hipguard's lines on stderr and the process's unclean-fork
+  // flag): what a refusal
   // means for a thread's last error is in its Decision, for whoever keeps that
   // thread's last error (the shim).
   explicit Guard(GuardConfig config);

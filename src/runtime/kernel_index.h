@@ -51,15 +51,15 @@ struct KernelState : LaunchFacts {
   Depth depth = Depth::Full;  // how far its fat binary is checked (below Full: in full at first use)
   // Replaced by a fresh state after the full check (readers may still hold this
   // one, so it is kept, but the report lists only the current state).
-  mutable bool superseded = false;  // written and read under the state mutex
+  mutable bool superseded = false;  // written and read under Kernels::mu
   // Its module was unloaded or its fat binary unregistered: in quarantine,
-  // then reused (Registry::new_kernel). Under the state mutex.
+  // then reused (Registry::new_kernel). Under Kernels::mu.
   mutable bool retired = false;
   uint64_t seq = 0;  // Registry::last_seq() when created: a forked child reports only what came after the fork
   mutable std::atomic<uint64_t> launches{0}, blocked{0};
   mutable std::atomic<bool> warned{false}, lds_warned{false};
   // Its fat binary's kernels were probed (or are never probed: module kernels):
-  // launches need not take the state mutex to find out.
+  // launches need not take Kernels::mu to find out.
   mutable std::atomic<bool> probed{false};
   // LaunchFacts::skip_below: non-zero while clean (checked in full, probed or
   // never to be, no finding), so that launches with dynamic LDS up to
@@ -130,7 +130,7 @@ std::vector<Diagnostic> missing_kernel(std::string_view name, const ImageIndex& 
 void add_hotswap(ImageReport& report, const GuardConfig& c);
 void fill_kernel(KernelState& k, const ImageIndex& idx);
 std::string first_finding(const KernelState& k);
-// Under the state mutex, after anything that decides a kernel's fast path changed.
+// Under Kernels::mu, after anything that decides a kernel's fast path changed.
 void refresh_clean(const KernelState& k, bool probe_off);
 
 }  // namespace hipguard

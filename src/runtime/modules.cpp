@@ -47,7 +47,7 @@ Decision events::on_module_load_file(Guard& guard, Kernels& k, const char* path,
     for (const auto& d : img.diagnostics) k.out.say(d);
     structurally_ok = structurally_ok && img.structurally_ok;
     for (const auto& co : img.code_objects) {
-      for (const auto& k : co.co.kernels) info->kernels.insert(k.name);
+      for (const auto& kernel : co.co.kernels) info->kernels.insert(kernel.name);
       info->device_functions.insert(co.co.device_functions.begin(), co.co.device_functions.end());
     }
   }
@@ -83,7 +83,7 @@ Decision events::on_module_load_data(Guard& guard, Kernels& k, const void* image
   PendingModulePtr info(new ModuleInfo());
   info->origin = origin;
   for (const auto& co : report.code_objects) {
-    for (const auto& k : co.co.kernels) info->kernels.insert(k.name);
+    for (const auto& kernel : co.co.kernels) info->kernels.insert(kernel.name);
     info->device_functions.insert(co.co.device_functions.begin(), co.co.device_functions.end());
   }
   Decision v = k.out.judge(report, false);
@@ -111,7 +111,7 @@ Decision events::before_module_get_function(Kernels& k, const void* module, cons
     const ModuleInfo* m = k.registry.find_module(module);
     if (!m || !m->device_functions.count(name)) return {};
     std::string kernels;
-    for (const auto& k : m->kernels) kernels += (kernels.empty() ? "" : ", ") + k;
+    for (const auto& kernel : m->kernels) kernels += (kernels.empty() ? "" : ", ") + kernel;
     d.code = std::string(code::kDeviceFunction);
     d.file = m->origin;
     d.kernel = name;
@@ -142,7 +142,7 @@ void events::on_module_get_function(Kernels& k, const void* module, const char* 
   std::string prefix = std::string(api) + " failed (hipError_t " + std::to_string(result) + "): ";
   if (!m.kernels.empty() && !m.kernels.count(name)) {
     std::string list;
-    for (const auto& k : m.kernels) list += (list.empty() ? "" : ", ") + k;
+    for (const auto& kernel : m.kernels) list += (list.empty() ? "" : ", ") + kernel;
     d.message = prefix + "the code object has no kernel of that name; its kernels: " + list;
   } else {
     KernelState probe;

@@ -46,7 +46,7 @@ void events::before_fork(Kernels& k, SelectionMemo& memo, MappedFiles& files) {
   if (!record) return;
   // The memo's and the mapped files' locks are never held with the others (the
   // mapped files' two in their own order, MappedFiles::lock_for_fork). The probe's and
-  // the sink's come after the state mutex, as everywhere (two leaves, never
+  // the sink's come after Kernels::mu, as everywhere (two leaves, never
   // held together); the log's is the last leaf.
   ForkLocks& t = *record;
   t = kNoneTaken;

@@ -41,7 +41,7 @@ void unregistered(Registry& r, const void* handle, size_t* gone = nullptr) {
       [](ImageReport&&, uint64_t) {}));
 }
 
-// The kernel table for `key`, as a launch fills it (Guard::index_kernel); the host functions
+// The kernel table for `key`, as a launch fills it (Kernels::index_kernel); the host functions
 // that entered it are counted in `entered`.
 const KernelState* launched(Registry& r, const void* key, size_t* entered = nullptr) {
   r.index_kernel(key, kNoTargets, [&](const void*, std::span<const void* const> fns) {

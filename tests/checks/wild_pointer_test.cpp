@@ -42,7 +42,7 @@ struct Guarded {
   size_t size;
 };
 
-// What `g` says while `f` runs: its findings (Guard::findings) as log lines; the log itself is silenced.
+// What `g` says while `f` runs: its findings (Guard::said) as log lines; the log itself is silenced.
 std::string said_by(Guard& g, const std::function<void()>& f) {
   size_t mark = g.said().findings.size();
   testing::internal::CaptureStderr();

@@ -82,7 +82,7 @@ inline hipguard::Decision check_module_file(hipguard::Guard& g, const char* path
 }
 
 // The findings `g` said after the first `mark` (moved past them): what the guard says, asked of it
-// (Guard::findings), not read from its log.
+// (Guard::said), not read from its log.
 inline std::vector<hipguard::Diagnostic> said_since(hipguard::Guard& g, size_t& mark) {
   std::vector<hipguard::Diagnostic> all = g.said().findings;
   std::vector<hipguard::Diagnostic> out(all.begin() + std::min(mark, all.size()), all.end());
