@@ -136,8 +136,8 @@ class DatabaseStep {
  public:
   virtual ~DatabaseStep() = default;
   virtual void observe(const ImageReport& img) = 0;
-  // What the archives' walks hand over besides members with GPU code (null: nothing). Called from
-  // the checking threads.
+  // What the archives' walks hand over besides members with GPU code (null: nothing); its
+  // functions are called from the checking threads.
   virtual const ArchiveReader::SideFiles* archive_files() { return nullptr; }
   virtual void finish(const std::function<void(FileReport&&)>& deliver) = 0;
 };

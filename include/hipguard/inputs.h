@@ -58,7 +58,8 @@ class FileData {
 inline constexpr uint64_t kCliMapAbove = 1ull << 20;
 
 // Archives as the checks read them, in memory and in place: each member that
-// may hold GPU code is handed over as bytes, never extracted to disk; member
+// may hold GPU code is handed over as bytes, never extracted to disk (the
+// files a check after them wants, SideFiles, are handed to it likewise); member
 // names are labels only, never opened. The CLI's reader (libarchive, with the
 // budgets of docs/limits.md) is archive_reader() in src/inputs/archive.h; the
 // shim passes none, so it never opens an archive nor links libarchive.
@@ -75,13 +76,21 @@ class ArchiveReader {
     std::vector<Diagnostic> diagnostics;  // the archive's own: damaged or truncated (HG113), a budget spent (HG111)
   };
   // Members without GPU code that a check after the files reads (a kernel library's databases:
-  // Tensile .dat, AITER .csv): `wants` says which, by member name, and whether their bytes or only
-  // their names; `take` gets each one as `member` would (valid during the call only; no bytes when
-  // only the name is wanted), on the reading thread. Both must be thread-safe.
+  // Tensile .dat, AITER .csv), on the reading thread; every function must be thread-safe.
+  //  - `wants` says which, by member name, and whether their bytes or only their names;
+  //  - `take` gets each one as `member` would (valid during the call only; no bytes when only the
+  //    name is wanted, or, with `problem` (HG111), when it is over `max_bytes`);
+  //  - `link` gets every symbolic link and hard link: its name, and its target as the archive
+  //    stores it (a symlink's relative to the link's directory; a hard link's an archive name);
+  //  - `incomplete` is told of an archive (its path) whose reading stopped short (an error of its
+  //    own: HG111, HG113-HG116), by whoever reads it (check_file).
   enum class Want { Nothing, Name, Bytes };
   struct SideFiles {
     std::function<Want(const std::string& name)> wants;
     Member take;
+    std::function<void(const std::string& name, const std::string& target, bool hard)> link;
+    std::function<void(const std::string& archive)> incomplete;
+    uint64_t max_bytes = UINT64_MAX;
   };
   virtual ~ArchiveReader() = default;
   // Whether `data` starts like an archive (ar, tar, zip; gzip, xz, zstd, bzip2).

@@ -292,6 +292,11 @@ bool check_archive(const ReadMembers& read, const std::string& path, const std::
   ArchiveReader::Result result = read(member);
   if (!result.archive) return false;
   r.diagnostics = std::move(result.diagnostics);
+  // Its databases' files may be missing from what was read: not to be called missing.
+  if (options.side_files && options.side_files->incomplete &&
+      std::any_of(r.diagnostics.begin(), r.diagnostics.end(),
+                  [](const Diagnostic& d) { return d.severity == Severity::Error; }))
+    options.side_files->incomplete(path);
   if (reported == 0 && r.diagnostics.empty() && options.explicit_arg)
     r.diagnostics.push_back(make_diagnostic(code::kNoHipFatbin, path,
                                             "no GPU code in this archive: no member is a code object, an offload "

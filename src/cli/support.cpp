@@ -13,7 +13,9 @@
 namespace hipguard {
 
 // Rows checked at once: an image or a single big file is one job of check_paths (one thread), so
-// the rows share the machine's threads instead; at most this many, each holding its members in memory.
+// the rows share the machine's threads instead, each checking its files with its share of them
+// (a row's kernel-database step adds threads of its own); at most this many rows, each holding
+// its members in memory (peak memory up to this many times one check's).
 constexpr unsigned kMaxRowsAtOnce = 4;
 
 std::vector<SupportRow> check_support(const std::vector<std::string>& paths, CheckPathsOptions options,

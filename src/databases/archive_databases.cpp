@@ -9,7 +9,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 
 #include "databases/database_hook.h"
 
@@ -21,17 +24,20 @@ bool ends_with(std::string_view s, std::string_view e) {
 }
 bool starts_with(std::string_view s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
 
-// "usr/lib/./x" -> "usr/lib/x"; "" when a component climbs ("..") or nothing is left.
-std::string clean(std::string_view path) {
-  std::string out;
+// `path` ("usr/lib/../lib64/./x") resolved below a root: "usr/lib64/x"; nullopt when it climbs above it.
+std::optional<std::string> inside(std::string_view path) {
+  std::vector<std::string_view> parts;
   while (!path.empty()) {
     size_t slash = path.find('/');
     std::string_view part = path.substr(0, slash);
     path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
     if (part.empty() || part == ".") continue;
-    if (part == "..") return "";
-    out += (out.empty() ? "" : "/") + std::string(part);
+    if (part != "..") parts.push_back(part);
+    else if (parts.empty()) return std::nullopt;
+    else parts.pop_back();
   }
+  std::string out;
+  for (auto p : parts) out += (out.empty() ? "" : "/") + std::string(p);
   return out;
 }
 
@@ -48,6 +54,8 @@ bool write_at(int fd, Bytes data, uint64_t offset) {
   return true;
 }
 
+constexpr int kMaxLinkHops = 8;  // a chain of links longer than this (or a loop) is left unresolved
+
 }  // namespace
 
 ArchiveDatabases::ArchiveDatabases(const std::vector<TargetId>& targets) : targets_(targets) {
@@ -55,6 +63,12 @@ ArchiveDatabases::ArchiveDatabases(const std::vector<TargetId>& targets) : targe
   side_.take = [this](const std::string& member, Bytes data, const Diagnostic* problem) {
     take(member, data, problem);
   };
+  side_.link = [this](const std::string& member, const std::string& target, bool hard) { link(member, target, hard); };
+  side_.incomplete = [this](const std::string& archive) {
+    std::lock_guard<std::mutex> lock(mu_);
+    incomplete_.insert(archive);
+  };
+  side_.max_bytes = kMaxDatabaseFileBytes;  // larger: only its size is kept, read as on disk (HG702)
 }
 
 ArchiveDatabases::~ArchiveDatabases() {
@@ -79,72 +93,106 @@ ArchiveReader::Want ArchiveDatabases::wants(const std::string& member) const {
   return ends_with(base, ".csv") && aiter ? Want::Bytes : Want::Nothing;
 }
 
-// A Tensile file named after a processor no target has ("..._gfx90a.dat" for gfx942): the target's
-// loader never reads it (but a directory listing sees it).
+// A Tensile file named after processors none of which a target has ("..._gfx90a.dat" for gfx942):
+// the targets' loader never reads it (but a directory listing sees it).
 bool ArchiveDatabases::for_another_processor(std::string_view base) const {
   if (targets_.empty()) return false;
+  bool other = false;
   for (size_t at = base.find("gfx"); at != std::string_view::npos; at = base.find("gfx", at + 3)) {
     size_t end = at + 3;
     while (end < base.size() && std::isalnum(static_cast<unsigned char>(base[end]))) ++end;
     std::string processor(base.substr(at, end - at));
     if (!find_processor(processor)) continue;
-    bool targeted = false;
-    for (const auto& t : targets_) targeted |= t.processor == processor;
-    if (!targeted) return true;
+    for (const auto& t : targets_)
+      if (t.processor == processor) return false;
+    other = true;
   }
-  return false;
+  return other;
 }
 
-std::string ArchiveDatabases::add(const std::string& member, std::string* root) {
+std::string ArchiveDatabases::add(const std::string& member, Tree** tree) {
   size_t bang = member.rfind('!');
   if (bang == std::string::npos) return "";
-  std::string rel = clean(std::string_view(member).substr(bang + 1));
-  if (rel.empty()) return "";
-  std::string top = member.substr(0, bang);
-  std::string path = top + "/" + rel;
-  files_.try_emplace(path);
-  for (size_t slash = path.rfind('/'); slash != std::string::npos && slash >= top.size();
-       slash = path.rfind('/', slash - 1)) {
-    std::string dir = path.substr(0, slash), name = path.substr(slash + 1, path.find('/', slash + 1) - slash - 1);
-    children_[dir][name] = path.size() > slash + 1 + name.size();
-    if (slash == top.size()) break;
+  std::optional<std::string> rel = inside(std::string_view(member).substr(bang + 1));
+  if (!rel || rel->empty()) return "";
+  std::string prefix = member.substr(0, bang + 1);
+  auto [it, fresh] = tree_of_.try_emplace(prefix, trees_.size());
+  if (fresh) trees_.push_back({prefix, "\x1f" + std::to_string(trees_.size())});
+  Tree& t = trees_[it->second];
+  if (tree) *tree = &t;
+  std::string path = t.root + "/" + *rel;
+  for (size_t slash = path.rfind('/'); slash >= t.root.size(); slash = path.rfind('/', slash - 1)) {
+    size_t end = path.find('/', slash + 1);
+    children_[path.substr(0, slash)][path.substr(slash + 1, end - slash - 1)] = end != std::string::npos;
+    if (slash == t.root.size()) break;
   }
-  if (root) *root = top;
   return path;
 }
 
-void ArchiveDatabases::take(const std::string& member, Bytes data, const Diagnostic* problem) {
-  if (problem) data = Bytes();  // over the member budget: empty, which the check calls unreadable (HG702)
-  uint64_t offset = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::string root, path = add(member, &root);
-    if (path.empty()) return;
-    if (std::find(roots_.begin(), roots_.end(), root) == roots_.end()) roots_.push_back(root);
-    if (data.empty()) return;
-    if (spill_fd_ < 0) {
-      llvm::SmallString<128> name;
-      if (llvm::sys::fs::createTemporaryFile("hipguard-databases", "bin", spill_fd_, name)) return;
-      ::unlink(name.c_str());  // gone with the process, whatever happens to it
+bool ArchiveDatabases::keep_bytes(Bytes data, File& file, std::string* why) {
+  if (spill_fd_ < 0 && spill_error_.empty()) {
+    llvm::SmallString<128> name;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile("hipguard-databases", "bin", spill_fd_, name)) {
+      spill_error_ = "cannot create a temporary file (TMPDIR): " + ec.message();
+      spill_fd_ = -1;
+    } else if (::unlink(name.c_str()) != 0) {  // gone with the process, whatever happens to it
+      spill_error_ = "cannot unlink its temporary file " + std::string(name) + ": " + std::strerror(errno);
+      ::close(spill_fd_), spill_fd_ = -1;
     }
-    offset = spill_size_;
-    spill_size_ += data.size();
-    files_[path] = {offset, data.size()};
   }
-  if (!write_at(spill_fd_, data, offset)) {
-    std::lock_guard<std::mutex> lock(mu_);
-    files_[add(member)] = {};  // unwritable: read as empty
-  }
+  if (spill_fd_ < 0) return *why = spill_error_, false;
+  file = {File::Kept::Bytes, spill_size_, data.size()};
+  spill_size_ += data.size();
+  return true;
 }
 
-// As DatabaseHook::observe, for members: the facts of the entries the check parsed; an image with
-// none parsed (built for another processor) keeps the targets it is built for, which is all the
-// database check says of it.
+void ArchiveDatabases::take(const std::string& member, Bytes data, const Diagnostic* problem) {
+  File kept;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Tree* t = nullptr;
+    std::string path = add(member, &t);
+    if (path.empty()) return;
+    t->has_database = true;
+    File& f = files_[path];
+    if (problem) f = {File::Kept::TooBig, 0, problem->value.value_or(0)};
+    if (problem || !data.data()) return;  // over the budget, or only its name wanted
+    if (std::string why; !keep_bytes(data, f, &why)) return void(t->lost = why);
+    kept = f;
+  }
+  if (write_at(spill_fd_, data, kept.offset)) return;
+  std::string why = std::string("cannot write its temporary copy: ") + std::strerror(errno);
+  std::lock_guard<std::mutex> lock(mu_);
+  Tree* t = nullptr;
+  files_[add(member, &t)] = {};
+  t->lost = why;
+}
+
+void ArchiveDatabases::link(const std::string& member, const std::string& target, bool hard) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Tree* t = nullptr;
+  std::string path = add(member, &t);
+  if (path.empty()) return;
+  // A hard link names an archive member; a symlink is relative to its directory, or absolute in the
+  // archive's own root (an image's, as the container sees it).
+  std::string rel = path.substr(t->root.size() + 1);
+  std::string dir = rel.find('/') == std::string::npos ? "" : rel.substr(0, rel.rfind('/'));
+  std::string in_root = hard || target.rfind('/', 0) == 0 ? target : dir + "/" + target;
+  if (std::optional<std::string> to = inside(in_root); to && !to->empty())
+    links_.emplace_back(path, t->root + "/" + *to);
+  children_[path.substr(0, path.rfind('/'))].erase(path.substr(path.rfind('/') + 1));  // until resolved
+}
+
+// As DatabaseHook::observe (and FactsCache::get for a file it did not see), for members: the facts
+// of the entries the check parsed; for a file built only for other processors, the targets it is
+// built for, which is all the database check says of it (HG704).
 void ArchiveDatabases::observe(const ImageReport& img) {
-  if (!img.location.empty() || img.kind == PayloadKind::Unknown || img.origin.find('!') == std::string::npos) return;
+  if (img.kind == PayloadKind::Unknown || img.origin.find('!') == std::string::npos) return;
   CodeObjectFacts f;
   for (const auto& c : img.code_objects) f.entries.push_back(facts_of(c.co));
-  if (f.entries.empty()) {
+  bool selected = std::any_of(img.verdicts.begin(), img.verdicts.end(),
+                              [](const TargetVerdict& v) { return v.selection != Selection::None; });
+  if (f.entries.empty() && !selected) {
     auto add_target = [&](std::string_view target_id, unsigned generic_version) {
       if (auto t = parse_target_id(target_id)) f.entries.push_back({std::move(*t), generic_version, {}});
     };
@@ -155,11 +203,16 @@ void ArchiveDatabases::observe(const ImageReport& img) {
     }
     for (const auto& id : img.entry_ids)
       if (BundleEntryId e = parse_entry_id(id); e.is_amdgcn()) add_target(e.target_id, 0);
-    if (f.entries.empty()) f.error = "no AMDGPU code object in it";
   }
   std::lock_guard<std::mutex> lock(mu_);
   std::string path = add(img.origin);
-  if (!path.empty()) facts_.emplace(path, std::move(f));
+  if (path.empty()) return;
+  files_.try_emplace(path);
+  CodeObjectFacts& all = facts_[path];  // a file of several bundles: each one's entries
+  for (auto& e : f.entries) all.entries.push_back(std::move(e));
+  all.error = !all.entries.empty()      ? ""
+              : img.diagnostics.empty() ? "no AMDGPU code object in it"
+                                        : img.diagnostics.front().message;
 }
 
 bool ArchiveDatabases::is_file(const std::string& path) const { return files_.count(path) != 0; }
@@ -176,39 +229,79 @@ std::vector<kdb::DatabaseFiles::Entry> ArchiveDatabases::list(const std::string&
 Result<kdb::FileBytes> ArchiveDatabases::read(const std::string& path, uint64_t limit) const {
   auto it = files_.find(path);
   if (it == files_.end()) return ParseError{Code::kUnreadable, "no such member"};
-  if (it->second.size > limit)
+  const File& f = it->second;
+  if (f.kept == File::Kept::TooBig || f.size > limit)
     return ParseError{Code::kBudgetExceeded, "larger than " + std::to_string(limit) + " bytes"};
-  if (it->second.size == 0) return kdb::FileBytes{};
-  if (!spill_map_) return ParseError{Code::kUnreadable, "its copy cannot be read"};
-  return kdb::FileBytes{FileData(), Bytes(spill_map_ + it->second.offset, it->second.size)};
+  if (f.kept == File::Kept::Name)
+    return ParseError{Code::kUnreadable, "not kept by hipguard (a file none of the targets' loaders reads)"};
+  if (f.size == 0) return kdb::FileBytes{};
+  return kdb::FileBytes{FileData(), Bytes(spill_map_ + f.offset, f.size)};
 }
 
-bool ArchiveDatabases::map_spill() {
-  if (spill_map_ || spill_size_ == 0) return true;
-  void* p = ::mmap(nullptr, spill_size_, PROT_READ, MAP_PRIVATE, spill_fd_, 0);
-  if (p == MAP_FAILED) return false;
-  spill_map_ = static_cast<const uint8_t*>(p);
-  return true;
+// Each link becomes the file it leads to (its bytes, its facts), as the installed tree reads it.
+void ArchiveDatabases::resolve_links() {
+  for (int hop = 0; hop < kMaxLinkHops; ++hop) {
+    bool more = false;
+    for (const auto& [path, to] : links_) {
+      if (files_.count(path) || !files_.count(to)) continue;
+      files_[path] = files_[to];
+      if (auto f = facts_.find(to); f != facts_.end()) facts_[path] = f->second;
+      children_[path.substr(0, path.rfind('/'))][path.substr(path.rfind('/') + 1)] = false;
+      more = true;
+    }
+    if (!more) return;
+  }
 }
 
-std::vector<FileReport> ArchiveDatabases::check() {
+std::vector<FileReport> ArchiveDatabases::check_tree(const Tree& t) {
   std::vector<FileReport> out;
-  std::lock_guard<std::mutex> lock(mu_);  // the checking threads are done; taken for the analyzers
-  map_spill();
   FactsLookup lookup = [&](const std::string& path) -> const CodeObjectFacts* {
     auto it = facts_.find(path);
     return it == facts_.end() ? nullptr : &it->second;
   };
-  for (const auto& root : roots_) {
-    for (const auto& db : kdb::find_kernel_databases(*this, root)) {
-      kdb::FactsCache cache(lookup, *this);
-      DatabaseReport r = kdb::check_kernel_database(db, targets_, cache);
-      // "ARCHIVE/usr/lib/x" is the member "ARCHIVE!usr/lib/x".
-      auto name = [&](std::string& s) { replace_all(s, root + "/", root + "!"); };
-      name(r.path);
-      for (auto& d : r.diagnostics) name(d.file), name(d.message), name(d.fix);
-      out.push_back(database_file_report(std::move(r)));
+  std::string archive = t.prefix.substr(0, t.prefix.size() - 1);
+  for (const auto& db : kdb::find_kernel_databases(*this, t.root)) {
+    kdb::FactsCache cache(lookup, *this);
+    DatabaseReport r = kdb::check_kernel_database(db, targets_, cache);
+    auto name = [&](std::string& s) {  // "<root>/usr/lib/x" is the member "ARCHIVE!usr/lib/x"
+      replace_all(s, t.root + "/", t.prefix);
+      replace_all(s, t.root, archive);
+    };
+    name(r.path);
+    for (auto& d : r.diagnostics) name(d.file), name(d.message), name(d.fix);
+    out.push_back(database_file_report(std::move(r)));
+  }
+  return out;
+}
+
+std::vector<FileReport> ArchiveDatabases::check() {
+  std::vector<FileReport> out;
+  std::lock_guard<std::mutex> lock(mu_);  // the checking threads are done; for the analyzers
+  if (spill_size_ > 0 && !spill_map_) {
+    void* p = ::mmap(nullptr, spill_size_, PROT_READ, MAP_PRIVATE, spill_fd_, 0);
+    if (p != MAP_FAILED) spill_map_ = static_cast<const uint8_t*>(p);
+    else
+      for (auto& t : trees_) t.lost = std::string("cannot map its temporary copy: ") + std::strerror(errno);
+  }
+  resolve_links();
+  for (const auto& t : trees_) {
+    // Read short (HG111, HG113-HG116, said already): what is missing here is not missing there.
+    bool whole = std::none_of(incomplete_.begin(), incomplete_.end(),
+                              [&](const std::string& a) { return starts_with(t.prefix, a + "!"); });
+    if (!t.has_database || !whole) continue;
+    if (t.lost.empty()) {
+      for (auto& r : check_tree(t)) out.push_back(std::move(r));
+      continue;
     }
+    FileReport r;
+    r.path = t.prefix.substr(0, t.prefix.size() - 1);
+    r.hip = true;
+    r.diagnostics.push_back(make_diagnostic(
+        code::kArchiveDatabasesUnchecked, r.path,
+        "the kernel databases inside (Tensile .dat, AITER .csv) were not cross-checked with its code objects: " +
+            t.lost,
+        "point TMPDIR at a writable directory with room for them, or unpack the archive and check the directory"));
+    out.push_back(std::move(r));
   }
   // The trees are in the order the checking threads met their files: reported in path order.
   std::stable_sort(out.begin(), out.end(), [](const FileReport& a, const FileReport& b) { return a.path < b.path; });

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,16 +24,17 @@ class ArchiveDatabases : public kdb::DatabaseFiles {
   ArchiveDatabases& operator=(const ArchiveDatabases&) = delete;
 
   // What the archive walks hand over: Tensile's .dat files (TensileLibrary*, TensileLiteLibrary*,
-  // hipblasltExtOpLibrary.dat; only the names of those for a processor no target has) and AITER's
-  // .csv files below an hsa/ directory. Thread-safe.
+  // hipblasltExtOpLibrary.dat; only the names of those named after processors no target has),
+  // AITER's .csv files below an hsa/ directory, and links. Thread-safe.
   const ArchiveReader::SideFiles* side_files() const { return &side_; }
   // An archive member's checked image (delivery order): its code objects' facts, and that it exists.
   void observe(const ImageReport& img);
-  // One report per database found in an archive (path "ARCHIVE!dir", like its members), as
-  // check_kernel_database says them of the files installed.
+  // One report per database found in an archive read whole (path "ARCHIVE!dir", like its members),
+  // as check_kernel_database says them of the files installed; HG119 for an archive whose database
+  // files could not be kept.
   std::vector<FileReport> check();
 
-  // The files kept aside, as a tree per archive: "ARCHIVE/path" for the member "ARCHIVE!path".
+  // The files kept aside, a tree per archive (member prefix): "<tree>/path" for "PREFIX!path".
   bool is_file(const std::string& path) const override;
   bool is_directory(const std::string& path) const override;
   std::vector<Entry> list(const std::string& dir) const override;
@@ -40,23 +42,38 @@ class ArchiveDatabases : public kdb::DatabaseFiles {
 
  private:
   struct File {
+    enum class Kept { Bytes, Name, TooBig };  // its bytes, its name only, its size only (over the budget)
+    Kept kept = Kept::Name;
     uint64_t offset = 0, size = 0;  // in the temporary file
+  };
+  struct Tree {
+    std::string prefix;         // its members' names start so: "pkg.deb!", "img!tag!"
+    std::string root;           // its paths start so (a name no real path has)
+    bool has_database = false;  // a database file was handed over
+    std::string lost;           // why a database file could not be kept ("": all were)
   };
   ArchiveReader::Want wants(const std::string& member) const;
   void take(const std::string& member, Bytes data, const Diagnostic* problem);
+  void link(const std::string& member, const std::string& target, bool hard);
   bool for_another_processor(std::string_view file_name) const;
-  // The tree path of `member` (its tree's root in *root), "" when it cannot be placed. Requires mu_.
-  std::string add(const std::string& member, std::string* root = nullptr);
-  bool map_spill();
+  // The tree path of `member` (added with its directories), "" when it cannot be placed. Requires mu_.
+  std::string add(const std::string& member, Tree** tree = nullptr);
+  bool keep_bytes(Bytes data, File& file, std::string* why);  // requires mu_
+  void resolve_links();                                       // requires mu_
+  std::vector<FileReport> check_tree(const Tree& t);          // requires mu_
 
   std::vector<TargetId> targets_;
   ArchiveReader::SideFiles side_;
   std::mutex mu_;
+  std::vector<Tree> trees_;
+  std::map<std::string, size_t> tree_of_;                        // prefix -> index in trees_
   std::map<std::string, File> files_;                            // by tree path
   std::map<std::string, std::map<std::string, bool>> children_;  // directory -> name -> is a directory
-  std::vector<std::string> roots_;                               // trees that hold a database file
   std::map<std::string, CodeObjectFacts> facts_;                 // by tree path
-  int spill_fd_ = -1;                                            // the unlinked temporary file holding the bytes taken
+  std::vector<std::pair<std::string, std::string>> links_;       // tree path -> its target's tree path
+  std::set<std::string> incomplete_;                             // archives not read whole
+  int spill_fd_ = -1;                                            // the unlinked temporary file holding the bytes kept
+  std::string spill_error_;                                      // why there is none
   uint64_t spill_size_ = 0;                                      // bytes reserved in it
   const uint8_t* spill_map_ = nullptr;
 };

@@ -125,7 +125,7 @@ class Walker {
   void nested(struct archive* outer, std::vector<uint8_t> head, const std::string& prefix, const std::string& label,
               unsigned depth);
   void read_whole(struct archive* a, struct archive_entry* e, const std::vector<uint8_t>& head,
-                  const std::string& label, unsigned depth, const ArchiveReader::Member& to);
+                  const std::string& label, unsigned depth, const ArchiveReader::Member& to, uint64_t limit);
   bool read_head(struct archive* a, std::vector<uint8_t>* head, const std::string& label);
   bool discard(struct archive* a, const std::string& label, unsigned depth);
   bool count(uint64_t n, const std::string& label);
@@ -241,8 +241,13 @@ bool Walker::walk(struct archive* a, const std::string& prefix, unsigned depth) 
       discard(a, prefix + name, depth);
       continue;
     }
-    if ((type == AE_IFREG || type == 0) && !hardlink) entry(a, e, prefix, name, deb, depth);
-    else discard(a, prefix + name, depth);
+    if ((type == AE_IFREG || type == 0) && !hardlink) {
+      entry(a, e, prefix, name, deb, depth);
+      continue;
+    }
+    if (side_ && side_->link && (hardlink || (type == AE_IFLNK && archive_entry_symlink(e))))
+      side_->link(prefix + name, hardlink ? hardlink : archive_entry_symlink(e), hardlink != nullptr);
+    discard(a, prefix + name, depth);
   }
   return true;
 }
@@ -253,10 +258,11 @@ void Walker::entry(struct archive* a, struct archive_entry* e, const std::string
   std::vector<uint8_t> head;
   if (!read_head(a, &head, label)) return;
   Kind kind = kind_of(Bytes(head.data(), head.size()));
-  if (kind == Kind::Code) return read_whole(a, e, head, label, depth, member_);
+  if (kind == Kind::Code) return read_whole(a, e, head, label, depth, member_, limits_.member_bytes);
   if (kind == Kind::Skip && side_) {
     ArchiveReader::Want want = side_->wants(label);
-    if (want == ArchiveReader::Want::Bytes) return read_whole(a, e, head, label, depth, side_->take);
+    if (want == ArchiveReader::Want::Bytes)
+      return read_whole(a, e, head, label, depth, side_->take, std::min(limits_.member_bytes, side_->max_bytes));
     if (want == ArchiveReader::Want::Name) side_->take(label, {}, nullptr);
   }
   // A .deb's data.tar.* is opened transparently; its control.tar.* holds no GPU code.
@@ -316,23 +322,23 @@ void Walker::nested(struct archive* outer, std::vector<uint8_t> head, const std:
   walk(inner.a, prefix, depth);
 }
 
-// The member whole in memory, handed to `to` (or, over the member budget, HG111 about it).
+// The member whole in memory, handed to `to` (or, over `limit` bytes, HG111 about it).
 void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::vector<uint8_t>& head,
-                        const std::string& label, unsigned depth, const ArchiveReader::Member& to) {
+                        const std::string& label, unsigned depth, const ArchiveReader::Member& to, uint64_t limit) {
   uint64_t declared =
       archive_entry_size_is_set(e) ? static_cast<uint64_t>(std::max<la_int64_t>(archive_entry_size(e), 0)) : 0;
   auto too_big = [&](uint64_t size, bool at_least) {
-    Diagnostic d = make_diagnostic(code::kBudgetExceeded, label,
-                                   "archive member is " + std::string(at_least ? "more than " : "") +
-                                       std::to_string(size) + " bytes; hipguard reads at most " +
-                                       std::to_string(limits_.member_bytes) + " bytes of one archive member",
-                                   "extract it (dpkg-deb -x, tar -x, unzip) and check the extracted file");
+    Diagnostic d =
+        make_diagnostic(code::kBudgetExceeded, label,
+                        "archive member is " + std::string(at_least ? "more than " : "") + std::to_string(size) +
+                            " bytes; hipguard reads at most " + std::to_string(limit) + " bytes of one archive member",
+                        "extract it (dpkg-deb -x, tar -x, unzip) and check the extracted file");
     d.value = size;
-    d.limit = limits_.member_bytes;
+    d.limit = limit;
     to(label, {}, &d);
     discard(a, label, depth);
   };
-  if (declared > limits_.member_bytes) return too_big(declared, false);
+  if (declared > limit) return too_big(declared, false);
   // Grown with realloc (mremap for large blocks: no copy); a size claimed by a
   // header costs memory only as the bytes really arrive.
   uint64_t cap = std::max<uint64_t>(std::min(declared ? declared : kChunk, kFirstBuffer), head.size());
@@ -342,8 +348,8 @@ void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::v
   uint64_t len = head.size();
   for (;;) {
     if (len == cap) {
-      if (cap >= limits_.member_bytes) return too_big(cap, true);
-      uint64_t grown = std::min(std::max(cap * 2, declared), limits_.member_bytes);
+      if (cap >= limit) return too_big(cap, true);
+      uint64_t grown = std::min(std::max(cap * 2, declared), limit);
       auto* p = static_cast<uint8_t*>(std::realloc(buf.get(), grown));
       if (!p) return too_big(grown, false);
       buf.release();

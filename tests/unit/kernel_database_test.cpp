@@ -278,6 +278,48 @@ TEST(KernelDatabase, DatabasesInsideArchivesAsInstalled) {
     std::ofstream(tar, std::ios::binary) << hgtest::write_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, filter, files);
     EXPECT_EQ(database_findings(tar, tar + "!", "gfx90a"), installed) << filter;
   }
+
+  // Files reached through links: X's .dat a symlink to the same name in another directory (a versioned
+  // install), its .co a hard link; the installed tree follows both, and so does the archive.
+  std::vector<hgtest::TarEntry> linked;
+  for (const auto& [name, bytes] : files) {
+    if (name == "lib/TensileLibrary_X_gfx90a.dat") linked.push_back({"v1/TensileLibrary_X_gfx90a.dat", bytes});
+    else if (name == "lib/TensileLibrary_X_gfx90a.co") linked.push_back({"lib/X.co", bytes});
+    else linked.push_back({name, bytes});
+  }
+  linked.push_back({"lib/TensileLibrary_X_gfx90a.dat", "", 0120000, "../v1/TensileLibrary_X_gfx90a.dat"});
+  linked.push_back({"lib/TensileLibrary_X_gfx90a.co", "", 0100000, "", "lib/X.co"});
+  std::string tar = (t.path / "linked.tar").string();
+  std::ofstream(tar, std::ios::binary) << hgtest::write_tar(linked);
+  auto in_lib = database_findings(tar, tar + "!", "gfx90a");  // v1/ is a database directory of its own too
+  std::erase_if(in_lib, [](const auto& f) { return f.second.rfind("lib", 0) != 0; });
+  EXPECT_EQ(in_lib, installed);
+
+  // An archive cut short (HG113) says so; its databases are not reported as missing what was not read.
+  // (cut inside X's .co: both .dat files were read, the code objects were not)
+  std::string whole = hgtest::write_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE, files);
+  size_t co = whole.find("lib/TensileLibrary_X_gfx90a.co");
+  ASSERT_NE(co, std::string::npos);
+  std::string cut = (t.path / "cut.tar").string();
+  std::ofstream(cut, std::ios::binary) << whole.substr(0, co + 1024);
+  EXPECT_EQ(database_findings(cut, cut + "!", "gfx90a"), (std::vector<std::pair<std::string, std::string>>{}));
+
+  // No temporary copy can be made: HG119 says the databases went unchecked, instead of HG70x.
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string saved = tmpdir ? tmpdir : "";
+  setenv("TMPDIR", (t.path / "no such directory").c_str(), 1);
+  CheckPathsOptions o;
+  o.targets = {*parse_target_id("gfx90a")};
+  o.archives = &archive_reader();
+  o.kernel_databases = kernel_database_step;
+  CollectSink sink(false);
+  check_paths({tar}, o, sink);
+  tmpdir ? setenv("TMPDIR", saved.c_str(), 1) : unsetenv("TMPDIR");
+  std::vector<std::string> said;
+  for (const auto& r : sink.reports)
+    for (const auto& d : r.diagnostics)
+      if (d.code.rfind("HG70", 0) == 0 || d.code == code::kArchiveDatabasesUnchecked) said.push_back(d.code);
+  EXPECT_EQ(said, std::vector<std::string>{"HG119"});
 }
 
 TEST(KernelDatabase, AiterListWithoutItsColumns) {
