@@ -291,16 +291,20 @@ void print_table(const std::vector<FileReport>& reports, const std::vector<Libra
 }  // namespace
 
 int run_check(const CheckOptions& o) {
-  std::vector<TargetId> targets;
-  if (std::string err; !resolve_targets(o.input.targets, &targets, &err)) return usage_error("check", err);
+  auto resolved = resolve_targets(o.input.targets);
+  if (!resolved) return usage_error("check", resolved.error().message);
+  const std::vector<TargetId>& targets = *resolved;
   bool report = o.json || o.junit || o.sarif;
   if (o.json + o.junit + o.sarif > 1) return usage_error("check", "--json, --junit and --sarif exclude each other");
   if (o.input.paths.empty()) return usage_error("check", "check needs at least one PATH");
   // Code objects for other processors are read to their descriptors (check.h, Depth::ForTargets).
-  CheckPathsOptions options{targets, o.jobs, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, {}, false, {},
-                            {},      {}};
-  options.kernel_databases = kernel_database_step;  // kernel databases below directory arguments
-  if (std::string err; !read_input_options(o.input, !o.no_deps, &options, &err)) return usage_error("check", err);
+  auto read = read_input_options(
+      o.input, !o.no_deps,
+      CheckPathsOptions{
+          targets, o.jobs, /*empty_directory_is_error=*/true, Depth::ForTargets, {}, {}, false, {}, {}, {}});
+  if (!read) return usage_error("check", read.error().message);
+  CheckPathsOptions& options = *read;
+  options.kernel_databases = kernel_database_step;  // kernel databases below directory arguments, in archives
   // Not over a report streamed to the same terminal.
   Progress progress(!o.output.quiet && !(report && isatty(STDOUT_FILENO)), o.input.progress_delay_ms);
   options.progress = [&](size_t done, size_t total, const std::string& path) { progress.file_done(done, total, path); };

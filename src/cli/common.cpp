@@ -50,69 +50,65 @@ std::string human_bytes(uint64_t b) {
   return buf;
 }
 
-bool resolve_targets(const std::vector<std::string>& values, std::vector<TargetId>* targets, std::string* error) {
+Result<std::vector<TargetId>> resolve_targets(const std::vector<std::string>& values) {
+  std::vector<TargetId> targets;
   for (const auto& text : values) {
     auto resolved = resolve_target(text);
-    if (!resolved) {
-      *error = "bad target '" + text + "': " + resolved.error().message;
-      return false;
-    }
+    if (!resolved) return ParseError{Code::kBadSetting, "bad target '" + text + "': " + resolved.error().message};
     for (auto& t : *resolved) {
-      auto same = std::find_if(targets->begin(), targets->end(), [&](const TargetId& o) { return o.str() == t.str(); });
-      if (same == targets->end()) targets->push_back(std::move(t));
+      auto same = std::find_if(targets.begin(), targets.end(), [&](const TargetId& o) { return o.str() == t.str(); });
+      if (same == targets.end()) targets.push_back(std::move(t));
       else if (!t.alias.empty() && same->alias.find(t.alias) == std::string::npos)
         same->alias += (same->alias.empty() ? "" : "; ") + t.alias;
     }
   }
-  return true;
+  return targets;
 }
 
 namespace {
 
 // --runtime and --one-process.
-bool machine_options(const InputOptions& input, Machine* machine, std::string* error) {
-  machine->one_process = input.one_process;
-  if (!input.runtime) return true;
-  machine->runtime = parse_runtime(*input.runtime);
-  if (!machine->runtime) {
-    std::string known;
-    for (const auto& r : all_runtimes()) known += (known.empty() ? "" : ", ") + std::string(r.name);
-    *error = "bad --runtime '" + *input.runtime + "': give a HIP version such as " + known + " or 6.4.3";
-    return false;
-  }
-  return true;
+Result<Machine> machine_options(const InputOptions& input) {
+  Machine machine;
+  machine.one_process = input.one_process;
+  if (!input.runtime) return machine;
+  machine.runtime = parse_runtime(*input.runtime);
+  if (machine.runtime) return machine;
+  std::string known;
+  for (const auto& r : all_runtimes()) known += (known.empty() ? "" : ", ") + std::string(r.name);
+  return ParseError{Code::kBadSetting,
+                    "bad --runtime '" + *input.runtime + "': give a HIP version such as " + known + " or 6.4.3"};
 }
 
 // The archive and image reader (archive.h): .deb, .whl, .tar.*, .a and container images read in place,
 // a multi-platform image read for --platform.
-bool archive_options(const InputOptions& input, CheckPathsOptions* options, std::string* error) {
-  options->archives = &archive_reader();
-  if (!input.platform) return true;
+Result<const ArchiveReader*> archive_options(const InputOptions& input) {
+  if (!input.platform) return &archive_reader();
   std::optional<Platform> platform = Platform::parse(*input.platform);
-  if (!platform) {
-    *error = "bad --platform '" + *input.platform + "': give OS/ARCH or OS/ARCH/VARIANT, such as linux/amd64";
-    return false;
-  }
+  if (!platform)
+    return ParseError{Code::kBadSetting,
+                      "bad --platform '" + *input.platform + "': give OS/ARCH or OS/ARCH/VARIANT, such as linux/amd64"};
   static std::vector<std::unique_ptr<ArchiveReader>> readers;  // one per parse, alive as long as the options
   readers.push_back(make_archive_reader({}, *platform));
-  options->archives = readers.back().get();
-  return true;
+  return readers.back().get();
 }
 
 }  // namespace
 
-bool read_input_options(const InputOptions& input, bool dependencies, CheckPathsOptions* options, std::string* error) {
-  if (!archive_options(input, options, error)) return false;
-  if (!machine_options(input, &options->machine, error)) return false;
-  options->dependencies = dependencies;  // what a program loads (dependencies.h)
-  if (!input.sysroot) return true;
+Result<CheckPathsOptions> read_input_options(const InputOptions& input, bool dependencies, CheckPathsOptions options) {
+  auto archives = archive_options(input);
+  if (!archives) return archives.error();
+  auto machine = machine_options(input);
+  if (!machine) return machine.error();
+  options.archives = *archives;
+  options.machine = *machine;
+  options.dependencies = dependencies;  // what a program loads (dependencies.h)
+  if (!input.sysroot) return options;
   std::error_code ec;
-  if (input.sysroot->empty() || !std::filesystem::is_directory(*input.sysroot, ec)) {
-    *error = "--sysroot '" + *input.sysroot + "' is not a directory";
-    return false;
-  }
-  options->sysroot = *input.sysroot;
-  return true;
+  if (input.sysroot->empty() || !std::filesystem::is_directory(*input.sysroot, ec))
+    return ParseError{Code::kBadSetting, "--sysroot '" + *input.sysroot + "' is not a directory"};
+  options.sysroot = *input.sysroot;
+  return options;
 }
 
 }  // namespace hipguard

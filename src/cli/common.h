@@ -80,10 +80,10 @@ std::string human_bytes(uint64_t b);
 
 // --target values, each resolved to the configurations it stands for (a
 // product as shipped, a processor in each shipped configuration); the same
-// target ID named twice is checked once. False with *error after a usage error.
-bool resolve_targets(const std::vector<std::string>& values, std::vector<TargetId>* targets, std::string* error);
+// target ID named twice is checked once. A value not accepted: HG601's code, the usage error.
+Result<std::vector<TargetId>> resolve_targets(const std::vector<std::string>& values);
 // --runtime, --one-process, --sysroot and whether to follow what programs
-// load, into `options`. False with *error after a usage error.
-bool read_input_options(const InputOptions& input, bool dependencies, CheckPathsOptions* options, std::string* error);
+// load, into `options`, returned. A value not accepted: HG601's code, the usage error.
+Result<CheckPathsOptions> read_input_options(const InputOptions& input, bool dependencies, CheckPathsOptions options);
 
 }  // namespace hipguard

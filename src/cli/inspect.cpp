@@ -155,14 +155,18 @@ void print_inspect(const std::vector<FileReport>& reports, const std::vector<Fil
 }  // namespace
 
 int run_inspect(const InspectOptions& o) {
-  std::vector<TargetId> targets;
-  if (std::string err; !resolve_targets(o.input.targets, &targets, &err)) return usage_error("inspect", err);
+  auto resolved = resolve_targets(o.input.targets);
+  if (!resolved) return usage_error("inspect", resolved.error().message);
+  const std::vector<TargetId>& targets = *resolved;
   if (!o.sort.empty() && o.sort != "lds" && o.sort != "scratch" && o.sort != "vgpr" && o.sort != "name")
     return usage_error("inspect", "--sort must be lds, scratch, vgpr or name (got '" + o.sort + "')");
   const std::vector<std::string>& paths = o.input.paths;
   if (paths.empty()) return usage_error("inspect", "inspect needs at least one PATH");
-  CheckPathsOptions options{targets, 0, /*empty_directory_is_error=*/false, Depth::Full, {}, {}, false, {}, {}, {}};
-  if (std::string err; !read_input_options(o.input, o.deps, &options, &err)) return usage_error("inspect", err);
+  auto read = read_input_options(
+      o.input, o.deps,
+      CheckPathsOptions{targets, 0, /*empty_directory_is_error=*/false, Depth::Full, {}, {}, false, {}, {}, {}});
+  if (!read) return usage_error("inspect", read.error().message);
+  CheckPathsOptions& options = *read;
   CheckPathsResult result;
   if (o.json) {  // streamed as the files are read; with --target, what would be selected
     auto os = stdio_ostream(stdout);

@@ -129,7 +129,7 @@ std::string ArchiveDatabases::add(const std::string& member, Tree** tree) {
   return path;
 }
 
-bool ArchiveDatabases::keep_bytes(Bytes data, File& file, std::string* why) {
+Result<ArchiveDatabases::File> ArchiveDatabases::keep_bytes(Bytes data) {
   if (spill_fd_ < 0 && spill_error_.empty()) {
     llvm::SmallString<128> name;
     if (std::error_code ec = llvm::sys::fs::createTemporaryFile("hipguard-databases", "bin", spill_fd_, name)) {
@@ -140,10 +140,10 @@ bool ArchiveDatabases::keep_bytes(Bytes data, File& file, std::string* why) {
       ::close(spill_fd_), spill_fd_ = -1;
     }
   }
-  if (spill_fd_ < 0) return *why = spill_error_, false;
-  file = {File::Kept::Bytes, spill_size_, data.size()};
+  if (spill_fd_ < 0) return ParseError{Code::kArchiveDatabasesUnchecked, spill_error_};
+  File file{File::Kept::Bytes, spill_size_, data.size()};
   spill_size_ += data.size();
-  return true;
+  return file;
 }
 
 void ArchiveDatabases::take(const std::string& member, Bytes data, const Diagnostic* problem) {
@@ -157,8 +157,9 @@ void ArchiveDatabases::take(const std::string& member, Bytes data, const Diagnos
     File& f = files_[path];
     if (problem) f = {File::Kept::TooBig, 0, problem->value.value_or(0)};
     if (problem || !data.data()) return;  // over the budget, or only its name wanted
-    if (std::string why; !keep_bytes(data, f, &why)) return void(t->lost = why);
-    kept = f;
+    auto place = keep_bytes(data);
+    if (!place) return void(t->lost = place.error().message);
+    kept = f = *place;
   }
   if (write_at(spill_fd_, data, kept.offset)) return;
   std::string why = std::string("cannot write its temporary copy: ") + std::strerror(errno);

@@ -58,9 +58,9 @@ class ArchiveDatabases : public kdb::DatabaseFiles {
   bool for_another_processor(std::string_view file_name) const;
   // The tree path of `member` (added with its directories), "" when it cannot be placed. Requires mu_.
   std::string add(const std::string& member, Tree** tree = nullptr);
-  bool keep_bytes(Bytes data, File& file, std::string* why);  // requires mu_
-  void resolve_links();                                       // requires mu_
-  std::vector<FileReport> check_tree(const Tree& t);          // requires mu_
+  Result<File> keep_bytes(Bytes data);                // its place in the temporary file; requires mu_
+  void resolve_links();                               // requires mu_
+  std::vector<FileReport> check_tree(const Tree& t);  // requires mu_
 
   std::vector<TargetId> targets_;
   ArchiveReader::SideFiles side_;
