@@ -23,6 +23,10 @@ int fake_func_get_attributes(void*, const void*) {
   ++g_attr_calls;
   return g_attr_result;
 }
+// The runtime's sticky last error: the program's own (700) before the probe, drained after it.
+int g_drained = 0;
+int fake_peek_at_last_error() { return 700; }
+int fake_get_last_error() { return ++g_drained, 98; }
 
 class GuardProbe : public hgtest::OwnGuardTest {
  protected:
@@ -78,8 +82,11 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   g.on_register_function(&handle_a, &host_a, "_Z10vector_addPKfS0_Pfi");
   ProbeFunctions fns;
   fns.func_get_attributes = fake_func_get_attributes;  // no hipGetFuncBySymbol
+  fns.peek_at_last_error = fake_peek_at_last_error;
+  fns.get_last_error = fake_get_last_error;
   g.set_probe_functions(fns);
   g_attr_result = 98;  // the runtime rejects the kernel
+  g_drained = 0;
   Decision v = g.on_launch(&host_a, 0, "hipLaunchKernel");
   testing::internal::GetCapturedStderr();
   EXPECT_EQ(g_attr_calls, 1);
@@ -94,6 +101,10 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   EXPECT_EQ(v.action, Action::Refuse);
   EXPECT_EQ(v.hip_error, kHipErrorInvalidDeviceFunction);
   EXPECT_TRUE(v.sets_last_error) << "hipGetLastError reports it (the shim keeps it for the thread)";
+  // The probe's failed lookup left its error in the runtime: drained, and the program's own error (700)
+  // handed back for the shim to report while the runtime has none newer.
+  EXPECT_EQ(g_drained, 1);
+  EXPECT_EQ(v.restored_error, 700);
 
   // A second library registered later is probed too; a runtime without a GPU switches the probe off.
   testing::internal::CaptureStderr();
