@@ -64,9 +64,10 @@ ArchiveDatabases::ArchiveDatabases(const std::vector<TargetId>& targets) : targe
     take(member, data, problem);
   };
   side_.link = [this](const std::string& member, const std::string& target, bool hard) { link(member, target, hard); };
-  side_.incomplete = [this](const std::string& archive) {
+  side_.incomplete = [this](std::string archive) {
+    while (archive.size() > 1 && archive.back() == '/') archive.pop_back();  // "img/" names "img!path"
     std::lock_guard<std::mutex> lock(mu_);
-    incomplete_.insert(archive);
+    incomplete_.insert(std::move(archive));
   };
   side_.max_bytes = kMaxDatabaseFileBytes;  // larger: only its size is kept, read as on disk (HG702)
 }
@@ -117,7 +118,7 @@ std::string ArchiveDatabases::add(const std::string& member, Tree** tree) {
   if (!rel || rel->empty()) return "";
   std::string prefix = member.substr(0, bang + 1);
   auto [it, fresh] = tree_of_.try_emplace(prefix, trees_.size());
-  if (fresh) trees_.push_back({prefix, "\x1f" + std::to_string(trees_.size())});
+  if (fresh) trees_.push_back({prefix, "\x1f" + std::to_string(trees_.size()), false, ""});
   Tree& t = trees_[it->second];
   if (tree) *tree = &t;
   std::string path = t.root + "/" + *rel;
