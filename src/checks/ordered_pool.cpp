@@ -1,6 +1,8 @@
 // The ordered pool of check_paths (ordered_pool.h).
 #include "checks/ordered_pool.h"
 
+#include "base/run_on_threads.h"
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -29,10 +31,7 @@ class Pool {
   explicit Pool(const OrderedJobs& jobs) : jobs_(jobs), window_(16 * static_cast<size_t>(jobs.jobs)), slots_(window_) {}
 
   void run() {
-    std::vector<std::thread> threads;
-    for (unsigned t = 1; t < jobs_.jobs; ++t) threads.emplace_back([this] { work(); });
-    work();
-    for (auto& t : threads) t.join();
+    run_on_threads(jobs_.jobs, [this] { work(); });  // fewer, if no more can be started
     if (failed_) std::rethrow_exception(failed_);
   }
 

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/run_on_threads.h"
 #include "cli/common.h"
 
 namespace hipguard {
@@ -45,14 +46,7 @@ std::vector<SupportRow> check_support(const std::vector<std::string>& paths, Che
       }
     }
   };
-  std::vector<std::thread> pool;
-  try {
-    for (unsigned l = 1; l < lanes; ++l) pool.emplace_back(lane);
-  } catch (...) {
-    // no more threads: this one checks the rest
-  }
-  lane();
-  for (auto& t : pool) t.join();
+  run_on_threads(lanes, lane);
   progress.clear();
   for (auto& e : failed)
     if (e) std::rethrow_exception(e);

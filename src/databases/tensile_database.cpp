@@ -6,6 +6,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "base/run_on_threads.h"
 #include "databases/kernel_database_internal.h"
 #include "hipguard/check.h"
 
@@ -41,15 +42,7 @@ std::vector<const ParsedDat*> read_placeholders(const std::string& base, const s
         d.solutions.push_back({kernel_name_hash((*sols)[k].kernel), uint32_t(k), (*sols)[k].source_kernel});
     }
   };
-  unsigned n = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), todo.size());
-  std::vector<std::thread> threads;
-  try {
-    for (unsigned t = 1; t < n; ++t) threads.emplace_back(work);
-  } catch (...) {
-    // no more threads: this one does the rest
-  }
-  work();
-  for (auto& t : threads) t.join();
+  run_on_threads(std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), todo.size()), work);
   return out;
 }
 
