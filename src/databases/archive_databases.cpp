@@ -171,6 +171,10 @@ void ArchiveDatabases::take(const std::string& member, Bytes data, const Diagnos
 }
 
 void ArchiveDatabases::link(const std::string& member, const std::string& target, bool hard) {
+  // Only what a database check looks for: its files and code objects (an image has thousands of
+  // other links: libraries, alternatives).
+  if (wants(member) == ArchiveReader::Want::Nothing && !ends_with(member, ".co") && !ends_with(member, ".hsaco"))
+    return;
   std::lock_guard<std::mutex> lock(mu_);
   Tree* t = nullptr;
   std::string path = add(member, &t);
