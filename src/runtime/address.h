@@ -39,8 +39,8 @@ struct MappedFile {
 // The loaded objects' files that bytes were read from instead of their
 // mappings, each checked once (a library registers hundreds of fat binaries;
 // the check reads /proc/self/maps), matching or not. The file read last stays
-// open for the next read: a library's fat binaries register one after
-// another, and an open per fat binary cost ~10 us (rocSOLVER: 301). It is
+// open for the next read: a library's fat binaries (hundreds) register one
+// after another, and an open for each would cost more than its read. It is
 // checked by fstat before each use, so a descriptor the program closed is
 // forgotten, never read or closed here; one the program closed and reopened
 // on the same file under the same number is the one hole left. Two locks:

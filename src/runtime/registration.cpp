@@ -40,12 +40,11 @@ uint64_t bundle_table_bytes(const ImageReport& r) {
 
 // Headers, symbol tables and descriptors lie megabytes apart in a library's
 // code objects, and a library holds hundreds of fat binaries: the pages a
-// registration check faulted in would stay in the program's RSS (in warn mode
-// each bundle table's window, ~64 KiB per fat binary: +17 MiB for rocSOLVER's
-// 235). Released: the bundle table of an uncompressed bundle and, when they
-// were read, its selected entries; the compressed bytes decoded to reach a
-// compressed bundle's table (a zstd block: ~115 KiB for each of rocBLAS 5's
-// 65); or a raw code object. Only clean file-backed pages of read-only
+// registration check faulted in would stay in the program's RSS (a fault-around
+// window per bundle table; docs/performance.md, R2). Released: the bundle table
+// of an uncompressed bundle and, when they were read, its selected entries; the
+// compressed bytes decoded to reach a compressed bundle's table (a zstd block);
+// or a raw code object. Only clean file-backed pages of read-only
 // segments are dropped (release_read_pages): the runtime re-faults them from
 // the page cache when it reads them.
 using Windows = std::vector<std::pair<const void*, uint64_t>>;
@@ -170,11 +169,11 @@ PendingFatbinPtr broken_fatbin(const std::string& origin, std::string_view code,
 // HIP initialises and aborts if one has none for the device (hipamd
 // hip_fatbin.cpp ExtractFatBinary, guarantee; later ones log it and fail at
 // first use), before any launch; strict mode stops the program there, before
-// main. Reading the selected code objects' headers and each registered
-// kernel's descriptor here as well (what strict mode did before) made strict
-// start-up 1.6x the runtime's on rocSOLVER: pages of code objects the
-// program may never use (docs/performance.md). A raw code object (AITER registers .co files this way)
-// is selected from its ELF header, as CLR selects it, and read at its first use like a bundle's entry.
+// main. The selected code objects' headers and kernel descriptors are not read
+// here: they are pages of code objects the program may never use, which the
+// runtime itself reads only at first use (docs/performance.md, R2). A raw code
+// object (AITER registers .co files this way) is selected from its ELF header,
+// as CLR selects it, and read at its first use like a bundle's entry.
 Depth registration_depth(Bytes data, const GuardConfig& c) {
   PayloadKind kind = classify(data);
   bool selectable =
@@ -184,11 +183,11 @@ Depth registration_depth(Bytes data, const GuardConfig& c) {
 
 // A compressed bundle (CCOB) is not even decoded at registration when the runtime goes on without a
 // code object for the GPU (ROCm 5.3 and later, runtime_version.h): its bundle table is the start of
-// the compressed payload, and zstd decodes a whole block (up to 128 KiB) to give it, which made
-// rocBLAS 5's dlopen 1.44x (docs/performance.md, R4). CLR decompresses it at the first use of one of
-// its kernels (FatBinaryInfo::ExtractFatBinaryUsingCOMGR, deferred loading), where hipguard then
-// checks it in full: no code object for the GPU refuses that launch in strict mode, as the runtime
-// fails it, rather than stopping the program before main.
+// the compressed payload, and zstd decodes a whole block (up to 128 KiB) to give it, a cost a library of
+// compressed bundles pays per fat binary at dlopen (docs/performance.md, R4). CLR decompresses it at the first use of
+// one of its kernels (FatBinaryInfo::ExtractFatBinaryUsingCOMGR, deferred loading), where hipguard then checks it in
+// full: no code object for the GPU refuses that launch in strict mode, as the runtime fails it, rather than stopping
+// the program before main.
 bool decoded_at_first_use(Bytes data, const GuardConfig& c) {
   const RuntimeInfo& runtime = c.machine.runtime ? *c.machine.runtime : default_runtime();
   return classify(data) == PayloadKind::CompressedBundle && !runtime.aborts_without_code_object;
@@ -196,9 +195,9 @@ bool decoded_at_first_use(Bytes data, const GuardConfig& c) {
 
 // Registration reads an uncompressed bundle's table (the first 4 KiB hold a
 // dozen entries' IDs) from the library's file rather than its mapping: the
-// mapping's pages are never faulted in, so there is nothing to release.
-// Per fat binary (rocSOLVER has 301) ~6 us for open, pread and close, where
-// the fault, /proc/self/pagemap and madvise took ~15 us (docs/performance.md).
+// mapping's pages are never faulted in, so there is nothing to release, and a
+// pread costs less than the fault, /proc/self/pagemap and madvise it replaces
+// (docs/performance.md).
 constexpr uint64_t kHeadBytes = 4096;
 
 // A copy of `data`'s first bytes (a bundle's table) read from the file it is
