@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 dir=${1:-build}
 status=0
 ran=0
-for bin in "$dir"/bin/*_tests; do  # every GoogleTest binary the build made (tests/*/CMakeLists.txt)
+for bin in "$dir"/bin/*_tests; do  # every GoogleTest binary the build made (tests/CMakeLists.txt, tests/*/CMakeLists.txt)
   [[ -x $bin ]] || continue
   t=$(basename "$bin")
   start=$SECONDS

@@ -1,5 +1,5 @@
-// Helpers shared by the tests in tests/checks: where the inputs are, the Guard
-// settings. The builders of crafted inputs and the file helpers are in tests/support.
+// Helpers shared by check_tests and guard_tests: where the inputs are, the Guard
+// settings. The builders of crafted inputs and the file helpers are beside it.
 #pragma once
 
 #include <sys/stat.h>
