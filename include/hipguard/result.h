@@ -1,4 +1,6 @@
-// A value or a parse error carrying a diagnostic code (see diagnostic.h).
+// A value or a parse error carrying a diagnostic code (see diagnostic.h); Status, the same for a
+// function with no value to return. The one way a hipguard function fails: no bool with a
+// std::string* error, no optional<std::string> that holds the error.
 #pragma once
 
 #include <string>
@@ -29,5 +31,11 @@ class [[nodiscard]] Result {
  private:
   std::variant<T, ParseError> v_;
 };
+
+// Success with nothing to return, or a ParseError (its Code and message): `return ok();` or
+// `return ParseError{Code::kMalformedCompressed, "..."};`, and a failed Result<T>'s
+// `return r.error();`. The caller tests `if (!s)` and reads s.error().
+using Status = Result<std::monostate>;
+inline Status ok() { return std::monostate{}; }
 
 }  // namespace hipguard

@@ -89,19 +89,18 @@ int zstd_window_log(uint64_t claimed) {
 // kMaxCompressionRatio), and is left uninitialised so pages the frame does not
 // write are never touched. Fails when the frame is broken or its output is not
 // the declared size (all of it is decoded here, so that is known at once).
-bool decompress_declared(Bytes input, uint64_t claimed, std::vector<uint8_t>& out, std::string* error) {
+Status decompress_declared(Bytes input, uint64_t claimed, std::vector<uint8_t>& out) {
   // Bytes that are no frame header (of any format this libzstd reads) fail before the buffer is taken.
   if (ZSTD_getFrameContentSize(input.data(), input.size()) == ZSTD_CONTENTSIZE_ERROR)
-    return *error = "zstd: the payload does not start with a zstd frame", false;
+    return ccob_error("zstd: the payload does not start with a zstd frame");
   std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[std::max<uint64_t>(claimed, 1)]);
-  if (!buf) return *error = "out of memory", false;
+  if (!buf) return ccob_error("out of memory");
   size_t n = ZSTD_decompress(buf.get(), claimed, input.data(), input.size());
-  if (ZSTD_isError(n)) return *error = std::string("zstd: ") + ZSTD_getErrorName(n), false;
+  if (ZSTD_isError(n)) return ccob_error(std::string("zstd: ") + ZSTD_getErrorName(n));
   if (n != claimed)
-    return *error = "zstd frame yields " + std::to_string(n) + " bytes, the header says " + std::to_string(claimed),
-           false;
+    return ccob_error("zstd frame yields " + std::to_string(n) + " bytes, the header says " + std::to_string(claimed));
   out.assign(buf.get(), buf.get() + n);
-  return true;
+  return ok();
 }
 
 // The output of a streamed decompression. It grows with what the stream
@@ -121,24 +120,24 @@ struct GrowingOutput {
 };
 
 // Decodes the whole payload as decompress_declared does, as the output of a decompress_prefix.
-bool zstd_whole(Bytes input, uint64_t claimed, GrowingOutput& g, std::string* error) {
-  if (!decompress_declared(input, claimed, g.out, error)) return false;
+Status zstd_whole(Bytes input, uint64_t claimed, GrowingOutput& g) {
+  if (Status whole = decompress_declared(input, claimed, g.out); !whole) return whole;
   g.produced = g.out.size();
   g.consumed = input.size();
-  return true;
+  return ok();
 }
 
 // decompress_prefix for a zstd frame.
-bool zstd_prefix(Bytes input, uint64_t claimed, GrowingOutput& g, std::string* error, bool to_end) {
+Status zstd_prefix(Bytes input, uint64_t claimed, GrowingOutput& g, bool to_end) {
   // Only a current zstd frame (RFC 8878 magic) is streamed. libzstd also reads
   // the legacy v0.5-v0.7 formats, and their streaming decoders size the window
   // from the frame header, ignoring ZSTD_d_windowLogMax (a 1.9 KB v0.7 frame
   // made it allocate 94 MB, scripts/fuzz.sh); no compressor of offload bundles
   // writes them. Anything but a current frame (legacy, skippable, no frame at
   // all) is decoded whole into the claimed size, as LLVM does, which bounds it.
-  if (input.size() < 4 || read_le<uint32_t>(input, 0) != ZSTD_MAGICNUMBER) return zstd_whole(input, claimed, g, error);
+  if (input.size() < 4 || read_le<uint32_t>(input, 0) != ZSTD_MAGICNUMBER) return zstd_whole(input, claimed, g);
   ZSTD_DCtx* dctx = ZSTD_createDCtx();
-  if (!dctx) return *error = "out of memory", false;
+  if (!dctx) return ccob_error("out of memory");
   // Bundles use long-distance matching (windows up to 2^31), but a compressor
   // never uses a window larger than its input (zstd shrinks windowLog to the
   // source size). A frame asking for more than the claimed uncompressed size
@@ -146,7 +145,8 @@ bool zstd_prefix(Bytes input, uint64_t claimed, GrowingOutput& g, std::string* e
   // allocating its window (a few bytes could ask for 2 GiB).
   ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, zstd_window_log(claimed));
   ZSTD_inBuffer in{input.data(), input.size(), 0};
-  bool ok = true, window_too_large = false;
+  Status decoded = ok();
+  bool window_too_large = false;
   size_t r = 1;
   while (g.produced < g.want || (to_end && r != 0)) {
     uint64_t space = g.room();
@@ -155,8 +155,7 @@ bool zstd_prefix(Bytes input, uint64_t claimed, GrowingOutput& g, std::string* e
     g.produced += o.pos;
     if (ZSTD_isError(r)) {
       window_too_large = ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge;
-      *error = std::string("zstd: ") + ZSTD_getErrorName(r);
-      ok = false;
+      decoded = ccob_error(std::string("zstd: ") + ZSTD_getErrorName(r));
       break;
     }
     if (o.pos == 0 && in.pos == in.size) break;  // input exhausted
@@ -166,18 +165,18 @@ bool zstd_prefix(Bytes input, uint64_t claimed, GrowingOutput& g, std::string* e
   g.consumed = in.pos;
   // Streaming writers (the zstd tool reading a pipe, --long, --ultra) leave the
   // content size out and keep their level's window however small the input.
-  if (!ok && window_too_large) return zstd_whole(input, claimed, g, error);
-  if (!ok) return false;
-  if (to_end && r != 0) return *error = "zstd frame does not end where the uncompressed size says", false;
-  return true;
+  if (!decoded && window_too_large) return zstd_whole(input, claimed, g);
+  if (!decoded) return decoded;
+  if (to_end && r != 0) return ccob_error("zstd frame does not end where the uncompressed size says");
+  return ok();
 }
 
 // decompress_prefix for a zlib stream.
-bool zlib_prefix(Bytes input, GrowingOutput& g, std::string* error, bool to_end) {
+Status zlib_prefix(Bytes input, GrowingOutput& g, bool to_end) {
   z_stream z{};
-  if (inflateInit(&z) != Z_OK) return *error = "zlib: inflateInit failed", false;
+  if (inflateInit(&z) != Z_OK) return ccob_error("zlib: inflateInit failed");
   z.next_in = const_cast<Bytef*>(input.data());
-  bool ok = true;
+  Status inflated = ok();
   uint64_t fed = 0;
   bool ended = false;
   while (g.produced < g.want || (to_end && !ended)) {
@@ -196,17 +195,16 @@ bool zlib_prefix(Bytes input, GrowingOutput& g, std::string* error, bool to_end)
       break;
     }
     if (r != Z_OK && r != Z_BUF_ERROR) {
-      *error = std::string("zlib: ") + (z.msg ? z.msg : "inflate failed");
-      ok = false;
+      inflated = ccob_error(std::string("zlib: ") + (z.msg ? z.msg : "inflate failed"));
       break;
     }
     if (before_out == z.avail_out && chunk_in == z.avail_in) break;  // no progress: input exhausted
   }
   inflateEnd(&z);
   g.consumed = fed;
-  if (!ok) return false;
-  if (to_end && !ended) return *error = "zlib stream does not end where the uncompressed size says", false;
-  return true;
+  if (!inflated) return inflated;
+  if (to_end && !ended) return ccob_error("zlib stream does not end where the uncompressed size says");
+  return ok();
 }
 
 // Streams the first `want` bytes out of a zlib stream or zstd frame, so the
@@ -214,19 +212,18 @@ bool zlib_prefix(Bytes input, GrowingOutput& g, std::string* error, bool to_end)
 // (want is the whole uncompressed size) the stream must also end there, with
 // its checksum: that is how a cut v1 bundle, which has no total size, shows.
 // `claimed` is the header's uncompressed size (bounds the zstd window). `*consumed` (optional):
-// the bytes of `input` read, all of them for a frame decoded whole.
-bool decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t claimed, std::vector<uint8_t>& out,
-                       std::string* error, bool to_end = false, uint64_t* consumed = nullptr) {
+// the bytes of `input` read, all of them for a frame decoded whole. Fails with HG105 (kMalformedCompressed).
+Status decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t claimed, std::vector<uint8_t>& out,
+                         bool to_end = false, uint64_t* consumed = nullptr) {
   out.clear();
   GrowingOutput g{out, want};
-  bool ok = method == 1 ? zstd_prefix(input, claimed, g, error, to_end) : zlib_prefix(input, g, error, to_end);
+  Status decoded = method == 1 ? zstd_prefix(input, claimed, g, to_end) : zlib_prefix(input, g, to_end);
   if (consumed) *consumed = std::max(*consumed, g.consumed);
-  if (!ok) return false;
-  if (g.produced < want) {
-    *error = "compressed data ends after " + std::to_string(g.produced) + " of " + std::to_string(want) + " bytes";
-    return false;
-  }
-  return true;
+  if (!decoded) return decoded;
+  if (g.produced < want)
+    return ccob_error("compressed data ends after " + std::to_string(g.produced) + " of " + std::to_string(want) +
+                      " bytes");
+  return ok();
 }
 
 Result<Bundle> parse_compressed(Bytes data) {
@@ -277,9 +274,8 @@ Result<Bundle> parse_compressed(Bytes data) {
   // Decode only as much as the table needs: start with a page, grow while the table runs past it.
   uint64_t want = std::min<uint64_t>(uncompressed, 4096);
   for (;;) {
-    std::string err;
-    bool ok = decompress_prefix(b.ccob_method, b.payload, want, uncompressed, b.storage, &err, false, &b.payload_read);
-    if (!ok) return ccob_error("decompression failed: " + err);
+    Status decoded = decompress_prefix(b.ccob_method, b.payload, want, uncompressed, b.storage, false, &b.payload_read);
+    if (!decoded) return ccob_error("decompression failed: " + decoded.error().message);
     Bytes inner(b.storage.data(), b.storage.size());
     if (inner.size() >= kBundleMagic.size() && classify(inner) != PayloadKind::OffloadBundle)
       return ccob_error("decompressed data is not an offload bundle");
@@ -370,9 +366,9 @@ Bytes entry_bytes(Bundle& bundle, Bytes data, const BundleEntry& entry) {
   // Decode up to the end of this entry (parse_bundle checked it lies within the uncompressed size).
   uint64_t end = entry.offset + entry.size;
   if (end > bundle.storage.size()) {
-    std::string err;
     std::vector<uint8_t> longer;
-    if (!decompress_prefix(bundle.ccob_method, bundle.payload, end, bundle.uncompressed_size, longer, &err,
+    // The decoder's message is dropped: the caller, given no bytes, says the entry cannot be extracted (HG105).
+    if (!decompress_prefix(bundle.ccob_method, bundle.payload, end, bundle.uncompressed_size, longer,
                            end == bundle.uncompressed_size))
       return {};
     bundle.storage = std::move(longer);

@@ -428,10 +428,6 @@ class MetadataReader {
   uint64_t kernel_budget_ = 0;
 };
 
-}  // namespace
-
-namespace {
-
 // The findings of a note that joins the document, under the code object's cap.
 void take_issues(NoteDoc& doc, CodeObject& co) {
   for (auto& i : doc.issues) add_issue(co, std::move(i));
@@ -439,15 +435,16 @@ void take_issues(NoteDoc& doc, CodeObject& co) {
   co.dropped_severity = std::max(co.dropped_severity, doc.dropped_severity);
 }
 
-// Why comgr does not merge `from` into the document `to`, or nullopt when it
-// does; `to` takes `from`'s printf record first, as comgr's merge does.
-std::optional<std::string> merge_refusal(const NoteDoc& from, NoteDoc& to) {
-  if (from.has_printf && to.has_printf) return "both notes have amdhsa.printf";
+// Whether comgr merges `from` into the document `to`, else why not (HG402, kBadMetadata); `to`
+// takes `from`'s printf record first, as comgr's merge does.
+Status comgr_merges(const NoteDoc& from, NoteDoc& to) {
+  auto refused = [](std::string why) { return ParseError{Code::kBadMetadata, std::move(why)}; };
+  if (from.has_printf && to.has_printf) return refused("both notes have amdhsa.printf");
   to.has_printf = to.has_printf || from.has_printf;
-  if (!from.has_version_array || !to.has_version_array) return "a note has no amdhsa.version array";
-  if (!from.version || !to.version || *from.version != *to.version) return "its amdhsa.version differs";
-  if (!from.has_kernels_array || !to.has_kernels_array) return "a note has no amdhsa.kernels array";
-  return std::nullopt;
+  if (!from.has_version_array || !to.has_version_array) return refused("a note has no amdhsa.version array");
+  if (!from.version || !to.version || *from.version != *to.version) return refused("its amdhsa.version differs");
+  if (!from.has_kernels_array || !to.has_kernels_array) return refused("a note has no amdhsa.kernels array");
+  return ok();
 }
 
 }  // namespace
@@ -476,10 +473,11 @@ void read_metadata_notes(std::span<const std::string_view> descs, CodeObject& co
       merged = std::move(doc);
       continue;
     }
-    if (auto why = merge_refusal(doc, *merged)) {
+    if (Status merges = comgr_merges(doc, *merged); !merges) {
+      const std::string& why = merges.error().message;
       if (!doc.kernels.empty())
         add_issue(co, {std::string(code::kBadMetadata), "",
-                       which + " cannot be merged into the metadata (" + *why + "): comgr drops its " +
+                       which + " cannot be merged into the metadata (" + why + "): comgr drops its " +
                            std::to_string(doc.kernels.size()) + " kernels, the runtime cannot launch them",
                        Severity::Warning});
       continue;

@@ -11,7 +11,6 @@
 #include <llvm/Support/MathExtras.h>
 
 #include <cstring>
-#include <optional>
 
 namespace hipguard {
 namespace {
@@ -28,28 +27,29 @@ T read_at(const uint8_t* p) {  // the section need not be aligned for T
 // checks OffloadBinary::create (LLVM 16) makes, and what it leaves unchecked, checked too: the
 // image and every string of the string table inside the binary, each string NUL-terminated there.
 // Linear in `size` whatever the binary says: a string is terminated inside it exactly when it starts
-// at or before the binary's last NUL, found once.
-std::optional<std::string> invalid(const uint8_t* p, uint64_t size, const OffloadBinary::Header& h) {
+// at or before the binary's last NUL, found once. Fails with HG106 (kMalformedElf), as the section does.
+Status validate(const uint8_t* p, uint64_t size, const OffloadBinary::Header& h) {
+  auto invalid = [](std::string why) { return ParseError{Code::kMalformedElf, std::move(why)}; };
   if (h.Version != OffloadBinary::Version)
-    return "version " + std::to_string(h.Version) + ", not " + std::to_string(OffloadBinary::Version);
+    return invalid("version " + std::to_string(h.Version) + ", not " + std::to_string(OffloadBinary::Version));
   if (size < sizeof(OffloadBinary::Header) + sizeof(OffloadBinary::Entry) ||
       h.EntryOffset > size - sizeof(OffloadBinary::Entry) || h.EntrySize > size - sizeof(OffloadBinary::Header))
-    return "entry out of bounds";
+    return invalid("entry out of bounds");
   const auto e = read_at<OffloadBinary::Entry>(p + h.EntryOffset);
-  if (e.ImageOffset > size || e.ImageSize > size - e.ImageOffset) return "image out of bounds";
+  if (e.ImageOffset > size || e.ImageSize > size - e.ImageOffset) return invalid("image out of bounds");
   if (e.StringOffset > size || e.NumStrings > (size - e.StringOffset) / sizeof(OffloadBinary::StringEntry))
-    return "string table out of bounds";
+    return invalid("string table out of bounds");
   const void* last_nul = memrchr(p, 0, size);
   const uint64_t terminated_below = last_nul ? static_cast<const uint8_t*>(last_nul) - p + 1 : 0;
   for (uint64_t i = 0; i < e.NumStrings; ++i) {
     const auto s = read_at<OffloadBinary::StringEntry>(p + e.StringOffset + i * sizeof(OffloadBinary::StringEntry));
-    if (s.KeyOffset >= terminated_below || s.ValueOffset >= terminated_below) return "string out of bounds";
+    if (s.KeyOffset >= terminated_below || s.ValueOffset >= terminated_below) return invalid("string out of bounds");
   }
-  return std::nullopt;
+  return ok();
 }
 
 // The value of `key` in the binary's string table ("" when absent; the last of two, as
-// OffloadBinary's map keeps it). The binary is valid (invalid() said nothing); `e` is its entry.
+// OffloadBinary's map keeps it). The binary is valid (validate() passed); `e` is its entry.
 // Each key is compared over at most key.size() + 1 bytes and one value copied: linear in the table.
 std::string string_of(const uint8_t* p, const OffloadBinary::Entry& e, std::string_view key) {
   const char* value = "";
@@ -91,7 +91,7 @@ Result<std::vector<OffloadingImage>> read_offloading_section(Bytes section) {
     if (size < sizeof(OffloadBinary::Header) || size > rest)
       return malformed(why + "size " + std::to_string(size) + " outside the section");
     if (std::memcmp(p, "\x10\xff\x10\xad", 4) != 0) return malformed(why + "no OffloadBinary magic");
-    if (auto bad = invalid(p, size, h)) return malformed(why + *bad);
+    if (Status valid = validate(p, size, h); !valid) return malformed(why + valid.error().message);
     const auto e = read_at<OffloadBinary::Entry>(p + h.EntryOffset);
     OffloadingImage image;
     image.triple = string_of(p, e, "triple");

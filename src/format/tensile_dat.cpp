@@ -16,7 +16,7 @@ namespace {
 using Obj = llvm::msgpack::Object;
 using Type = llvm::msgpack::Type;
 
-// A cursor over one msgpack document; every failure sets error_ and stops.
+// A cursor over one msgpack document; every failure sets `error` (the first one's text) and stops.
 class Cursor {
  public:
   explicit Cursor(std::string_view data)
@@ -120,36 +120,36 @@ bool collect_placeholders(Cursor& c, const Obj& o, int depth, std::vector<std::s
   return true;
 }
 
-// The root map: `on_key` reads each key's value (or skips it) and says whether to go on.
+ParseError malformed(std::string message) { return {Code::kDatabaseMalformed, std::move(message)}; }
+
+// The root map: `on_key` reads each key's value (or skips it) and says whether to go on. Fails with
+// the cursor's first failure, as HG702 (kDatabaseMalformed).
 enum class Next { Fail, Continue, Stop };
 template <class F>
-bool read_root(Cursor& c, std::string* error, F on_key) {
+Status read_root(Cursor& c, F on_key) {
   Obj root;
-  bool ok = c.next(root);
-  if (ok && root.Kind != Type::Map) ok = c.fail("the document is not a map");
-  for (size_t i = 0; ok && i < root.Length; ++i) {
+  bool good = c.next(root);
+  if (good && root.Kind != Type::Map) good = c.fail("the document is not a map");
+  for (size_t i = 0; good && i < root.Length; ++i) {
     std::string_view k;
     Obj v;
     Next n = c.key(&k) && c.next(v) ? on_key(k, v) : Next::Fail;
     if (n == Next::Stop) break;
-    ok = n == Next::Continue;
+    good = n == Next::Continue;
   }
-  if (!ok) *error = c.error;
-  return ok;
+  if (!good) return malformed(c.error);
+  return ok();
 }
 
 Next go(bool ok) { return ok ? Next::Continue : Next::Fail; }
-
-ParseError malformed(std::string message) { return {Code::kDatabaseMalformed, std::move(message)}; }
 
 }  // namespace
 
 Result<std::vector<TensileSolution>> read_tensile_solutions(std::string_view data) {
   Cursor c(data);
   std::vector<TensileSolution> out;
-  std::string error;
   bool seen = false, library = false;
-  bool ok = read_root(c, &error, [&](std::string_view k, const Obj& v) {
+  Status read = read_root(c, [&](std::string_view k, const Obj& v) {
     if (k == "library" && seen) return library = true, Next::Stop;  // its value is not needed (20 % of the bytes)
     if (k == "library") library = true;
     if (k != "solutions") return go(c.skip(v, 1));
@@ -163,7 +163,7 @@ Result<std::vector<TensileSolution>> read_tensile_solutions(std::string_view dat
     }
     return Next::Continue;
   });
-  if (!ok) return malformed(error);
+  if (!read) return read.error();
   if (!seen) return malformed("no \"solutions\" array (required by Tensile's MasterSolutionLibrary mapping)");
   if (!library) return malformed("no \"library\" (required by Tensile's MasterSolutionLibrary mapping)");
   return out;
@@ -172,15 +172,14 @@ Result<std::vector<TensileSolution>> read_tensile_solutions(std::string_view dat
 Result<std::vector<std::string>> read_tensile_placeholders(std::string_view data) {
   Cursor c(data);
   std::vector<std::string> out;
-  std::string error;
   std::unordered_set<std::string> seen;
   bool library = false;
-  bool ok = read_root(c, &error, [&](std::string_view k, const Obj& v) {
+  Status read = read_root(c, [&](std::string_view k, const Obj& v) {
     if (k != "library") return go(c.skip(v, 1));
     library = true;
     return go(collect_placeholders(c, v, 1, &out, &seen));
   });
-  if (!ok) return malformed(error);
+  if (!read) return read.error();
   if (!library) return malformed("no \"library\" (required by Tensile's MasterSolutionLibrary mapping)");
   return out;
 }
@@ -188,7 +187,6 @@ Result<std::vector<std::string>> read_tensile_placeholders(std::string_view data
 Result<std::vector<ExtOpEntry>> read_extop_entries(std::string_view data, std::string_view processor) {
   Cursor c(data);
   std::vector<ExtOpEntry> out;
-  std::string error;
   // { processor: { op: { type: [ { "func_name": s, "co_path": s, ... } ] } } }
   auto entry = [&](const Obj& m) {
     if (m.Kind != Type::Map) return c.fail("an ext op entry is not a map");
@@ -222,10 +220,9 @@ Result<std::vector<ExtOpEntry>> read_extop_entries(std::string_view data, std::s
     }
     return true;
   };
-  bool ok = read_root(c, &error, [&](std::string_view k, const Obj& v) {
-    return go(k == processor ? level(level, v, 0) : c.skip(v, 1));
-  });
-  if (!ok) return malformed(error);
+  Status read = read_root(
+      c, [&](std::string_view k, const Obj& v) { return go(k == processor ? level(level, v, 0) : c.skip(v, 1)); });
+  if (!read) return read.error();
   return out;
 }
 
