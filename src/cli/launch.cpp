@@ -36,8 +36,8 @@ int launch(char** argv, const std::string& report) {
     return 127;
   }
   ReportFile file;
-  if (auto why = file.open(report, llvm::json::Object{{"program", "hipguard run"}, {"launcher", true}})) {
-    fprintf(stderr, "hipguard: cannot write the report: %s\n", why->c_str());
+  if (Status opened = file.open(report, llvm::json::Object{{"program", "hipguard run"}, {"launcher", true}}); !opened) {
+    fprintf(stderr, "hipguard: cannot write the report: %s\n", opened.error().message.c_str());
     return 2;
   }
   pid_t child = fork();
@@ -59,15 +59,16 @@ int launch(char** argv, const std::string& report) {
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   bool xml = is_junit_path(report);
-  auto problem = file.finish({}, xml);
-  if (problem) fprintf(stderr, "hipguard: the report %s is incomplete: %s\n", report.c_str(), problem->c_str());
+  Status written = file.finish({}, xml);
+  if (!written)
+    fprintf(stderr, "hipguard: the report %s is incomplete: %s\n", report.c_str(), written.error().message.c_str());
   if (WIFSIGNALED(status)) {
     signal(WTERMSIG(status), SIG_DFL);
     raise(WTERMSIG(status));
     return 128 + WTERMSIG(status);
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  return code == 0 && problem ? 2 : code;  // a report that did not reach its reader fails the job
+  return code == 0 && !written ? 2 : code;  // a report that did not reach its reader fails the job
 }
 
 }  // namespace hipguard

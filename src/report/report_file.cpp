@@ -37,21 +37,23 @@ std::string compact(llvm::json::Value v) {
   return out;
 }
 
+ParseError not_written(std::string why) { return {Code::kReportNotWritten, std::move(why)}; }
+
 }  // namespace
 
-std::optional<std::string> ReportFile::open(const std::string& path, llvm::json::Object header) {
+Status ReportFile::open(const std::string& path, llvm::json::Object header) {
   struct stat st {};
-  if (lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return path + " is " + kind_of(st.st_mode);
+  if (lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return not_written(path + " is " + kind_of(st.st_mode));
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-  if (fd < 0) return "cannot open " + path + ": " + strerror(errno);
+  if (fd < 0) return not_written("cannot open " + path + ": " + strerror(errno));
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced between the two calls
     close(fd);
-    return path + " is " + kind_of(st.st_mode);
+    return not_written(path + " is " + kind_of(st.st_mode));
   }
   if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
     // Nobody else writes it: an earlier run's report, never left to pass for this one's.
     if (ftruncate(fd, 0) != 0) {
-      std::string why = "cannot empty " + path + ": " + strerror(errno);
+      ParseError why = not_written("cannot empty " + path + ": " + strerror(errno));
       close(fd);
       return why;
     }
@@ -65,12 +67,12 @@ std::optional<std::string> ReportFile::open(const std::string& path, llvm::json:
   header_ = std::move(header);
   pid_ = 0;  // append() writes the header first
   append({});
-  return std::nullopt;
+  return ok();
 }
 
 bool ReportFile::write_line(const std::string& line) {
   if (write_all(fd_, line.data(), line.size())) return true;
-  if (error_.empty()) error_ = errno ? strerror(errno) : "short write";
+  if (written_) written_ = not_written(errno ? strerror(errno) : "short write");
   return false;
 }
 
@@ -89,8 +91,8 @@ void ReportFile::append(llvm::json::Object record) {
   write_line(compact(std::move(record)) + "\n");
 }
 
-std::optional<std::string> ReportFile::finish(llvm::json::Object record, bool xml) {
-  if (fd_ < 0) return std::nullopt;
+Status ReportFile::finish(llvm::json::Object record, bool xml) {
+  if (fd_ < 0) return ok();
   append(std::move(record));
   // Unlock first, then try for the file alone: of processes ending together
   // one gets it, after the others' last records are in.
@@ -106,13 +108,12 @@ std::optional<std::string> ReportFile::finish(llvm::json::Object record, bool xm
       at += n;
     }
     std::string doc = merge_report(content, xml);
-    if (ftruncate(fd_, 0) != 0 && error_.empty()) error_ = strerror(errno);
+    if (ftruncate(fd_, 0) != 0 && written_) written_ = not_written(strerror(errno));
     write_line(doc);
   }
   close(fd_);
   fd_ = -1;
-  if (error_.empty()) return std::nullopt;
-  return error_;
+  return written_;
 }
 
 void ReportFile::prepare_fork() {

@@ -16,10 +16,10 @@
 
 #include <sys/types.h>
 
-#include <optional>
 #include <string>
 #include <string_view>
 
+#include "hipguard/result.h"
 #include "llvm/Support/JSON.h"
 
 namespace hipguard {
@@ -46,8 +46,8 @@ class ReportFile {
   // Opens `path` for this process and appends its header (`header` plus
   // "pid" and "ppid"; a forked child writes its own before its first record). Refuses what is not
   // a regular file (a directory, a device such as /dev/full or /dev/stdout, a
-  // FIFO) and symlinks, creating nothing; returns why.
-  std::optional<std::string> open(const std::string& path, llvm::json::Object header);
+  // FIFO) and symlinks, creating nothing; fails with why (HG603, kReportNotWritten).
+  Status open(const std::string& path, llvm::json::Object header);
   bool is_open() const { return fd_ >= 0; }
   const std::string& path() const { return path_; }
 
@@ -56,8 +56,8 @@ class ReportFile {
 
   // Appends this process's last record; then, if no other process writes the
   // file any more, replaces its content with merge_report(). Closes the file.
-  // Returns the first write error (strerror text, e.g. for ENOSPC), if any.
-  std::optional<std::string> finish(llvm::json::Object record, bool xml);
+  // Fails with the first write error (HG603, its strerror text, e.g. for ENOSPC), if any.
+  Status finish(llvm::json::Object record, bool xml);
 
   // pthread_atfork: the child gets a descriptor (and lock) of its own, so the
   // parent's exit does not merge while the child still writes.
@@ -74,7 +74,7 @@ class ReportFile {
   pid_t pid_ = 0;              // the process whose header was written
   llvm::json::Object header_;  // "program", and "launcher" for hipguard run
   std::string path_;
-  std::string error_;  // the first write error
+  Status written_ = ok();  // else the first write error, which finish() returns
 };
 
 }  // namespace hipguard

@@ -23,9 +23,9 @@ std::optional<Diagnostic> FindingsSink::open_report() {
 std::optional<Diagnostic> FindingsSink::open_report_locked() {
   std::string path = report_path_;
   for (size_t p; (p = path.find("%p")) != std::string::npos;) path.replace(p, 2, std::to_string(getpid()));
-  auto why = report_file_.open(path, llvm::json::Object{{"program", self_exe()}});
-  if (!why) return std::nullopt;
-  return make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT not written: " + *why,
+  Status opened = report_file_.open(path, llvm::json::Object{{"program", self_exe()}});
+  if (opened) return std::nullopt;
+  return make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT not written: " + opened.error().message,
                          "give HIPGUARD_REPORT the path of a regular file (or of one to create), e.g. "
                          "hipguard-%p.json");
 }
@@ -136,8 +136,8 @@ void FindingsSink::add_to_report(uint64_t fork_seq, const std::function<void(con
   run.not_listed = not_listed_;
 }
 
-std::pair<std::string, std::optional<std::string>> FindingsSink::finish_report(
-    llvm::json::Object record, bool xml, std::optional<Diagnostic>* report_problem) {
+std::pair<std::string, Status> FindingsSink::finish_report(llvm::json::Object record, bool xml,
+                                                           std::optional<Diagnostic>* report_problem) {
   std::lock_guard lock(mu_);
   *report_problem = reopen_if_forked();
   std::string path = report_file_.path();

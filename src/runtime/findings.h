@@ -64,9 +64,10 @@ class FindingsSink {
   // What the report keeps of this process since `fork_seq`: the gone images and the one a strict
   // stop is at, to `add`; the consequences, gone kernels and the count of those not listed, to `run`.
   void add_to_report(uint64_t fork_seq, const std::function<void(const ImageReport&)>& add, RunInfo& run) const;
-  // Finishes the report file with `record`: its path, and the first write error if any.
-  std::pair<std::string, std::optional<std::string>> finish_report(llvm::json::Object record, bool xml,
-                                                                   std::optional<Diagnostic>* report_problem);
+  // Finishes the report file with `record`: its path, and whether it was written (else the first
+  // write error, HG603).
+  std::pair<std::string, Status> finish_report(llvm::json::Object record, bool xml,
+                                               std::optional<Diagnostic>* report_problem);
 
   // Around fork() (events::before_fork / after_fork): the lock taken for the fork (a leaf, after
   // Kernels::mu); the child's lists and counts start afresh, its report file its own.

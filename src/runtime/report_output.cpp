@@ -163,10 +163,11 @@ void events::write_report(Kernels& k) {
   record["report"] = std::move(*doc);
   if (xml) record["junit"] = report_junit(files, c.targets);
   std::optional<Diagnostic> report_problem;
-  auto [path, problem] = sink.finish_report(std::move(record), xml, &report_problem);
+  auto [path, written] = sink.finish_report(std::move(record), xml, &report_problem);
   if (report_problem) k.out.log("warn", format_line(*report_problem));
-  if (problem) {
-    k.out.say(make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT is incomplete: " + *problem,
+  if (!written) {
+    const std::string& problem = written.error().message;
+    k.out.say(make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT is incomplete: " + problem,
                               "free space (or raise the file size limit) where the report goes"));
   } else if (!path.empty()) {
     k.out.log("debug", "report written to " + path);
