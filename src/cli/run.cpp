@@ -29,71 +29,68 @@ std::string find_shim() {
 // LD_PRELOAD splits its value at spaces and colons: a shim path holding one
 // would not be preloaded, and the program would run unchecked. The path as
 // given, else its canonical form (a symlink's target), if either can be
-// preloaded; else "" and `why` says what is wrong.
-std::string preloadable(const std::string& shim, std::string* why) {
+// preloaded; else fails with what is wrong (HG601, kBadSetting: HIPGUARD_SHIM is the fix).
+Result<std::string> preloadable(const std::string& shim) {
   auto fits = [](const std::string& p) { return p.find_first_of(" :\t\n") == std::string::npos; };
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(shim, ec)) {
-    *why = "'" + shim + "' is not a file";
-    return "";
-  }
+  if (!std::filesystem::is_regular_file(shim, ec)) return ParseError{Code::kBadSetting, "'" + shim + "' is not a file"};
   // Relative to this directory, not to wherever the program chdirs.
   std::string abs = std::filesystem::absolute(shim, ec).string();
   if (!ec && fits(abs)) return abs;
   std::string real = std::filesystem::canonical(shim, ec).string();
   if (!ec && fits(real)) return real;
-  *why = "'" + shim +
-         "' contains a space or a colon, where LD_PRELOAD splits its value: the shim would not be "
-         "loaded and the program would run unchecked; install hipguard under a path without spaces and colons, or "
-         "point HIPGUARD_SHIM at a copy or symlink there";
-  return "";
+  return ParseError{Code::kBadSetting,
+                    "'" + shim +
+                        "' contains a space or a colon, where LD_PRELOAD splits its value: the shim would not be "
+                        "loaded and the program would run unchecked; install hipguard under a path without spaces and "
+                        "colons, or point HIPGUARD_SHIM at a copy or symlink there"};
 }
 
-// The --target values as HIPGUARD_TARGET (comma-separated); false with *error after a usage error.
-bool target_setting(const std::vector<std::string>& values, std::string* targets, std::string* error) {
-  auto fail = [&](std::string msg) {
-    *error = std::move(msg);
-    return false;
-  };
+// The --target values as HIPGUARD_TARGET (comma-separated); fails with a usage error (HG601, kBadSetting).
+Result<std::string> target_setting(const std::vector<std::string>& values) {
+  auto fail = [](std::string msg) { return ParseError{Code::kBadSetting, std::move(msg)}; };
+  std::string targets;
   for (const auto& value : values) {
     if (value.empty()) return fail("--target needs a value");
     if (value.find_first_of(" \t,;") != std::string::npos)
       return fail("bad target '" + value + "': give one target per --target, without spaces");
     if (auto t = parse_target(value); !t) return fail("bad target '" + value + "': " + t.error().message);
-    *targets += (targets->empty() ? "" : ",") + value;
+    targets += (targets.empty() ? "" : ",") + value;
   }
-  return true;
+  return targets;
 }
 
-// The shim to preload, or "" after saying why there is none.
-std::string shim_to_preload() {
+// The shim to preload; fails (HG601, kBadSetting) when there is none to preload.
+Result<std::string> shim_to_preload() {
   std::string found = find_shim();
-  if (found.empty()) {
-    fprintf(stderr, "hipguard: cannot find libhipguard.so next to the hipguard executable (set HIPGUARD_SHIM)\n");
-    return "";
-  }
-  std::string why;
-  std::string shim = preloadable(found, &why);
-  if (shim.empty()) fprintf(stderr, "hipguard: cannot preload the shim: %s\n", why.c_str());
+  if (found.empty())
+    return ParseError{Code::kBadSetting,
+                      "cannot find libhipguard.so next to the hipguard executable (set HIPGUARD_SHIM)"};
+  Result<std::string> shim = preloadable(found);
+  if (!shim) return ParseError{Code::kBadSetting, "cannot preload the shim: " + shim.error().message};
   return shim;
 }
 
 }  // namespace
 
 int run_run(const RunOptions& o) {
-  std::string targets;
-  if (std::string err; !target_setting(o.targets, &targets, &err)) return usage_error("run", err);
+  Result<std::string> targets = target_setting(o.targets);
+  if (!targets) return usage_error("run", targets.error().message);
   if (o.report && o.report->empty()) return usage_error("run", "--report needs a file");
   if (!o.command || !o.command[0]) return usage_error("run", "run needs a COMMAND");
-  std::string preload = shim_to_preload();
-  if (preload.empty()) return kExitUsage;
+  Result<std::string> shim = shim_to_preload();
+  if (!shim) {
+    fprintf(stderr, "hipguard: %s\n", shim.error().message.c_str());
+    return kExitUsage;
+  }
+  std::string preload = std::move(*shim);
 #ifdef HIPGUARD_SANITIZER_RUNTIME
   preload = std::string(HIPGUARD_SANITIZER_RUNTIME) + ":" + preload;  // sanitizer build of hipguard
   setenv("ASAN_OPTIONS", "detect_leaks=0:verify_asan_link_order=0", 0);
 #endif
   if (const char* old = getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   setenv("LD_PRELOAD", preload.c_str(), 1);
-  if (!targets.empty()) setenv(variable(Setting::Target), targets.c_str(), 1);
+  if (!targets->empty()) setenv(variable(Setting::Target), targets->c_str(), 1);
   if (o.strict) setenv(variable(Setting::Mode), "strict", 1);
   if (o.output.quiet) setenv(variable(Setting::LogLevel), "error", 1);
   if (o.output.verbose) {

@@ -193,6 +193,37 @@ TEST(CliOptions, RunLeavesTheProgramsArgumentsAlone) {
   std::remove(at.c_str());
 }
 
+// What keeps `run` from starting the program is said, in these words, and the program does not run:
+// a bad --target, a shim that cannot be preloaded, a report path that cannot be written.
+TEST(CliOptions, RunSaysWhyTheProgramDoesNotStart) {
+  std::string dir = testing::TempDir() + "hg-run-refusals";
+  std::filesystem::create_directories(dir);
+  struct Case {
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    std::string err;  // how stderr begins
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--target", "gfx942;gfx90a"},
+            {},
+            "hipguard run: bad target 'gfx942;gfx90a': give one target per --target, without spaces"},
+           {{"--target", "gfx9422"}, {}, "hipguard run: bad target 'gfx9422': "},
+           {{},
+            {{"HIPGUARD_SHIM", dir + "/none.so"}},
+            "hipguard: cannot preload the shim: '" + dir + "/none.so' is not a file"},
+           {{"--report", dir}, {}, "hipguard: cannot write the report: " + dir + " is a directory"},
+       }) {
+    std::vector<std::string> argv = {"run"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    argv.insert(argv.end(), {"--", "/bin/echo", "ran"});
+    ProcessResult r = cli(argv, c.env);
+    EXPECT_EQ(r.status, 2) << c.err << ": " << r.err;
+    EXPECT_EQ(r.out, "") << c.err;
+    EXPECT_EQ(r.err.rfind(c.err, 0), 0u) << r.err;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliOptions, ColourOnlyWhenAskedOrOnATerminal) {
   REQUIRE_APP("vector_add_multi");
   std::string f = app("vector_add_multi");
