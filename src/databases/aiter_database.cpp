@@ -124,9 +124,9 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
     }
     cache.mark_opened(path);
     const CodeObjectFacts& facts = cache.get(path);
-    std::string why;
-    const CodeObjectFacts::Entry* entry = loadable_on(facts, t, &why);
+    Result<const CodeObjectFacts::Entry*> entry = loadable_on(facts, t);
     if (!entry) {
+      const std::string& why = entry.error().message;
       f.add(code::kDatabaseCodeObjectMismatch, path, row[knl],
             row[co] + " (row " + std::to_string(i + 1) + " of " + fs::path(csv).filename().string() + ") is " + why +
                 ", not for " + t.str() +
@@ -134,7 +134,7 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
                 "for '" +
                 row[knl] + "'.\"",
             "put the code object built for " + t.processor + " in hsa/" + t.processor + "/");
-    } else if (!has_kernel(*entry, row[knl])) {
+    } else if (!has_kernel(**entry, row[knl])) {
       f.add(code::kDatabaseKernelMissing, path, row[knl],
             "row " + std::to_string(i + 1) + " of " + fs::path(csv).filename().string() + " names kernel '" + row[knl] +
                 "', which is not in the metadata of " + row[co] +

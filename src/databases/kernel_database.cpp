@@ -130,8 +130,9 @@ void Findings::summary() {
   r_.diagnostics.push_back(std::move(d));
 }
 
-const CodeObjectFacts::Entry* loadable_on(const CodeObjectFacts& f, const TargetId& t, std::string* why) {
-  if (f.entries.empty()) return *why = "not a code object hipguard can read: " + f.error, nullptr;
+Result<const CodeObjectFacts::Entry*> loadable_on(const CodeObjectFacts& f, const TargetId& t) {
+  auto not_loadable = [](std::string why) { return ParseError{Code::kDatabaseCodeObjectMismatch, std::move(why)}; };
+  if (f.entries.empty()) return not_loadable("not a code object hipguard can read: " + f.error);
   const CodeObjectFacts::Entry* generic = nullptr;
   std::string built;
   for (const auto& e : f.entries) {  // native before generic, as CLR's selection
@@ -140,7 +141,7 @@ const CodeObjectFacts::Entry* loadable_on(const CodeObjectFacts& f, const Target
     if (m.kind == Match::Generic && !generic) generic = &e;
     built += (built.empty() ? "" : ", ") + e.target.str() + (m.detail.empty() ? "" : " (" + m.detail + ")");
   }
-  if (!generic) *why = "built for " + built;
+  if (!generic) return not_loadable("built for " + built);
   return generic;
 }
 

@@ -104,10 +104,10 @@ Severity missing_database_severity(const DatabaseFiles& files, const std::string
 // The database directories at or below `dir` in `files` (find_kernel_databases).
 std::vector<DatabaseDir> find_kernel_databases(const DatabaseFiles& files, const std::string& dir);
 
-// The entry the runtime would pick (native before generic), or null.
 // Can the runtime load a code object with these facts on `t` (hipModuleLoadData,
-// __hipRegisterFatBinary of a raw code object)? *why says why not.
-const CodeObjectFacts::Entry* loadable_on(const CodeObjectFacts& f, const TargetId& t, std::string* why);
+// __hipRegisterFatBinary of a raw code object)? The entry it would pick (native before generic),
+// else why not, as the callers' HG704 (kDatabaseCodeObjectMismatch) says it. Never null.
+Result<const CodeObjectFacts::Entry*> loadable_on(const CodeObjectFacts& f, const TargetId& t);
 bool has_kernel(const CodeObjectFacts::Entry& f, const std::string& name);
 // "gfx90a" for a target left open, else the target ID.
 std::string target_label(const TargetId& t);

@@ -105,10 +105,10 @@ const CodeObjectFacts::Entry* TensileCheck::load(const std::string& name, const 
     if (!files().is_file(path)) continue;
     cache_.mark_opened(path);
     const CodeObjectFacts& facts = cache_.get(path);
-    std::string why;
-    if (const CodeObjectFacts::Entry* e = loadable_on(facts, t_, &why)) return e;
+    Result<const CodeObjectFacts::Entry*> e = loadable_on(facts, t_);
+    if (e) return *e;
     existing += (existing.empty() ? "" : ", ") + fs::path(path).filename().string();
-    why_not += (why_not.empty() ? "" : "; ") + fs::path(path).filename().string() + ": " + why;
+    why_not += (why_not.empty() ? "" : "; ") + fs::path(path).filename().string() + ": " + e.error().message;
   }
   std::string n = std::to_string(users) + " solution(s) of " + fs::path(dat).filename().string();
   if (existing.empty())
@@ -231,11 +231,15 @@ void TensileCheck::run() {
   std::string helper = "Kernels.so-000-" + p_ + ".hsaco";
   bool any = false;
   for (const char* v : {"", "-xnack-", "-xnack+"}) {
-    std::string path = base_ + "/Kernels.so-000-" + p_ + v + ".hsaco", why;
+    std::string path = base_ + "/Kernels.so-000-" + p_ + v + ".hsaco";
     if (!files().is_file(path)) continue;
     any = true;
     cache_.mark_opened(path);
-    if ((helper_ = loadable_on(cache_.get(path), t_, &why))) break;
+    // Why a variant cannot be loaded is not said: HG706 below says what is missing.
+    if (Result<const CodeObjectFacts::Entry*> e = loadable_on(cache_.get(path), t_)) {
+      helper_ = *e;
+      break;
+    }
   }
   if (!helper_)
     f_.add(code::kDatabaseHelperMissing, base_ + "/" + helper, "",
