@@ -9,15 +9,17 @@
 #include <cstring>
 #include <string>
 
+#include "hipguard/result.h"
+
 namespace hipguard {
 
 // Opens `path` read-only when it is a regular file: stat before open (opening a
 // FIFO blocks, or takes a writer's data; a device may never end), then fstat the
 // descriptor (the path may have changed in between). Returns the descriptor,
-// with *st filled, or -1 with *why saying what the path is or what failed.
+// with *st filled, or fails (HG101, kUnreadable) with what the path is or what failed.
 // `seen_regular`: the caller's own stat (or directory entry) just said the
 // path is a regular file: the stat before open is skipped, the fstat is not.
-inline int open_regular_file(const std::string& path, struct stat* st, std::string* why, bool seen_regular = false) {
+inline Result<int> open_regular_file(const std::string& path, struct stat* st, bool seen_regular = false) {
   auto kind = [](mode_t m) {
     return S_ISDIR(m)    ? "a directory"
            : S_ISFIFO(m) ? "a FIFO"
@@ -26,14 +28,15 @@ inline int open_regular_file(const std::string& path, struct stat* st, std::stri
            : S_ISSOCK(m) ? "a socket"
                          : "not a regular file";
   };
-  if (!seen_regular && ::stat(path.c_str(), st) != 0) return *why = strerror(errno), -1;
+  auto unreadable = [](std::string why) { return ParseError{Code::kUnreadable, std::move(why)}; };
+  if (!seen_regular && ::stat(path.c_str(), st) != 0) return unreadable(strerror(errno));
   if (!seen_regular && !S_ISREG(st->st_mode))
-    return *why = std::string(kind(st->st_mode)) + ", not a regular file: not read", -1;
+    return unreadable(std::string(kind(st->st_mode)) + ", not a regular file: not read");
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) return *why = strerror(errno), -1;
+  if (fd < 0) return unreadable(strerror(errno));
   if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
     ::close(fd);
-    return *why = "changed while being opened: not read", -1;
+    return unreadable("changed while being opened: not read");
   }
   return fd;
 }

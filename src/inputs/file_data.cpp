@@ -26,9 +26,9 @@ Result<FileData> FileData::open(const std::string& path, Access access) {
 Result<FileData> FileData::open(const std::string& path, uint64_t map_above, ReadBuffer* reuse, bool seen_regular) {
   auto fail = [&](std::string why) { return ParseError{Code::kUnreadable, "cannot read " + path + ": " + why}; };
   struct stat st {};
-  std::string why;
-  int fd = open_regular_file(path, &st, &why, seen_regular);
-  if (fd < 0) return fail(why);
+  Result<int> opened = open_regular_file(path, &st, seen_regular);
+  if (!opened) return fail(opened.error().message);
+  int fd = *opened;
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }

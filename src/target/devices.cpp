@@ -38,9 +38,9 @@ constexpr size_t kMaxPropertiesBytes = 64 * 1024;  // a KFD properties file is ~
 // ends), at most kMaxPropertiesBytes. False when it cannot be read so.
 bool read_small_file(const std::filesystem::path& path, std::string* out) {
   struct stat st {};
-  std::string why;
-  int fd = open_regular_file(path.string(), &st, &why);
-  if (fd < 0) return false;
+  Result<int> opened = open_regular_file(path.string(), &st);
+  if (!opened) return false;  // why is not said: a node whose properties cannot be read is skipped
+  int fd = *opened;
   out->clear();
   char buf[4096];
   bool ok = true;
