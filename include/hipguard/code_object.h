@@ -68,7 +68,7 @@ struct KernelInfo {
 
 // A problem found while reading one code object (not yet tied to a target).
 struct CodeObjectIssue {
-  std::string code;    // diagnostic code
+  Code code;           // diagnostic code
   std::string kernel;  // kernel name, if the issue is about one
   std::string message;
   // Where one code covers cases the runtime treats differently (HG304, HG402,

@@ -19,22 +19,17 @@ enum class Severity : uint8_t {
 std::string_view to_string(Severity s);
 
 // Stable diagnostic codes, one per line of diagnostics.def. Never renumber:
-// scripts and CI match on them. Each has two spellings generated from the table:
-// Code::kLdsOverLimit, the typed one (a ParseError carries it, so only a code of
-// the table compiles), and code::kLdsOverLimit == "HG301", its text (Diagnostic::code).
+// scripts and CI match on them. Inside hipguard a code is always a Code
+// (Code::kLdsOverLimit: only a code of the table compiles); its text ("HG301",
+// code_string) is made only where a code is written out: format_line, the
+// JSON, SARIF and JUnit reports. find_code is for a code given as text.
 enum class Code : uint16_t {
 #define HG_DIAGNOSTIC(constant, code, name, severity, title, fix) constant,
 #include "hipguard/diagnostics.def"
 #undef HG_DIAGNOSTIC
 };
 
-namespace code {
-#define HG_DIAGNOSTIC(constant, code, name, severity, title, fix) inline constexpr std::string_view constant = code;
-#include "hipguard/diagnostics.def"
-#undef HG_DIAGNOSTIC
-}  // namespace code
-
-// The code's text: code_string(Code::kLdsOverLimit) == code::kLdsOverLimit == "HG301".
+// The code's text: code_string(Code::kLdsOverLimit) == "HG301".
 constexpr std::string_view code_string(Code c) {
   switch (c) {
 #define HG_DIAGNOSTIC(constant, code, name, severity, title, fix) \
@@ -47,18 +42,21 @@ constexpr std::string_view code_string(Code c) {
 }
 
 struct CodeInfo {
-  std::string_view code;
+  Code code;               // its text: code_string(code)
   std::string_view name;   // short kebab-case name, e.g. "lds-over-limit"
   Severity severity;       // the default; a finding may set another (e.g. HG404's VGPR part)
   std::string_view title;  // what the code means, in a few words
   std::string_view fix;    // for findings whose fix does not depend on the finding; else empty
 };
-// Every code hipguard can emit, in code order.
+// Every code hipguard can emit, in code order (all_codes()[i].code == Code(i)).
 std::span<const CodeInfo> all_codes();
-const CodeInfo* find_code(std::string_view code);
+// The table row of `c`, an enumerator of Code.
+const CodeInfo& code_info(Code c);
+// The code whose text is `text` ("HG301"), null for none: for codes given as text.
+const CodeInfo* find_code(std::string_view text);
 
 struct Diagnostic {
-  std::string code;  // e.g. "HG301"
+  Code code;  // e.g. Code::kLdsOverLimit, written out as "HG301"
   Severity severity = Severity::Error;
   std::string file;               // file path, or the origin of an in-memory image
   std::string entry;              // bundle entry ID, empty for raw code objects
@@ -76,8 +74,7 @@ struct Diagnostic {
 // (rockernel.cpp postLoad). Errors without a kernel name are about the whole image anyway.
 bool rejects_code_object(const Diagnostic& d);
 
-// A diagnostic with the code's severity from the table (Error for unknown codes).
-Diagnostic make_diagnostic(std::string_view code, std::string file, std::string message, std::string fix);
+// A diagnostic with the code's severity from the table.
 Diagnostic make_diagnostic(Code code, std::string file, std::string message, std::string fix);
 
 // "error HG301 [gfx942] file: entry: kernel 'k': message (fix: ...)" on one

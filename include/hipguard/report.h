@@ -26,11 +26,11 @@ namespace hipguard {
 
 // What the shim adds about the process it ran in.
 struct KernelRecord {
-  std::string name;                // device-side kernel name
-  std::string file;                // file holding it
-  uint64_t launches = 0;           // launches seen (slow path only: kernels with findings)
-  uint64_t blocked = 0;            // launches refused in strict mode
-  std::vector<std::string> codes;  // diagnostic codes that concern it
+  std::string name;         // device-side kernel name
+  std::string file;         // file holding it
+  uint64_t launches = 0;    // launches seen (slow path only: kernels with findings)
+  uint64_t blocked = 0;     // launches refused in strict mode
+  std::vector<Code> codes;  // diagnostic codes that concern it
 };
 struct RunInfo {
   std::string program;

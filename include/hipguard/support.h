@@ -3,6 +3,7 @@
 // first cause; the text table, the JSON report's "support" (docs/report.md).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,7 @@ struct SupportRow {
   bool runs = true;
   // Why not: the first error of the check against it, as its line without the fix.
   std::string cause;
-  std::string code;  // the cause's diagnostic code ("HG201"), empty when no finding says it
+  std::optional<Code> code;  // the cause's diagnostic code (Code::kProcessorMismatch), none when no finding says it
 };
 
 // Every configuration all_products() ships, each once, in the order of its first product; each

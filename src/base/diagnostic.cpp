@@ -6,14 +6,21 @@
 namespace hipguard {
 namespace {
 constexpr std::array kCodes = {
-#define HG_DIAGNOSTIC(constant, code, name, severity, title, fix) CodeInfo{code, name, Severity::severity, title, fix},
+#define HG_DIAGNOSTIC(constant, code, name, severity, title, fix) \
+  CodeInfo{Code::constant, name, Severity::severity, title, fix},
 #include "hipguard/diagnostics.def"
 #undef HG_DIAGNOSTIC
 };
+constexpr bool indexed_by_code() {
+  for (size_t i = 0; i < kCodes.size(); ++i)
+    if (kCodes[i].code != static_cast<Code>(i)) return false;
+  return true;
+}
+static_assert(indexed_by_code(), "code_info(c) is kCodes[c]");
 }  // namespace
 
 bool rejects_code_object(const Diagnostic& d) {
-  return d.severity == Severity::Error && (d.code == code::kBadKernelMetadata || d.code == code::kWorkgroupSize);
+  return d.severity == Severity::Error && (d.code == Code::kBadKernelMetadata || d.code == Code::kWorkgroupSize);
 }
 
 std::string_view to_string(Severity s) {
@@ -27,32 +34,29 @@ std::string_view to_string(Severity s) {
 
 std::span<const CodeInfo> all_codes() { return kCodes; }
 
-const CodeInfo* find_code(std::string_view c) {
+const CodeInfo& code_info(Code c) { return kCodes[static_cast<size_t>(c)]; }
+
+const CodeInfo* find_code(std::string_view text) {
   for (const auto& info : kCodes)
-    if (info.code == c) return &info;
+    if (code_string(info.code) == text) return &info;
   return nullptr;
 }
 
-Diagnostic make_diagnostic(std::string_view c, std::string file, std::string message, std::string fix) {
+Diagnostic make_diagnostic(Code c, std::string file, std::string message, std::string fix) {
   Diagnostic d;
-  d.code = std::string(c);
-  const CodeInfo* info = find_code(c);
-  d.severity = info ? info->severity : Severity::Error;
+  d.code = c;
+  d.severity = code_info(c).severity;
   d.file = std::move(file);
   d.message = std::move(message);
   d.fix = std::move(fix);
   return d;
 }
 
-Diagnostic make_diagnostic(Code c, std::string file, std::string message, std::string fix) {
-  return make_diagnostic(code_string(c), std::move(file), std::move(message), std::move(fix));
-}
-
 std::string format_line(const Diagnostic& d) {
   std::string s;
   s += to_string(d.severity);
   s += ' ';
-  s += d.code;
+  s += code_string(d.code);
   if (!d.target.empty()) s += " [" + d.target + "]";
   s += ' ';
   s += d.file.empty() ? std::string("<input>") : d.file;

@@ -21,7 +21,7 @@ ImageReport Checker::run() {
     case PayloadKind::CompressedBundle: check_bundle(); break;
     case PayloadKind::CodeObject: check_raw(); break;
     case PayloadKind::Unknown:
-      structural(code::kUnknownPayload, "", "",
+      structural(Code::kUnknownPayload, "", "",
                  "data is neither an offload bundle (__CLANG_OFFLOAD_BUNDLE__), a compressed bundle (CCOB) "
                  "nor an AMDGPU ELF code object",
                  "pass the fat binary of a HIP program, or a .co/.hsaco file built for amdgcn-amd-amdhsa");
@@ -44,8 +44,8 @@ ImageReport Checker::run() {
   return std::move(report_);
 }
 
-Diagnostic& Checker::add(std::string_view c, const std::string& entry, const std::string& kernel,
-                         const TargetId* target, std::string message, std::string fix) {
+Diagnostic& Checker::add(Code c, const std::string& entry, const std::string& kernel, const TargetId* target,
+                         std::string message, std::string fix) {
   Diagnostic d =
       make_diagnostic(c, report_.location.empty() ? report_.origin : report_.origin + " [" + report_.location + "]",
                       std::move(message), std::move(fix));
@@ -56,8 +56,8 @@ Diagnostic& Checker::add(std::string_view c, const std::string& entry, const std
   return report_.diagnostics.back();
 }
 
-Diagnostic& Checker::structural(std::string_view c, const std::string& entry, const std::string& kernel,
-                                std::string message, std::string fix, std::optional<Severity> severity) {
+Diagnostic& Checker::structural(Code c, const std::string& entry, const std::string& kernel, std::string message,
+                                std::string fix, std::optional<Severity> severity) {
   Diagnostic& d = add(c, entry, kernel, nullptr, std::move(message), std::move(fix));
   if (severity) d.severity = *severity;
   if (d.severity == Severity::Error) report_.structurally_ok = false;
@@ -71,7 +71,7 @@ const CodeObject* Checker::code_object(Bytes bytes, const std::string& entry, bo
   const CodeObject* result = nullptr;
   Result<CodeObject> co = parse_code_object(bytes, descriptors_only, only_lds_over);
   if (!co) {
-    structural(code_string(co.error().code), entry, "", co.error().message,
+    structural(co.error().code, entry, "", co.error().message,
                co.error().code == Code::kUnknownProcessor
                    ? "update hipguard, or check that the file really is an AMDGPU code object"
                    : "rebuild the code object; the file is damaged or was not produced by an AMDGPU toolchain");
@@ -105,8 +105,7 @@ void Checker::check_kernels(const CodeObject& co, const std::string& entry, cons
   for (size_t i = 0; i < findings.size(); ++i) {
     KernelFinding& f = findings[i];
     if (i >= shown) {
-      const CodeInfo* info = find_code(f.code);
-      worst = std::max(worst, info ? info->severity : Severity::Error);
+      worst = std::max(worst, code_info(f.code).severity);
       continue;
     }
     Diagnostic& d = add(f.code, entry, f.kernel, &target, std::move(f.message), std::move(f.fix));
@@ -114,21 +113,20 @@ void Checker::check_kernels(const CodeObject& co, const std::string& entry, cons
     d.limit = f.limit;
   }
   if (findings.size() > shown) {
-    Diagnostic& d = add(code::kFindingsCapped, entry, "", &target,
+    Diagnostic& d = add(Code::kFindingsCapped, entry, "", &target,
                         "and " + std::to_string(findings.size() - shown) + " more findings for " + target.label() +
                             " in this code object (the most severe: " + std::string(to_string(worst)) +
                             "); hipguard reports at most " + std::to_string(kMaxIssuesPerCodeObject) +
                             " per code object and target",
-                        std::string(find_code(code::kFindingsCapped)->fix));
+                        std::string(code_info(Code::kFindingsCapped).fix));
     d.severity = worst;
     d.value = findings.size();
     d.limit = kMaxIssuesPerCodeObject;
   }
 }
 
-std::string Checker::structural_fix(std::string_view c) {
-  const CodeInfo* info = find_code(c);
-  if (info && !info->fix.empty()) return std::string(info->fix);
+std::string Checker::structural_fix(Code c) {
+  if (!code_info(c).fix.empty()) return std::string(code_info(c).fix);
   return "regenerate the code object with a current toolchain; hand-assembled objects need a complete .amdgpu_metadata block";
 }
 
@@ -148,7 +146,7 @@ const CodeObject* Checker::entry_code_object(Bundle& b, const BundleEntry& e) {
     if (over_budget_) return nullptr;  // said once, for the whole bundle (entry ""): every target fails
     over_budget_ = true;
     Diagnostic& d = structural(
-        code::kBudgetExceeded, "", "",
+        Code::kBudgetExceeded, "", "",
         "entry '" + e.id + "' (" + std::to_string(e.size) + " bytes at offset " + std::to_string(e.offset) +
             ") and the entries after it are not parsed: the "
             "bundle's entries overlap; hipguard has parsed " +
@@ -167,7 +165,7 @@ const CodeObject* Checker::entry_code_object(Bundle& b, const BundleEntry& e) {
   Bytes bytes = entry_bytes(b, data_, e);
   if (bytes.empty() && e.size != 0) {
     if (!parsed_.count(e.id))
-      structural(b.compressed ? code::kMalformedCompressed : code::kMalformedBundle, e.id, "",
+      structural(b.compressed ? Code::kMalformedCompressed : Code::kMalformedBundle, e.id, "",
                  "cannot extract entry '" + e.id + "' (" + std::to_string(e.size) + " bytes at offset " +
                      std::to_string(e.offset) + "): the compressed data ends early or is corrupt",
                  "the fat binary is truncated or corrupt: rebuild the program or library");
@@ -203,9 +201,9 @@ void Checker::check_raw() {
         // kernels would fit this GPU at all, since a plain rebuild would not fix that.
         check_kernels(*co, "", t, /*lds_only=*/true);
         break;
-      case Match::FeatureMismatch: add(code::kFeatureMismatch, "", "", &t, m.detail, feature_fix(co->target, t)); break;
+      case Match::FeatureMismatch: add(Code::kFeatureMismatch, "", "", &t, m.detail, feature_fix(co->target, t)); break;
       case Match::GenericTooOld:
-        add(code::kGenericTooOld, "", "", &t, m.detail, "rebuild with a current compiler for " + t.processor);
+        add(Code::kGenericTooOld, "", "", &t, m.detail, "rebuild with a current compiler for " + t.processor);
         break;
     }
   }
@@ -239,7 +237,7 @@ void Checker::library_file_elsewhere() {
 }
 
 void Checker::processor_mismatch(const CodeObject& co, const TargetId& t) {
-  add(code::kProcessorMismatch, "", "", &t,
+  add(Code::kProcessorMismatch, "", "", &t,
       "code object is built for " + describe_target(co) + ", cannot run on " + t.label(),
       "load the variant of this code object built for " + t.processor + ", or rebuild it with --offload-arch=" +
           t.processor + " (-mcpu=" + t.processor + ")" + override_workaround(co.target.processor, t.processor));
@@ -292,7 +290,7 @@ Result<Bundle> Checker::read_bundle() const {
 void Checker::check_bundle() {
   Result<Bundle> parsed = read_bundle();
   if (!parsed) {
-    structural(code_string(parsed.error().code), "", "", parsed.error().message,
+    structural(parsed.error().code, "", "", parsed.error().message,
                parsed.error().code == Code::kBudgetExceeded
                    ? "no toolchain compresses code objects this well (real bundles: 5-28x); check where the file "
                      "comes from, and rebuild it (limits: docs/limits.md)"
@@ -342,7 +340,7 @@ void Checker::check_selected(TargetVerdict& v, const Candidate& chosen, Bundle& 
   // (A generic version below the minimum is HG205, below.)
   if (MatchResult own = match_target(co->target, co->generic_version, t);
       own.kind == Match::ProcessorMismatch || own.kind == Match::FeatureMismatch) {
-    add(own.kind == Match::FeatureMismatch ? code::kFeatureMismatch : code::kProcessorMismatch, chosen.entry->id, "",
+    add(own.kind == Match::FeatureMismatch ? Code::kFeatureMismatch : Code::kProcessorMismatch, chosen.entry->id, "",
         &t,
         "bundle entry '" + chosen.entry->id + "' is selected for " + t.label() + ", but its code object is built for " +
             describe_target(*co) + " (ELF e_flags); the runtime's loader rejects it" +
@@ -353,7 +351,7 @@ void Checker::check_selected(TargetVerdict& v, const Candidate& chosen, Bundle& 
     return;
   }
   if (v.selection == Selection::Generic && co->generic_version < 1)
-    add(code::kGenericTooOld, chosen.entry->id, "", &t,
+    add(Code::kGenericTooOld, chosen.entry->id, "", &t,
         "generic code object has generic version " + std::to_string(co->generic_version) +
             ", the loader requires at least 1",
         "rebuild with a current compiler for " + t.processor);

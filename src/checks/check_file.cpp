@@ -100,7 +100,7 @@ void check_offloading(Bytes section, const std::string& path, const std::vector<
   }
   if (!r.hip && options.explicit_arg)
     r.diagnostics.push_back(make_diagnostic(
-        code::kNoHipFatbin, path,
+        Code::kNoHipFatbin, path,
         "no GPU code to check yet: the .llvm.offloading section holds " + (kinds.empty() ? "no image" : kinds) +
             ", which becomes a code object only when the program is linked (-fgpu-rdc, --offload-new-driver)",
         "check the linked program or shared library"));
@@ -192,7 +192,7 @@ FileReport& check_data(Bytes data, const FileData& file, const std::string& path
       check_bundles(section, static_cast<uint64_t>(section.data() - data.data()), path, targets, r,
                     sink ? &counting : nullptr, file, options.machine);
       if (r.images.empty() && images == 0)
-        r.diagnostics.push_back(make_diagnostic(code::kMalformedBundle, path, ".hip_fatbin holds no offload bundle",
+        r.diagnostics.push_back(make_diagnostic(Code::kMalformedBundle, path, ".hip_fatbin holds no offload bundle",
                                                 "rebuild the program; its GPU code is missing"));
       return r;
     }
@@ -200,7 +200,7 @@ FileReport& check_data(Bytes data, const FileData& file, const std::string& path
   }
   if (explicit_arg)
     r.diagnostics.push_back(make_diagnostic(
-        code::kNoHipFatbin, path, "no GPU code: not a code object, not an offload bundle, and no .hip_fatbin section",
+        Code::kNoHipFatbin, path, "no GPU code: not a code object, not an offload bundle, and no .hip_fatbin section",
         "if this program loads its kernels at run time (hipModuleLoad), check those files "
         "instead, or run it under 'hipguard run'"));
   return r;
@@ -241,7 +241,7 @@ FileReport check_one_file(const std::string& path, const std::vector<TargetId>& 
   auto file = FileData::open(path, options.map_above, options.reuse, options.seen_regular);
   if (!file) {
     r.diagnostics.push_back(
-        make_diagnostic(code::kUnreadable, path, file.error().message, "check the path and permissions"));
+        make_diagnostic(Code::kUnreadable, path, file.error().message, "check the path and permissions"));
     return r;
   }
   return std::move(check_data(file->bytes(), *file, path, targets, options, r));
@@ -298,7 +298,7 @@ bool check_archive(const ReadMembers& read, const std::string& path, const std::
                   [](const Diagnostic& d) { return d.severity == Severity::Error; }))
     options.side_files->incomplete(path);
   if (reported == 0 && r.diagnostics.empty() && options.explicit_arg)
-    r.diagnostics.push_back(make_diagnostic(code::kNoHipFatbin, path,
+    r.diagnostics.push_back(make_diagnostic(Code::kNoHipFatbin, path,
                                             "no GPU code in this archive: no member is a code object, an offload "
                                             "bundle or a program with a .hip_fatbin section",
                                             "check the package or build output that holds the kernels"));
@@ -335,14 +335,14 @@ FileReport path_problem_report(const PathProblem& p) {
   r.path = p.path;
   std::string why = p.reason;
   if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
-  r.diagnostics.push_back(make_diagnostic(code::kUnreadable, p.path, why, "check the path and its permissions"));
+  r.diagnostics.push_back(make_diagnostic(Code::kUnreadable, p.path, why, "check the path and its permissions"));
   return r;
 }
 
 FileReport empty_directory_report(const std::string& path) {
   FileReport r;
   r.path = path;
-  r.diagnostics.push_back(make_diagnostic(code::kNothingToCheck, path,
+  r.diagnostics.push_back(make_diagnostic(Code::kNothingToCheck, path,
                                           "no GPU code found below this directory (no code object, offload bundle or "
                                           "program with a .hip_fatbin section): nothing was checked",
                                           "check the path; name the build outputs that hold the kernels"));

@@ -116,7 +116,7 @@ class Delivery {
   void end(FileReport&& r) {
     for (const auto& d : r.diagnostics) {
       if (d.severity == Severity::Error) result_.ok = false;
-      if (d.code == code::kUnreadable || d.code == code::kUnreadableArchive) result_.unreadable = true;
+      if (d.code == Code::kUnreadable || d.code == Code::kUnreadableArchive) result_.unreadable = true;
     }
     sink_.end_file(std::move(r));
   }

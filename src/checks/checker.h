@@ -47,10 +47,10 @@ class Checker {
 
   // check.cpp: structure, code objects and kernels
 
-  Diagnostic& add(std::string_view c, const std::string& entry, const std::string& kernel, const TargetId* target,
+  Diagnostic& add(Code c, const std::string& entry, const std::string& kernel, const TargetId* target,
                   std::string message, std::string fix);
 
-  Diagnostic& structural(std::string_view c, const std::string& entry, const std::string& kernel, std::string message,
+  Diagnostic& structural(Code c, const std::string& entry, const std::string& kernel, std::string message,
                          std::string fix, std::optional<Severity> severity = std::nullopt);
 
   // Parses a code object once; records its structural findings. Unlisted: not
@@ -61,7 +61,7 @@ class Checker {
   void check_kernels(const CodeObject& co, const std::string& entry, const TargetId& target, bool lds_only = false);
 
   // The table's fix (diagnostics.def), else the fix for broken or incomplete metadata.
-  static std::string structural_fix(std::string_view c);
+  static std::string structural_fix(Code c);
 
   // The code object of a bundle entry; for a compressed bundle this decodes up
   // to the entry, and a payload that ends early is a compressed-bundle error.

@@ -41,7 +41,7 @@ void summarize_dropped_issues(CodeObject& co) {
   }
   if (!co.issues_dropped) return;
   co.issues.push_back(
-      {std::string(code::kFindingsCapped), "",
+      {Code::kFindingsCapped, "",
        "and " + std::to_string(co.issues_dropped) +
            " more findings in this code object (the most severe: " + std::string(to_string(co.dropped_severity)) +
            "); hipguard reports at most " + std::to_string(kMaxIssuesPerCodeObject) + " per code object",
@@ -49,14 +49,14 @@ void summarize_dropped_issues(CodeObject& co) {
 }
 
 // Structural findings are not capped here: summarize_dropped_issues sums up the excess.
-void add(CodeObject& co, std::string_view c, const std::string& kernel, std::string msg,
+void add(CodeObject& co, Code c, const std::string& kernel, std::string msg,
          std::optional<Severity> severity = std::nullopt) {
-  co.issues.push_back({std::string(c), kernel, std::move(msg), severity});
+  co.issues.push_back({c, kernel, std::move(msg), severity});
 }
 
 void check_generic_version(CodeObject& co) {
   if (co.processor && co.processor->is_generic && co.version < 6)
-    add(co, code::kCodeObjectVersion, "",
+    add(co, Code::kCodeObjectVersion, "",
         "generic target " + std::string(co.processor->name) + " in a code object v" + std::to_string(co.version) +
             "; generic code objects require v6 (AMDGPUUsage, Generic Processors)");
 }
@@ -81,11 +81,11 @@ void check_vgpr_allocation(CodeObject& co, const KernelInfo& k, const KernelDesc
   std::string how = " (compute_pgm_rsrc1 GRANULATED_WORKITEM_VGPR_COUNT " + std::to_string(field) + ", granule " +
                     std::to_string(g) + ")";
   if (allocated < used)
-    add(co, code::kDescriptorMismatch, k.name,
+    add(co, Code::kDescriptorMismatch, k.name,
         "VGPRs: metadata says the kernel uses " + std::to_string(used) + ", kernel descriptor allocates only " +
             std::to_string(allocated) + how);
   else if (allocated > p.vgprs)
-    add(co, code::kDescriptorMismatch, k.name,
+    add(co, Code::kDescriptorMismatch, k.name,
         "VGPRs: kernel descriptor allocates " + std::to_string(allocated) + how + "; " + std::string(p.name) +
             " addresses at most " + std::to_string(p.vgprs));
 }
@@ -96,7 +96,7 @@ void check_vgpr_allocation(CodeObject& co, const KernelInfo& k, const KernelDesc
 // note; the limits are checked on the larger value (HG301, HG303).
 void check_descriptor_matches_metadata(CodeObject& co, const KernelInfo& k, const KernelDescriptor* d) {
   auto differ = [&](const char* what, uint64_t md, uint64_t kd) {
-    add(co, code::kDescriptorMismatch, k.name,
+    add(co, Code::kDescriptorMismatch, k.name,
         std::string(what) + ": metadata says " + std::to_string(md) + ", kernel descriptor says " + std::to_string(kd),
         Severity::Note);
   };
@@ -118,17 +118,17 @@ void check_descriptor_matches_metadata(CodeObject& co, const KernelInfo& k, cons
 // nothing enforces the upper bound or .reqd_workgroup_size.
 void check_workgroup_size(CodeObject& co, const KernelInfo& k) {
   if (k.max_flat_workgroup_size == 0)
-    add(co, code::kWorkgroupSize, k.name, ".max_flat_workgroup_size is 0; the runtime rejects the code object",
+    add(co, Code::kWorkgroupSize, k.name, ".max_flat_workgroup_size is 0; the runtime rejects the code object",
         Severity::Error);
   else if (k.max_flat_workgroup_size > 1024)
-    add(co, code::kWorkgroupSize, k.name,
+    add(co, Code::kWorkgroupSize, k.name,
         ".max_flat_workgroup_size is " + std::to_string(k.max_flat_workgroup_size) + "; it must be 1 to 1024");
   if (k.reqd_workgroup_size) {
     const auto& r = *k.reqd_workgroup_size;
     uint64_t product = r[0] * r[1] * r[2];  // each <= 2^64 in theory; guard overflow below
     bool overflow = r[0] && r[1] && r[2] && (r[0] > 1024 || r[1] > 1024 || r[2] > 1024);
     if (!r[0] || !r[1] || !r[2] || overflow || product > std::max<uint64_t>(k.max_flat_workgroup_size, 1))
-      add(co, code::kWorkgroupSize, k.name,
+      add(co, Code::kWorkgroupSize, k.name,
           ".reqd_workgroup_size " + std::to_string(r[0]) + "x" + std::to_string(r[1]) + "x" + std::to_string(r[2]) +
               " does not fit .max_flat_workgroup_size " + std::to_string(k.max_flat_workgroup_size));
   }
@@ -136,7 +136,7 @@ void check_workgroup_size(CodeObject& co, const KernelInfo& k) {
 
 void check_dynamic_stack(CodeObject& co, const KernelInfo& k) {
   if (k.uses_dynamic_stack || (k.descriptor && k.descriptor->uses_dynamic_stack()))
-    add(co, code::kDynamicStack, k.name,
+    add(co, Code::kDynamicStack, k.name,
         "uses a dynamic call stack: its scratch need is " + std::to_string(k.private_segment_fixed_size) +
             " bytes per work-item plus a stack the compiler cannot size (recursion or indirect calls)");
 }
@@ -144,7 +144,7 @@ void check_dynamic_stack(CodeObject& co, const KernelInfo& k) {
 // Arguments inside the kernarg segment, aligned, explicit before hidden, not overlapping.
 void check_kernarg_layout(CodeObject& co, const KernelInfo& k) {
   if (!power_of_two(k.kernarg_segment_align))
-    add(co, code::kKernargLayout, k.name,
+    add(co, Code::kKernargLayout, k.name,
         ".kernarg_segment_align is " + std::to_string(k.kernarg_segment_align) + ", not a power of two");
   std::vector<const KernelArg*> sorted;
   bool seen_hidden = false;
@@ -155,7 +155,7 @@ void check_kernarg_layout(CodeObject& co, const KernelInfo& k) {
       return "argument '" + (a.name.empty() ? a.value_kind : a.name) + "' at offset " + std::to_string(a.offset);
     };
     if (__builtin_add_overflow(a.offset, a.size, &end) || end > k.kernarg_segment_size)
-      add(co, code::kKernargLayout, k.name,
+      add(co, Code::kKernargLayout, k.name,
           label() + " (" + std::to_string(a.size) + " bytes) ends beyond .kernarg_segment_size " +
               std::to_string(k.kernarg_segment_size));
     // Kernels read their arguments with scalar loads, which ignore the address's two
@@ -163,10 +163,10 @@ void check_kernarg_layout(CodeObject& co, const KernelInfo& k) {
     // (Tensile packs 8-byte pointers at 4-byte offsets), one that is not is not.
     bool pointer_like = a.hidden() || a.value_kind == "global_buffer" || a.value_kind == "dynamic_shared_pointer";
     if (pointer_like && power_of_two(a.size) && a.size <= 8 && a.offset % std::min<uint64_t>(a.size, 4) != 0)
-      add(co, code::kKernargLayout, k.name,
+      add(co, Code::kKernargLayout, k.name,
           label() + " is not aligned to 4 bytes (scalar loads ignore the two low address bits)");
     if (a.hidden()) seen_hidden = true;
-    else if (seen_hidden) add(co, code::kKernargLayout, k.name, label() + " is an explicit argument after hidden ones");
+    else if (seen_hidden) add(co, Code::kKernargLayout, k.name, label() + " is an explicit argument after hidden ones");
     sorted.push_back(&a);
   }
   std::sort(sorted.begin(), sorted.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
@@ -174,7 +174,7 @@ void check_kernarg_layout(CodeObject& co, const KernelInfo& k) {
     const KernelArg* prev = sorted[i - 1];
     uint64_t prev_end;
     if (!__builtin_add_overflow(prev->offset, prev->size, &prev_end) && prev_end > sorted[i]->offset)
-      add(co, code::kKernargLayout, k.name,
+      add(co, Code::kKernargLayout, k.name,
           "arguments at offsets " + std::to_string(prev->offset) + " (" + std::to_string(prev->size) + " bytes) and " +
               std::to_string(sorted[i]->offset) + " overlap");
   }
@@ -217,7 +217,7 @@ std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const Processo
       source = "kernel descriptor group_segment_fixed_size";
     }
     if (lds > proc.lds_bytes)
-      out.push_back({code::kLdsOverLimit, k.name,
+      out.push_back({Code::kLdsOverLimit, k.name,
                      "declares " + std::to_string(lds) + " bytes (" + kib(lds) + ") of static LDS (" +
                          std::string(source) + "); " + p + " provides at most " + std::to_string(proc.lds_bytes) +
                          " bytes (" + kib(proc.lds_bytes) + ") per workgroup",
@@ -231,7 +231,7 @@ std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const Processo
     uint64_t wave = k.wavefront_size;
     if (wave == 0 && k.descriptor) wave = k.descriptor->wavefront_size32() ? 32 : 64;
     if ((wave == 32 && !proc.wave32) || (wave == 64 && !proc.wave64) || (wave != 32 && wave != 64 && wave != 0))
-      out.push_back({code::kWavefrontSize, k.name,
+      out.push_back({Code::kWavefrontSize, k.name,
                      "runs in wave" + std::to_string(wave) + "; " + p + " supports " +
                          (proc.wave32 && proc.wave64 ? "wave32 and wave64"
                           : proc.wave32              ? "wave32 only"
@@ -245,7 +245,7 @@ std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const Processo
     if (proc.unified_vgprs) {
       // Here .vgpr_count is already the total: align4(arch VGPRs) + AGPRs (AMDGPUAsmPrinter).
       if (k.vgpr_count > proc.vgprs || agpr > 256)
-        out.push_back({code::kRegisterLimit, k.name,
+        out.push_back({Code::kRegisterLimit, k.name,
                        "uses " + std::to_string(k.vgpr_count) + " VGPRs in total, " + std::to_string(agpr) +
                            " of them AGPRs; " + p + " has a unified file of " + std::to_string(proc.vgprs) +
                            " with at most 256 AGPRs",
@@ -253,7 +253,7 @@ std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const Processo
     } else {
       uint64_t vlimit = proc.vgprs;
       if (k.vgpr_count > vlimit || agpr > 256)
-        out.push_back({code::kRegisterLimit, k.name,
+        out.push_back({Code::kRegisterLimit, k.name,
                        "uses " + std::to_string(k.vgpr_count) + " VGPRs" +
                            (agpr ? " and " + std::to_string(agpr) + " AGPRs" : "") + "; " + p + " addresses at most " +
                            std::to_string(vlimit) + " VGPRs" + (agpr ? " and 256 AGPRs" : ""),
@@ -262,7 +262,7 @@ std::vector<KernelFinding> check_kernels_on(const CodeObject& co, const Processo
     // sgpr_count includes VCC, FLAT_SCRATCH and XNACK_MASK.
     uint64_t slimit = proc.major >= 10 ? 108 : 112;
     if (k.sgpr_count > slimit)
-      out.push_back({code::kRegisterLimit, k.name,
+      out.push_back({Code::kRegisterLimit, k.name,
                      "uses " + std::to_string(k.sgpr_count) + " SGPRs; " + p + " allows at most " +
                          std::to_string(slimit) + " including VCC, FLAT_SCRATCH and XNACK_MASK",
                      "rebuild for " + p, k.sgpr_count, slimit});

@@ -4,7 +4,6 @@
 
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "hipguard/code_object.h"
@@ -16,7 +15,7 @@ namespace hipguard {
 void add_structural_kernel_issues(CodeObject& co);
 
 struct KernelFinding {
-  std::string_view code;
+  Code code;
   std::string kernel;
   std::string message;
   std::string fix;

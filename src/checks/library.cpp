@@ -29,7 +29,7 @@ std::string library_name(const std::string& file) {
 
 namespace {
 
-bool is_code(const Diagnostic& d, std::initializer_list<std::string_view> codes) {
+bool is_code(const Diagnostic& d, std::initializer_list<Code> codes) {
   return std::find(codes.begin(), codes.end(), d.code) != codes.end();
 }
 
@@ -40,8 +40,8 @@ bool for_other_target(const ImageReport& img, const TargetVerdict& v) {
   bool elsewhere = false;
   for (const auto& d : img.diagnostics) {
     if (d.target != target || d.severity != Severity::Error) continue;
-    if (is_code(d, {code::kGenericTooOld, code::kBatchLookupStarved, code::kGenericFeaturesRejected})) return false;
-    if (is_code(d, {code::kNoCodeObject, code::kProcessorMismatch, code::kFeatureMismatch})) elsewhere = true;
+    if (is_code(d, {Code::kGenericTooOld, Code::kBatchLookupStarved, Code::kGenericFeaturesRejected})) return false;
+    if (is_code(d, {Code::kNoCodeObject, Code::kProcessorMismatch, Code::kFeatureMismatch})) elsewhere = true;
   }
   return elsewhere;
 }
@@ -117,7 +117,7 @@ std::vector<FileReport> Tally::missing_targets() const {
       for (const auto& n : nearest_processors(p.target.processor, s.built_for))
         nearest += (nearest.empty() ? "" : ", ") + n;
       Diagnostic d = make_diagnostic(
-          code::kLibraryLacksTarget, s.name,
+          Code::kLibraryLacksTarget, s.name,
           "kernel library has no code object for " + p.target.label() + ": its " + std::to_string(s.files) +
               " code object file(s) are built for " + (has.empty() ? "no AMDGPU processor" : has) +
               (nearest.empty() ? "" : " (nearest: " + nearest + ")"),

@@ -118,7 +118,7 @@ void Checker::starved(TargetVerdict& v, const Candidate& wanted,
   bool xnack = t.xnack == Feature::On || t.xnack == Feature::Off;
   std::string variants = xnack ? "--offload-arch=" + t.processor + ":xnack+ --offload-arch=" + t.processor + ":xnack-"
                                : "--offload-arch=" + t.str() + " besides the others";
-  add(code::kBatchLookupStarved, wanted.entry->id, "", &t,
+  add(Code::kBatchLookupStarved, wanted.entry->id, "", &t,
       "bundle entry '" + wanted.entry->id + "' fits both " + taker + " and " + t.str() +
           ", but in one process the runtime looks up all GPUs at once and comgr gives each entry to one GPU only: " +
           who + "; " + t.str() +
@@ -189,7 +189,7 @@ const Checker::Candidate* Checker::select(TargetVerdict& v, const Entries& entri
     // when nothing native or generic matches (CLR hip_fatbin.cpp priority: native > generic > SPIR-V).
     v.selection = Selection::Spirv;
     v.selected = entries.spirv->id;
-    add(code::kSpirvFallback, entries.spirv->id, "", &t,
+    add(Code::kSpirvFallback, entries.spirv->id, "", &t,
         "no native or generic code object for " + t.label() +
             "; only a ROCm runtime with SPIR-V support compiles the SPIR-V entry at first use (slow start), "
             "older runtimes fail with hipErrorNoBinaryForGpu",
@@ -214,7 +214,7 @@ void Checker::generic_refused(const Candidate& c, const TargetId& t, bool spirv_
   std::string older;
   for (const auto& r : all_runtimes())
     if (r.generic && !r.generic_keeps_features) older = std::string(r.name);
-  Diagnostic& d = add(code::kGenericFeaturesRejected, c.entry->id, "", &t,
+  Diagnostic& d = add(Code::kGenericFeaturesRejected, c.entry->id, "", &t,
                       "generic entry '" + c.entry->id + "' fits " + t.label() + ", but " + runtime_label(runtime_) +
                           " asks for it as " + asked.str() +
                           " (the device's features kept), which comgr rejects: " + asked.processor + " has no " +
@@ -241,7 +241,7 @@ bool Checker::has_kernels(Bundle& b, const Entries& entries) {
 }
 
 void Checker::no_kernels(const TargetId& t, const std::string& held) {
-  add(code::kNoCodeObjectNoKernels, "", "", &t,
+  add(Code::kNoCodeObjectNoKernels, "", "", &t,
       "no code object for " + t.label() + "; the bundle holds: " + held +
           ", but no kernel in any of them: the runtime loads nothing from it for this GPU and goes on (ROCm 5.3 "
           "and later); a use of its __device__ variables on this GPU (hipMemcpyToSymbol, hipGetSymbolAddress) "
@@ -265,7 +265,7 @@ void Checker::ambiguous_in_ccob(const std::vector<Candidate>& candidates, const 
       ++n;
     }
   if (n < 2) return;
-  add(code::kAmbiguousSelection, chosen.entry->id, "", &t,
+  add(Code::kAmbiguousSelection, chosen.entry->id, "", &t,
       "compressed bundle has " + std::to_string(n) + " entries that fit " + t.label() + " (" + fitting +
           "); comgr unbundles in hash order, so which one the runtime loads depends on its version; hipguard "
           "checked the first in file order",
@@ -278,7 +278,7 @@ void Checker::no_match(const std::vector<Candidate>& candidates, const TargetId&
   // Same processor with a conflicting xnack/sramecc setting is the more precise finding.
   for (const auto& c : candidates) {
     if (match_kind(c.tid, 1, t) != Match::FeatureMismatch) continue;
-    add(code::kFeatureMismatch, c.entry->id, "", &t,
+    add(Code::kFeatureMismatch, c.entry->id, "", &t,
         "bundle has " + c.tid.str() + " but not for " + t.label() + ": " + match_target(c.tid, 1, t).detail,
         feature_fix(c.tid, t));
     return;
@@ -293,7 +293,7 @@ void Checker::no_match(const std::vector<Candidate>& candidates, const TargetId&
   for (const auto& c : candidates) ids.push_back(c.tid.str());
   std::string nearest;
   for (const auto& n : nearest_processors(t.processor, ids)) nearest += (nearest.empty() ? "" : ", ") + n;
-  add(code::kNoCodeObject, "", "", &t,
+  add(Code::kNoCodeObject, "", "", &t,
       "no code object for " + t.label() + "; the bundle holds: " + held +
           (nearest.empty() ? "" : " (nearest: " + nearest + ")") + why,
       fix);

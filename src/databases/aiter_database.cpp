@@ -87,7 +87,7 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
                std::set<uint64_t>& kernels) {
   auto file = cache.files().read(csv, kMaxCsvBytes);
   if (!file) {
-    f.add(code::kDatabaseMalformed, csv, "", "cannot read this AITER kernel list: " + file.error().message,
+    f.add(Code::kDatabaseMalformed, csv, "", "cannot read this AITER kernel list: " + file.error().message,
           "check the file");
     return;
   }
@@ -97,7 +97,7 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
   auto col = [&](const char* n) { return size_t(std::find(head.begin(), head.end(), n) - head.begin()); };
   size_t knl = col("knl_name"), co = col("co_name");
   if (knl >= head.size() || co >= head.size()) {
-    f.add(code::kDatabaseMalformed, csv, "",
+    f.add(Code::kDatabaseMalformed, csv, "",
           "no knl_name and co_name columns in the header: AITER's hsa/codegen.py stops with \"ERROR: Invalid "
           "assembly CSV format -- " +
               csv + ". Missing required columns\"",
@@ -108,7 +108,7 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
   for (size_t i = 1; i < lines.size(); ++i) {
     std::vector<std::string> row = csv_fields(lines[i]);
     if (row.size() <= std::max(knl, co) || row[knl].empty() || row[co].empty()) {
-      f.add(code::kDatabaseMalformed, csv, "", "row " + std::to_string(i + 1) + " has no knl_name or co_name",
+      f.add(Code::kDatabaseMalformed, csv, "", "row " + std::to_string(i + 1) + " has no knl_name or co_name",
             "complete the row or remove it");
       continue;
     }
@@ -116,7 +116,7 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
     std::string path = fs::path(csv).parent_path().string() + "/" + row[co];
     std::string shown = "$AITER_ASM_DIR/" + t.processor + "/" + (rel == "." ? "" : rel + "/") + row[co];
     if (!cache.files().is_file(path)) {
-      f.add(code::kDatabaseFileMissing, path, row[knl],
+      f.add(Code::kDatabaseFileMissing, path, row[knl],
             "row " + std::to_string(i + 1) + " of " + fs::path(csv).filename().string() + " names " + row[co] +
                 ", which does not exist: AITER stops with \"failed to open " + shown + "\"",
             "reinstall AITER, or rebuild its hsa/ tree; the csv and the code objects must ship together");
@@ -127,7 +127,7 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
     Result<const CodeObjectFacts::Entry*> entry = loadable_on(facts, t);
     if (!entry) {
       const std::string& why = entry.error().message;
-      f.add(code::kDatabaseCodeObjectMismatch, path, row[knl],
+      f.add(Code::kDatabaseCodeObjectMismatch, path, row[knl],
             row[co] + " (row " + std::to_string(i + 1) + " of " + fs::path(csv).filename().string() + ") is " + why +
                 ", not for " + t.str() +
                 ": the runtime rejects it and AITER stops with \"kernel registration failed "
@@ -135,7 +135,7 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
                 row[knl] + "'.\"",
             "put the code object built for " + t.processor + " in hsa/" + t.processor + "/");
     } else if (!has_kernel(**entry, row[knl])) {
-      f.add(code::kDatabaseKernelMissing, path, row[knl],
+      f.add(Code::kDatabaseKernelMissing, path, row[knl],
             "row " + std::to_string(i + 1) + " of " + fs::path(csv).filename().string() + " names kernel '" + row[knl] +
                 "', which is not in the metadata of " + row[co] +
                 ": hipGetFuncBySymbol finds nothing and AITER stops with \"kernel registration failed for '" +
@@ -162,7 +162,7 @@ void check_aiter_target(const std::string& hsa, const TargetId& t, FactsCache& c
   std::string dir = hsa + "/" + t.processor;
   std::vector<std::string> csvs = csv_files(cache.files(), dir);
   if (csvs.empty()) {
-    f.add(code::kDatabaseMissing, hsa, "",
+    f.add(Code::kDatabaseMissing, hsa, "",
           "no AITER kernel list for " + t.processor + " (no .csv below hsa/" + t.processor +
               "/): every assembly kernel AITER loads for this GPU fails with \"failed to open $AITER_ASM_DIR/" +
               t.processor + "/...\"",

@@ -303,7 +303,7 @@ std::vector<FileReport> ArchiveDatabases::check() {
     r.path = t.prefix.substr(0, t.prefix.size() - 1);
     r.hip = true;
     r.diagnostics.push_back(make_diagnostic(
-        code::kArchiveDatabasesUnchecked, r.path,
+        Code::kArchiveDatabasesUnchecked, r.path,
         "the kernel databases inside (Tensile .dat, AITER .csv) were not cross-checked with its code objects: " +
             t.lost,
         "point TMPDIR at a writable directory with room for them, or unpack the archive and check the directory"));

@@ -106,8 +106,8 @@ const CodeObjectFacts& FactsCache::get(const std::string& path) {
   return f;
 }
 
-void Findings::add(std::string_view code, const std::string& file, const std::string& kernel, std::string message,
-                   std::string fix, std::optional<Severity> severity) {
+void Findings::add(Code code, const std::string& file, const std::string& kernel, std::string message, std::string fix,
+                   std::optional<Severity> severity) {
   Diagnostic d = make_diagnostic(code, file, std::move(message), std::move(fix));
   if (severity) d.severity = *severity;
   if (d.severity != Severity::Note) ++s_.findings;
@@ -125,7 +125,7 @@ void Findings::summary() {
                   " database file(s), " + std::to_string(s_.entries) + " entries, " + std::to_string(s_.code_objects) +
                   " code object file(s) and " + std::to_string(s_.kernels) + " kernel(s) cross-checked";
   if (dropped_) m += "; " + std::to_string(dropped_) + " more finding(s) not listed";
-  Diagnostic d = make_diagnostic(code::kDatabaseChecked, r_.path, m, "none needed");
+  Diagnostic d = make_diagnostic(Code::kDatabaseChecked, r_.path, m, "none needed");
   d.target = target_;
   r_.diagnostics.push_back(std::move(d));
 }
@@ -259,7 +259,7 @@ DatabaseReport check_kernel_database(const DatabaseDir& db, const std::vector<Ta
       f.summary();
     }
   } catch (const std::exception& e) {
-    r.diagnostics.push_back(make_diagnostic(code::kDatabaseMalformed, db.path,
+    r.diagnostics.push_back(make_diagnostic(Code::kDatabaseMalformed, db.path,
                                             std::string("database check stopped: ") + e.what(), "report this"));
   }
   return r;

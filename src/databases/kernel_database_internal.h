@@ -82,8 +82,8 @@ class Findings {
  public:
   Findings(DatabaseReport& r, DatabaseTargetSummary& s, std::string target)
       : r_(r), s_(s), target_(std::move(target)) {}
-  void add(std::string_view code, const std::string& file, const std::string& kernel, std::string message,
-           std::string fix, std::optional<Severity> severity = std::nullopt);  // severity: else the code's
+  void add(Code code, const std::string& file, const std::string& kernel, std::string message, std::string fix,
+           std::optional<Severity> severity = std::nullopt);  // severity: else the code's
   void summary();  // HG707: what was cross-checked, and how many findings were not listed
   DatabaseTargetSummary& counts() { return s_; }
 

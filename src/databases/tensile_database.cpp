@@ -87,7 +87,7 @@ std::string TensileCheck::database_path() {
              : "rocBLAS error: Cannot read " + tries.back() + ": No such file or directory for GPU arch : " + p_;
   std::string tried;
   for (const auto& path : tries) tried += (tried.empty() ? "" : ", ") + fs::path(path).filename().string();
-  f_.add(code::kDatabaseMissing, db_.path, "",
+  f_.add(Code::kDatabaseMissing, db_.path, "",
          "no kernel database for " + p_ + " (tried " + tried + "): the library reports \"" + quote + "\"" +
              (lite() ? " and finds no GEMM solution" : " and aborts the process"),
          "install the library build that ships " + p_ + " (its TensileLibrary_lazy_" + p_ +
@@ -112,12 +112,12 @@ const CodeObjectFacts::Entry* TensileCheck::load(const std::string& name, const 
   }
   std::string n = std::to_string(users) + " solution(s) of " + fs::path(dat).filename().string();
   if (existing.empty())
-    f_.add(code::kDatabaseFileMissing, base_ + "/" + name, "",
+    f_.add(Code::kDatabaseFileMissing, base_ + "/" + name, "",
            "code object " + name + " (or its -xnack-/-xnack+ variant), needed by " + n +
                ", does not exist: Tensile's SolutionAdapter gets hipErrorFileNotFound and the launch fails",
            "reinstall the library; the file belongs to its package");
   else
-    f_.add(code::kDatabaseCodeObjectMismatch, base_ + "/" + name, "",
+    f_.add(Code::kDatabaseCodeObjectMismatch, base_ + "/" + name, "",
            "no code object for " + t_.str() + " among " + existing + " (needed by " + n + "): " + why_not +
                "; hipModuleLoadData refuses it and the launch fails",
            "install the code objects built for " + t_.str() + " (the library package for this GPU)");
@@ -156,7 +156,7 @@ void TensileCheck::check_solutions(const std::string& dat, const std::vector<Com
       }
       std::string kernel = solution_name(files(), dat, s->index);
       f_.add(
-          code::kDatabaseKernelMissing, base_ + "/" + file, kernel,
+          Code::kDatabaseKernelMissing, base_ + "/" + file, kernel,
           "solution of " + fs::path(dat).filename().string() + " names kernel '" + kernel +
               "', which is not in the metadata of " + file +
               " (nor in the helper Kernels.so-000): hipModuleGetFunction returns hipErrorNotFound and the GEMM fails",
@@ -168,7 +168,7 @@ void TensileCheck::check_solutions(const std::string& dat, const std::vector<Com
 void TensileCheck::check_placeholder(const std::string& prefix, const ParsedDat& parsed) {
   std::string dat = base_ + "/" + prefix + ".dat";
   if (!parsed.exists) {
-    f_.add(code::kDatabaseFileMissing, dat, "",
+    f_.add(Code::kDatabaseFileMissing, dat, "",
            "the lazy database names library " + prefix + ", whose " + prefix +
                ".dat does not exist: Tensile's LoadLibraryFile says \"Error loading " + dat +
                " (msgpack):\\nFailed to open file\" (with TENSILE_DB) and returns no library; the placeholder is then "
@@ -178,7 +178,7 @@ void TensileCheck::check_placeholder(const std::string& prefix, const ParsedDat&
   }
   ++f_.counts().databases;
   if (!parsed.error.empty()) {
-    f_.add(code::kDatabaseMalformed, dat, "",
+    f_.add(Code::kDatabaseMalformed, dat, "",
            "cannot read this Tensile database: " + parsed.error +
                "; Tensile's LoadLibraryFile says \"Error loading msgpack data\" and returns no library",
            "reinstall the library; the file is damaged");
@@ -194,7 +194,7 @@ void TensileCheck::check_extops() {
   auto file = files().read(dat, kMaxDatabaseFileBytes);
   auto read = file ? read_extop_entries(text_of(*file), p_) : file.error();
   if (!read) {
-    f_.add(code::kDatabaseMalformed, dat, "", "cannot read hipBLASLt's extension op database: " + read.error().message,
+    f_.add(Code::kDatabaseMalformed, dat, "", "cannot read hipBLASLt's extension op database: " + read.error().message,
            "reinstall the library; the file is damaged");
     return;
   }
@@ -214,7 +214,7 @@ void TensileCheck::check_extops() {
         continue;
       }
       f_.add(
-          code::kDatabaseKernelMissing, base_ + "/" + co_path, e->kernel,
+          Code::kDatabaseKernelMissing, base_ + "/" + co_path, e->kernel,
           "hipblasltExtOpLibrary.dat names kernel '" + e->kernel + "' in " + co_path +
               ", whose metadata does not have it: hipModuleGetFunction returns hipErrorNotFound and the ext op fails",
           "reinstall the library: its database and code objects come from different builds");
@@ -242,7 +242,7 @@ void TensileCheck::run() {
     }
   }
   if (!helper_)
-    f_.add(code::kDatabaseHelperMissing, base_ + "/" + helper, "",
+    f_.add(Code::kDatabaseHelperMissing, base_ + "/" + helper, "",
            std::string(any ? "no helper code object for " + t_.str() + " among Kernels.so-000-" + p_ + "*.hsaco"
                            : helper + " (or its -xnack-/-xnack+ variant) does not exist") +
                ": SolutionAdapter::initializeLazyLoading fails silently, and solutions that need its helper kernels "
@@ -252,14 +252,14 @@ void TensileCheck::run() {
   bool lazy = name.rfind("TensileLibrary_lazy_", 0) == 0;
   auto file = files().read(top, kMaxDatabaseFileBytes);
   if (!file) {
-    f_.add(code::kDatabaseMalformed, top, "", "cannot read: " + file.error().message, "check the file's permissions");
+    f_.add(Code::kDatabaseMalformed, top, "", "cannot read: " + file.error().message, "check the file's permissions");
   } else if (lazy) {
     // A lazy database the library cannot read loads nothing: its placeholders are not checked (one cause, one line).
     if (auto prefixes = read_tensile_placeholders(text_of(*file))) {
       std::vector<const ParsedDat*> parsed = read_placeholders(base_, *prefixes, cache_);
       for (size_t i = 0; i < prefixes->size(); ++i) check_placeholder((*prefixes)[i], *parsed[i]);
     } else {
-      f_.add(code::kDatabaseMalformed, top, "",
+      f_.add(Code::kDatabaseMalformed, top, "",
              "cannot read this lazy Tensile database: " + prefixes.error().message + "; the library reports \"" +
                  (lite() ? "rocblaslt error: Could not load " : "rocBLAS error: Could not load ") + top + "\"",
              "reinstall the library; the file is damaged");
@@ -268,7 +268,7 @@ void TensileCheck::run() {
   } else {
     // A whole (not lazy) database: its solutions are in the file itself, their kernels in the code objects
     // "*<processor>*co" rocBLAS loads at start; hipguard checks the lazy layout only.
-    f_.add(code::kDatabaseChecked, top, "", "not a lazy-loading database: its code objects are not cross-checked",
+    f_.add(Code::kDatabaseChecked, top, "", "not a lazy-loading database: its code objects are not cross-checked",
            "none needed");
   }
   f_.counts().code_objects = cache_.opened();

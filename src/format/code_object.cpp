@@ -102,7 +102,7 @@ std::optional<ParseError> read_header(const ElfFile::Elf_Ehdr& hdr, Bytes data, 
   // ROCr's loader takes v2 to v6 (amd_hsa_code.cpp GetCodeObjectVersion,
   // executable.cpp LoadCodeObject); LLVM no longer emits v2/v3.
   if (co.version < 4 || co.version > 6)
-    co.issues.push_back({std::string(code::kCodeObjectVersion), "",
+    co.issues.push_back({Code::kCodeObjectVersion, "",
                          "code object v" + std::to_string(co.version) + " (EI_ABIVERSION " +
                              std::to_string(hdr.e_ident[ELF::EI_ABIVERSION]) + ")" +
                              (co.version > 6 ? "; the ROCm loader takes v2 to v6 and rejects it"
@@ -135,8 +135,7 @@ std::optional<ParseError> read_notes(const ElfFile& file, Sections sections, Byt
   }
   if (read && !descs.empty()) read_metadata_notes(descs, co);
   if (!found_metadata && co.version >= 3)
-    co.issues.push_back(
-        {std::string(code::kNoMetadata), "", "no NT_AMDGPU_METADATA note: the runtime cannot find any kernel"});
+    co.issues.push_back({Code::kNoMetadata, "", "no NT_AMDGPU_METADATA note: the runtime cannot find any kernel"});
   return std::nullopt;
 }
 
@@ -251,7 +250,7 @@ std::optional<KernelDescriptor> descriptor_at(Sections sections, Bytes data, con
 }
 
 void descriptor_outside(CodeObject& co, const KernelInfo& k) {
-  add_issue(co, {std::string(code::kDescriptorMissing), k.name,
+  add_issue(co, {Code::kDescriptorMissing, k.name,
                  "kernel descriptor '" + k.symbol + "' lies outside its section or the file"});
 }
 
@@ -260,7 +259,7 @@ void read_descriptors(Sections sections, Bytes data, const SymbolTable& syms, Co
   for (auto& k : co.kernels) {
     const Sym* found = find_symbol(syms, k.symbol);
     if (!found || found->type != ELF::STT_OBJECT) {
-      add_issue(co, {std::string(code::kDescriptorMissing), k.name,
+      add_issue(co, {Code::kDescriptorMissing, k.name,
                      "metadata names kernel descriptor '" + k.symbol +
                          "', but the symbol table has no such object: "
                          "the runtime cannot launch this kernel"});
@@ -318,7 +317,7 @@ void list_other_symbols(const SymbolTable& syms, CodeObject& co) {
     std::string_view name(ref.data(), ref.size());
     if (is_descriptor(name, sym) && !descriptor_names.count(name)) {
       co.kernels_without_metadata.emplace_back(name.substr(0, name.size() - 3));
-      add_issue(co, {std::string(code::kKernelWithoutMetadata), std::string(name.substr(0, name.size() - 3)),
+      add_issue(co, {Code::kKernelWithoutMetadata, std::string(name.substr(0, name.size() - 3)),
                      "kernel descriptor '" + std::string(name) +
                          "' has no entry in amdhsa.kernels: the kernel is not "
                          "launchable (hipguard does not guess its metadata)"});
@@ -371,8 +370,7 @@ Result<CodeObject> read_code_object_header(Bytes data) {
 
 Severity issue_severity(const CodeObjectIssue& i) {
   if (i.severity) return *i.severity;
-  const CodeInfo* info = find_code(i.code);
-  return info ? info->severity : Severity::Error;
+  return code_info(i.code).severity;
 }
 
 void add_issue(CodeObject& co, CodeObjectIssue issue) {

@@ -180,7 +180,7 @@ class MetadataReader {
         out.has_kernels_array = true;
         uint64_t keep = std::min<uint64_t>(v.Length, kernel_budget_);
         if (v.Length > keep)
-          note(out, {std::string(code::kBudgetExceeded), "",
+          note(out, {Code::kBudgetExceeded, "",
                      "amdhsa.kernels has " + std::to_string(v.Length) + " entries, over hipguard's limit of " +
                          std::to_string(kMaxKernelsPerCodeObject) + " per code object; " + std::to_string(keep) +
                          " of them are checked, the rest only read",
@@ -200,9 +200,9 @@ class MetadataReader {
     if (!seen_kernels)
       // CLR accepts a code object without kernels ("HIP may have binaries with just
       // global variables", devprogram.cpp): only lookups of kernels fail.
-      note(out, {std::string(code::kBadMetadata), "",
-                 "metadata has no amdhsa.kernels list: the code object holds no kernel", Severity::Warning});
-    else if (!kernels_ok) note(out, {std::string(code::kBadMetadata), "", "amdhsa.kernels is not an array"});
+      note(out, {Code::kBadMetadata, "", "metadata has no amdhsa.kernels list: the code object holds no kernel",
+                 Severity::Warning});
+    else if (!kernels_ok) note(out, {Code::kBadMetadata, "", "amdhsa.kernels is not an array"});
     return Validity::Valid;
   }
 
@@ -247,8 +247,7 @@ class MetadataReader {
     if (!next(r, m)) return Validity::Invalid;
     if (m.Kind != Type::Map) {
       if (!skip(r, m, depth)) return Validity::Invalid;
-      note(out, {std::string(code::kBadKernelMetadata), label,
-                 "amdhsa.kernels[" + std::to_string(index) + "] is not a map"});
+      note(out, {Code::kBadKernelMetadata, label, "amdhsa.kernels[" + std::to_string(index) + "] is not a map"});
       return Validity::Valid;
     }
     KernelKeys kk;
@@ -346,11 +345,11 @@ class MetadataReader {
   void judge_kernel(KernelKeys&& kk, const std::string& label, Out& out) {
     const KernelInfo& k = kk.k;
     std::string who = !k.name.empty() ? k.name : !k.symbol.empty() ? k.symbol : label;
-    if (kk.reqd_issue) note(out, {std::string(code::kBadKernelMetadata), who, *kk.reqd_issue});
-    if (kk.args_issue) note(out, {std::string(code::kBadKernelMetadata), who, *kk.args_issue});
+    if (kk.reqd_issue) note(out, {Code::kBadKernelMetadata, who, *kk.reqd_issue});
+    if (kk.args_issue) note(out, {Code::kBadKernelMetadata, who, *kk.args_issue});
     if (kk.too_many_args) {
       // Its kernarg layout cannot be judged from a prefix: the kernel stays unchecked.
-      note(out, {std::string(code::kBudgetExceeded), who,
+      note(out, {Code::kBudgetExceeded, who,
                  ".args has " + std::to_string(kk.too_many_args) + " entries, over hipguard's limit of " +
                      std::to_string(kMaxArgsPerKernel) + " per kernel; the kernel is not checked",
                  std::nullopt, kk.too_many_args, kMaxArgsPerKernel});
@@ -376,7 +375,7 @@ class MetadataReader {
     bool fatal = !kk.has_name || !kk.has_symbol;
     for (auto& rk : kk.required)
       fatal = fatal || (rk.state != KernelKeys::IntKey::Set && rk.key == ".max_flat_workgroup_size");
-    note(out, {std::string(code::kBadKernelMetadata), who,
+    note(out, {Code::kBadKernelMetadata, who,
                "kernel metadata lacks required " + list +
                    (fatal ? "; the runtime rejects the whole code object"
                           : "; the runtime takes what is missing as 0, hipguard leaves the kernel unchecked"),
@@ -476,7 +475,7 @@ void read_metadata_notes(std::span<const std::string_view> descs, CodeObject& co
     if (Status merges = comgr_merges(doc, *merged); !merges) {
       const std::string& why = merges.error().message;
       if (!doc.kernels.empty())
-        add_issue(co, {std::string(code::kBadMetadata), "",
+        add_issue(co, {Code::kBadMetadata, "",
                        which + " cannot be merged into the metadata (" + why + "): comgr drops its " +
                            std::to_string(doc.kernels.size()) + " kernels, the runtime cannot launch them",
                        Severity::Warning});
@@ -488,9 +487,8 @@ void read_metadata_notes(std::span<const std::string_view> descs, CodeObject& co
   // comgr reads the notes it can (processNote fails for one that is not MessagePack, and the
   // others still merge): the metadata is lost only when no note is read at all.
   for (auto& why : unreadable)
-    add_issue(co,
-              merged ? CodeObjectIssue{std::string(code::kBadMetadata), "", why + "; comgr drops it", Severity::Warning}
-                     : CodeObjectIssue{std::string(code::kBadMetadata), "", std::move(why)});
+    add_issue(co, merged ? CodeObjectIssue{Code::kBadMetadata, "", why + "; comgr drops it", Severity::Warning}
+                         : CodeObjectIssue{Code::kBadMetadata, "", std::move(why)});
 }
 
 void read_metadata_note(std::string_view desc, CodeObject& co) { read_metadata_notes({&desc, 1}, co); }

@@ -141,7 +141,7 @@ class Walker {
 };
 
 void Walker::over(const std::string& label, std::string message, uint64_t value, uint64_t limit) {
-  Diagnostic d = make_diagnostic(code::kBudgetExceeded, path_, label + ": " + std::move(message),
+  Diagnostic d = make_diagnostic(Code::kBudgetExceeded, path_, label + ": " + std::move(message),
                                  "extract the archive (dpkg-deb -x, tar -x, unzip) and check the extracted files");
   d.value = value;
   d.limit = limit;
@@ -154,7 +154,7 @@ void Walker::corrupt(const std::string& label, struct archive* a) {
   if (stop_) return;
   stop_ = true;
   diagnostics.push_back(make_diagnostic(
-      code::kUnreadableArchive, path_,
+      Code::kUnreadableArchive, path_,
       label + ": cannot read the archive: " + error_of(a) + "; the members after this point were not checked",
       "the archive is truncated or damaged: download or build it again"));
 }
@@ -329,7 +329,7 @@ void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::v
       archive_entry_size_is_set(e) ? static_cast<uint64_t>(std::max<la_int64_t>(archive_entry_size(e), 0)) : 0;
   auto too_big = [&](uint64_t size, bool at_least) {
     Diagnostic d =
-        make_diagnostic(code::kBudgetExceeded, label,
+        make_diagnostic(Code::kBudgetExceeded, label,
                         "archive member is " + std::string(at_least ? "more than " : "") + std::to_string(size) +
                             " bytes; hipguard reads at most " + std::to_string(limit) + " bytes of one archive member",
                         "extract it (dpkg-deb -x, tar -x, unzip) and check the extracted file");
@@ -473,7 +473,7 @@ ArchiveReader::Result walk_archive(Bytes data, const std::string& path, const Ar
   result.diagnostics = std::move(walker.diagnostics);
   if (walk.note_images && walker.image_like.image())
     result.diagnostics.push_back(make_diagnostic(
-        code::kImageReadAsArchive, path,
+        Code::kImageReadAsArchive, path,
         "a container image stored compressed (or not as a plain tar) is read as an ordinary archive: its layers "
         "are not applied, so files a later layer deletes are checked and each layer's files are named after it",
         "decompress it (gunzip, zstd -d) and check the plain tar, or give its OCI layout directory"));

@@ -80,7 +80,7 @@ class Resolver {
   void library_loaders();
   void tensile(size_t lib, const std::vector<std::string>& dirs, const char* what);
   void add_kernel_files(size_t lib, const std::string& dir);
-  void warn(std::string_view code, size_t needer, std::string message, std::string fix);
+  void warn(Code code, size_t needer, std::string message, std::string fix);
 
   const DependencyOptions& opt_;
   std::string root_;
@@ -188,7 +188,7 @@ std::optional<size_t> Resolver::try_file(const std::string& at, const std::strin
   if (!elf.elf || (!nodes_.empty() && elf.machine != nodes_[0].elf.machine)) return std::nullopt;
   if (nodes_.size() >= opt_.max_objects) {
     if (!capped_)
-      warn(code::kDependencyLimit, loader,
+      warn(Code::kDependencyLimit, loader,
            "more than " + std::to_string(opt_.max_objects) + " objects to load: " + name +
                " and what follows it were not checked",
            "check the libraries that were left out on their own");
@@ -203,7 +203,7 @@ std::optional<size_t> Resolver::try_file(const std::string& at, const std::strin
   if (!n.elf.soname.empty()) by_name_.emplace(n.elf.soname, i);
   nodes_.push_back(std::move(n));
   if (!nodes_[i].elf.error.empty())
-    warn(code::kDependencyUnreadable, i, "cannot read the dynamic section: " + nodes_[i].elf.error,
+    warn(Code::kDependencyUnreadable, i, "cannot read the dynamic section: " + nodes_[i].elf.error,
          "the file is damaged; reinstall it (the dynamic loader would refuse it)");
   return i;
 }
@@ -243,7 +243,7 @@ std::optional<size_t> Resolver::load(const std::string& name, size_t loader, Dep
   return std::nullopt;
 }
 
-void Resolver::warn(std::string_view code, size_t needer, std::string message, std::string fix) {
+void Resolver::warn(Code code, size_t needer, std::string message, std::string fix) {
   std::string file = needer < nodes_.size() ? nodes_[needer].host : "";
   out_.diagnostics.push_back(make_diagnostic(code, file, std::move(message), std::move(fix)));
 }
@@ -257,7 +257,7 @@ void Resolver::follow(size_t first) {
       if (load(name, i, nodes_[i].kind, &tried) || capped_) continue;
       std::string dirs;
       for (const auto& t : tried) dirs += (dirs.empty() ? "" : ", ") + (root_.empty() ? t : root_ + t);
-      warn(code::kLibraryNotFound, i,
+      warn(Code::kLibraryNotFound, i,
            name + ", needed by " + basename_of(nodes_[i].at) + ", is not found (searched: " +
                (dirs.empty() ? "no directory" : dirs) + "): the dynamic loader would not start the program",
            "install the package that provides " + name + ", or add its directory to DT_RUNPATH or ld.so.conf");
@@ -309,7 +309,7 @@ void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, c
   if (dir.empty()) {
     std::string looked;
     for (const auto& c : candidates) looked += (looked.empty() ? "" : ", ") + root_ + c;
-    warn(code::kKernelDirectoryMissing, lib,
+    warn(Code::kKernelDirectoryMissing, lib,
          std::string(what) + " directory of " + name + " not found (looked in " + looked +
              "): its kernels cannot be checked, and it fails at its first GEMM",
          "install the package with " + name + "'s Tensile library (Debian: the same binary package)");
@@ -405,7 +405,7 @@ Dependencies Resolver::run(const std::string& path) {
   if (!n.elf.soname.empty()) by_name_.emplace(n.elf.soname, 0);
   nodes_.push_back(std::move(n));
   if (!nodes_[0].elf.error.empty())
-    warn(code::kDependencyUnreadable, 0, "cannot read the dynamic section: " + nodes_[0].elf.error,
+    warn(Code::kDependencyUnreadable, 0, "cannot read the dynamic section: " + nodes_[0].elf.error,
          "the file is damaged; rebuild it (the dynamic loader would refuse it)");
   follow(0);
   library_loaders();
@@ -421,7 +421,7 @@ Dependencies find_dependencies(const std::string& path, const DependencyOptions&
     return Resolver(options).run(path);
   } catch (const std::exception& e) {  // bad_alloc on a hostile input: say so, never throw
     Dependencies d;
-    d.diagnostics.push_back(make_diagnostic(code::kDependencyUnreadable, path,
+    d.diagnostics.push_back(make_diagnostic(Code::kDependencyUnreadable, path,
                                             std::string("cannot follow the dependencies: ") + e.what(),
                                             "check the file"));
     return d;

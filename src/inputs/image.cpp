@@ -126,7 +126,7 @@ class ImageWalk {
   ArchiveReader::Result read(const ImageList& list) {
     result_.archive = true;
     for (const auto& p : list.problems)
-      say(code_string(p.code), p.message, p.code == Code::kImageDigestMismatch ? "" : "pull or save the image again");
+      say(p.code, p.message, p.code == Code::kImageDigestMismatch ? "" : "pull or save the image again");
     for (const auto& image : list.images) read_image(image);
     return std::move(result_);
   }
@@ -145,7 +145,7 @@ class ImageWalk {
     }
     std::vector<std::string> unmatched = overlay.unmatched_whiteouts();
     if (!unmatched.empty())
-      say(code::kWhiteoutOfNothing,
+      say(Code::kWhiteoutOfNothing,
           std::to_string(unmatched.size()) +
               " whiteout(s) remove a path no lower layer has, the first: " + unmatched.front(),
           "nothing to fix for the GPU check; the image builder wrote a whiteout for a path it did not find");
@@ -155,7 +155,7 @@ class ImageWalk {
   bool read_layer(const ImageLayer& layer, const std::string& what, const std::string& prefix, Overlay& overlay) {
     Result<Bytes> blob = blobs_(layer.blob);
     if (!blob)
-      return say(code::kUnreadableImage, what + ": " + blob.error().message + "; its files were not checked",
+      return say(Code::kUnreadableImage, what + ": " + blob.error().message + "; its files were not checked",
                  "pull or save the image again"),
              false;
     if (!digest_matches(layer, *blob, what)) return false;
@@ -173,11 +173,11 @@ class ImageWalk {
         walk_archive(*blob, path_, ArchiveWalk{&limits, prefix, &filter, &total, false, file, side_}, member_);
     bool whole = r.archive && r.diagnostics.empty();
     if (!r.archive)
-      say(code::kUnreadableImage, what + ": not a tar (plain, gzip, zstd, xz or bzip2); its files were not checked",
+      say(Code::kUnreadableImage, what + ": not a tar (plain, gzip, zstd, xz or bzip2); its files were not checked",
           "pull or save the image again");
     name_the_layer(r.diagnostics, what, prefix);
     for (const auto& name : overlay.outside)
-      say(code::kImagePathOutside, what + ": member '" + name + "' leaves the image; it was not checked", "");
+      say(Code::kImagePathOutside, what + ": member '" + name + "' leaves the image; it was not checked", "");
     if (!overlay.relinked.empty()) read_relinked(*blob, file, limits, prefix, overlay, what);
     return whole;
   }
@@ -209,7 +209,7 @@ class ImageWalk {
       for (const std::string& label : {path_ + ": ", prefix.substr(0, prefix.size() - 1) + ": "})
         if (d.message.rfind(label, 0) == 0) d.message.erase(0, label.size());
       d.message = what + ": " + d.message;
-      if (d.code == code::kBudgetExceeded)
+      if (d.code == Code::kBudgetExceeded)
         d.fix = "unpack the image (umoci unpack, or skopeo copy to dir:) and check the unpacked files";
       result_.diagnostics.push_back(std::move(d));
     }
@@ -223,13 +223,13 @@ class ImageWalk {
     auto known = checked_.find(layer.blob);
     if (known == checked_.end()) known = checked_.emplace(layer.blob, digest_of_bytes(blob, files_(layer.blob))).first;
     if (known->second == expected) return true;
-    say(code::kImageDigestMismatch,
+    say(Code::kImageDigestMismatch,
         what + ": its sha256 is " + known->second + ", the manifest says " + expected + "; its files were not checked",
         "");
     return false;
   }
 
-  void say(std::string_view code, std::string message, std::string fix) {
+  void say(Code code, std::string message, std::string fix) {
     result_.diagnostics.push_back(make_diagnostic(code, path_, std::move(message), std::move(fix)));
   }
 

@@ -52,7 +52,7 @@ class JUnitWriter final : public ReportWriter {
       s.body += ">";
       if (failed) {
         ++s.failures;
-        std::string type = errors.empty() ? "cannot-run" : errors[0]->code;
+        std::string type = errors.empty() ? "cannot-run" : std::string(code_string(errors[0]->code));
         std::string message = errors.empty() ? "cannot run on " + s.name : errors[0]->message;
         if (errors.size() > 1) message += " (and " + std::to_string(errors.size() - 1) + " more errors)";
         s.body += "<failure type=\"" + xml_escape(type) + "\" message=\"" + xml_escape(message) + "\">";
@@ -75,7 +75,7 @@ class JUnitWriter final : public ReportWriter {
     for (const Diagnostic* d : errors) lines += xml_escape(format_line(*d)) + "\n";
     for (auto& s : suites_) {
       ++s.tests, ++s.failures;
-      s.body += junit_failed_case(s.name, path_, errors[0]->code, message, lines);
+      s.body += junit_failed_case(s.name, path_, std::string(code_string(errors[0]->code)), message, lines);
     }
   }
 

@@ -95,7 +95,7 @@ llvm::StringRef utf8(const std::string& s, std::string& fixed) {
 
 void write_diag(OStream& j, const Diagnostic& d) {
   j.object([&] {
-    j.attribute("code", llvm::StringRef(d.code));
+    j.attribute("code", llvm::StringRef(code_string(d.code)));
     j.attribute("severity", llvm::StringRef(to_string(d.severity)));
     put_text(j, "file", d.file);
     put_text(j, "entry", d.entry);
@@ -272,7 +272,7 @@ void write_run(OStream& j, const RunInfo& run) {
           j.attribute("launches", i64(k.launches));
           j.attribute("blocked", i64(k.blocked));
           j.attributeArray("findings", [&] {
-            for (const auto& c : k.codes) j.value(c);
+            for (Code c : k.codes) j.value(llvm::StringRef(code_string(c)));
           });
         });
     });
@@ -396,7 +396,7 @@ void write_support(llvm::json::OStream& j, const std::vector<SupportRow>& rows) 
         });
         j.attribute("runs", r.runs);
         if (!r.runs) put_text(j, "cause", r.cause);
-        if (!r.code.empty()) j.attribute("code", r.code);
+        if (r.code) j.attribute("code", llvm::StringRef(code_string(*r.code)));
       });
   });
 }

@@ -58,6 +58,6 @@ std::unique_ptr<ReportWriter> make_sarif_writer(llvm::raw_ostream& os, const std
 // docs/diagnostics.md as built into hipguard (generated at build time), and
 // the section of one code in it ("" when it has none).
 std::string_view diagnostics_markdown();
-std::string_view diagnostic_section(std::string_view code);
+std::string_view diagnostic_section(Code code);
 
 }  // namespace hipguard

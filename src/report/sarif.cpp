@@ -10,9 +10,9 @@
 
 namespace hipguard {
 
-std::string_view diagnostic_section(std::string_view code) {
+std::string_view diagnostic_section(Code code) {
   std::string_view doc = diagnostics_markdown();
-  std::string head = "\n## " + std::string(code) + " ";
+  std::string head = "\n## " + std::string(code_string(code)) + " ";
   size_t start = doc.find(head);
   if (start == std::string_view::npos) return {};
   ++start;
@@ -147,7 +147,7 @@ class SarifWriter final : public ReportWriter {
     std::string_view section = diagnostic_section(c.code);
     std::string cause = cause_of(section);
     j_.object([&] {
-      j_.attribute("id", llvm::StringRef(c.code));
+      j_.attribute("id", llvm::StringRef(code_string(c.code)));
       j_.attribute("name", llvm::StringRef(c.name));
       j_.attributeObject("shortDescription",
                          [&] { j_.attribute("text", cause.empty() ? std::string(c.name) : first_sentence(cause)); });
@@ -179,10 +179,9 @@ class SarifWriter final : public ReportWriter {
     text += d.message;
     if (!d.fix.empty()) text += " -- fix: " + d.fix;
     auto utf8 = [](const std::string& s) { return llvm::json::isUTF8(s) ? s : llvm::json::fixUTF8(s); };
-    const CodeInfo* info = find_code(d.code);
     j_.object([&] {
-      j_.attribute("ruleId", d.code);
-      if (info) j_.attribute("ruleIndex", static_cast<int64_t>(info - all_codes().data()));
+      j_.attribute("ruleId", llvm::StringRef(code_string(d.code)));
+      j_.attribute("ruleIndex", static_cast<int64_t>(&code_info(d.code) - all_codes().data()));
       j_.attribute("level", sarif_level(d.severity));
       j_.attributeObject("message", [&] { j_.attribute("text", utf8(text)); });
       j_.attributeArray("locations", [&] {
@@ -199,7 +198,8 @@ class SarifWriter final : public ReportWriter {
         });
       });
       j_.attributeObject("partialFingerprints", [&] {
-        j_.attribute("hipguardFinding/v1", fingerprint({d.code, d.target, path_, location, d.entry, d.kernel}));
+        j_.attribute("hipguardFinding/v1",
+                     fingerprint({code_string(d.code), d.target, path_, location, d.entry, d.kernel}));
       });
       j_.attributeObject("properties", [&] {
         if (!d.target.empty()) j_.attribute("target", utf8(d.target));

@@ -47,7 +47,7 @@ class ConfigReader {
   }
   std::string get(Setting s) const { return get(variable(s)); }
 
-  void setup(std::string_view code, std::string msg, std::string fix) {
+  void setup(Code code, std::string msg, std::string fix) {
     Diagnostic d = make_diagnostic(code, self_exe(), std::move(msg), std::move(fix));
     if (d.severity == Severity::Error) c_.config_error = true;
     c_.setup_diagnostics.push_back(std::move(d));
@@ -56,7 +56,7 @@ class ConfigReader {
   // One line naming the variable, the value, what is accepted (settings.def) and what hipguard does instead.
   void refuse(Setting s, const std::string& instead) {
     const std::string name = variable(s), accepted(setting(s).accepted);
-    setup(code::kBadSetting, name + "='" + get(s) + "' is not accepted (accepted: " + accepted + "): " + instead,
+    setup(Code::kBadSetting, name + "='" + get(s) + "' is not accepted (accepted: " + accepted + "): " + instead,
           "set " + name + " to one of: " + accepted);
   }
 
@@ -75,7 +75,7 @@ class ConfigReader {
       if (!meant) continue;  // HIPGUARD_SIM_GPUS and the like belong to others
       bool mode_var = std::string_view(meant) == variable(Setting::Mode) && !env_(variable(Setting::Mode));
       misspelled_mode = misspelled_mode || mode_var;
-      setup(code::kBadSetting,
+      setup(Code::kBadSetting,
             name + " is not a hipguard variable (did you mean " + meant + "?): ignored" +
                 (mode_var ? "; running in strict mode" : ""),
             "rename it to " + std::string(meant) + " (variable names are case-sensitive)");
@@ -188,13 +188,13 @@ class ConfigReader {
         }
         err = ts.error().message;
       }
-      setup(code::kBadTarget, "HIPGUARD_TARGET entry '" + item + "' is not a target: " + err,
+      setup(Code::kBadTarget, "HIPGUARD_TARGET entry '" + item + "' is not a target: " + err,
             "use a comma-separated list of target IDs such as gfx942, gfx942:sramecc+:xnack- or product names such "
             "as mi300x");
     }
     c_.target_source = variable(Setting::Target);
     if (c_.targets.empty())
-      setup(code::kDeviceChecksSkipped,
+      setup(Code::kDeviceChecksSkipped,
             "HIPGUARD_TARGET='" + targets + "' has no valid entry: device checks skipped, structural checks only" +
                 (c_.mode == Mode::Strict ? " (strict mode stops the program instead)" : ""),
             "set HIPGUARD_TARGET to valid targets (gfx942, mi300x, ...)");
@@ -219,7 +219,7 @@ class ConfigReader {
                           ("GPU " + std::to_string(d.index) + " (KFD node " + std::to_string(d.node) + ")");
     }
     if (c_.targets.empty())
-      setup(code::kDeviceChecksSkipped,
+      setup(Code::kDeviceChecksSkipped,
             "no AMD GPU found and HIPGUARD_TARGET not set: device checks skipped, structural checks only",
             "set HIPGUARD_TARGET=gfx942 (or mi300x, mi355x, ...) to check against a GPU this machine lacks");
   }

@@ -21,7 +21,7 @@ void events::on_process_exit(Guard& guard, Reporting& out, int status) try {
   const GuardConfig& c = out.config();
   fflush(nullptr);  // the program's buffered output first: _exit below skips stdio's own flush
   std::string why = c.mode == Mode::Strict ? "strict mode" : variable(Setting::FailOn);
-  Diagnostic d = make_diagnostic(code::kExitStatusChanged, self_exe(),
+  Diagnostic d = make_diagnostic(Code::kExitStatusChanged, self_exe(),
                                  "the program exited with status 0 after " + std::to_string(failing) +
                                      " finding(s) that fail it (" + why + "; first: " + first + "): exit status " +
                                      std::to_string(c.exit_code) + " (" + variable(Setting::ExitCode) + ")",

@@ -25,7 +25,7 @@ std::optional<Diagnostic> FindingsSink::open_report_locked() {
   for (size_t p; (p = path.find("%p")) != std::string::npos;) path.replace(p, 2, std::to_string(getpid()));
   Status opened = report_file_.open(path, llvm::json::Object{{"program", self_exe()}});
   if (opened) return std::nullopt;
-  return make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT not written: " + opened.error().message,
+  return make_diagnostic(Code::kReportNotWritten, path, "HIPGUARD_REPORT not written: " + opened.error().message,
                          "give HIPGUARD_REPORT the path of a regular file (or of one to create), e.g. "
                          "hipguard-%p.json");
 }
@@ -48,7 +48,8 @@ bool FindingsSink::say(const Diagnostic& d, const std::string& line, bool fails,
   }
   if (fails) {
     if (findings_pid_ != getpid()) findings_pid_ = getpid(), failing_ = 0;
-    if (failing_++ == 0) first_failing_ = d.code + (d.kernel.empty() ? "" : " kernel '" + d.kernel + "'");
+    if (failing_++ == 0)
+      first_failing_ = std::string(code_string(d.code)) + (d.kernel.empty() ? "" : " kernel '" + d.kernel + "'");
   }
   return true;
 }

@@ -33,7 +33,7 @@ std::vector<Diagnostic> hotswap_forwarding(const ImageReport& report, const std:
     if (!p || p->hotswap != HotSwap::Native) continue;
     if (v.selection == Selection::None) continue;  // nothing native to lose (HG201 says why)
     Diagnostic d = make_diagnostic(
-        code::kHotSwapForwarding, report.origin,
+        Code::kHotSwapForwarding, report.origin,
         "HSA_TOOLS_LIB loads the HotSwap tool (" + tool +
             "): CLR builds with HotSwap forwarding hand the bundle entry " + foreign + " to the tool for " +
             t.processor + " instead of loading the code object selected for it (" + v.selected + ")",

@@ -79,7 +79,7 @@ std::vector<Diagnostic> missing_kernel(std::string_view name, const ImageIndex& 
       held += (held.empty() ? "" : ", ") + std::string(k);
     }
     Diagnostic d = make_diagnostic(
-        code::kKernelNotInCodeObject, idx.origin,
+        Code::kKernelNotInCodeObject, idx.origin,
         "kernel is registered by the program, but the code object selected for " + sel.target->label() + " (" +
             sel.entry +
             ") does not contain it; the runtime fails its lookup and launch with "
@@ -133,7 +133,7 @@ void fill_kernel(KernelState& k, const ImageIndex& idx) {
 std::string first_finding(const KernelState& k) {
   if (k.findings().empty()) return "no finding";
   const Diagnostic& d = k.findings().front();
-  return d.code + (d.target.empty() ? "" : " [" + d.target + "]") + ": " + d.message;
+  return std::string(code_string(d.code)) + (d.target.empty() ? "" : " [" + d.target + "]") + ": " + d.message;
 }
 
 void refresh_clean(const KernelState& k, bool probe_off) {

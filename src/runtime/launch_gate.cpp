@@ -47,7 +47,7 @@ bool first_said(std::atomic<bool>& flag, std::atomic<bool>* also) {
 // HG502: a kernel with findings is launched.
 Diagnostic launch_with_findings(const KernelState& k, const char* api, bool strict) {
   Diagnostic d;
-  d.code = std::string(code::kLaunchWithFindings);
+  d.code = Code::kLaunchWithFindings;
   d.severity = k.blocking ? Severity::Error : Severity::Warning;
   d.file = k.file_name();
   d.kernel = k.name;
@@ -82,7 +82,7 @@ LaunchLds launch_lds(const KernelState& k, const GuardConfig& c, int device) {
 Diagnostic launch_over_lds(const KernelState& k, const LaunchLds& l, uint64_t dynamic_lds, const char* api,
                            bool strict) {
   Diagnostic d;
-  d.code = std::string(code::kLaunchLds);
+  d.code = Code::kLaunchLds;
   d.file = k.file_name();
   d.kernel = k.name;
   d.target = l.device_target ? l.device_target->label() : k.lds_target;

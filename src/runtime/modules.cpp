@@ -37,7 +37,7 @@ Decision events::on_module_load_file(Guard& guard, Kernels& k, const char* path,
   options.machine = c.machine;
   FileReport fr = check_file(path, c.targets, options);
   for (const auto& d : fr.diagnostics)
-    if (d.code == code::kUnreadable) return {};  // let the runtime report hipErrorFileNotFound itself
+    if (d.code == Code::kUnreadable) return {};  // let the runtime report hipErrorFileNotFound itself
   PendingModulePtr info(new ModuleInfo());
   info->origin = path;
   bool structurally_ok = true;
@@ -69,7 +69,7 @@ Decision events::on_module_load_data(Guard& guard, Kernels& k, const void* image
   ImageReport report;
   if (extent == 0) {
     report.origin = origin;
-    report.diagnostics.push_back(make_diagnostic(code::kUnreadable, origin, "image pointer is not readable memory",
+    report.diagnostics.push_back(make_diagnostic(Code::kUnreadable, origin, "image pointer is not readable memory",
                                                  "pass a pointer to a loaded code object or offload bundle"));
     report.structurally_ok = false;
   } else {
@@ -112,7 +112,7 @@ Decision events::before_module_get_function(Kernels& k, const void* module, cons
     if (!m || !m->device_functions.count(name)) return {};
     std::string kernels;
     for (const auto& kernel : m->kernels) kernels += (kernels.empty() ? "" : ", ") + kernel;
-    d.code = std::string(code::kDeviceFunction);
+    d.code = Code::kDeviceFunction;
     d.file = m->origin;
     d.kernel = name;
     d.message = std::string(api) + " asks for a device function, not a kernel; kernels in this module: " +
@@ -135,7 +135,7 @@ void events::on_module_get_function(Kernels& k, const void* module, const char* 
   if (result == 0 && function) return k.registry.add_module_function(module, function, name, k.config.targets);
   if (m.device_functions.count(name)) return;  // HG408 was said before the call
   Diagnostic d;
-  d.code = std::string(code::kLookupFailed);
+  d.code = Code::kLookupFailed;
   d.file = m.origin;
   d.kernel = name;
   d.fix = "check the kernel name (mangled C++ name, or extern \"C\") against 'hipguard inspect " + m.origin + "'";
@@ -181,7 +181,7 @@ Decision events::before_kernel_call(Kernels& ks, const void* key, const char* ap
   };
   if ((strict || say_in_warn) && first_said()) {
     Diagnostic d;
-    d.code = std::string(code::kLookupFailed);
+    d.code = Code::kLookupFailed;
     d.file = k->file_name();
     d.kernel = k->name;
     d.message =
@@ -205,7 +205,7 @@ void events::on_get_func_by_symbol(Kernels& ks, const void* host_function, int r
   }
   const KernelState* k = ks.kernel_in_full(host_function);
   Diagnostic d;
-  d.code = std::string(code::kLookupFailed);
+  d.code = Code::kLookupFailed;
   if (!k) {
     d.file = self_exe();
     d.message = "hipGetFuncBySymbol(" + hex(host_function) + ") failed (hipError_t " + std::to_string(result) +

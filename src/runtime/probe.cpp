@@ -55,7 +55,7 @@ void Kernels::run_probe(const void* fatbin_handle, int& restored_error) {
       if (const KernelState* fresh = registry.find(host)) k = fresh;
     }
     Diagnostic d;
-    d.code = std::string(code::kRuntimeRejected);
+    d.code = Code::kRuntimeRejected;
     d.file = k->file_name();
     d.kernel = k->name;
     d.message = std::string("the runtime rejected this kernel (") + via + " returned hipError_t " + std::to_string(r) +

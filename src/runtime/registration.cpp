@@ -103,8 +103,8 @@ void release_checked_pages(const PendingFatbin& p, uint64_t head_bytes) {
 struct WrapperRead {
   enum { FatBinary, Kpack, Broken } kind = Broken;
   Bytes data;
-  std::vector<uint8_t> head;  // a copy of data's first bytes from its file, or empty (head_from_file)
-  std::string_view code;      // Broken: the diagnostic
+  std::vector<uint8_t> head;      // a copy of data's first bytes from its file, or empty (head_from_file)
+  Code code = Code::kUnreadable;  // Broken: the diagnostic
   std::string message;
 };
 
@@ -112,7 +112,7 @@ template <class HeadOf>
 WrapperRead read_wrapper(const void* wrapper, HeadOf&& head_of) {
   WrapperRead r;
   if (readable_extent(wrapper, sizeof(FatbinWrapper)) < sizeof(FatbinWrapper)) {
-    r.code = code::kUnreadable;
+    r.code = Code::kUnreadable;
     r.message = "fat binary wrapper at " + hex(wrapper) + " is not readable memory";
     return r;
   }
@@ -127,13 +127,13 @@ WrapperRead read_wrapper(const void* wrapper, HeadOf&& head_of) {
     snprintf(buf, sizeof buf,
              "fat binary wrapper has magic 0x%08x version %u (expected 0x%08x HIPF or 0x%08x HIPK, version 1)", w.magic,
              w.version, kHipFatbinMagic, kHipkMagic);
-    r.code = code::kBadFatbinWrapper;
+    r.code = Code::kBadFatbinWrapper;
     r.message = buf;
     return r;
   }
   uint64_t extent = readable_extent(w.binary, kMaxDecompressedBytes);
   if (extent == 0) {
-    r.code = code::kUnreadable;
+    r.code = Code::kUnreadable;
     r.message = "fat binary at " + hex(w.binary) + " is not readable memory";
     return r;
   }
@@ -148,7 +148,7 @@ WrapperRead read_wrapper(const void* wrapper, HeadOf&& head_of) {
 }
 
 // The registration of a fat binary that cannot be read: one structural error.
-PendingFatbinPtr broken_fatbin(const std::string& origin, std::string_view code, std::string message) {
+PendingFatbinPtr broken_fatbin(const std::string& origin, Code code, std::string message) {
   PendingFatbinPtr r(new PendingFatbin());
   r->report.origin = origin;
   r->report.diagnostics.push_back(
@@ -258,7 +258,7 @@ Decision events::on_register_fatbin(Kernels& k, MappedFiles& files, SelectionMem
   if (read.kind == WrapperRead::Kpack) {
     // Valid for current CLR: not an error, but nothing hipguard can check.
     out.reset();
-    k.out.say(make_diagnostic(code::kKpackNotChecked, origin,
+    k.out.say(make_diagnostic(Code::kKpackNotChecked, origin,
                               "kpack fat binary (HIPK wrapper): its code objects are in an archive beside the "
                               "program, which hipguard does not read; its kernels are not checked",
                               "check the archive's code objects with 'hipguard check' offline"));

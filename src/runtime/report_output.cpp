@@ -114,7 +114,7 @@ void add_run(Kernels& k, RunInfo& run) {
   for (const auto& t : c.targets) run.devices.push_back(t.label());
   // One record per kernel: launches by its host stub and by the hipFunction_t
   // hipGetFuncBySymbol returned for it (the same name, file and findings) are summed.
-  std::map<std::tuple<std::string, std::string, std::vector<std::string>>, size_t> listed;
+  std::map<std::tuple<std::string, std::string, std::vector<Code>>, size_t> listed;
   k.registry.for_each_current_kernel(k.fork_seq, [&](const KernelState& ks) {
     if (ks.findings().empty() && ks.launches == 0) return;
     KernelRecord rec{ks.name, ks.file_name(), ks.launches.load(), ks.blocked.load(), {}};
@@ -167,7 +167,7 @@ void events::write_report(Kernels& k) {
   if (report_problem) k.out.log("warn", format_line(*report_problem));
   if (!written) {
     const std::string& problem = written.error().message;
-    k.out.say(make_diagnostic(code::kReportNotWritten, path, "HIPGUARD_REPORT is incomplete: " + problem,
+    k.out.say(make_diagnostic(Code::kReportNotWritten, path, "HIPGUARD_REPORT is incomplete: " + problem,
                               "free space (or raise the file size limit) where the report goes"));
   } else if (!path.empty()) {
     k.out.log("debug", "report written to " + path);

@@ -57,7 +57,7 @@ Reporting::Reporting(const GuardConfig& config) : config_(config) {
   if (logger_->should_log(spdlog::level::warn))
     unclean_fork_line_ =
         "hipguard: " +
-        format_line(make_diagnostic(code::kUncleanFork, self_exe(),
+        format_line(make_diagnostic(Code::kUncleanFork, self_exe(),
                                     "forked while another thread held hipguard's lock, or from a "
                                     "signal handler inside hipguard: this child process is not checked",
                                     "fork from a signal handler only to exec or _exit (POSIX allows "

@@ -115,13 +115,13 @@ std::vector<Diagnostic> audit_runtime_exports(const RuntimeExports& exports, con
   std::vector<Diagnostic> out;
   if (n_unknown)
     out.push_back(
-        make_diagnostic(code::kRuntimeEntryPoints, path,
+        make_diagnostic(Code::kRuntimeEntryPoints, path,
                         "the HIP runtime exports " + std::to_string(n_unknown) +
                             " entry point(s) on a kernel's path that this hipguard does not know: " + unknown +
                             "; kernels loaded, looked up or launched through them are not checked",
                         "use a hipguard that knows this runtime (interpose/hip_api.def lists what it wraps)"));
   if (n_missing)
-    out.push_back(make_diagnostic(code::kRuntimeEntryPoints, path,
+    out.push_back(make_diagnostic(Code::kRuntimeEntryPoints, path,
                                   "the HIP runtime defines the version node but not " + std::to_string(n_missing) +
                                       " entry point(s) hipguard wraps: " + missing +
                                       "; a call to one returns hipErrorNotSupported, as without hipguard",

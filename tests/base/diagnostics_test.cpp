@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <regex>
+#include <type_traits>
 
 #include "hipguard/result.h"
 #include "test_util.h"
@@ -32,12 +33,14 @@ TEST(Codes, TableIsSortedUniqueAndFindable) {
   std::set<std::string_view> names;
   for (size_t i = 0; i < codes.size(); ++i) {
     const auto& c = codes[i];
-    EXPECT_TRUE(std::regex_match(std::string(c.code), std::regex("HG[1-7][0-9][0-9]"))) << c.code;
+    std::string_view text = code_string(c.code);
+    EXPECT_TRUE(std::regex_match(std::string(text), std::regex("HG[1-7][0-9][0-9]"))) << text;
     EXPECT_TRUE(std::regex_match(std::string(c.name), std::regex("[a-z0-9]+(-[a-z0-9]+)*"))) << c.name;
     EXPECT_TRUE(names.insert(c.name).second) << "duplicate name " << c.name;
-    EXPECT_FALSE(c.title.empty()) << c.code << " has no title";
-    if (i) EXPECT_LT(codes[i - 1].code, c.code) << "not in code order";
-    EXPECT_EQ(find_code(c.code), &c);
+    EXPECT_FALSE(c.title.empty()) << text << " has no title";
+    if (i) EXPECT_LT(code_string(codes[i - 1].code), text) << "not in code order";
+    EXPECT_EQ(&code_info(c.code), &c);
+    EXPECT_EQ(find_code(text), &c);
   }
   EXPECT_EQ(find_code("HG999"), nullptr);
   EXPECT_EQ(find_code(""), nullptr);
@@ -46,29 +49,41 @@ TEST(Codes, TableIsSortedUniqueAndFindable) {
 // Code and the table are expanded from the same lines of diagnostics.def, in the same order.
 TEST(Codes, EnumNamesTheTableRowOfItsLine) {
   static_assert(code_string(Code::kUnreadable) == "HG101");
-  static_assert(code_string(Code::kLdsOverLimit) == code::kLdsOverLimit);
+  static_assert(code_string(Code::kLdsOverLimit) == "HG301");
   auto codes = all_codes();
-  for (size_t i = 0; i < codes.size(); ++i)
-    EXPECT_EQ(code_string(static_cast<Code>(i)), codes[i].code) << "enumerator " << i;
+  for (size_t i = 0; i < codes.size(); ++i) {
+    EXPECT_EQ(codes[i].code, static_cast<Code>(i)) << "enumerator " << i;
+    EXPECT_EQ(find_code(code_string(static_cast<Code>(i))), &codes[i]) << "enumerator " << i;
+  }
   EXPECT_EQ(code_string(static_cast<Code>(codes.size())), "") << "more enumerators than table rows";
 }
 
 // A ParseError names a code of the table, never free text; the diagnostic made
-// from it gets the code's text and its severity from the table.
+// from it gets the code and its severity from the table.
 TEST(Codes, ParseErrorCarriesATableCode) {
   static_assert(parse_error_takes<Code>);
   static_assert(!parse_error_takes<std::string>);
   static_assert(!parse_error_takes<std::string_view>);
   static_assert(!parse_error_takes<const char*>);
   static_assert(!parse_error_takes<int>);
+  // Diagnostics and code object issues carry the code too, not its text.
+  static_assert(std::is_same_v<decltype(Diagnostic::code), Code>);
+  static_assert(std::is_same_v<decltype(CodeObjectIssue::code), Code>);
   ParseError e{Code::kMalformedBundle, "table out of bounds"};
   EXPECT_EQ(code_string(e.code), "HG104");
   Diagnostic d = make_diagnostic(e.code, "f", e.message, "");
-  EXPECT_EQ(d.code, "HG104");
+  EXPECT_EQ(d.code, Code::kMalformedBundle);
   EXPECT_EQ(d.severity, Severity::Error);
   Diagnostic note = make_diagnostic(Code::kFindingsCapped, "f", "m", "");
-  EXPECT_EQ(note.code, "HG112");
+  EXPECT_EQ(note.code, Code::kFindingsCapped);
   EXPECT_EQ(note.severity, Severity::Note);
+}
+
+// A failed comparison of codes prints their text (tests/support/print_code.h).
+TEST(Codes, PrintedAsTheirText) {
+  EXPECT_EQ(testing::PrintToString(Code::kLdsOverLimit), "HG301");
+  EXPECT_EQ(testing::PrintToString(std::vector<Code>{Code::kUnreadable, Code::kNoCodeObject}), "{ HG101, HG201 }");
+  EXPECT_EQ(testing::PrintToString(std::optional<Code>(Code::kProcessorMismatch)), "(HG202)");
 }
 
 TEST(Codes, SeverityStrings) {
@@ -79,7 +94,7 @@ TEST(Codes, SeverityStrings) {
 
 TEST(Codes, FormatLine) {
   Diagnostic d;
-  d.code = "HG301";
+  d.code = Code::kLdsOverLimit;
   d.severity = Severity::Error;
   d.file = "a.co";
   d.entry = "hipv4-amdgcn-amd-amdhsa--gfx950";
@@ -93,7 +108,7 @@ TEST(Codes, FormatLine) {
   for (const char* part : {"[gfx942]", "a.co", "hipv4-amdgcn-amd-amdhsa--gfx950", "'k'", "too much LDS", "use less"})
     EXPECT_NE(line.find(part), std::string::npos) << part << " missing: " << line;
   Diagnostic bare;
-  bare.code = "HG103";
+  bare.code = Code::kUnknownPayload;
   bare.message = "m";
   EXPECT_EQ(format_line(bare).rfind("error HG103", 0), 0u);
 }
@@ -105,20 +120,21 @@ TEST(Docs, EveryCodeIsDocumented) {
   std::string text = read_text(doc);
   for (const auto& c : all_codes()) {
     // A heading per code: "## HG301 lds-over-limit (error)".
-    std::string heading =
-        "## " + std::string(c.code) + " " + std::string(c.name) + " (" + std::string(to_string(c.severity)) + ")";
+    std::string heading = "## " + std::string(code_string(c.code)) + " " + std::string(c.name) + " (" +
+                          std::string(to_string(c.severity)) + ")";
     EXPECT_NE(text.find(heading), std::string::npos) << "docs/diagnostics.md lacks the heading '" << heading << "'";
   }
   // Every error says what in the runtime rejects it (or why it is hipguard's
   // own): a "**Runtime.**" paragraph in its section.
   for (const auto& c : all_codes()) {
     if (c.severity != Severity::Error) continue;
-    size_t at = text.find("## " + std::string(c.code) + " ");
+    size_t at = text.find("## " + std::string(code_string(c.code)) + " ");
     if (at == std::string::npos) continue;  // reported above
     size_t next = text.find("\n## ", at + 1);
     std::string section = text.substr(at, next == std::string::npos ? std::string::npos : next - at);
     EXPECT_NE(section.find("**Runtime.**"), std::string::npos)
-        << c.code << " is an error: its section must cite the runtime source that rejects it (**Runtime.**)";
+        << code_string(c.code)
+        << " is an error: its section must cite the runtime source that rejects it (**Runtime.**)";
   }
   // And no stale codes.
   std::regex re("## (HG[0-9]{3}) ");
@@ -129,8 +145,8 @@ TEST(Docs, EveryCodeIsDocumented) {
 // Every code in all_codes() must be asserted on by some test in a layer's tests (tests/<layer>,
 // tests/interpose) or tests/integration
 // (HG204 and HG206 are emitted by the shim's set-up and covered by the integration tests).
-// A test "asserts" a code when it names the code's constant (code::kLdsOverLimit) or its
-// string ("HG301") outside this file.
+// A test "asserts" a code when it names the code's constant (Code::kLdsOverLimit) or its
+// string ("HG301", in a test of the output) outside this file.
 TEST(Docs, EveryCodeIsExercisedByATest) {
   std::string header = read_text(source_dir() / "include" / "hipguard" / "diagnostics.def");
   ASSERT_FALSE(header.empty());
@@ -148,13 +164,12 @@ TEST(Docs, EveryCodeIsExercisedByATest) {
   }
   ASSERT_FALSE(tests.empty());
   for (const auto& c : all_codes()) {
-    std::string code(c.code);
+    std::string code(code_string(c.code));
     if (kCoveredElsewhere.count(code)) continue;
     auto k = constant.find(code);
     ASSERT_NE(k, constant.end()) << code << " has no line in diagnostics.def";
     // ...or a string literal containing it, such as "error HG306" matched against the shim's output.
-    bool used = tests.find("code::" + k->second + ")") != std::string::npos ||
-                tests.find("code::" + k->second + ",") != std::string::npos ||
+    bool used = std::regex_search(tests, std::regex("Code::" + k->second + "[),}]")) ||
                 std::regex_search(tests, std::regex("\"[^\"\n]*" + code + "[^\"\n]*\""));
     EXPECT_TRUE(used) << code << " (" << c.name << ") is asserted by no layer or integration test";
   }

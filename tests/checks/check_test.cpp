@@ -81,7 +81,7 @@ TEST(CorpusCheck, Gfx950AndGfx1250ObjectsAreHG202OnGfx942) {
     const auto& img = r.images[0];
     EXPECT_FALSE(img.verdicts[0].can_run);
     EXPECT_EQ(img.verdicts[0].selection, Selection::None);
-    auto d = find_diags(img.diagnostics, code::kProcessorMismatch);
+    auto d = find_diags(img.diagnostics, Code::kProcessorMismatch);
     ASSERT_EQ(d.size(), 1u) << dump(img.diagnostics);
     EXPECT_EQ(d[0]->target, "gfx942");
     EXPECT_EQ(d[0]->severity, Severity::Error);
@@ -102,7 +102,7 @@ TEST(CorpusCheck, Gfx950LdsOverGfx942LimitIsHG301) {
     uint64_t lds = kernel_lds(f, &kernel);
     auto r = check(f, {"gfx942"});
     ASSERT_EQ(r.images.size(), 1u);
-    auto d = find_diags(r.images[0].diagnostics, code::kLdsOverLimit);
+    auto d = find_diags(r.images[0].diagnostics, Code::kLdsOverLimit);
     if (lds > kGfx942Lds) {
       ++over;
       ASSERT_EQ(d.size(), 1u) << dump(r.images[0].diagnostics);
@@ -129,7 +129,7 @@ TEST(CorpusCheck, EdgeObjects) {
   // 66048 bytes: 512 over gfx942's 64 KiB -> HG301. 65536 exactly: fits.
   auto over = check(corpus_dir() / "gfx950_fmha_v4_fwd_fwd_hd128_f4f4.co", {"gfx942"});
   ASSERT_EQ(over.images.size(), 1u);
-  auto d = find_diags(over.images[0].diagnostics, code::kLdsOverLimit);
+  auto d = find_diags(over.images[0].diagnostics, Code::kLdsOverLimit);
   ASSERT_EQ(d.size(), 1u) << dump(over.images[0].diagnostics);
   EXPECT_EQ(d[0]->kernel, "_ZN5aiter28fmha_fwd_hd128_f4f4_gfx950E");
   EXPECT_EQ(d[0]->value, 66048u);
@@ -137,8 +137,8 @@ TEST(CorpusCheck, EdgeObjects) {
 
   auto fits = check(corpus_dir() / "gfx950_bf16gemm_bf16gemm_fp32bf16_tn_128x64_bshuffle_splitk.co", {"gfx942"});
   ASSERT_EQ(fits.images.size(), 1u);
-  EXPECT_FALSE(has_code(fits.images[0].diagnostics, code::kLdsOverLimit)) << dump(fits.images[0].diagnostics);
-  EXPECT_TRUE(has_code(fits.images[0].diagnostics, code::kProcessorMismatch));
+  EXPECT_FALSE(has_code(fits.images[0].diagnostics, Code::kLdsOverLimit)) << dump(fits.images[0].diagnostics);
+  EXPECT_TRUE(has_code(fits.images[0].diagnostics, Code::kProcessorMismatch));
 }
 
 TEST(CorpusCheck, Gfx950ObjectsRunOnGfx950) {
@@ -148,7 +148,7 @@ TEST(CorpusCheck, Gfx950ObjectsRunOnGfx950) {
     ASSERT_EQ(r.images.size(), 1u);
     EXPECT_TRUE(r.ok()) << f.filename() << "\n" << dump(r.images[0].diagnostics);
     EXPECT_EQ(r.images[0].verdicts[0].selection, Selection::Native);
-    EXPECT_FALSE(has_code(r.images[0].diagnostics, code::kLdsOverLimit));
+    EXPECT_FALSE(has_code(r.images[0].diagnostics, Code::kLdsOverLimit));
   }
   // And through the product name.
   auto r = check(corpus_dir() / "gfx950_f4gemm_f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256.co", {"mi355x"});
@@ -162,7 +162,7 @@ TEST(CorpusCheck, Gfx942ObjectsDoNotRunOnGfx950) {
     auto r = check(f, {"gfx950"});
     ASSERT_EQ(r.images.size(), 1u);
     EXPECT_FALSE(r.ok());
-    EXPECT_TRUE(has_code(r.images[0].diagnostics, code::kProcessorMismatch));
+    EXPECT_TRUE(has_code(r.images[0].diagnostics, Code::kProcessorMismatch));
   }
 }
 
@@ -171,8 +171,8 @@ TEST(CorpusCheck, Gfx1250OnGfx950ReportsLdsToo) {
   // 327680 bytes (320 KiB) > gfx950's 163840.
   auto r = check(corpus_dir() / "gfx1250_fmha_fwd_mxfp8_fmha_fwd_mxfp8_d128.co", {"gfx950"});
   ASSERT_EQ(r.images.size(), 1u);
-  EXPECT_TRUE(has_code(r.images[0].diagnostics, code::kProcessorMismatch));
-  auto d = find_diags(r.images[0].diagnostics, code::kLdsOverLimit);
+  EXPECT_TRUE(has_code(r.images[0].diagnostics, Code::kProcessorMismatch));
+  auto d = find_diags(r.images[0].diagnostics, Code::kLdsOverLimit);
   ASSERT_EQ(d.size(), 1u) << dump(r.images[0].diagnostics);
   EXPECT_EQ(d[0]->value, 327680u);
   EXPECT_EQ(d[0]->limit, 163840u);
@@ -212,7 +212,7 @@ TEST(CorpusCheck, NoTargetsMeansStructuralOnly) {
 TEST(CorpusCheck, ObjectsForOtherProcessorsGetTheFullChecksVerdicts) {
   HG_REQUIRE_CORPUS();
   auto key = [](const Diagnostic& d) {
-    return std::string(d.code) + "|" + d.kernel + "|" + std::to_string(d.value.value_or(0)) + "|" +
+    return std::string(code_string(d.code)) + "|" + d.kernel + "|" + std::to_string(d.value.value_or(0)) + "|" +
            std::to_string(d.limit.value_or(0));
   };
   size_t compared = 0;
@@ -226,7 +226,7 @@ TEST(CorpusCheck, ObjectsForOtherProcessorsGetTheFullChecksVerdicts) {
       ASSERT_EQ(shortcut.images.size(), 1u);
       const ImageReport& a = shortcut.images[0];
       EXPECT_TRUE(a.code_objects.empty()) << "not loadable on the target: not listed, like an unselected entry";
-      EXPECT_TRUE(has_code(a.diagnostics, code::kProcessorMismatch));
+      EXPECT_TRUE(has_code(a.diagnostics, Code::kProcessorMismatch));
       std::vector<std::string> ka;
       for (const auto& d : a.diagnostics)
         if (d.target == a.verdicts[0].target.str()) ka.push_back(key(d));
@@ -252,8 +252,8 @@ TEST(Selection, RawObjectForAnotherProcessorIsNotReadPastItsDescriptors) {
   s.raw_metadata = std::string("\xc1\xc1\xc1 not msgpack", 15);  // HG402 when read
   ByteVec co = make_code_object(s);
   auto other = check_image(span(co), "other", {target("gfx950")}, "", Depth::ForTargets);
-  EXPECT_TRUE(has_code(other.diagnostics, code::kProcessorMismatch)) << dump(other.diagnostics);
-  EXPECT_FALSE(has_code(other.diagnostics, code::kBadMetadata)) << dump(other.diagnostics);
+  EXPECT_TRUE(has_code(other.diagnostics, Code::kProcessorMismatch)) << dump(other.diagnostics);
+  EXPECT_FALSE(has_code(other.diagnostics, Code::kBadMetadata)) << dump(other.diagnostics);
   EXPECT_TRUE(other.code_objects.empty());
   EXPECT_FALSE(other.verdicts[0].can_run);
   // Asked about its own processor (alone, beside another, or with no target) it is read in full;
@@ -261,23 +261,23 @@ TEST(Selection, RawObjectForAnotherProcessorIsNotReadPastItsDescriptors) {
   for (auto targets : {std::vector<TargetId>{target("gfx942")},
                        std::vector<TargetId>{target("gfx950"), target("gfx942")}, std::vector<TargetId>{}}) {
     auto r = check_image(span(co), "own", targets, "", Depth::ForTargets);
-    EXPECT_TRUE(has_code(r.diagnostics, code::kBadMetadata)) << dump(r.diagnostics);
+    EXPECT_TRUE(has_code(r.diagnostics, Code::kBadMetadata)) << dump(r.diagnostics);
     EXPECT_EQ(r.code_objects.size(), 1u);
   }
   auto shim = check_image(span(co), "shim", {target("gfx950")});
-  EXPECT_TRUE(has_code(shim.diagnostics, code::kBadMetadata)) << dump(shim.diagnostics);
+  EXPECT_TRUE(has_code(shim.diagnostics, Code::kBadMetadata)) << dump(shim.diagnostics);
   EXPECT_EQ(shim.code_objects.size(), 1u);
   // A feature mismatch is the same processor: read in full (HSA_XNACK may make it load).
   s.features = kXnackOn | kSrameccAny;
   auto xnack = check_image(span(make_code_object(s)), "xnack", {target("gfx942:xnack-")}, "", Depth::ForTargets);
-  EXPECT_TRUE(has_code(xnack.diagnostics, code::kFeatureMismatch)) << dump(xnack.diagnostics);
-  EXPECT_TRUE(has_code(xnack.diagnostics, code::kBadMetadata)) << dump(xnack.diagnostics);
+  EXPECT_TRUE(has_code(xnack.diagnostics, Code::kFeatureMismatch)) << dump(xnack.diagnostics);
+  EXPECT_TRUE(has_code(xnack.diagnostics, Code::kBadMetadata)) << dump(xnack.diagnostics);
   // An error that needs no metadata to see is still said: no metadata note at all.
   CodeObjectSpec bare;
   bare.note = false;
   auto none = check_image(span(make_code_object(bare)), "no note", {target("gfx950")}, "", Depth::ForTargets);
-  EXPECT_TRUE(has_code(none.diagnostics, code::kProcessorMismatch)) << dump(none.diagnostics);
-  EXPECT_TRUE(has_code(none.diagnostics, code::kNoMetadata)) << dump(none.diagnostics);
+  EXPECT_TRUE(has_code(none.diagnostics, Code::kProcessorMismatch)) << dump(none.diagnostics);
+  EXPECT_TRUE(has_code(none.diagnostics, Code::kNoMetadata)) << dump(none.diagnostics);
   EXPECT_FALSE(none.structurally_ok);
   EXPECT_TRUE(none.code_objects.empty());
 }
@@ -296,7 +296,7 @@ TEST(Selection, RawObjectForAnotherProcessorNamesEveryKernelOverTheLds) {
   ASSERT_TRUE(r.code_objects.empty());
   auto said = [](const ImageReport& img) {
     std::vector<std::string> out;
-    for (const auto* d : find_diags(img.diagnostics, code::kLdsOverLimit))
+    for (const auto* d : find_diags(img.diagnostics, Code::kLdsOverLimit))
       out.push_back(d->target.substr(0, d->target.find(':')) + " " + d->kernel + " " + std::to_string(*d->value));
     return out;
   };
@@ -333,7 +333,7 @@ TEST(AppCheck, MultiArchHasNothingForGfx942) {
   ASSERT_EQ(r.images.size(), 1u);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.images[0].verdicts.at(0).selection, Selection::None);
-  auto d = find_diags(r.images[0].diagnostics, code::kNoCodeObject);
+  auto d = find_diags(r.images[0].diagnostics, Code::kNoCodeObject);
   ASSERT_EQ(d.size(), 1u) << dump(r.images[0].diagnostics);
   EXPECT_EQ(d[0]->target, "gfx942");
   // The message lists what the bundle holds (target IDs of its amdgcn entries).
@@ -341,7 +341,7 @@ TEST(AppCheck, MultiArchHasNothingForGfx942) {
     EXPECT_NE(d[0]->message.find(held), std::string::npos) << held << " missing from: " << d[0]->message;
   EXPECT_NE(d[0]->fix.find("gfx942"), std::string::npos) << d[0]->fix;
   // gfx940 is a sibling, not gfx942: no feature-mismatch finding.
-  EXPECT_FALSE(has_code(r.images[0].diagnostics, code::kFeatureMismatch));
+  EXPECT_FALSE(has_code(r.images[0].diagnostics, Code::kFeatureMismatch));
 }
 
 TEST(AppCheck, XnackOnBuildOnXnackOffDeviceIsHG203) {
@@ -349,12 +349,12 @@ TEST(AppCheck, XnackOnBuildOnXnackOffDeviceIsHG203) {
   auto r = check_file(path, {target("gfx90a:xnack-")});
   ASSERT_EQ(r.images.size(), 1u);
   EXPECT_FALSE(r.ok());
-  auto d = find_diags(r.images[0].diagnostics, code::kFeatureMismatch);
+  auto d = find_diags(r.images[0].diagnostics, Code::kFeatureMismatch);
   ASSERT_EQ(d.size(), 1u) << dump(r.images[0].diagnostics);
   EXPECT_EQ(d[0]->entry, "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+");
   EXPECT_NE(d[0]->message.find("xnack+"), std::string::npos) << d[0]->message;
   EXPECT_NE(d[0]->message.find("xnack-"), std::string::npos) << d[0]->message;
-  EXPECT_FALSE(has_code(r.images[0].diagnostics, code::kNoCodeObject));
+  EXPECT_FALSE(has_code(r.images[0].diagnostics, Code::kNoCodeObject));
   // Same program on a device whose xnack setting is not known, or is on: runs.
   EXPECT_TRUE(check_file(path, {target("gfx90a")}).ok());
   EXPECT_TRUE(check_file(path, {target("gfx90a:xnack+")}).ok());
@@ -364,7 +364,7 @@ TEST(AppCheck, XnackOffEntryOnXnackOnDeviceIsHG203) {
   HG_REQUIRE_APP(path, "vector_add_multi");
   auto r = check_file(path, {target("gfx90a:xnack+")});
   ASSERT_EQ(r.images.size(), 1u);
-  EXPECT_TRUE(has_code(r.images[0].diagnostics, code::kFeatureMismatch)) << dump(r.images[0].diagnostics);
+  EXPECT_TRUE(has_code(r.images[0].diagnostics, Code::kFeatureMismatch)) << dump(r.images[0].diagnostics);
   EXPECT_FALSE(r.ok());
 }
 
@@ -386,7 +386,7 @@ TEST(AppCheck, BigLdsFitsEveryGfx9) {
   // 49152 bytes of LDS (llvm-readelf) < 64 KiB: the negative control for HG301.
   auto r = check_file(path, {target("gfx90a")});
   EXPECT_TRUE(r.ok()) << dump(all_diags(r));
-  EXPECT_FALSE(has_code(all_diags(r), code::kLdsOverLimit));
+  EXPECT_FALSE(has_code(all_diags(r), Code::kLdsOverLimit));
 }
 
 // ---- Selection order on crafted bundles (real hipcc code objects inside) ---------------
@@ -427,7 +427,7 @@ TEST(Selection, NonHipAndHostEntriesAreNeverSelected) {
   ByteVec b = make_bundle({{"openmp-amdgcn-amd-amdhsa--gfx90a", co}, {"host-x86_64-unknown-linux-gnu", {}}});
   auto r = check_image(span(b), "omp", {target("gfx90a")});
   EXPECT_FALSE(r.ok());
-  EXPECT_TRUE(has_code(r.diagnostics, code::kNoCodeObject)) << dump(r.diagnostics);
+  EXPECT_TRUE(has_code(r.diagnostics, Code::kNoCodeObject)) << dump(r.diagnostics);
 }
 
 namespace {
@@ -466,7 +466,7 @@ TEST(Selection, GenericVersionZeroInBundleIsHG205) {
   auto r = check_image(span(b), "generic0", {target("gfx950")});
   EXPECT_EQ(r.verdicts.at(0).selection, Selection::Generic);
   EXPECT_FALSE(r.verdicts.at(0).can_run);
-  EXPECT_TRUE(has_code(r.diagnostics, code::kGenericTooOld)) << dump(r.diagnostics);
+  EXPECT_TRUE(has_code(r.diagnostics, Code::kGenericTooOld)) << dump(r.diagnostics);
 }
 
 TEST(Selection, RawGenericCodeObject) {
@@ -476,10 +476,10 @@ TEST(Selection, RawGenericCodeObject) {
   EXPECT_TRUE(ok.verdicts[0].can_run) << dump(ok.diagnostics);
   EXPECT_TRUE(ok.verdicts[1].can_run);
   EXPECT_FALSE(ok.verdicts[2].can_run);
-  EXPECT_TRUE(has_code(ok.diagnostics, code::kProcessorMismatch));
+  EXPECT_TRUE(has_code(ok.diagnostics, Code::kProcessorMismatch));
   auto old = check_image(span(generic_object(0)), "raw generic v0", {target("gfx942")});
   EXPECT_FALSE(old.ok());
-  EXPECT_TRUE(has_code(old.diagnostics, code::kGenericTooOld)) << dump(old.diagnostics);
+  EXPECT_TRUE(has_code(old.diagnostics, Code::kGenericTooOld)) << dump(old.diagnostics);
 }
 
 TEST(Selection, BrokenSelectedEntryFailsOnlyItsTarget) {
@@ -492,7 +492,7 @@ TEST(Selection, BrokenSelectedEntryFailsOnlyItsTarget) {
   ASSERT_EQ(r.verdicts.size(), 2u);
   EXPECT_TRUE(r.verdicts[0].can_run) << dump(r.diagnostics);
   EXPECT_FALSE(r.verdicts[1].can_run);
-  auto d = find_diags(r.diagnostics, code::kMalformedElf);
+  auto d = find_diags(r.diagnostics, Code::kMalformedElf);
   ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
   EXPECT_EQ(d[0]->entry, "hipv4-amdgcn-amd-amdhsa--gfx950");
 }
@@ -504,7 +504,7 @@ TEST(KernelChecks, LdsOverLimitIsHG301) {
   s.kernels[0].name = "big";
   s.kernels[0].lds = 65537;
   auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
-  auto d = find_diags(r.diagnostics, code::kLdsOverLimit);
+  auto d = find_diags(r.diagnostics, Code::kLdsOverLimit);
   ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
   EXPECT_EQ(d[0]->kernel, "big");
   EXPECT_EQ(d[0]->value, 65537u);
@@ -522,14 +522,14 @@ TEST(KernelChecks, LdsLimitIsTheSmallerOfTableAndDevice) {
   TargetId small = target("gfx942");
   small.lds_bytes = 32768;
   auto r = check_image(span(make_code_object(s)), "crafted", {small});
-  auto d = find_diags(r.diagnostics, code::kLdsOverLimit);
+  auto d = find_diags(r.diagnostics, Code::kLdsOverLimit);
   ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
   EXPECT_EQ(d[0]->limit, 32768u);
   TargetId big = target("gfx942");
   big.lds_bytes = 131072;
   s.kernels[0].lds = 65537;
   auto r2 = check_image(span(make_code_object(s)), "crafted", {big});
-  auto d2 = find_diags(r2.diagnostics, code::kLdsOverLimit);
+  auto d2 = find_diags(r2.diagnostics, Code::kLdsOverLimit);
   ASSERT_EQ(d2.size(), 1u) << dump(r2.diagnostics);
   EXPECT_EQ(d2[0]->limit, 65536u);
 }
@@ -540,7 +540,7 @@ TEST(KernelChecks, Wave32OnWave64OnlyProcessorIsHG302) {
   s.kernels[0].name = "w32";
   s.kernels[0].wavefront = 32;
   auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
-  auto d = find_diags(r.diagnostics, code::kWavefrontSize);
+  auto d = find_diags(r.diagnostics, Code::kWavefrontSize);
   ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
   EXPECT_EQ(d[0]->kernel, "w32");
   EXPECT_FALSE(r.ok());
@@ -552,7 +552,7 @@ TEST(KernelChecks, Wave32OnWave64OnlyProcessorIsHG302) {
   g.target = "amdgcn-amd-amdhsa--gfx1250";
   g.kernels[0].wavefront = 64;
   auto r2 = check_image(span(make_code_object(g)), "crafted", {target("gfx1250")});
-  EXPECT_TRUE(has_code(r2.diagnostics, code::kWavefrontSize)) << dump(r2.diagnostics);
+  EXPECT_TRUE(has_code(r2.diagnostics, Code::kWavefrontSize)) << dump(r2.diagnostics);
 }
 
 TEST(KernelChecks, RegisterFileIsHG303) {
@@ -563,7 +563,7 @@ TEST(KernelChecks, RegisterFileIsHG303) {
     s.kernels[0].vgpr = 768;
     s.kernels[0].agpr = 512;
     auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
-    EXPECT_TRUE(has_code(r.diagnostics, code::kRegisterLimit)) << dump(r.diagnostics);
+    EXPECT_TRUE(has_code(r.diagnostics, Code::kRegisterLimit)) << dump(r.diagnostics);
     EXPECT_FALSE(r.ok());
   }
   {
@@ -571,13 +571,13 @@ TEST(KernelChecks, RegisterFileIsHG303) {
     s.kernels[0].vgpr = 512;
     s.kernels[0].agpr = 256;  // exactly the unified file, as many AGPRs as allowed
     auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
-    EXPECT_FALSE(has_code(r.diagnostics, code::kRegisterLimit)) << dump(r.diagnostics);
+    EXPECT_FALSE(has_code(r.diagnostics, Code::kRegisterLimit)) << dump(r.diagnostics);
   }
   {
     CodeObjectSpec s;
     s.kernels[0].sgpr = 200;  // far over 102 addressable + VCC/FLAT_SCRATCH/XNACK_MASK
     auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
-    EXPECT_TRUE(has_code(r.diagnostics, code::kRegisterLimit)) << dump(r.diagnostics);
+    EXPECT_TRUE(has_code(r.diagnostics, Code::kRegisterLimit)) << dump(r.diagnostics);
   }
 }
 
@@ -594,7 +594,7 @@ TEST(KernelChecks, RegisterLimitsOfGfx11AndGfx1250) {
     s.kernels[0].sgpr = sgpr;
     auto r = check_image(span(make_code_object(s)), "crafted", {target(proc)});
     std::vector<uint64_t> limits;
-    for (const auto* d : find_diags(r.diagnostics, code::kRegisterLimit)) limits.push_back(d->limit.value_or(0));
+    for (const auto* d : find_diags(r.diagnostics, Code::kRegisterLimit)) limits.push_back(d->limit.value_or(0));
     return limits;
   };
   using L = std::vector<uint64_t>;
@@ -611,7 +611,7 @@ TEST(KernelChecks, DescriptorDisagreesWithMetadataIsHG404) {
     CodeObjectSpec s;
     s.kernels = {k};
     auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
-    auto d = find_diags(r.diagnostics, code::kDescriptorMismatch);
+    auto d = find_diags(r.diagnostics, Code::kDescriptorMismatch);
     std::string all;
     for (const auto* x : d) all += x->message + "|";
     return std::make_pair(d.size(), all);
@@ -648,7 +648,7 @@ TEST(KernelChecks, KernargHiddenArgumentsComeLast) {
   CodeObjectSpec s;
   s.kernels = {k};
   auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
-  auto d = find_diags(r.diagnostics, code::kKernargLayout);
+  auto d = find_diags(r.diagnostics, Code::kKernargLayout);
   ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
   EXPECT_NE(d[0]->message.find("argument 'b' at offset 16 is an explicit argument after hidden ones"),
             std::string::npos)
@@ -657,7 +657,7 @@ TEST(KernelChecks, KernargHiddenArgumentsComeLast) {
   k.args = {{"a", "global_buffer", 0, 8}, {"", "hidden_global_offset_x", 10, 8}};
   s.kernels = {k};
   auto r2 = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
-  auto d2 = find_diags(r2.diagnostics, code::kKernargLayout);
+  auto d2 = find_diags(r2.diagnostics, Code::kKernargLayout);
   ASSERT_EQ(d2.size(), 1u) << dump(r2.diagnostics);
   EXPECT_NE(d2[0]->message.find("is not aligned to 4 bytes"), std::string::npos) << d2[0]->message;
   // kernarg_segment_align must be a power of two.
@@ -665,14 +665,14 @@ TEST(KernelChecks, KernargHiddenArgumentsComeLast) {
   k.kernarg_align = 12;
   s.kernels = {k};
   auto r3 = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
-  EXPECT_TRUE(has_code(r3.diagnostics, code::kKernargLayout)) << dump(r3.diagnostics);
+  EXPECT_TRUE(has_code(r3.diagnostics, Code::kKernargLayout)) << dump(r3.diagnostics);
 }
 
 // Severities follow the runtime: only what CLR/ROCr reject (or what cannot run
 // on the hardware) fails the verdict (docs/diagnostics.md cites the source).
 TEST(KernelChecks, SeveritiesTheRuntimeAgreesWith) {
   // One finding of `c` with severity `sev`, and the verdict `ok`, for a code object of these kernels.
-  auto expect = [](std::vector<KernelSpec> kernels, std::string_view c, Severity sev, bool ok, const char* why) {
+  auto expect = [](std::vector<KernelSpec> kernels, Code c, Severity sev, bool ok, const char* why) {
     CodeObjectSpec s;
     s.kernels = std::move(kernels);
     auto r = check_image(span(make_code_object(s)), "crafted", {target("mi300x")});
@@ -684,20 +684,20 @@ TEST(KernelChecks, SeveritiesTheRuntimeAgreesWith) {
   KernelSpec pad, zero, big, no_symbol, no_sgpr, unlisted;
   pad.kernarg_size = 16;
   pad.args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 8, 8}, {"pad", "by_value", 16, 8}};
-  expect({pad}, code::kKernargLayout, Severity::Warning, true,
+  expect({pad}, Code::kKernargLayout, Severity::Warning, true,
          "AITER's fmoe 'pad' arguments past .kernarg_segment_size: CLR copies by offset and never checks; they run");
   zero.max_flat = 0;
-  expect({zero}, code::kWorkgroupSize, Severity::Error, false,
+  expect({zero}, Code::kWorkgroupSize, Severity::Error, false,
          ".max_flat_workgroup_size 0: CLR rejects the code object (rockernel.cpp postLoad)");
   big.max_flat = 2048;
-  expect({big}, code::kWorkgroupSize, Severity::Warning, true, "over 1024: nothing enforces it");
+  expect({big}, Code::kWorkgroupSize, Severity::Warning, true, "over 1024: nothing enforces it");
   no_symbol.omit = {".symbol"};
-  expect({no_symbol}, code::kBadKernelMetadata, Severity::Error, false, "no .symbol: CLR rejects the code object");
+  expect({no_symbol}, Code::kBadKernelMetadata, Severity::Error, false, "no .symbol: CLR rejects the code object");
   no_sgpr.omit = {".sgpr_count"};
-  expect({no_sgpr}, code::kBadKernelMetadata, Severity::Warning, true, "a missing .sgpr_count is taken as 0");
+  expect({no_sgpr}, Code::kBadKernelMetadata, Severity::Warning, true, "a missing .sgpr_count is taken as 0");
   unlisted.name = "unlisted";
   unlisted.metadata = false;
-  expect({KernelSpec{}, unlisted}, code::kKernelWithoutMetadata, Severity::Warning, true,
+  expect({KernelSpec{}, unlisted}, Code::kKernelWithoutMetadata, Severity::Warning, true,
          "a .kd symbol without metadata: the code object loads, that symbol is not a HIP kernel");
   // Code object v3: ROCr still loads it (a warning); v7: rejected.
   for (unsigned v : {3u, 7u}) {
@@ -705,7 +705,7 @@ TEST(KernelChecks, SeveritiesTheRuntimeAgreesWith) {
     old.version = v;
     if (v == 3) old.features = 0;  // v3 e_flags: one bit per feature, clear = off
     auto r = check_image(span(make_code_object(old)), "crafted", {target("gfx942:sramecc-:xnack-")});
-    auto d = find_diags(r.diagnostics, code::kCodeObjectVersion);
+    auto d = find_diags(r.diagnostics, Code::kCodeObjectVersion);
     ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
     EXPECT_EQ(d[0]->severity, v == 3 ? Severity::Warning : Severity::Error) << "v" << v;
     EXPECT_EQ(r.ok(), v == 3) << "v" << v;
@@ -716,7 +716,7 @@ TEST(KernelChecks, MetadataIssuesFailTheImage) {
   CodeObjectSpec s;
   s.kernels[0].descriptor = false;
   auto r = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
-  EXPECT_TRUE(has_code(r.diagnostics, code::kDescriptorMissing)) << dump(r.diagnostics);
+  EXPECT_TRUE(has_code(r.diagnostics, Code::kDescriptorMissing)) << dump(r.diagnostics);
   EXPECT_FALSE(r.structurally_ok);
   EXPECT_FALSE(r.ok());
 }
@@ -725,7 +725,7 @@ TEST(KernelChecks, MetadataIssuesFailTheImage) {
 
 TEST(Inputs, MissingFileIsHG101) {
   auto r = check_file("/nonexistent/hipguard/file.co", {target("gfx942")});
-  EXPECT_TRUE(has_code(r.diagnostics, code::kUnreadable)) << dump(r.diagnostics);
+  EXPECT_TRUE(has_code(r.diagnostics, Code::kUnreadable)) << dump(r.diagnostics);
   EXPECT_FALSE(r.ok());
   EXPECT_TRUE(r.images.empty());
 }
@@ -734,7 +734,7 @@ TEST(Inputs, NonHipFileIsHG107Error) {
   TempFile text(ByteVec{'h', 'e', 'l', 'l', 'o', '\n'}, ".txt");
   auto r = check_file(text.str(), {target("gfx942")});
   EXPECT_FALSE(r.hip);
-  auto d = find_diags(r.diagnostics, code::kNoHipFatbin);
+  auto d = find_diags(r.diagnostics, Code::kNoHipFatbin);
   ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
   EXPECT_EQ(d[0]->severity, Severity::Error);
   EXPECT_FALSE(r.ok()) << "a named file with no GPU code fails the check: a mistyped CI path must not pass";
@@ -747,14 +747,14 @@ TEST(Inputs, HostElfWithoutFatbinIsHG107) {
   HG_REQUIRE_APP(path, "dlopen_host");  // plain C++ program
   auto r = check_file(path, {});
   EXPECT_FALSE(r.hip);
-  EXPECT_TRUE(has_code(r.diagnostics, code::kNoHipFatbin)) << dump(r.diagnostics);
+  EXPECT_TRUE(has_code(r.diagnostics, Code::kNoHipFatbin)) << dump(r.diagnostics);
 }
 
 TEST(Inputs, UnknownPayloadIsHG103) {
   ByteVec junk(4096, 0x42);
   auto r = check_image(span(junk), "junk", {target("gfx942")});
   EXPECT_EQ(r.kind, PayloadKind::Unknown);
-  EXPECT_TRUE(has_code(r.diagnostics, code::kUnknownPayload)) << dump(r.diagnostics);
+  EXPECT_TRUE(has_code(r.diagnostics, Code::kUnknownPayload)) << dump(r.diagnostics);
   EXPECT_FALSE(r.ok());
   EXPECT_FALSE(r.structurally_ok);
 }
@@ -806,7 +806,7 @@ TEST(Inputs, FifosAndDevicesAreRefusedWithoutReading) {
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   for (std::string path : {fifo.string(), std::string("/dev/zero"), std::string("/dev/null")}) {
     auto r = check_file(path, {target("gfx942")});
-    auto d = find_diags(r.diagnostics, code::kUnreadable);
+    auto d = find_diags(r.diagnostics, Code::kUnreadable);
     ASSERT_EQ(d.size(), 1u) << path << dump(r.diagnostics);
     EXPECT_NE(d[0]->message.find("not a regular file"), std::string::npos) << d[0]->message;
     EXPECT_FALSE(r.ok());
@@ -826,7 +826,7 @@ TEST(Inputs, FileOfSeveralBundlesChecksEachOne) {
   TempFile f(three, ".hipfb");
   auto r = check_file(f.str(), {target("mi300x")});
   EXPECT_EQ(r.images.size(), 3u) << dump(r.diagnostics);
-  for (const auto& img : r.images) EXPECT_TRUE(has_code(img.diagnostics, code::kNoCodeObject)) << dump(img.diagnostics);
+  for (const auto& img : r.images) EXPECT_TRUE(has_code(img.diagnostics, Code::kNoCodeObject)) << dump(img.diagnostics);
 }
 
 TEST(Inputs, FileReportOkFollowsErrors) {
@@ -852,9 +852,9 @@ TEST(Selection, SpirvEntryIsTheLastResortHG207) {
   EXPECT_EQ(r.verdicts[0].selection, Selection::Native) << "native wins although SPIR-V comes first";
   EXPECT_EQ(r.verdicts[1].selection, Selection::Spirv);
   EXPECT_EQ(r.verdicts[1].selected, "hipv4-spirv64-amd-amdhsa--amdgcnspirv");
-  auto d = find_diags(r.diagnostics, code::kSpirvFallback);
+  auto d = find_diags(r.diagnostics, Code::kSpirvFallback);
   ASSERT_EQ(d.size(), 1u) << dump(r.diagnostics);
   EXPECT_EQ(d[0]->target, "gfx942");
   EXPECT_EQ(d[0]->severity, Severity::Warning);
-  EXPECT_FALSE(has_code(r.diagnostics, code::kNoCodeObject));
+  EXPECT_FALSE(has_code(r.diagnostics, Code::kNoCodeObject));
 }

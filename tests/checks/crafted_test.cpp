@@ -72,7 +72,7 @@ std::vector<Diagnostic> run(const std::vector<uint8_t>& co, const std::string& t
   return check_image(Bytes(co.data(), co.size()), "crafted.co", {*t}).diagnostics;
 }
 
-std::vector<const Diagnostic*> with_code(const std::vector<Diagnostic>& ds, std::string_view c) {
+std::vector<const Diagnostic*> with_code(const std::vector<Diagnostic>& ds, Code c) {
   std::vector<const Diagnostic*> out;
   for (const auto& d : ds)
     if (d.code == c) out.push_back(&d);
@@ -107,12 +107,12 @@ class Crafted : public ::testing::Test {
 TEST_F(Crafted, DescriptorLdsDisagreesWithMetadata) {
   put_u32(kd_ + 0, 70000);  // kernel descriptor group_segment_fixed_size; metadata still says 0
   auto ds = run(co_, "gfx90a");
-  auto mismatch = with_code(ds, "HG404");
+  auto mismatch = with_code(ds, Code::kDescriptorMismatch);
   ASSERT_EQ(mismatch.size(), 1u);
   EXPECT_EQ(mismatch[0]->kernel, kKernel);
   EXPECT_NE(mismatch[0]->message.find("metadata says 0, kernel descriptor says 70000"), std::string::npos);
   // LDS is judged from both sources: the descriptor's 70000 bytes do not fit 64 KiB.
-  auto lds = with_code(ds, "HG301");
+  auto lds = with_code(ds, Code::kLdsOverLimit);
   ASSERT_EQ(lds.size(), 1u);
   EXPECT_EQ(*lds[0]->value, 70000u);
   EXPECT_EQ(*lds[0]->limit, 65536u);
@@ -128,7 +128,7 @@ TEST_F(Crafted, DescriptorAllocatingMoreVgprsThanUsedIsNoFinding) {
   std::memcpy(&rsrc1, co_.data() + kd_ + 48, 4);
   ASSERT_LT(rsrc1 & 0x3fu, 60u);
   put_u32(kd_ + 48, (rsrc1 & ~0x3fu) | ((rsrc1 & 0x3fu) + 2));
-  EXPECT_TRUE(with_code(run(co_, "gfx90a"), "HG404").empty());
+  EXPECT_TRUE(with_code(run(co_, "gfx90a"), Code::kDescriptorMismatch).empty());
 }
 
 TEST_F(Crafted, DescriptorAllocatingFewerVgprsThanUsed) {
@@ -147,7 +147,7 @@ TEST_F(Crafted, DescriptorAllocatingFewerVgprsThanUsed) {
   uint64_t allocated = ((rsrc1 & 0x3fu) + 1) * 8;
   ASSERT_LT(allocated, 100u);
   auto ds = run(co_, "gfx90a");
-  auto m = with_code(ds, "HG404");
+  auto m = with_code(ds, Code::kDescriptorMismatch);
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0]->severity, Severity::Warning);
   EXPECT_NE(m[0]->message.find("VGPRs: metadata says the kernel uses 100, kernel descriptor allocates only " +
@@ -161,17 +161,17 @@ TEST_F(Crafted, Wave32KernelOnWave64OnlyProcessor) {
   ASSERT_TRUE(patch_value(co_, ".wavefront_size", {0x40}, {0x20}));
   put_u16(kd_ + 56, get_u16(kd_ + 56) | (1u << 10));  // ENABLE_WAVEFRONT_SIZE32
   auto ds = run(co_, "gfx90a");
-  auto wave = with_code(ds, "HG302");
+  auto wave = with_code(ds, Code::kWavefrontSize);
   ASSERT_EQ(wave.size(), 1u);
   EXPECT_NE(wave[0]->message.find("wave32"), std::string::npos);
   EXPECT_NE(wave[0]->message.find("wave64 only"), std::string::npos);
-  EXPECT_TRUE(with_code(ds, "HG404").empty()) << "descriptor and metadata were patched alike";
+  EXPECT_TRUE(with_code(ds, Code::kDescriptorMismatch).empty()) << "descriptor and metadata were patched alike";
 }
 
 TEST_F(Crafted, WaveSizeOnlyInDescriptorIsAMismatch) {
   put_u16(kd_ + 56, get_u16(kd_ + 56) | (1u << 10));
   auto ds = run(co_, "gfx90a");
-  auto m = with_code(ds, "HG404");
+  auto m = with_code(ds, Code::kDescriptorMismatch);
   ASSERT_EQ(m.size(), 1u);
   EXPECT_NE(m[0]->message.find("wavefront size"), std::string::npos);
 }
@@ -179,7 +179,7 @@ TEST_F(Crafted, WaveSizeOnlyInDescriptorIsAMismatch) {
 TEST_F(Crafted, WorkgroupSizeOverHardwareMaximum) {
   ASSERT_TRUE(patch_value(co_, ".max_flat_workgroup_size", {0xcd, 0x04, 0x00}, {0xcd, 0x08, 0x00}));  // 1024 -> 2048
   auto ds = run(co_, "gfx90a");
-  auto wg = with_code(ds, "HG304");
+  auto wg = with_code(ds, Code::kWorkgroupSize);
   ASSERT_EQ(wg.size(), 1u);
   EXPECT_NE(wg[0]->message.find("2048"), std::string::npos);
 }
@@ -187,7 +187,7 @@ TEST_F(Crafted, WorkgroupSizeOverHardwareMaximum) {
 TEST_F(Crafted, DynamicStackIsNoted) {
   ASSERT_TRUE(patch_value(co_, ".uses_dynamic_stack", {0xc2}, {0xc3}));
   auto ds = run(co_, "gfx90a");
-  auto n = with_code(ds, "HG305");
+  auto n = with_code(ds, Code::kDynamicStack);
   ASSERT_EQ(n.size(), 1u);
   EXPECT_EQ(n[0]->severity, Severity::Note);
   // A note alone does not make the kernel unrunnable.
@@ -199,7 +199,7 @@ TEST_F(Crafted, KernargOutsideSegmentAndMisaligned) {
   // Args of vector_add(const float*, const float*, float*, int): offsets 0, 8, 16, 24; segment 28 bytes.
   ASSERT_TRUE(patch_value(co_, ".offset", {0x18}, {0x1a}, 3));  // int at 26: ends at 30 > 28
   auto ds = run(co_, "gfx90a");
-  auto k = with_code(ds, "HG405");
+  auto k = with_code(ds, Code::kKernargLayout);
   ASSERT_EQ(k.size(), 1u);
   EXPECT_NE(k[0]->message.find("beyond .kernarg_segment_size 28"), std::string::npos) << k[0]->message;
 
@@ -208,7 +208,7 @@ TEST_F(Crafted, KernargOutsideSegmentAndMisaligned) {
   // At 12 it would be read whole (Tensile packs pointers at 4-byte offsets): no finding for that.
   ASSERT_TRUE(patch_value(co2, ".offset", {0x08}, {0x0a}, 1));
   auto ds2 = run(co2, "gfx90a");
-  auto k2 = with_code(ds2, "HG405");
+  auto k2 = with_code(ds2, Code::kKernargLayout);
   ASSERT_EQ(k2.size(), 2u);
   std::string all = k2[0]->message + "|" + k2[1]->message;
   EXPECT_NE(all.find("not aligned"), std::string::npos) << all;
@@ -225,11 +225,11 @@ TEST_F(Crafted, MetadataNamesAMissingDescriptor) {
   ASSERT_NE(at, std::string::npos);
   std::copy(to.begin(), to.end(), co_.begin() + at);
   auto ds = run(co_, "gfx90a");
-  auto missing = with_code(ds, "HG406");
+  auto missing = with_code(ds, Code::kDescriptorMissing);
   ASSERT_EQ(missing.size(), 1u);
   EXPECT_NE(missing[0]->message.find(to), std::string::npos);
   // ...and the real descriptor is now a kernel without metadata: reported, never guessed.
-  auto orphan = with_code(ds, "HG407");
+  auto orphan = with_code(ds, Code::kKernelWithoutMetadata);
   ASSERT_EQ(orphan.size(), 1u);
   EXPECT_EQ(orphan[0]->kernel, kKernel);
   auto r = check_image(Bytes(co_.data(), co_.size()), "crafted.co", {*parse_target("gfx90a")});
@@ -255,7 +255,7 @@ TEST(CraftedCorpus, RegisterFileOverflow) {
   ASSERT_TRUE(run(co, "gfx942").empty()) << "512 VGPRs (256 of them AGPRs) fit gfx942's unified file";
   ASSERT_TRUE(patch_value(co, ".vgpr_count", {0xcd, 0x02, 0x00}, {0xcd, 0x03, 0x00}));  // 512 -> 768
   auto ds = run(co, "gfx942");
-  auto regs = with_code(ds, "HG303");
+  auto regs = with_code(ds, Code::kRegisterLimit);
   ASSERT_EQ(regs.size(), 1u);
   EXPECT_EQ(*regs[0]->value, 768u);
   EXPECT_EQ(*regs[0]->limit, 512u);
@@ -268,7 +268,7 @@ TEST(CraftedCorpus, GenericProcessorNeedsCodeObjectV6) {
   ASSERT_EQ(co[8], 3);
   co[48] = 0x5f;  // e_flags low byte: EF_AMDGPU_MACH gfx9-4-generic
   auto ds = run(co, "gfx942");
-  auto v = with_code(ds, "HG109");
+  auto v = with_code(ds, Code::kCodeObjectVersion);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_NE(v[0]->message.find("require v6"), std::string::npos);
 }
@@ -292,7 +292,7 @@ TEST_F(Crafted, NoteSectionWhoseOffsetPlusSizeWraps) {
   }
   ASSERT_TRUE(patched);
   auto ds = run(co_, "gfx90a");
-  auto bad = with_code(ds, "HG106");
+  auto bad = with_code(ds, Code::kMalformedElf);
   ASSERT_EQ(bad.size(), 1u);
   EXPECT_NE(bad[0]->message.find("outside"), std::string::npos) << bad[0]->message;
 }

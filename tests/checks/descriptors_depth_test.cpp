@@ -49,16 +49,18 @@ std::vector<uint8_t> bundled(const std::vector<uint8_t>& co, const std::string& 
   return make_bundle({{kHost, {}}, {kHip + target_id, co}});
 }
 
-// Errors by code, target, bundle entry and kernel (messages name where a value came from).
-std::set<std::string> errors_of(const ImageReport& r) {
-  std::set<std::string> out;
+// Errors by code, and target, bundle entry and kernel (messages name where a value came from).
+using Error = std::pair<Code, std::string>;  // the code, "target|entry|kernel"
+std::set<Error> errors_of(const ImageReport& r) {
+  std::set<Error> out;
   for (const auto& d : r.diagnostics)
-    if (d.severity == Severity::Error && d.code != "HG112")
-      out.insert(d.code + "|" + d.target + "|" + d.entry + "|" + d.kernel);
+    if (d.severity == Severity::Error && d.code != Code::kFindingsCapped)
+      out.insert({d.code, d.target + "|" + d.entry + "|" + d.kernel});
   return out;
 }
+std::string str(const Error& e) { return std::string(code_string(e.first)) + "|" + e.second; }
 
-bool has(const ImageReport& r, const std::string& code, Severity s) {
+bool has(const ImageReport& r, Code code, Severity s) {
   for (const auto& d : r.diagnostics)
     if (d.code == code && d.severity == s) return true;
   return false;
@@ -66,9 +68,10 @@ bool has(const ImageReport& r, const std::string& code, Severity s) {
 
 // Errors the full check finds without the metadata's help: bundle and ELF
 // structure, the code object version, selection and e_flags, a missing note.
-bool decided_without_metadata(const std::string& code) {
-  return (code >= "HG101" && code <= "HG106") || code == "HG108" || code == "HG109" ||
-         (code >= "HG201" && code <= "HG205") || code == "HG401";
+bool decided_without_metadata(Code code) {
+  return (code >= Code::kUnreadable && code <= Code::kMalformedElf) || code == Code::kUnknownProcessor ||
+         code == Code::kCodeObjectVersion || (code >= Code::kNoCodeObject && code <= Code::kGenericTooOld) ||
+         code == Code::kNoMetadata;
 }
 
 struct Both {
@@ -94,20 +97,20 @@ Both both_depths(const std::vector<uint8_t>& data, const std::vector<TargetId>& 
       EXPECT_TRUE(desc.verdicts[i].can_run) << what << " " << full.verdicts[i].target.str();
   }
   for (const auto& d : desc.diagnostics)
-    EXPECT_TRUE(d.severity == Severity::Error || d.code.rfind("HG2", 0) == 0)
-        << what << ": below error severity at Depth::Descriptors, not a selection finding: " << d.code << " "
-        << d.message;
+    EXPECT_TRUE(d.severity == Severity::Error || code_string(d.code).starts_with("HG2"))
+        << what << ": below error severity at Depth::Descriptors, not a selection finding: " << code_string(d.code)
+        << " " << d.message;
   for (const auto& c : desc.code_objects)
     for (const auto& k : c.co.kernels) {
       EXPECT_TRUE(k.args.empty() && k.max_flat_workgroup_size == 0 && k.vgpr_count == 0) << what << ": " << k.name;
       EXPECT_EQ(k.symbol, k.name + ".kd") << what;
     }
-  std::set<std::string> full_errors = errors_of(full), desc_errors = errors_of(desc);
+  std::set<Error> full_errors = errors_of(full), desc_errors = errors_of(desc);
   if (!orphans)
     for (const auto& e : desc_errors)
-      EXPECT_TRUE(full_errors.count(e)) << what << ": only at Depth::Descriptors: " << e;
+      EXPECT_TRUE(full_errors.count(e)) << what << ": only at Depth::Descriptors: " << str(e);
   for (const auto& e : full_errors)
-    if (decided_without_metadata(e.substr(0, 5))) EXPECT_TRUE(desc_errors.count(e)) << what << ": missed: " << e;
+    if (decided_without_metadata(e.first)) EXPECT_TRUE(desc_errors.count(e)) << what << ": missed: " << str(e);
   return b;
 }
 
@@ -165,14 +168,14 @@ TEST(DescriptorsDepth, ErrorsOfHeaderSelectionAndDescriptorsAreDecided) {
   const auto gfx942 = targets_of({"gfx942"});
   struct Case {
     const char* what;
-    const char* code;
+    Code code;
     std::function<void(hgtest::CodeObjectSpec&)> change;
   };
   std::vector<Case> cases = {
-      {"LDS in the descriptor only", "HG301", [](auto& s) { s.kernels[0].kd_lds = 70000; }},
-      {"LDS in the metadata and the descriptor", "HG301", [](auto& s) { s.kernels[0].lds = 70000; }},
-      {"code object v7", "HG109", [](auto& s) { s.version = 7; }},
-      {"no metadata note", "HG401", [](auto& s) { s.note = false; }},
+      {"LDS in the descriptor only", Code::kLdsOverLimit, [](auto& s) { s.kernels[0].kd_lds = 70000; }},
+      {"LDS in the metadata and the descriptor", Code::kLdsOverLimit, [](auto& s) { s.kernels[0].lds = 70000; }},
+      {"code object v7", Code::kCodeObjectVersion, [](auto& s) { s.version = 7; }},
+      {"no metadata note", Code::kNoMetadata, [](auto& s) { s.note = false; }},
   };
   for (const auto& c : cases) {
     hgtest::CodeObjectSpec spec = two_kernels();
@@ -191,27 +194,31 @@ TEST(DescriptorsDepth, ErrorsOfHeaderSelectionAndDescriptorsAreDecided) {
   EXPECT_FALSE(
       both_depths(bundled(co, "gfx942:xnack+"), targets_of({"gfx942:xnack-"}), "xnack+ code").descriptors.ok());
   Both label = both_depths(bundled(co, "gfx942"), targets_of({"gfx942:xnack-"}), "entry label and e_flags disagree");
-  EXPECT_TRUE(has(label.descriptors, "HG203", Severity::Error));
+  EXPECT_TRUE(has(label.descriptors, Code::kFeatureMismatch, Severity::Error));
 }
 
 TEST(DescriptorsDepth, WhatTheMetadataDecidesWaitsForTheFullCheck) {
   const auto gfx942 = targets_of({"gfx942"});
   struct Case {
     const char* what;
-    const char* code;
+    Code code;
     std::function<void(hgtest::CodeObjectSpec&)> change;
   };
   std::vector<Case> cases = {
-      {"LDS in the metadata only", "HG301", [](auto& s) { s.kernels[0].lds = 70000, s.kernels[0].kd_lds = 0; }},
-      {"wave32 on gfx942", "HG302",
+      {"LDS in the metadata only", Code::kLdsOverLimit,
+       [](auto& s) { s.kernels[0].lds = 70000, s.kernels[0].kd_lds = 0; }},
+      {"wave32 on gfx942", Code::kWavefrontSize,
        [](auto& s) { s.kernels[0].wavefront = 32, s.kernels[0].kd_properties = 1u << 10; }},
-      {"too many VGPRs", "HG303", [](auto& s) { s.kernels[0].vgpr = 600; }},
-      {"max_flat_workgroup_size 0", "HG304", [](auto& s) { s.kernels[0].max_flat = 0; }},
-      {"no .name", "HG403", [](auto& s) { s.kernels[0].omit = {".name"}; }},
-      {"no .max_flat_workgroup_size", "HG403", [](auto& s) { s.kernels[0].omit = {".max_flat_workgroup_size"}; }},
-      {"metadata names a descriptor the symbol table lacks", "HG406", [](auto& s) { s.kernels[1].descriptor = false; }},
-      {"metadata root not a map", "HG402", [](auto& s) { s.raw_metadata = std::string("\x93\x01\x02\x03", 4); }},
-      {"over 1024 arguments", "HG111",
+      {"too many VGPRs", Code::kRegisterLimit, [](auto& s) { s.kernels[0].vgpr = 600; }},
+      {"max_flat_workgroup_size 0", Code::kWorkgroupSize, [](auto& s) { s.kernels[0].max_flat = 0; }},
+      {"no .name", Code::kBadKernelMetadata, [](auto& s) { s.kernels[0].omit = {".name"}; }},
+      {"no .max_flat_workgroup_size", Code::kBadKernelMetadata,
+       [](auto& s) { s.kernels[0].omit = {".max_flat_workgroup_size"}; }},
+      {"metadata names a descriptor the symbol table lacks", Code::kDescriptorMissing,
+       [](auto& s) { s.kernels[1].descriptor = false; }},
+      {"metadata root not a map", Code::kBadMetadata,
+       [](auto& s) { s.raw_metadata = std::string("\x93\x01\x02\x03", 4); }},
+      {"over 1024 arguments", Code::kBudgetExceeded,
        [](auto& s) {
          s.kernels[0].args.clear();
          for (uint64_t i = 0; i < 1030; ++i) s.kernels[0].args.push_back({"", "by_value", 8 * i, 8});
@@ -222,10 +229,11 @@ TEST(DescriptorsDepth, WhatTheMetadataDecidesWaitsForTheFullCheck) {
     hgtest::CodeObjectSpec spec = two_kernels();
     c.change(spec);
     Both b = both_depths(bundled(hgtest::make_code_object(spec), "gfx942"), gfx942, c.what);
-    EXPECT_TRUE(has(b.full, c.code, Severity::Error)) << c.what << ": the full check finds " << c.code;
+    EXPECT_TRUE(has(b.full, c.code, Severity::Error)) << c.what << ": the full check finds " << code_string(c.code);
     EXPECT_FALSE(b.full.ok()) << c.what;
     EXPECT_TRUE(b.descriptors.ok()) << c.what;
-    EXPECT_TRUE(b.descriptors.diagnostics.empty()) << c.what << ": " << b.descriptors.diagnostics.front().code;
+    EXPECT_TRUE(b.descriptors.diagnostics.empty())
+        << c.what << ": " << code_string(b.descriptors.diagnostics.front().code);
   }
   // Below error severity: a kernarg layout the runtime accepts (HG405), a descriptor that
   // disagrees with the metadata (HG404, a note), a missing integer the runtime takes as 0 (HG403).
@@ -237,10 +245,11 @@ TEST(DescriptorsDepth, WhatTheMetadataDecidesWaitsForTheFullCheck) {
   partial.omit = {".sgpr_count"};
   spec.kernels.push_back(partial);
   Both b = both_depths(bundled(hgtest::make_code_object(spec), "gfx942"), gfx942, "warnings only");
-  for (const char* code : {"HG405", "HG403"}) EXPECT_TRUE(has(b.full, code, Severity::Warning)) << code;
-  EXPECT_TRUE(has(b.full, "HG404", Severity::Note));
+  for (Code code : {Code::kKernargLayout, Code::kBadKernelMetadata})
+    EXPECT_TRUE(has(b.full, code, Severity::Warning)) << code_string(code);
+  EXPECT_TRUE(has(b.full, Code::kDescriptorMismatch, Severity::Note));
   EXPECT_TRUE(b.full.ok());
-  EXPECT_TRUE(b.descriptors.diagnostics.empty()) << b.descriptors.diagnostics.front().code;
+  EXPECT_TRUE(b.descriptors.diagnostics.empty()) << code_string(b.descriptors.diagnostics.front().code);
 }
 
 // A kernel descriptor no metadata entry names is no kernel to the runtime
@@ -254,9 +263,9 @@ TEST(DescriptorsDepth, ADescriptorWithoutMetadataIsJudgedAsAKernel) {
   orphan.kd_lds = 70000;
   spec.kernels.push_back(orphan);
   Both b = both_depths(bundled(hgtest::make_code_object(spec), "gfx942"), targets_of({"gfx942"}), "orphan");
-  EXPECT_TRUE(has(b.full, "HG407", Severity::Warning));
+  EXPECT_TRUE(has(b.full, Code::kKernelWithoutMetadata, Severity::Warning));
   EXPECT_TRUE(b.full.ok());
-  EXPECT_TRUE(has(b.descriptors, "HG301", Severity::Error));
+  EXPECT_TRUE(has(b.descriptors, Code::kLdsOverLimit, Severity::Error));
   EXPECT_EQ(kernel_names(b.descriptors), (std::set<std::string>{"alpha", "beta", "orphan"}));
 }
 
@@ -290,7 +299,7 @@ TEST(DescriptorsDepth, DamagedMetadataWaitsForTheFullCheck) {
     Both b = both_depths(bundled(hgtest::make_code_object(s), "gfx942"), gfx942, what);
     EXPECT_TRUE(b.descriptors.ok()) << what;
     EXPECT_EQ(kernel_names(b.descriptors), (std::set<std::string>{"alpha", "beta"})) << what;
-    if (!llvm_reads(doc)) EXPECT_TRUE(has(b.full, "HG402", Severity::Error)) << what;
+    if (!llvm_reads(doc)) EXPECT_TRUE(has(b.full, Code::kBadMetadata, Severity::Error)) << what;
   };
   for (size_t n = 0; n < blob.size(); ++n) check(blob.substr(0, n), "truncated to " + std::to_string(n));
   for (size_t i = 0; i < blob.size(); ++i)
@@ -363,9 +372,9 @@ TEST_F(StrictRegistration, DescriptorErrorsRefuseTheLaunchNotTheRegistration) {
 
   EXPECT_EQ(g.on_launch(&host_beta, 0, "hipLaunchKernel").action, Action::Forward) << "beta can run";
   said = hgtest::said_since(g, mark);
-  EXPECT_EQ(count_said(said, "HG301", Severity::Error, "gfx942", "alpha"), 1u)
+  EXPECT_EQ(count_said(said, Code::kLdsOverLimit, Severity::Error, "gfx942", "alpha"), 1u)
       << "said at the first use: " << lines(said);
-  EXPECT_EQ(count_said(said, "HG405", Severity::Warning), 1u) << lines(said);
+  EXPECT_EQ(count_said(said, Code::kKernargLayout, Severity::Warning), 1u) << lines(said);
 
   Decision d = g.on_launch(&host_alpha, 0, "hipLaunchKernel");
   EXPECT_EQ(d.action, Action::Refuse);
@@ -374,7 +383,7 @@ TEST_F(StrictRegistration, DescriptorErrorsRefuseTheLaunchNotTheRegistration) {
   EXPECT_EQ(g.on_register_function(&handle, &host_gamma, "gamma").action, Action::Forward);
   EXPECT_EQ(g.on_launch(&host_gamma, 0, "hipLaunchKernel").action, Action::Refuse);
   said = hgtest::said_since(g, mark);
-  EXPECT_EQ(count_said(said, "HG502", Severity::Error, "", "gamma"), 1u)
+  EXPECT_EQ(count_said(said, Code::kLaunchWithFindings, Severity::Error, "", "gamma"), 1u)
       << "gamma's launch, with HG409: " << lines(said);
   EXPECT_NE(lines(said).find("HG409 [gfx942"), std::string::npos) << lines(said);
   g.on_unregister_fatbin(&handle);
@@ -393,7 +402,7 @@ TEST_F(StrictRegistration, RegistrationReadsNoCodeObject) {
   static int handle, host_alpha;
   auto [d, said] = register_then_launch(g, b, &handle, &host_alpha, "alpha");
   EXPECT_EQ(d.action, Action::Refuse) << lines(said);
-  EXPECT_EQ(count_said(said, "HG202", Severity::Error, "gfx942"), 1u) << lines(said);
+  EXPECT_EQ(count_said(said, Code::kProcessorMismatch, Severity::Error, "gfx942"), 1u) << lines(said);
   g.on_unregister_fatbin(&handle);
 }
 
@@ -410,7 +419,7 @@ TEST_F(StrictRegistration, RawCodeObjectIsReadAtFirstUse) {
   auto [d, said] = register_then_launch(g, co, &handle, &host_alpha, "alpha");
   EXPECT_EQ(d.action, Action::Refuse) << lines(said);
   EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
-  EXPECT_EQ(count_said(said, "HG301", Severity::Error, "gfx942", "alpha"), 1u)
+  EXPECT_EQ(count_said(said, Code::kLdsOverLimit, Severity::Error, "gfx942", "alpha"), 1u)
       << "said at the first use: " << lines(said);
   g.on_unregister_fatbin(&handle);
 
@@ -420,7 +429,7 @@ TEST_F(StrictRegistration, RawCodeObjectIsReadAtFirstUse) {
   size_t mark = g.said().findings.size();
   EXPECT_EQ(register_fatbin(g, gfx90a, &other_handle), Action::Exit);
   said = hgtest::said_since(g, mark);
-  EXPECT_EQ(count_said(said, "HG202", Severity::Error, "gfx942"), 1u) << lines(said);
+  EXPECT_EQ(count_said(said, Code::kProcessorMismatch, Severity::Error, "gfx942"), 1u) << lines(said);
 }
 
 // Broken metadata does not stop the program at registration (the runtime too
@@ -436,7 +445,7 @@ TEST_F(StrictRegistration, MetadataErrorsRefuseTheFirstLaunch) {
   auto [d, said] = register_then_launch(g, b, &handle, &host_alpha, "alpha");
   EXPECT_EQ(d.action, Action::Refuse);
   EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
-  EXPECT_EQ(count_said(said, "HG304", Severity::Error), 1u) << lines(said);
+  EXPECT_EQ(count_said(said, Code::kWorkgroupSize, Severity::Error), 1u) << lines(said);
   g.on_unregister_fatbin(&handle);
 }
 
@@ -457,7 +466,7 @@ TEST_F(StrictRegistration, KernelsAreWhatTheMetadataNames) {
   static int handle1, handle2, host_alpha, host_aliased;
   auto [d, said] = register_then_launch(g, b1, &handle1, &host_alpha, "alpha");
   EXPECT_EQ(d.action, Action::Forward) << lines(said);
-  EXPECT_EQ(count_said(said, "HG301", Severity::Error), 0u) << lines(said);
+  EXPECT_EQ(count_said(said, Code::kLdsOverLimit, Severity::Error), 0u) << lines(said);
   EXPECT_NE(lines(said).find("HG407"), std::string::npos)
       << "the full check's finding is said at the first launch: " << lines(said);
   g.on_unregister_fatbin(&handle1);
@@ -473,7 +482,7 @@ TEST_F(StrictRegistration, KernelsAreWhatTheMetadataNames) {
   std::vector<uint8_t> b2 = bundle_of(renamed);
   auto [aliased, said2] = register_then_launch(g, b2, &handle2, &host_aliased, "aliased");
   EXPECT_EQ(aliased.action, Action::Forward) << lines(said2);
-  EXPECT_EQ(count_said(said2, "HG409", Severity::Error), 0u) << lines(said2);
+  EXPECT_EQ(count_said(said2, Code::kKernelNotInCodeObject, Severity::Error), 0u) << lines(said2);
   g.on_unregister_fatbin(&handle2);
 }
 
@@ -501,8 +510,8 @@ TEST_F(StrictRegistration, ACompressedBundleIsJudgedAtTheFirstUse) {
   EXPECT_EQ(g.on_launch(&host_alpha2, 0, "hipLaunchKernel").action, Action::Forward);
   EXPECT_EQ(g.on_launch(&host_gamma, 0, "hipLaunchKernel").action, Action::Refuse);
   said = hgtest::said_since(g, mark);
-  EXPECT_EQ(count_said(said, "HG301", Severity::Error, "gfx942", "alpha"), 1u) << lines(said);
-  EXPECT_EQ(count_said(said, "HG502", Severity::Error, "", "gamma"), 1u) << lines(said);
+  EXPECT_EQ(count_said(said, Code::kLdsOverLimit, Severity::Error, "gfx942", "alpha"), 1u) << lines(said);
+  EXPECT_EQ(count_said(said, Code::kLaunchWithFindings, Severity::Error, "", "gamma"), 1u) << lines(said);
   EXPECT_NE(lines(said).find("HG409 [gfx942"), std::string::npos) << lines(said);
   g.on_unregister_fatbin(&handle1);
   g.on_unregister_fatbin(&handle2);
@@ -526,7 +535,8 @@ TEST_F(StrictRegistration, ACompressedBundleWithoutCodeForTheGpuRefusesItsFirstL
   auto [d, said] = register_then_launch(g, elsewhere, &handle1, &host1, "alpha");
   EXPECT_EQ(d.action, Action::Refuse) << lines(said);
   EXPECT_EQ(d.hip_error, kHipErrorInvalidDeviceFunction);
-  EXPECT_EQ(count_said(said, "HG201", Severity::Error, "gfx942"), 1u) << "said at the first use: " << lines(said);
+  EXPECT_EQ(count_said(said, Code::kNoCodeObject, Severity::Error, "gfx942"), 1u)
+      << "said at the first use: " << lines(said);
   size_t mark = g.said().findings.size();
   EXPECT_EQ(g.on_launch(&host1, 0, "hipLaunchKernel").action, Action::Refuse);
   EXPECT_TRUE(hgtest::said_since(g, mark).empty()) << "said once";
@@ -534,7 +544,7 @@ TEST_F(StrictRegistration, ACompressedBundleWithoutCodeForTheGpuRefusesItsFirstL
   auto [b, bsaid] = register_then_launch(g, broken, &handle2, &host2, "beta");
   EXPECT_EQ(b.action, Action::Refuse) << lines(bsaid);
   size_t payload_errors = 0;
-  for (const auto& e : bsaid) payload_errors += e.code.starts_with("HG1") && e.severity == Severity::Error;
+  for (const auto& e : bsaid) payload_errors += code_string(e.code).starts_with("HG1") && e.severity == Severity::Error;
   EXPECT_EQ(payload_errors, 1u) << "the payload's error at the first use: " << lines(bsaid);
   g.on_unregister_fatbin(&handle1);
   g.on_unregister_fatbin(&handle2);
@@ -544,7 +554,7 @@ TEST_F(StrictRegistration, ACompressedBundleWithoutCodeForTheGpuRefusesItsFirstL
   Guard old(rocm52);
   static int handle3;
   EXPECT_EQ(register_fatbin(old, elsewhere, &handle3), Action::Exit);
-  EXPECT_EQ(count_said(old.said().findings, "HG201", Severity::Error, "gfx942"), 1u)
+  EXPECT_EQ(count_said(old.said().findings, Code::kNoCodeObject, Severity::Error, "gfx942"), 1u)
       << "ROCm 5.2: at registration: " << lines(old.said().findings);
 }
 
@@ -567,7 +577,7 @@ TEST(StrictRegistrationReport, AnUnusedFatBinaryIsListedNotSaid) {
   g.on_unregister_fatbin(&handle);
   g.write_report();
   testing::internal::GetCapturedStderr();
-  EXPECT_EQ(count_said(g.said().findings, "HG201", Severity::Error), 0u) << lines(g.said().findings);
+  EXPECT_EQ(count_said(g.said().findings, Code::kNoCodeObject, Severity::Error), 0u) << lines(g.said().findings);
   std::ifstream in(path);
   std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(report.find("\"HG201\""), std::string::npos) << "listed in the report: " << report.substr(0, 2000);
@@ -701,10 +711,10 @@ TEST_F(StrictRegistration, AFunctionFromGetFuncBySymbolIsDecidedAsItsKernel) {
   EXPECT_EQ(g.on_launch(&host_alpha, 1u << 20, "hipLaunchKernel").action, Action::Refuse);
   testing::internal::GetCapturedStderr();
   std::vector<Diagnostic> said = g.said().findings;
-  EXPECT_EQ(count_said(said, "HG503", Severity::Error, "", "gamma"), 1u) << lines(said);
+  EXPECT_EQ(count_said(said, Code::kLookupFailed, Severity::Error, "", "gamma"), 1u) << lines(said);
   EXPECT_NE(lines(said).find("hipGetFuncBySymbol of a kernel that cannot run: HG409"), std::string::npos)
       << lines(said);
-  EXPECT_EQ(count_said(said, "HG306", Severity::Error, "", "alpha"), 1u)
+  EXPECT_EQ(count_said(said, Code::kLaunchLds, Severity::Error, "", "alpha"), 1u)
       << "said once per kernel, whichever key launched it: " << lines(said);
   g.on_unregister_fatbin(&handle);
   EXPECT_EQ(g.on_launch(&fn_gamma, 0, "hipModuleLaunchKernel").action, Action::Forward) << "forgotten";

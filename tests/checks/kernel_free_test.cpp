@@ -19,7 +19,7 @@ using namespace checks;
 
 namespace {
 
-size_t count_code(const ImageReport& r, std::string_view c) {
+size_t count_code(const ImageReport& r, Code c) {
   size_t n = 0;
   for (const auto& d : r.diagnostics) n += d.code == c;
   return n;
@@ -40,10 +40,10 @@ TEST(KernelFree, NothingForTheGpuButNoKernelsRuns) {
     EXPECT_EQ(r.verdicts[0].selection, Selection::None);
     EXPECT_TRUE(r.verdicts[0].kernel_free);
     EXPECT_TRUE(r.verdicts[0].can_run);
-    EXPECT_EQ(count_code(r, "HG201"), 0u);
-    ASSERT_EQ(count_code(r, "HG211"), 1u);
+    EXPECT_EQ(count_code(r, Code::kNoCodeObject), 0u);
+    ASSERT_EQ(count_code(r, Code::kNoCodeObjectNoKernels), 1u);
     for (const auto& d : r.diagnostics)
-      if (d.code == "HG211") {
+      if (d.code == Code::kNoCodeObjectNoKernels) {
         EXPECT_EQ(d.severity, Severity::Warning);
         EXPECT_EQ(d.target, gfx942.str());
         EXPECT_NE(d.message.find("gfx1030, gfx90a"), std::string::npos) << d.message;
@@ -52,7 +52,7 @@ TEST(KernelFree, NothingForTheGpuButNoKernelsRuns) {
     // The shim's registration depth decides the same.
     ImageReport sel = check_image(Bytes(data.data(), data.size()), "vars", {gfx942}, "", Depth::Selection);
     EXPECT_TRUE(sel.ok());
-    EXPECT_EQ(count_code(sel, "HG211"), 1u);
+    EXPECT_EQ(count_code(sel, Code::kNoCodeObjectNoKernels), 1u);
   }
   // ROCm 5.2 and older abort at HIP init for it (CLR rocm-5.2 hip_fatbin.cpp ExtractFatBinary guarantee): HG201.
   for (const char* old : {"5.2", "5.2.21153"}) {
@@ -60,8 +60,8 @@ TEST(KernelFree, NothingForTheGpuButNoKernelsRuns) {
     ASSERT_TRUE(rocm52.runtime);
     ImageReport r = check_image(Bytes(vars.data(), vars.size()), "vars", {gfx942}, "", Depth::Full, rocm52);
     EXPECT_FALSE(r.ok()) << old;
-    EXPECT_EQ(count_code(r, "HG201"), 1u) << old;
-    EXPECT_EQ(count_code(r, "HG211"), 0u) << old;
+    EXPECT_EQ(count_code(r, Code::kNoCodeObject), 1u) << old;
+    EXPECT_EQ(count_code(r, Code::kNoCodeObjectNoKernels), 0u) << old;
   }
   Machine rocm53{parse_runtime("5.3")};
   EXPECT_TRUE(check_image(Bytes(vars.data(), vars.size()), "vars", {gfx942}, "", Depth::Full, rocm53).ok());
@@ -69,8 +69,8 @@ TEST(KernelFree, NothingForTheGpuButNoKernelsRuns) {
   auto kern = read_bytes(kApps + "/vector_add_multi.hipfb");
   ImageReport k = check_image(Bytes(kern.data(), kern.size()), "kern", {gfx942});
   EXPECT_FALSE(k.ok());
-  EXPECT_EQ(count_code(k, "HG201"), 1u);
-  EXPECT_EQ(count_code(k, "HG211"), 0u);
+  EXPECT_EQ(count_code(k, Code::kNoCodeObject), 1u);
+  EXPECT_EQ(count_code(k, Code::kNoCodeObjectNoKernels), 0u);
 }
 
 // rocFFT as Debian ships it (the ROCm root, scripts/rocm-root.sh; CMake's
@@ -86,8 +86,8 @@ TEST(KernelFree, RealRocfft) {
   ASSERT_FALSE(f.images.empty());
   size_t hg211 = 0;
   for (const auto& img : f.images) {
-    EXPECT_EQ(count_code(img, "HG201"), 0u);
-    hg211 += count_code(img, "HG211");
+    EXPECT_EQ(count_code(img, Code::kNoCodeObject), 0u);
+    hg211 += count_code(img, Code::kNoCodeObjectNoKernels);
   }
   EXPECT_GE(hg211, 1u);
   EXPECT_TRUE(f.ok());

@@ -83,7 +83,7 @@ TEST(RealObjects, RocsparseHas111BundlesAndSelectsGfx90aXnackOff) {
   FileReport mi300 = check_file(kRocsparse, {target("mi300x")});
   size_t hg201 = 0;
   for (const auto& img : mi300.images)
-    for (const auto& d : img.diagnostics) hg201 += d.code == "HG201";
+    for (const auto& d : img.diagnostics) hg201 += d.code == Code::kNoCodeObject;
   EXPECT_EQ(hg201, magics);
   // Structural checks of every code object of every bundle (777, ~88 k kernels,
   // gfx803 to gfx1030, wave64 and wave32): a production library from AMD's own
@@ -95,7 +95,8 @@ TEST(RealObjects, RocsparseHas111BundlesAndSelectsGfx90aXnackOff) {
       ++objects;
       kernels += co.co.kernels.size();
     }
-    for (const auto& d : img.diagnostics) ADD_FAILURE() << img.location << ": " << d.code << " " << d.message;
+    for (const auto& d : img.diagnostics)
+      ADD_FAILURE() << img.location << ": " << code_string(d.code) << " " << d.message;
   }
   EXPECT_EQ(objects, 777u);
   EXPECT_GT(kernels, 80000u);

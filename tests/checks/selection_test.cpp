@@ -28,7 +28,7 @@ TargetVerdict verdict(const std::vector<uint8_t>& data, const std::string& targe
   return v;
 }
 
-bool has_code(const ImageReport& r, std::string_view c) {
+bool has_code(const ImageReport& r, Code c) {
   for (const auto& d : r.diagnostics)
     if (d.code == c) return true;
   return false;
@@ -62,9 +62,9 @@ TEST(Selection, FeatureMismatchNamesTheSettingAndTheWorkaround) {
   auto v = verdict(b, "gfx90a:sramecc-:xnack-", &r);
   EXPECT_EQ(v.selection, Selection::None);
   EXPECT_FALSE(v.can_run);
-  ASSERT_TRUE(has_code(r, "HG203"));
+  ASSERT_TRUE(has_code(r, Code::kFeatureMismatch));
   for (const auto& d : r.diagnostics)
-    if (d.code == "HG203") {
+    if (d.code == Code::kFeatureMismatch) {
       EXPECT_NE(d.message.find("xnack+"), std::string::npos);
       EXPECT_NE(d.fix.find("HSA_XNACK=1"), std::string::npos);
     }
@@ -72,9 +72,9 @@ TEST(Selection, FeatureMismatchNamesTheSettingAndTheWorkaround) {
   auto b2 = make_bundle({{kHip + "gfx90a:sramecc+", co}});
   ImageReport r2;
   verdict(b2, "gfx90a:sramecc-:xnack-", &r2);
-  ASSERT_TRUE(has_code(r2, "HG203"));
+  ASSERT_TRUE(has_code(r2, Code::kFeatureMismatch));
   for (const auto& d : r2.diagnostics)
-    if (d.code == "HG203") EXPECT_EQ(d.fix.find("HSA_XNACK"), std::string::npos) << d.fix;
+    if (d.code == Code::kFeatureMismatch) EXPECT_EQ(d.fix.find("HSA_XNACK"), std::string::npos) << d.fix;
 }
 
 TEST(Selection, NativeBeatsGenericAndGenericIsTheFallback) {
@@ -104,7 +104,7 @@ TEST(Selection, NativeBeatsGenericAndGenericIsTheFallback) {
   ImageReport r0;
   auto v0 = verdict(b0, "gfx950", &r0);
   EXPECT_FALSE(v0.can_run);
-  EXPECT_TRUE(has_code(r0, "HG205"));
+  EXPECT_TRUE(has_code(r0, Code::kGenericTooOld));
 }
 
 TEST(Selection, IsaCompatibleSiblingSuggestsOverrideAsWorkaround) {
@@ -114,9 +114,9 @@ TEST(Selection, IsaCompatibleSiblingSuggestsOverrideAsWorkaround) {
   auto b = make_bundle({{kHip + "gfx1030", co}});
   ImageReport r;
   verdict(b, "gfx1031", &r);
-  ASSERT_TRUE(has_code(r, "HG201"));
+  ASSERT_TRUE(has_code(r, Code::kNoCodeObject));
   for (const auto& d : r.diagnostics)
-    if (d.code == "HG201") {
+    if (d.code == Code::kNoCodeObject) {
       EXPECT_NE(d.fix.find("HSA_OVERRIDE_GFX_VERSION=10.3.0"), std::string::npos) << d.fix;
       EXPECT_NE(d.message.find("(nearest: gfx1030)"), std::string::npos) << d.message;
     }
@@ -136,8 +136,8 @@ TEST(Selection, SpirvEntryIsTheLastResort) {
   auto v = verdict(b, "gfx942", &r);
   EXPECT_EQ(v.selection, Selection::Spirv);
   EXPECT_EQ(v.selected, "hipv4-spirv64-amd-amdhsa--amdgcnspirv");
-  EXPECT_TRUE(has_code(r, "HG207"));
-  EXPECT_FALSE(has_code(r, "HG201"));
+  EXPECT_TRUE(has_code(r, Code::kSpirvFallback));
+  EXPECT_FALSE(has_code(r, Code::kNoCodeObject));
 }
 
 TEST(Selection, OpenmpAndHostEntriesAreNotHipCandidates) {
@@ -147,7 +147,7 @@ TEST(Selection, OpenmpAndHostEntriesAreNotHipCandidates) {
   ImageReport r;
   auto v = verdict(b, "gfx90a", &r);
   EXPECT_EQ(v.selection, Selection::None) << "the uncompressed path (comgr lookup) only takes hip/hipv4 entries";
-  EXPECT_TRUE(has_code(r, "HG201"));
+  EXPECT_TRUE(has_code(r, Code::kNoCodeObject));
 }
 
 TEST(Selection, EntryWhoseCodeObjectIsBuiltForAnotherProcessorIsRejected) {
@@ -161,9 +161,9 @@ TEST(Selection, EntryWhoseCodeObjectIsBuiltForAnotherProcessorIsRejected) {
   auto v = verdict(b, "gfx942:sramecc+:xnack-", &r);
   EXPECT_EQ(v.selected, kHip + "gfx942") << "selected by its label";
   EXPECT_FALSE(v.can_run);
-  ASSERT_TRUE(has_code(r, "HG202"));
+  ASSERT_TRUE(has_code(r, Code::kProcessorMismatch));
   for (const auto& d : r.diagnostics)
-    if (d.code == "HG202") {
+    if (d.code == Code::kProcessorMismatch) {
       EXPECT_NE(d.message.find("built for gfx90a"), std::string::npos) << d.message;
       EXPECT_NE(d.message.find("e_flags"), std::string::npos) << d.message;
       EXPECT_EQ(d.entry, kHip + "gfx942");
@@ -177,7 +177,7 @@ TEST(Selection, EntryWhoseCodeObjectIsBuiltForAnotherProcessorIsRejected) {
   ImageReport rx;
   auto vx = verdict(make_bundle({{kHip + "gfx90a", xnack_on}}), "gfx90a:xnack-", &rx);
   EXPECT_FALSE(vx.can_run);
-  EXPECT_TRUE(has_code(rx, "HG203"));
+  EXPECT_TRUE(has_code(rx, Code::kFeatureMismatch));
 }
 
 TEST(Selection, HsaXnackIsSuggestedOnlyWhenXnackAloneDiffers) {
@@ -188,9 +188,9 @@ TEST(Selection, HsaXnackIsSuggestedOnlyWhenXnackAloneDiffers) {
   auto b = make_bundle({{kHip + "gfx90a:sramecc-:xnack+", co}});
   ImageReport r;
   verdict(b, "gfx90a:sramecc+:xnack-", &r);
-  ASSERT_TRUE(has_code(r, "HG203"));
+  ASSERT_TRUE(has_code(r, Code::kFeatureMismatch));
   for (const auto& d : r.diagnostics)
-    if (d.code == "HG203") {
+    if (d.code == Code::kFeatureMismatch) {
       EXPECT_EQ(d.fix.find("HSA_XNACK"), std::string::npos) << d.fix;
       EXPECT_NE(d.fix.find("--offload-arch=gfx90a:sramecc+:xnack-"), std::string::npos) << d.fix;
     }
@@ -203,9 +203,10 @@ TEST(Selection, RawCodeObjectOfAnIsaCompatibleSiblingSuggestsOverride) {
   ASSERT_FALSE(co.empty());
   ImageReport r;
   verdict(co, "gfx1031", &r);
-  ASSERT_TRUE(has_code(r, "HG202"));
+  ASSERT_TRUE(has_code(r, Code::kProcessorMismatch));
   for (const auto& d : r.diagnostics)
-    if (d.code == "HG202") EXPECT_NE(d.fix.find("HSA_OVERRIDE_GFX_VERSION=10.3.0"), std::string::npos) << d.fix;
+    if (d.code == Code::kProcessorMismatch)
+      EXPECT_NE(d.fix.find("HSA_OVERRIDE_GFX_VERSION=10.3.0"), std::string::npos) << d.fix;
   ImageReport r2;
   verdict(co, "gfx942", &r2);
   for (const auto& d : r2.diagnostics) EXPECT_EQ(d.fix.find("HSA_OVERRIDE_GFX_VERSION"), std::string::npos) << d.fix;

@@ -97,7 +97,7 @@ TEST(KernelDatabase, EveryTruncationFailsCleanly) {
   for (size_t n = 0; n < sol.find("\xa7library") + 8; ++n) {
     auto s = read_tensile_solutions(sol.substr(0, n));
     ASSERT_FALSE(s) << "prefix " << n;
-    EXPECT_EQ(code_string(s.error().code), code::kDatabaseMalformed) << "prefix " << n;
+    EXPECT_EQ(s.error().code, Code::kDatabaseMalformed) << "prefix " << n;
     EXPECT_FALSE(s.error().message.empty()) << "prefix " << n;
   }
   for (size_t n = 0; n < lazy.size(); ++n) EXPECT_FALSE(read_tensile_placeholders(lazy.substr(0, n))) << "prefix " << n;
@@ -182,8 +182,8 @@ struct TempDir {
   }
 };
 
-std::vector<std::string> codes(const DatabaseReport& r) {
-  std::vector<std::string> out;
+std::vector<Code> codes(const DatabaseReport& r) {
+  std::vector<Code> out;
   for (const auto& d : r.diagnostics) out.push_back(d.code);
   return out;
 }
@@ -197,19 +197,20 @@ TEST(KernelDatabase, TensileDirectoryWithoutTheProcessorOrWithADamagedDatabase) 
   EXPECT_EQ(dbs[0].kind, DatabaseKind::Rocblas);
   auto gfx942 = *parse_target_id("gfx942"), gfx90a = *parse_target_id("gfx90a");
   DatabaseReport r = check_kernel_database(dbs[0], {gfx942});
-  EXPECT_EQ(codes(r), (std::vector<std::string>{"HG701", "HG707"}));
+  EXPECT_EQ(codes(r), (std::vector<Code>{Code::kDatabaseMissing, Code::kDatabaseChecked}));
   EXPECT_NE(r.diagnostics[0].message.find("rocBLAS error: Cannot read"), std::string::npos);
   // No gfx942 code object at all: HG214 says it once; HG701 adds the library's message as a note.
   EXPECT_EQ(r.diagnostics[0].severity, Severity::Note);
   t.write("TensileLibrary_X_gfx942.co", "not even ELF");  // rocBLAS's glob "*gfx942*co" now matches
   r = check_kernel_database(dbs[0], {gfx942});
   ASSERT_FALSE(r.diagnostics.empty());
-  EXPECT_EQ(r.diagnostics[0].code, "HG701");
+  EXPECT_EQ(r.diagnostics[0].code, Code::kDatabaseMissing);
   EXPECT_EQ(r.diagnostics[0].severity, Severity::Error);
   std::filesystem::remove(t.path / "TensileLibrary_X_gfx942.co");
   r = check_kernel_database(dbs[0], {gfx90a});
   // The helper is missing (HG706), X.dat is damaged (HG702), Y.dat missing (HG703), then the summary.
-  EXPECT_EQ(codes(r), (std::vector<std::string>{"HG706", "HG702", "HG703", "HG707"}));
+  EXPECT_EQ(codes(r), (std::vector<Code>{Code::kDatabaseHelperMissing, Code::kDatabaseMalformed,
+                                         Code::kDatabaseFileMissing, Code::kDatabaseChecked}));
 }
 
 // A lazy database cut after its first placeholder: the library loads nothing from it, so HG702 says it
@@ -225,7 +226,8 @@ TEST(KernelDatabase, UnreadableLazyDatabaseChecksNoPlaceholder) {
   auto dbs = find_kernel_databases(t.path.string());
   ASSERT_EQ(dbs.size(), 1u);
   DatabaseReport r = check_kernel_database(dbs[0], {*parse_target_id("gfx90a")});
-  EXPECT_EQ(codes(r), (std::vector<std::string>{"HG706", "HG702", "HG707"}));
+  EXPECT_EQ(codes(r),
+            (std::vector<Code>{Code::kDatabaseHelperMissing, Code::kDatabaseMalformed, Code::kDatabaseChecked}));
   ASSERT_GE(r.diagnostics.size(), 2u);
   EXPECT_NE(r.diagnostics[1].message.find("cannot read this lazy Tensile database"), std::string::npos)
       << r.diagnostics[1].message;
@@ -233,8 +235,8 @@ TEST(KernelDatabase, UnreadableLazyDatabaseChecksNoPlaceholder) {
 
 // The kernel-database findings of check_paths over `path` for `target`: code, file and message with
 // `strip` taken out.
-std::vector<std::pair<std::string, std::string>> database_findings(const std::string& path, const std::string& strip,
-                                                                   const std::string& target) {
+std::vector<std::pair<Code, std::string>> database_findings(const std::string& path, const std::string& strip,
+                                                            const std::string& target) {
   auto without = [&](std::string s) {
     for (size_t at; (at = s.find(strip)) != std::string::npos;) s.erase(at, strip.size());
     return s;
@@ -245,10 +247,11 @@ std::vector<std::pair<std::string, std::string>> database_findings(const std::st
   o.kernel_databases = kernel_database_step;
   CollectSink sink(false);
   check_paths({path}, o, sink);
-  std::vector<std::pair<std::string, std::string>> out;
+  std::vector<std::pair<Code, std::string>> out;
   for (const auto& r : sink.reports)
     for (const auto& d : r.diagnostics)
-      if (d.code.rfind("HG70", 0) == 0) out.emplace_back(d.code, without(d.file) + ": " + without(d.message));
+      if (code_string(d.code).starts_with("HG70"))
+        out.emplace_back(d.code, without(d.file) + ": " + without(d.message));
   return out;
 }
 
@@ -269,10 +272,12 @@ TEST(KernelDatabase, DatabasesInsideArchivesAsInstalled) {
   TempDir t;
   for (const auto& [name, bytes] : files) t.write("dir/" + name, bytes);
   auto installed = database_findings((t.path / "dir/lib").string(), (t.path / "dir/").string(), "gfx90a");
-  std::vector<std::string> codes;
+  std::vector<Code> codes;
   for (const auto& [code, what] : installed) codes.push_back(code);
   std::sort(codes.begin(), codes.end());
-  EXPECT_EQ(codes, (std::vector<std::string>{"HG703", "HG704", "HG705", "HG706", "HG707"}));
+  EXPECT_EQ(codes,
+            (std::vector<Code>{Code::kDatabaseFileMissing, Code::kDatabaseCodeObjectMismatch,
+                               Code::kDatabaseKernelMissing, Code::kDatabaseHelperMissing, Code::kDatabaseChecked}));
   for (int filter : {ARCHIVE_FILTER_NONE, ARCHIVE_FILTER_GZIP}) {
     std::string tar = (t.path / ("lib.tar" + std::to_string(filter))).string();
     std::ofstream(tar, std::ios::binary) << hgtest::write_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, filter, files);
@@ -302,7 +307,7 @@ TEST(KernelDatabase, DatabasesInsideArchivesAsInstalled) {
   ASSERT_NE(co, std::string::npos);
   std::string cut = (t.path / "cut.tar").string();
   std::ofstream(cut, std::ios::binary) << whole.substr(0, co + 1024);
-  EXPECT_EQ(database_findings(cut, cut + "!", "gfx90a"), (std::vector<std::pair<std::string, std::string>>{}));
+  EXPECT_EQ(database_findings(cut, cut + "!", "gfx90a"), (std::vector<std::pair<Code, std::string>>{}));
 
   // No temporary copy can be made: HG119 says the databases went unchecked, instead of HG70x.
   const char* tmpdir = std::getenv("TMPDIR");
@@ -315,11 +320,11 @@ TEST(KernelDatabase, DatabasesInsideArchivesAsInstalled) {
   CollectSink sink(false);
   check_paths({tar}, o, sink);
   tmpdir ? setenv("TMPDIR", saved.c_str(), 1) : unsetenv("TMPDIR");
-  std::vector<std::string> said;
+  std::vector<Code> said;
   for (const auto& r : sink.reports)
     for (const auto& d : r.diagnostics)
-      if (d.code.rfind("HG70", 0) == 0 || d.code == code::kArchiveDatabasesUnchecked) said.push_back(d.code);
-  EXPECT_EQ(said, std::vector<std::string>{"HG119"});
+      if (code_string(d.code).starts_with("HG70") || d.code == Code::kArchiveDatabasesUnchecked) said.push_back(d.code);
+  EXPECT_EQ(said, std::vector<Code>{Code::kArchiveDatabasesUnchecked});
 }
 
 TEST(KernelDatabase, AiterListWithoutItsColumns) {
@@ -330,7 +335,8 @@ TEST(KernelDatabase, AiterListWithoutItsColumns) {
   ASSERT_EQ(dbs.size(), 1u);
   EXPECT_EQ(dbs[0].kind, DatabaseKind::Aiter);
   DatabaseReport r = check_kernel_database(dbs[0], {});  // no target: every processor shipped (gfx942)
-  EXPECT_EQ(codes(r), (std::vector<std::string>{"HG702", "HG703", "HG707"}));
+  EXPECT_EQ(codes(r),
+            (std::vector<Code>{Code::kDatabaseMalformed, Code::kDatabaseFileMissing, Code::kDatabaseChecked}));
   ASSERT_EQ(r.targets.size(), 1u);
   EXPECT_EQ(r.targets[0].target, "gfx942");
 }
@@ -355,7 +361,8 @@ TEST(KernelDatabase, AiterRowsAgainstRealCodeObjects) {
   auto dbs = find_kernel_databases(t.path.string());
   ASSERT_EQ(dbs.size(), 1u);
   DatabaseReport r = check_kernel_database(dbs[0], {*parse_target_id("gfx942:xnack-")});
-  EXPECT_EQ(codes(r), (std::vector<std::string>{"HG705", "HG704", "HG707"}));
+  EXPECT_EQ(codes(r), (std::vector<Code>{Code::kDatabaseKernelMissing, Code::kDatabaseCodeObjectMismatch,
+                                         Code::kDatabaseChecked}));
   ASSERT_EQ(r.targets.size(), 1u);
   EXPECT_EQ(r.targets[0].entries, 3u);
   EXPECT_EQ(r.targets[0].kernels, 1u);

@@ -82,7 +82,7 @@ void maybe_write(const ByteVec& v, const char* name) {
   out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size()));
 }
 
-size_t count_code(const std::vector<Diagnostic>& ds, std::string_view c) { return find_diags(ds, c).size(); }
+size_t count_code(const std::vector<Diagnostic>& ds, Code c) { return find_diags(ds, c).size(); }
 
 // ---- Hostile input 1: a ~150 KB CCOB that decompresses to 4 GiB -------------
 //
@@ -129,14 +129,14 @@ TEST(Budget, CcobClaimingMoreThanItsRatioIsHG111WithoutDecompressing) {
   uint64_t payload = v.size() - 32;
   auto b = parse_bundle(span(v));
   ASSERT_FALSE(b) << "a " << v.size() << "-byte CCOB claiming 4 GiB is accepted";
-  EXPECT_EQ(code_string(b.error().code), code::kBudgetExceeded) << b.error().message;
+  EXPECT_EQ(b.error().code, Code::kBudgetExceeded) << b.error().message;
   EXPECT_NE(b.error().message.find(std::to_string(total)), std::string::npos) << b.error().message;
   EXPECT_NE(b.error().message.find(std::to_string(max_claimed_uncompressed(payload))), std::string::npos)
       << b.error().message;
 
   long mib = child_peak_growth_mib([&] {
     ImageReport r = check_image(span(v), "bomb", {target("gfx942")});
-    if (!has_code(r.diagnostics, code::kBudgetExceeded) || r.ok()) _exit(3);
+    if (!has_code(r.diagnostics, Code::kBudgetExceeded) || r.ok()) _exit(3);
   });
   EXPECT_GE(mib, 0) << "the child died (out of memory, or no HG111)";
   EXPECT_LT(mib, kSmallMiB) << "MiB spent on a " << v.size() << "-byte compressed bundle";
@@ -152,12 +152,12 @@ TEST(Budget, CcobRatioLimitIsGenerousForRealBundles) {
   auto b = parse_bundle(span(small));
   ASSERT_TRUE(b) << b.error().message;
   ImageReport r = check_image(span(small), "small", {target("gfx942")});
-  EXPECT_FALSE(has_code(r.diagnostics, code::kBudgetExceeded)) << dump(r.diagnostics);
+  EXPECT_FALSE(has_code(r.diagnostics, Code::kBudgetExceeded)) << dump(r.diagnostics);
   // Just past the floor with a ~1 KB payload: over the ratio.
   ByteVec over = zstd_bomb_ccob((16 << 20) + (128 << 10));
   auto o = parse_bundle(span(over));
   ASSERT_FALSE(o);
-  EXPECT_EQ(code_string(o.error().code), code::kBudgetExceeded);
+  EXPECT_EQ(o.error().code, Code::kBudgetExceeded);
 }
 
 // A zstd frame without a content size may ask for a window of up to 2 GiB,
@@ -214,11 +214,11 @@ TEST(Budget, MillionEmptyKernelsAreCappedFindingsNotAMillionLines) {
   ASSERT_TRUE(co) << co.error().message;
   EXPECT_LE(co->issues.size(), kMaxIssuesPerCodeObject + 1);
   auto over =
-      std::find_if(co->issues.begin(), co->issues.end(), [](auto& i) { return i.code == code::kBudgetExceeded; });
+      std::find_if(co->issues.begin(), co->issues.end(), [](auto& i) { return i.code == Code::kBudgetExceeded; });
   ASSERT_NE(over, co->issues.end());
   EXPECT_EQ(over->value, 1000000u);
   EXPECT_EQ(over->limit, kMaxKernelsPerCodeObject);
-  ASSERT_EQ(co->issues.back().code, code::kFindingsCapped);
+  ASSERT_EQ(co->issues.back().code, Code::kFindingsCapped);
   EXPECT_EQ(co->issues.back().severity, Severity::Error) << "dropped errors (kernels without .name) keep failing";
   EXPECT_EQ(co->issues_dropped, kMaxKernelsPerCodeObject + 1 - kMaxIssuesPerCodeObject);
 
@@ -239,13 +239,13 @@ TEST(Budget, ManyBrokenKernelsUnderTheLimitAreCappedToo) {
   ByteVec v = make_code_object(s);
   auto co = parse_code_object(span(v));
   ASSERT_TRUE(co) << co.error().message;
-  EXPECT_FALSE(has_issue(*co, code::kBudgetExceeded));
+  EXPECT_FALSE(has_issue(*co, Code::kBudgetExceeded));
   ASSERT_EQ(co->issues.size(), kMaxIssuesPerCodeObject + 1);
-  EXPECT_EQ(co->issues.back().code, code::kFindingsCapped);
+  EXPECT_EQ(co->issues.back().code, Code::kFindingsCapped);
   EXPECT_EQ(co->issues.back().value, 5000u);
   EXPECT_NE(co->issues.back().message.find("4900 more"), std::string::npos) << co->issues.back().message;
   ImageReport r = check_image(span(v), "many", {target("gfx942")});
-  auto capped = find_diags(r.diagnostics, code::kFindingsCapped);
+  auto capped = find_diags(r.diagnostics, Code::kFindingsCapped);
   ASSERT_EQ(capped.size(), 1u) << dump(r.diagnostics);
   EXPECT_EQ(capped[0]->severity, Severity::Error);
   EXPECT_EQ(capped[0]->limit, kMaxIssuesPerCodeObject);
@@ -264,8 +264,8 @@ TEST(Budget, KernelFindingsPerTargetAreCapped) {
   }
   ByteVec v = make_code_object(s);
   ImageReport r = check_image(span(v), "lds", {target("gfx942")});
-  EXPECT_EQ(count_code(r.diagnostics, code::kLdsOverLimit), kMaxIssuesPerCodeObject) << dump(r.diagnostics);
-  auto capped = find_diags(r.diagnostics, code::kFindingsCapped);
+  EXPECT_EQ(count_code(r.diagnostics, Code::kLdsOverLimit), kMaxIssuesPerCodeObject) << dump(r.diagnostics);
+  auto capped = find_diags(r.diagnostics, Code::kFindingsCapped);
   ASSERT_EQ(capped.size(), 1u);
   EXPECT_EQ(capped[0]->target, "gfx942");
   EXPECT_EQ(capped[0]->severity, Severity::Error);
@@ -282,7 +282,7 @@ TEST(Budget, ArgsPerKernelAndCountsVersusBytes) {
   auto co = parse_code_object(span(make_code_object(s)));
   ASSERT_TRUE(co) << co.error().message;
   EXPECT_TRUE(co->kernels.empty());
-  auto i = std::find_if(co->issues.begin(), co->issues.end(), [](auto& x) { return x.code == code::kBudgetExceeded; });
+  auto i = std::find_if(co->issues.begin(), co->issues.end(), [](auto& x) { return x.code == Code::kBudgetExceeded; });
   ASSERT_NE(i, co->issues.end());
   EXPECT_EQ(i->value, kMaxArgsPerKernel + 1);
   EXPECT_EQ(i->limit, kMaxArgsPerKernel);
@@ -301,7 +301,7 @@ TEST(Budget, ArgsPerKernelAndCountsVersusBytes) {
   lie.raw_metadata = md;
   co = parse_code_object(span(make_code_object(lie)));
   ASSERT_TRUE(co);
-  EXPECT_TRUE(has_issue(*co, code::kBadMetadata));
+  EXPECT_TRUE(has_issue(*co, Code::kBadMetadata));
 }
 
 // ---- Hostile input 3: 2000 bundle entries over the same bytes ---------------
@@ -348,7 +348,7 @@ TEST(Budget, OverlappingEntriesAreParsedOnceWithinABudget) {
   ImageReport r = check_image(span(v), "overlap", {});
   // Identical (offset, size) pairs are parsed once; the bytes parsed stay within 2x the bundle.
   EXPECT_LE(r.code_objects.size(), 2 * kMaxParsedBytesFactor + 1);
-  auto over = find_diags(r.diagnostics, code::kBudgetExceeded);
+  auto over = find_diags(r.diagnostics, Code::kBudgetExceeded);
   ASSERT_FALSE(over.empty()) << "no HG111 for entries past the parse budget";
   EXPECT_EQ(over[0]->limit, v.size() * kMaxParsedBytesFactor);
   EXPECT_GT(*over[0]->value, *over[0]->limit);
@@ -377,7 +377,7 @@ TEST(Budget, EntriesWithTheSameBytesShareOneParseAndItsVerdict) {
   put<uint64_t>(b, second + 8, size);
   ImageReport all = check_image(span(b), "same", {});
   EXPECT_EQ(all.code_objects.size(), 1u);
-  EXPECT_EQ(count_code(all.diagnostics, code::kDescriptorMissing), 1u) << dump(all.diagnostics);
+  EXPECT_EQ(count_code(all.diagnostics, Code::kDescriptorMissing), 1u) << dump(all.diagnostics);
   // gfx90a selects (and parses) the first entry, gfx942 the second: the same bytes, parsed once.
   ImageReport two = check_image(span(b), "same", {target("gfx90a"), target("gfx942")});
   ASSERT_EQ(two.verdicts.size(), 2u);

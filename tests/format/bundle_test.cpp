@@ -182,7 +182,7 @@ TEST(Bundle, SplitSectionStopsAtMalformedBundle) {
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_TRUE(parts[0].bundle);
   ASSERT_FALSE(parts[1].bundle);
-  EXPECT_EQ(code_string(parts[1].bundle.error().code), code::kMalformedBundle);
+  EXPECT_EQ(parts[1].bundle.error().code, Code::kMalformedBundle);
 }
 
 // ---- Malformed uncompressed bundles → HG104 --------------------------------------
@@ -192,11 +192,11 @@ namespace {
 void expect_hg104(const ByteVec& b, const char* what) {
   auto r = parse_bundle(span(b));
   ASSERT_FALSE(r) << what << ": accepted";
-  EXPECT_EQ(code_string(r.error().code), code::kMalformedBundle) << what << ": " << r.error().message;
+  EXPECT_EQ(r.error().code, Code::kMalformedBundle) << what << ": " << r.error().message;
   EXPECT_FALSE(r.error().message.empty());
   // And through the checker: a structural error, no verdict can pass.
   auto report = check_image(span(b), "crafted", {target("gfx942")});
-  EXPECT_TRUE(has_code(report.diagnostics, code::kMalformedBundle)) << what << "\n" << dump(report.diagnostics);
+  EXPECT_TRUE(has_code(report.diagnostics, Code::kMalformedBundle)) << what << "\n" << dump(report.diagnostics);
   EXPECT_FALSE(report.structurally_ok);
   EXPECT_FALSE(report.ok());
 }
@@ -254,7 +254,7 @@ TEST(BundleMalformed, NoMagic) {
   b[0] = 'X';
   auto r = parse_bundle(span(b));
   ASSERT_FALSE(r);
-  EXPECT_EQ(code_string(r.error().code), code::kMalformedBundle);
+  EXPECT_EQ(r.error().code, Code::kMalformedBundle);
 }
 
 // ---- Compressed bundles (CCOB) --------------------------------------------------
@@ -271,10 +271,10 @@ bool method_available(uint16_t method) {
 void expect_hg105(const ByteVec& b, const char* what) {
   auto r = parse_bundle(span(b));
   ASSERT_FALSE(r) << what << ": accepted";
-  EXPECT_EQ(code_string(r.error().code), code::kMalformedCompressed) << what << ": " << r.error().message;
+  EXPECT_EQ(r.error().code, Code::kMalformedCompressed) << what << ": " << r.error().message;
   auto report = check_image(span(b), "crafted", {target("gfx90a")});
   EXPECT_EQ(report.kind, PayloadKind::CompressedBundle);
-  EXPECT_TRUE(has_code(report.diagnostics, code::kMalformedCompressed)) << what << "\n" << dump(report.diagnostics);
+  EXPECT_TRUE(has_code(report.diagnostics, Code::kMalformedCompressed)) << what << "\n" << dump(report.diagnostics);
   EXPECT_FALSE(report.ok());
 }
 
@@ -316,7 +316,7 @@ TEST_P(Ccob, SameEntriesAsTheUncompressedBundle) {
   EXPECT_TRUE(report.verdicts[0].can_run) << dump(report.diagnostics);
   EXPECT_EQ(report.verdicts[0].selected, "hipv4-amdgcn-amd-amdhsa--gfx90a");
   EXPECT_FALSE(report.verdicts[1].can_run);
-  EXPECT_TRUE(has_code(report.diagnostics, code::kNoCodeObject));
+  EXPECT_TRUE(has_code(report.diagnostics, Code::kNoCodeObject));
 }
 
 INSTANTIATE_TEST_SUITE_P(VersionsAndMethods, Ccob,
@@ -417,8 +417,8 @@ TEST(CcobMalformed, PayloadCutAfterTheTableIsHG105WhenTheEntryIsExtracted) {
     SCOPED_TRACE(method ? "zstd" : "zlib");
     EXPECT_FALSE(report.ok());
     EXPECT_FALSE(report.verdicts.at(0).can_run);
-    EXPECT_TRUE(has_code(report.diagnostics, code::kMalformedCompressed)) << dump(report.diagnostics);
-    EXPECT_FALSE(has_code(report.diagnostics, code::kMalformedElf)) << dump(report.diagnostics);
+    EXPECT_TRUE(has_code(report.diagnostics, Code::kMalformedCompressed)) << dump(report.diagnostics);
+    EXPECT_FALSE(has_code(report.diagnostics, Code::kMalformedElf)) << dump(report.diagnostics);
   }
 }
 

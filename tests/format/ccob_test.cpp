@@ -87,7 +87,7 @@ TEST_F(Ccob, BadHeadersAndPayloadsAreHG105) {
   auto expect_hg105 = [](std::vector<uint8_t> v, const char* what) {
     auto b = parse_bundle(Bytes(v.data(), v.size()));
     ASSERT_FALSE(b) << what;
-    EXPECT_EQ(code_string(b.error().code), "HG105") << what;
+    EXPECT_EQ(b.error().code, Code::kMalformedCompressed) << what;
   };
   auto v = good;
   v[4] = 9;  // version 9
@@ -119,7 +119,7 @@ TEST_F(Ccob, HugeClaimedSizeCostsOnlyWhatTheStreamYields) {
   std::memcpy(v.data() + 8, &claim, 4);
   auto refused = parse_bundle(Bytes(v.data(), v.size()));
   ASSERT_FALSE(refused);
-  EXPECT_EQ(code_string(refused.error().code), "HG111") << refused.error().message;
+  EXPECT_EQ(refused.error().code, Code::kBudgetExceeded) << refused.error().message;
   claim = static_cast<uint32_t>(max_claimed_uncompressed(v.size() - 20));
   ASSERT_GT(claim, plain_.size() * 16) << "the claim within the ratio is still a big lie";
   std::memcpy(v.data() + 8, &claim, 4);
@@ -146,7 +146,7 @@ TEST_F(Ccob, SeveralFittingEntriesAreAmbiguousOnlyWhenCompressed) {
   auto plain = make_bundle({{hip + "gfx90a", co}, {hip + "gfx90a:xnack-", co}});
   auto gfx90a = *parse_target("gfx90a:sramecc+:xnack-");
   ImageReport u = check_image(Bytes(plain.data(), plain.size()), "plain", {gfx90a});
-  for (const auto& d : u.diagnostics) EXPECT_NE(d.code, "HG208") << d.message;
+  for (const auto& d : u.diagnostics) EXPECT_NE(d.code, Code::kAmbiguousSelection) << d.message;
   auto packed = bundler_ccob(plain, 3, 1);
   ImageReport c = check_image(Bytes(packed.data(), packed.size()), "ccob", {gfx90a});
   ASSERT_EQ(c.verdicts.size(), 1u);
@@ -154,7 +154,7 @@ TEST_F(Ccob, SeveralFittingEntriesAreAmbiguousOnlyWhenCompressed) {
   EXPECT_EQ(c.verdicts[0].selected, hip + "gfx90a");
   size_t n = 0;
   for (const auto& d : c.diagnostics)
-    if (d.code == "HG208") {
+    if (d.code == Code::kAmbiguousSelection) {
       ++n;
       EXPECT_EQ(d.severity, Severity::Warning);
       EXPECT_NE(d.message.find("2 entries that fit"), std::string::npos) << d.message;
@@ -164,7 +164,7 @@ TEST_F(Ccob, SeveralFittingEntriesAreAmbiguousOnlyWhenCompressed) {
   // One fitting entry: nothing to say.
   auto single = bundler_ccob(make_bundle({{hip + "gfx90a:xnack-", co}, {hip + "gfx1030", {}}}), 2, 0);
   ImageReport s = check_image(Bytes(single.data(), single.size()), "ccob", {gfx90a});
-  for (const auto& d : s.diagnostics) EXPECT_NE(d.code, "HG208") << d.message;
+  for (const auto& d : s.diagnostics) EXPECT_NE(d.code, Code::kAmbiguousSelection) << d.message;
 }
 
 TEST_F(Ccob, OpenmpEntriesAreCandidatesOnlyWhenCompressed) {
@@ -208,7 +208,7 @@ TEST_F(Ccob, StreamedZstdWithoutContentSizeReadsLikeTheBundlersOwn) {
     ASSERT_EQ(last.size(), want.size());
     EXPECT_TRUE(std::equal(last.begin(), last.end(), want.begin()));
     ImageReport r = check_image(Bytes(ccob.data(), ccob.size()), "ccob", {gfx90a, gfx942});
-    for (const auto& d : r.diagnostics) EXPECT_NE(d.code, "HG105") << d.message;
+    for (const auto& d : r.diagnostics) EXPECT_NE(d.code, Code::kMalformedCompressed) << d.message;
     ASSERT_EQ(r.verdicts.size(), ref.verdicts.size());
     for (size_t i = 0; i < r.verdicts.size(); ++i) {
       EXPECT_EQ(r.verdicts[i].can_run, ref.verdicts[i].can_run);
@@ -232,7 +232,7 @@ TEST_F(Ccob, StreamedZstdThatIsBrokenOrMisSizedIsHG105) {
       EXPECT_FALSE(r.ok()) << what;
       return;
     }
-    EXPECT_EQ(code_string(b.error().code), "HG105") << what << ": " << b.error().message;
+    EXPECT_EQ(b.error().code, Code::kMalformedCompressed) << what << ": " << b.error().message;
   };
   hg105(std::vector<uint8_t>(packed.begin(), packed.begin() + packed.size() / 2), plain_.size(), "truncated frame");
   auto corrupt = packed;

@@ -129,10 +129,8 @@ TEST(CorpusCodeObject, NoStructuralErrors) {
     auto co = parse(read_bytes(f));
     ASSERT_TRUE(co);
     for (const auto& i : co->issues) {
-      const CodeInfo* info = find_code(i.code);
-      ASSERT_NE(info, nullptr) << i.code;
-      EXPECT_NE(info->severity, Severity::Error)
-          << f.filename().string() << ": " << i.code << " " << i.kernel << ": " << i.message;
+      EXPECT_NE(code_info(i.code).severity, Severity::Error)
+          << f.filename().string() << ": " << code_string(i.code) << " " << i.kernel << ": " << i.message;
     }
   }
 }
@@ -203,7 +201,7 @@ TEST(CraftedCodeObject, BuilderOutputIsClean) {
   EXPECT_EQ(co->kernels[0].name, "k");
   ASSERT_TRUE(co->kernels[0].descriptor);
   EXPECT_TRUE(co->device_functions.empty());
-  for (const auto& i : co->issues) ADD_FAILURE() << i.code << " " << i.kernel << ": " << i.message;
+  for (const auto& i : co->issues) ADD_FAILURE() << code_string(i.code) << " " << i.kernel << ": " << i.message;
   EXPECT_EQ(co->size, v.size());
 }
 
@@ -212,7 +210,7 @@ TEST(CraftedCodeObject, TruncatedIsHG106) {
   for (size_t n : {size_t(0), size_t(4), size_t(63), size_t(64), v.size() / 2, v.size() - 1}) {
     auto r = parse_code_object(Bytes(v.data(), n));
     ASSERT_FALSE(r) << n << " bytes accepted";
-    EXPECT_EQ(code_string(r.error().code), code::kMalformedElf) << n << " bytes: " << r.error().message;
+    EXPECT_EQ(r.error().code, Code::kMalformedElf) << n << " bytes: " << r.error().message;
   }
 }
 
@@ -221,7 +219,7 @@ TEST(CraftedCodeObject, TruncatedCorpusFileIsHG106) {
   ByteVec v = read_bytes(corpus_dir() / "gfx942_pa_a16w8_f16.co");
   auto r = parse_code_object(Bytes(v.data(), v.size() - 100));  // section headers cut off
   ASSERT_FALSE(r);
-  EXPECT_EQ(code_string(r.error().code), code::kMalformedElf);
+  EXPECT_EQ(r.error().code, Code::kMalformedElf);
 }
 
 TEST(CraftedCodeObject, WrongMachineIsHG106) {
@@ -229,7 +227,7 @@ TEST(CraftedCodeObject, WrongMachineIsHG106) {
   s.machine = 62;  // EM_X86_64
   auto r = parse(make_code_object(s));
   ASSERT_FALSE(r);
-  EXPECT_EQ(code_string(r.error().code), code::kMalformedElf);
+  EXPECT_EQ(r.error().code, Code::kMalformedElf);
   EXPECT_NE(r.error().message.find("224"), std::string::npos) << r.error().message;
 }
 
@@ -239,7 +237,7 @@ TEST(CraftedCodeObject, WrongOsAbiIsHG106) {
     s.osabi = abi;
     auto r = parse(make_code_object(s));
     ASSERT_FALSE(r) << "OSABI " << int(abi);
-    EXPECT_EQ(code_string(r.error().code), code::kMalformedElf);
+    EXPECT_EQ(r.error().code, Code::kMalformedElf);
   }
 }
 
@@ -248,17 +246,17 @@ TEST(CraftedCodeObject, NotElf64LsbIsHG106) {
   v[4] = 1;  // ELFCLASS32
   auto r = parse(v);
   ASSERT_FALSE(r);
-  EXPECT_EQ(code_string(r.error().code), code::kMalformedElf);
+  EXPECT_EQ(r.error().code, Code::kMalformedElf);
   v = make_code_object({});
   v[5] = 2;  // big endian
   r = parse(v);
   ASSERT_FALSE(r);
-  EXPECT_EQ(code_string(r.error().code), code::kMalformedElf);
+  EXPECT_EQ(r.error().code, Code::kMalformedElf);
   v = make_code_object({});
   put<uint64_t>(v, 40, v.size() - 10);  // section header table runs off the end
   r = parse(v);
   ASSERT_FALSE(r);
-  EXPECT_EQ(code_string(r.error().code), code::kMalformedElf);
+  EXPECT_EQ(r.error().code, Code::kMalformedElf);
 }
 
 TEST(CraftedCodeObject, UnknownMachIsHG108) {
@@ -267,11 +265,11 @@ TEST(CraftedCodeObject, UnknownMachIsHG108) {
   ASSERT_EQ(find_processor_by_mach(0x0fe), nullptr);
   auto r = parse(make_code_object(s));
   ASSERT_FALSE(r);
-  EXPECT_EQ(code_string(r.error().code), code::kUnknownProcessor);
+  EXPECT_EQ(r.error().code, Code::kUnknownProcessor);
   EXPECT_NE(r.error().message.find("0x0fe"), std::string::npos) << r.error().message;
   // Through the checker: structural error, every verdict fails.
   auto report = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
-  EXPECT_TRUE(has_code(report.diagnostics, code::kUnknownProcessor)) << dump(report.diagnostics);
+  EXPECT_TRUE(has_code(report.diagnostics, Code::kUnknownProcessor)) << dump(report.diagnostics);
   EXPECT_FALSE(report.ok());
 }
 
@@ -280,12 +278,12 @@ TEST(CraftedCodeObject, NoMetadataNoteIsHG401) {
   s.note = false;
   auto co = parse(make_code_object(s));
   ASSERT_TRUE(co) << co.error().message;
-  EXPECT_TRUE(has_issue(*co, code::kNoMetadata));
+  EXPECT_TRUE(has_issue(*co, Code::kNoMetadata));
   EXPECT_TRUE(co->kernels.empty());
   // The .kd symbol is still there: a kernel nobody can launch.
-  EXPECT_TRUE(has_issue(*co, code::kKernelWithoutMetadata));
+  EXPECT_TRUE(has_issue(*co, Code::kKernelWithoutMetadata));
   auto report = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
-  EXPECT_TRUE(has_code(report.diagnostics, code::kNoMetadata));
+  EXPECT_TRUE(has_code(report.diagnostics, Code::kNoMetadata));
   EXPECT_FALSE(report.structurally_ok);
   EXPECT_FALSE(report.ok());
 }
@@ -295,7 +293,7 @@ TEST(CraftedCodeObject, GarbageMetadataIsHG402) {
   s.raw_metadata = std::string("\xc1\xc1\xc1 not msgpack", 15);  // 0xc1 is never used in MessagePack
   auto co = parse(make_code_object(s));
   ASSERT_TRUE(co) << co.error().message;
-  EXPECT_TRUE(has_issue(*co, code::kBadMetadata));
+  EXPECT_TRUE(has_issue(*co, Code::kBadMetadata));
   EXPECT_TRUE(co->kernels.empty());
 }
 
@@ -304,11 +302,11 @@ TEST(CraftedCodeObject, MetadataWithoutKernelListIsHG402) {
   s.raw_metadata = std::string("\x91\x01", 2);  // msgpack [1]: root is not a map
   auto co = parse(make_code_object(s));
   ASSERT_TRUE(co);
-  EXPECT_TRUE(has_issue(*co, code::kBadMetadata));
+  EXPECT_TRUE(has_issue(*co, Code::kBadMetadata));
   s.raw_metadata = std::string("\x81\xa1x\x01", 4);  // {"x": 1}: no amdhsa.kernels
   co = parse(make_code_object(s));
   ASSERT_TRUE(co);
-  EXPECT_TRUE(has_issue(*co, code::kBadMetadata));
+  EXPECT_TRUE(has_issue(*co, Code::kBadMetadata));
 }
 
 // One NT_AMDGPU_METADATA note per kernel, as Tensile writes rocBLAS's and
@@ -338,7 +336,7 @@ TEST(CraftedCodeObject, EveryMetadataNoteIsMerged) {
   EXPECT_EQ(co->kernels[1].group_segment_fixed_size, 4096u);
   EXPECT_EQ(co->kernels[2].sgpr_count, 40u);
   EXPECT_TRUE(co->kernels_without_metadata.empty());
-  EXPECT_TRUE(co->issues.empty()) << co->issues[0].code << " " << co->issues[0].message;
+  EXPECT_TRUE(co->issues.empty()) << code_string(co->issues[0].code) << " " << co->issues[0].message;
 }
 
 TEST(CraftedCodeObject, NoteWithAnotherVersionIsNotMerged) {
@@ -354,7 +352,7 @@ TEST(CraftedCodeObject, NoteWithAnotherVersionIsNotMerged) {
   ASSERT_EQ(co->kernels_without_metadata, std::vector<std::string>{"k1"});
   bool said = false;
   for (const auto& i : co->issues)
-    said |= i.code == code::kBadMetadata && i.message.find("note 2 of 3") != std::string::npos &&
+    said |= i.code == Code::kBadMetadata && i.message.find("note 2 of 3") != std::string::npos &&
             i.message.find("amdhsa.version differs") != std::string::npos && i.severity == Severity::Warning;
   EXPECT_TRUE(said);
 }
@@ -367,9 +365,9 @@ TEST(CraftedCodeObject, BrokenLaterNoteIsHG402AndTheOthersStay) {
   ASSERT_TRUE(co) << co.error().message;
   ASSERT_EQ(co->kernels.size(), 2u);
   ASSERT_EQ(co->issues.size(), 2u) << "HG402 for the note, HG407 for k1";
-  EXPECT_EQ(co->issues[0].code, code::kBadMetadata);
+  EXPECT_EQ(co->issues[0].code, Code::kBadMetadata);
   EXPECT_EQ(co->issues[0].severity, Severity::Warning) << "comgr still reads the other notes";
-  EXPECT_EQ(co->issues[1].code, code::kKernelWithoutMetadata);
+  EXPECT_EQ(co->issues[1].code, Code::kKernelWithoutMetadata);
   // The first note unreadable: the second becomes the document, as in comgr.
   s.raw_metadata = std::string("\xc1\xc1", 2);
   s.extra_notes = {note_of_kernel(s, 1), note_of_kernel(s, 2)};
@@ -384,7 +382,7 @@ TEST(CraftedCodeObject, BrokenLaterNoteIsHG402AndTheOthersStay) {
   ASSERT_TRUE(co);
   EXPECT_TRUE(co->kernels.empty());
   for (const auto& i : co->issues)
-    if (i.code == code::kBadMetadata) EXPECT_FALSE(i.severity) << "the code's own severity (error)";
+    if (i.code == Code::kBadMetadata) EXPECT_FALSE(i.severity) << "the code's own severity (error)";
 }
 
 TEST(CraftedCodeObject, MissingRequiredKernelKeyIsHG403) {
@@ -393,9 +391,9 @@ TEST(CraftedCodeObject, MissingRequiredKernelKeyIsHG403) {
   s.kernels[0].omit = {".group_segment_fixed_size"};
   auto co = parse(make_code_object(s));
   ASSERT_TRUE(co);
-  ASSERT_TRUE(has_issue(*co, code::kBadKernelMetadata));
+  ASSERT_TRUE(has_issue(*co, Code::kBadKernelMetadata));
   for (const auto& i : co->issues)
-    if (i.code == code::kBadKernelMetadata) {
+    if (i.code == Code::kBadKernelMetadata) {
       EXPECT_EQ(i.kernel, "needs_lds");
       EXPECT_NE(i.message.find(".group_segment_fixed_size"), std::string::npos) << i.message;
     }
@@ -451,27 +449,27 @@ TEST(CraftedCodeObject, StreamingMetadataReader) {
   ASSERT_EQ(co.kernels[0].args.size(), 1u);
   EXPECT_EQ(co.kernels[0].args[0].value_kind, "global_buffer");
   EXPECT_EQ(co.kernels[0].args[0].name, "out");
-  EXPECT_FALSE(has_issue(co, code::kBadMetadata));
-  EXPECT_FALSE(has_issue(co, code::kBadKernelMetadata));
+  EXPECT_FALSE(has_issue(co, Code::kBadMetadata));
+  EXPECT_FALSE(has_issue(co, Code::kBadKernelMetadata));
 
   // Cut anywhere inside the document: the whole document is rejected, no kernel survives.
   std::string full = one_kernel_doc(0, [](Mp&) {});
   for (size_t cut : {full.size() - 1, full.size() - 5, full.size() / 2, size_t{1}}) {
     co = parse_doc(full.substr(0, cut));
-    EXPECT_TRUE(has_issue(co, code::kBadMetadata)) << "cut at " << cut;
+    EXPECT_TRUE(has_issue(co, Code::kBadMetadata)) << "cut at " << cut;
     EXPECT_TRUE(co.kernels.empty()) << "cut at " << cut;
   }
 
   // A key the checks read, given twice (which value would the runtime use?): HG402.
   co = parse_doc(one_kernel_doc(1, [](Mp& m) { m.str(".sgpr_count").u(99); }));
-  EXPECT_TRUE(has_issue(co, code::kBadMetadata));
+  EXPECT_TRUE(has_issue(co, Code::kBadMetadata));
   EXPECT_TRUE(co.kernels.empty());
 
   // A required integer missing (misspelt key) or of the wrong type: HG403 naming
   // it, and the kernel is not guessed at.
   co = parse_doc(one_kernel_doc(
       0, [](Mp&) {}, ".vgpr_countX"));
-  ASSERT_TRUE(has_issue(co, code::kBadKernelMetadata));
+  ASSERT_TRUE(has_issue(co, Code::kBadKernelMetadata));
   co = parse_doc([] {
     std::string d = one_kernel_doc(0, [](Mp&) {});
     // Replace the uint32 8 after ".vgpr_count" by the string "many".
@@ -482,7 +480,7 @@ TEST(CraftedCodeObject, StreamingMetadataReader) {
   EXPECT_TRUE(co.kernels.empty());
   bool named = false;
   for (const auto& i : co.issues)
-    named = named || (i.code == code::kBadKernelMetadata && i.kernel == "k" &&
+    named = named || (i.code == Code::kBadKernelMetadata && i.kernel == "k" &&
                       i.message.find(".vgpr_count (not an integer)") != std::string::npos);
   EXPECT_TRUE(named);
 
@@ -491,7 +489,7 @@ TEST(CraftedCodeObject, StreamingMetadataReader) {
   EXPECT_TRUE(co.kernels.empty());
   named = false;
   for (const auto& i : co.issues)
-    named = named || (i.code == code::kBadKernelMetadata &&
+    named = named || (i.code == Code::kBadKernelMetadata &&
                       i.message.find("argument 0 .offset/.size/.value_kind") != std::string::npos);
   EXPECT_TRUE(named);
 }
@@ -503,14 +501,14 @@ TEST(CraftedCodeObject, CodeObjectVersionOutsideV4ToV6IsHG109) {
     auto co = parse(make_code_object(s));
     ASSERT_TRUE(co) << co.error().message;
     EXPECT_EQ(co->version, v);
-    EXPECT_TRUE(has_issue(*co, code::kCodeObjectVersion)) << "v" << v;
+    EXPECT_TRUE(has_issue(*co, Code::kCodeObjectVersion)) << "v" << v;
   }
   for (unsigned v : {4u, 5u, 6u}) {
     CodeObjectSpec s;
     s.version = v;
     auto co = parse(make_code_object(s));
     ASSERT_TRUE(co);
-    EXPECT_FALSE(has_issue(*co, code::kCodeObjectVersion)) << "v" << v;
+    EXPECT_FALSE(has_issue(*co, Code::kCodeObjectVersion)) << "v" << v;
   }
 }
 
@@ -522,7 +520,7 @@ TEST(CraftedCodeObject, GenericTargetBelowV6IsHG109) {
   auto co = parse(make_code_object(s));
   ASSERT_TRUE(co);
   EXPECT_EQ(co->target.processor, "gfx9-4-generic");
-  EXPECT_TRUE(has_issue(*co, code::kCodeObjectVersion));
+  EXPECT_TRUE(has_issue(*co, Code::kCodeObjectVersion));
 }
 
 TEST(CraftedCodeObject, GenericVersionFromEFlags) {
@@ -533,7 +531,7 @@ TEST(CraftedCodeObject, GenericVersionFromEFlags) {
   auto co = parse(make_code_object(s));
   ASSERT_TRUE(co);
   EXPECT_EQ(co->generic_version, 1u);
-  EXPECT_FALSE(has_issue(*co, code::kCodeObjectVersion));
+  EXPECT_FALSE(has_issue(*co, Code::kCodeObjectVersion));
   EXPECT_NE(describe_target(*co).find("gfx9-4-generic"), std::string::npos);
 }
 
@@ -544,8 +542,8 @@ TEST(CraftedCodeObject, DescriptorDisagreesWithMetadataIsHG404) {
   s.kernels[0].kd_lds = 2048;
   auto co = parse(make_code_object(s));
   ASSERT_TRUE(co);
-  ASSERT_TRUE(has_issue(*co, code::kDescriptorMismatch));
-  EXPECT_EQ(find_code(code::kDescriptorMismatch)->severity, Severity::Warning);
+  ASSERT_TRUE(has_issue(*co, Code::kDescriptorMismatch));
+  EXPECT_EQ(code_info(Code::kDescriptorMismatch).severity, Severity::Warning);
   ASSERT_TRUE(co->kernels[0].descriptor);
   EXPECT_EQ(co->kernels[0].descriptor->group_segment_fixed_size, 2048u);
   EXPECT_EQ(co->kernels[0].group_segment_fixed_size, 1024u);
@@ -557,21 +555,21 @@ TEST(CraftedCodeObject, KernargLayoutIsHG405) {
     s.kernels[0].args = {{"a", "global_buffer", 0, 8}, {"b", "global_buffer", 16, 8}};
     auto co = parse(make_code_object(s));
     ASSERT_TRUE(co);
-    EXPECT_TRUE(has_issue(*co, code::kKernargLayout)) << "argument beyond the segment";
+    EXPECT_TRUE(has_issue(*co, Code::kKernargLayout)) << "argument beyond the segment";
   }
   {
     CodeObjectSpec s;  // overlapping arguments
     s.kernels[0].args = {{"a", "global_buffer", 0, 8}, {"b", "by_value", 4, 4}};
     auto co = parse(make_code_object(s));
     ASSERT_TRUE(co);
-    EXPECT_TRUE(has_issue(*co, code::kKernargLayout)) << "overlap";
+    EXPECT_TRUE(has_issue(*co, Code::kKernargLayout)) << "overlap";
   }
   {
     CodeObjectSpec s;  // alignment not a power of two
     s.kernels[0].kernarg_align = 12;
     auto co = parse(make_code_object(s));
     ASSERT_TRUE(co);
-    EXPECT_TRUE(has_issue(*co, code::kKernargLayout)) << "align 12";
+    EXPECT_TRUE(has_issue(*co, Code::kKernargLayout)) << "align 12";
   }
 }
 
@@ -581,7 +579,7 @@ TEST(CraftedCodeObject, MetadataKernelWithoutDescriptorIsHG406) {
   s.kernels[0].descriptor = false;
   auto co = parse(make_code_object(s));
   ASSERT_TRUE(co);
-  ASSERT_TRUE(has_issue(*co, code::kDescriptorMissing));
+  ASSERT_TRUE(has_issue(*co, Code::kDescriptorMissing));
   EXPECT_FALSE(co->kernels.at(0).descriptor);
 }
 
@@ -593,7 +591,7 @@ TEST(CraftedCodeObject, DescriptorWithoutMetadataIsHG407) {
   s.kernels.push_back(hidden);
   auto co = parse(make_code_object(s));
   ASSERT_TRUE(co);
-  EXPECT_TRUE(has_issue(*co, code::kKernelWithoutMetadata));
+  EXPECT_TRUE(has_issue(*co, Code::kKernelWithoutMetadata));
   EXPECT_EQ(co->kernels_without_metadata, std::vector<std::string>{"unlisted"});
   ASSERT_EQ(co->kernels.size(), 1u);
   EXPECT_EQ(co->kernels[0].name, "k");
@@ -613,11 +611,11 @@ TEST(CraftedCodeObject, DynamicStackIsHG305Note) {
   s.kernels[0].uses_dynamic_stack = true;
   auto co = parse(make_code_object(s));
   ASSERT_TRUE(co);
-  EXPECT_TRUE(has_issue(*co, code::kDynamicStack));
-  EXPECT_EQ(find_code(code::kDynamicStack)->severity, Severity::Note);
+  EXPECT_TRUE(has_issue(*co, Code::kDynamicStack));
+  EXPECT_EQ(code_info(Code::kDynamicStack).severity, Severity::Note);
   // A note does not make the image fail.
   auto report = check_image(span(make_code_object(s)), "crafted", {target("gfx942")});
-  EXPECT_TRUE(has_code(report.diagnostics, code::kDynamicStack));
+  EXPECT_TRUE(has_code(report.diagnostics, Code::kDynamicStack));
   EXPECT_TRUE(report.ok()) << dump(report.diagnostics);
 }
 
@@ -627,16 +625,16 @@ TEST(CraftedCodeObject, WorkgroupSizeIsHG304) {
     s.kernels[0].max_flat = bad;
     auto co = parse(make_code_object(s));
     ASSERT_TRUE(co);
-    EXPECT_TRUE(has_issue(*co, code::kWorkgroupSize)) << "max_flat_workgroup_size " << bad;
+    EXPECT_TRUE(has_issue(*co, Code::kWorkgroupSize)) << "max_flat_workgroup_size " << bad;
   }
   CodeObjectSpec s;
   s.kernels[0].max_flat = 256;
   s.kernels[0].reqd = std::array<uint64_t, 3>{32, 16, 1};  // 512 threads > 256
   auto co = parse(make_code_object(s));
   ASSERT_TRUE(co);
-  EXPECT_TRUE(has_issue(*co, code::kWorkgroupSize));
+  EXPECT_TRUE(has_issue(*co, Code::kWorkgroupSize));
   s.kernels[0].reqd = std::array<uint64_t, 3>{16, 16, 1};  // exactly 256: fine
   co = parse(make_code_object(s));
   ASSERT_TRUE(co);
-  EXPECT_FALSE(has_issue(*co, code::kWorkgroupSize));
+  EXPECT_FALSE(has_issue(*co, Code::kWorkgroupSize));
 }

@@ -10,9 +10,11 @@
 
 // Errors the full check finds without the metadata's help (bundle and ELF
 // structure, code object version, selection and e_flags, a missing note).
-static bool decided_without_metadata(const std::string& c) {
-  return (c >= "HG101" && c <= "HG106") || c == "HG108" || c == "HG109" || (c >= "HG201" && c <= "HG205") ||
-         c == "HG401";
+static bool decided_without_metadata(hipguard::Code c) {
+  using hipguard::Code;
+  return (c >= Code::kUnreadable && c <= Code::kMalformedElf) || c == Code::kUnknownProcessor ||
+         c == Code::kCodeObjectVersion || (c >= Code::kNoCodeObject && c <= Code::kGenericTooOld) ||
+         c == Code::kNoMetadata;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

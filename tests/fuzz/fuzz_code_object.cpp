@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     HG_FUZZ_CHECK(co->processor != nullptr);
     std::string d = hipguard::describe_target(*co);
     HG_FUZZ_CHECK(!d.empty());
-    for (const auto& i : co->issues) HG_FUZZ_CHECK(hipguard::find_code(i.code) != nullptr);
+    for (const auto& i : co->issues) HG_FUZZ_CHECK(!hipguard::code_string(i.code).empty());
     HG_FUZZ_CHECK(co->issues.size() <= hipguard::kMaxIssuesPerCodeObject + 1);  // + the HG112 summary
     for (const auto& k : co->kernels) HG_FUZZ_CHECK(k.args.size() < size + 1);
   } else {

@@ -8,7 +8,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   hgfuzz::Budget budget(size, hgfuzz::kPlainFactor);  // fuzz_common.h: past it is a finding
   hipguard::CodeObject co;
   hipguard::read_metadata_note(std::string_view(reinterpret_cast<const char*>(data), size), co);
-  for (const auto& i : co.issues) HG_FUZZ_CHECK(i.code == "HG402" || i.code == "HG403" || i.code == "HG111");
+  for (const auto& i : co.issues)
+    HG_FUZZ_CHECK(i.code == hipguard::Code::kBadMetadata || i.code == hipguard::Code::kBadKernelMetadata ||
+                  i.code == hipguard::Code::kBudgetExceeded);
   // Findings are capped per code object (the rest counted): the shim's log stays bounded.
   HG_FUZZ_CHECK(co.issues.size() <= hipguard::kMaxIssuesPerCodeObject);
   HG_FUZZ_CHECK(co.kernels.size() <= hipguard::kMaxKernelsPerCodeObject);

@@ -81,7 +81,7 @@ std::vector<std::string> summary(const FileReport& r) {
   auto line = [&](const Diagnostic& d) {
     std::string m = d.message;
     for (size_t at; (at = m.find(r.path)) != std::string::npos;) m.replace(at, r.path.size(), "<path>");
-    return d.code + " " + d.target + " " + d.entry + " " + d.kernel + " " + m;
+    return std::string(code_string(d.code)) + " " + d.target + " " + d.entry + " " + d.kernel + " " + m;
   };
   for (const auto& d : r.diagnostics) out.push_back(line(d));
   for (const auto& img : r.images) {
@@ -170,7 +170,7 @@ TEST(Archive, WithoutGpuCodeIsHG107WhenNamedAndSilentOtherwise) {
                                                           {{"a.txt", "text"}, {"b.sh", "#!/bin/sh\n"}}));
   FileReport named = check_with(path, {target("gfx942")});
   EXPECT_TRUE(named.members.empty());
-  ASSERT_TRUE(has_code(named.diagnostics, "HG107")) << dump(named.diagnostics);
+  ASSERT_TRUE(has_code(named.diagnostics, Code::kNoHipFatbin)) << dump(named.diagnostics);
   EXPECT_NE(named.diagnostics[0].message.find("archive"), std::string::npos) << named.diagnostics[0].message;
   EXPECT_FALSE(named.ok());
   FileReport found = check_with(path, {target("gfx942")}, &archive_reader(), /*explicit_arg=*/false);
@@ -184,7 +184,7 @@ TEST(Archive, NotOpenedWithoutAReader) {
       "a.tar", checked_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_NONE, {{"k.co", lds_heavy_co()}}));
   FileReport r = check_with(path, {target("gfx942")}, nullptr);
   EXPECT_TRUE(r.members.empty());
-  EXPECT_TRUE(has_code(r.diagnostics, "HG107")) << dump(r.diagnostics);
+  EXPECT_TRUE(has_code(r.diagnostics, Code::kNoHipFatbin)) << dump(r.diagnostics);
 }
 
 TEST(Archive, TruncatedNeverPassesNorCrashes) {
@@ -204,10 +204,10 @@ TEST(Archive, TruncatedNeverPassesNorCrashes) {
       // A cut archive fails: damaged (HG113), or, cut before anything is recognisable, no GPU code
       // (HG107); or every member was read whole (a zip cut in its central directory, which the
       // streaming reader does not need).
-      bool failed = has_code(r.diagnostics, "HG113") || has_code(r.diagnostics, "HG107");
+      bool failed = has_code(r.diagnostics, Code::kUnreadableArchive) || has_code(r.diagnostics, Code::kNoHipFatbin);
       EXPECT_TRUE(failed || r.members.size() == ms.size())
           << "cut at " << len << " of " << whole.size() << ": " << dump(r.diagnostics);
-      hg113 += has_code(r.diagnostics, "HG113");
+      hg113 += has_code(r.diagnostics, Code::kUnreadableArchive);
     }
     EXPECT_GT(hg113, cuts / 2) << "most cuts are reported as a damaged archive";
   }
@@ -224,7 +224,7 @@ TEST(Archive, MemberOverBudgetIsHG111NamingIt) {
   FileReport r = check_with(path, {target("gfx942")}, reader.get());
   ASSERT_EQ(member_names(r), (std::vector<std::string>{path + "!big.co", path + "!ok.hipfb"}));
   const auto& d = r.members[0].diagnostics;
-  ASSERT_TRUE(has_code(d, "HG111")) << dump(d);
+  ASSERT_TRUE(has_code(d, Code::kBudgetExceeded)) << dump(d);
   EXPECT_EQ(d[0].value, co.size());
   EXPECT_EQ(d[0].limit, co.size() - 1);
   EXPECT_EQ(d[0].file, path + "!big.co");
@@ -244,10 +244,10 @@ TEST(Archive, HeaderClaimingGigabytesAllocatesNothing) {
   std::string path = t.put("claim.tar", tar);
   FileReport r = check_with(path, {target("gfx942")});
   ASSERT_EQ(r.members.size(), 1u) << dump(r.diagnostics);
-  ASSERT_TRUE(has_code(r.members[0].diagnostics, "HG111")) << dump(r.members[0].diagnostics);
+  ASSERT_TRUE(has_code(r.members[0].diagnostics, Code::kBudgetExceeded)) << dump(r.members[0].diagnostics);
   EXPECT_EQ(r.members[0].diagnostics[0].value, 5ull << 30);
   EXPECT_EQ(r.members[0].diagnostics[0].limit, kMaxArchiveMemberBytes);
-  EXPECT_FALSE(has_code(r.diagnostics, "HG107")) << "its member was not read: not said to hold no GPU code";
+  EXPECT_FALSE(has_code(r.diagnostics, Code::kNoHipFatbin)) << "its member was not read: not said to hold no GPU code";
 }
 
 TEST(Archive, DecompressionBombStopsAtTheTotalBudget) {
@@ -263,15 +263,16 @@ TEST(Archive, DecompressionBombStopsAtTheTotalBudget) {
   auto reader = make_archive_reader(limits);
   FileReport r = check_with(path, {target("gfx942")}, reader.get());
   EXPECT_TRUE(r.members.empty());
-  ASSERT_TRUE(has_code(r.diagnostics, "HG111")) << dump(r.diagnostics);
+  ASSERT_TRUE(has_code(r.diagnostics, Code::kBudgetExceeded)) << dump(r.diagnostics);
   EXPECT_NE(r.diagnostics[0].message.find(path + "!z2"), std::string::npos) << r.diagnostics[0].message;
   EXPECT_EQ(r.diagnostics[0].limit, 100u << 20);
-  EXPECT_FALSE(has_code(r.diagnostics, "HG107")) << "not said to hold no GPU code: it was not read to the end";
+  EXPECT_FALSE(has_code(r.diagnostics, Code::kNoHipFatbin))
+      << "not said to hold no GPU code: it was not read to the end";
   // A zip's deflated member that holds no GPU code is inflated to be passed over: counted too.
   std::string zip = t.put("bomb.zip", checked_archive(ARCHIVE_FORMAT_ZIP, ARCHIVE_FILTER_NONE,
                                                       {{"z1", zeros}, {"z2", zeros}, {"k.co", lds_heavy_co()}}));
   FileReport z = check_with(zip, {target("gfx942")}, reader.get());
-  ASSERT_TRUE(has_code(z.diagnostics, "HG111")) << dump(z.diagnostics);
+  ASSERT_TRUE(has_code(z.diagnostics, Code::kBudgetExceeded)) << dump(z.diagnostics);
   EXPECT_NE(z.diagnostics[0].message.find(zip + "!z2"), std::string::npos) << z.diagnostics[0].message;
 }
 
@@ -284,7 +285,7 @@ TEST(Archive, NestingBombStopsAtTheDepthLimit) {
   Scratch t;
   std::string path = t.put("nest.tar.gz", inner);
   FileReport r = check_with(path, {target("gfx950")});
-  ASSERT_TRUE(has_code(r.diagnostics, "HG111")) << dump(r.diagnostics);
+  ASSERT_TRUE(has_code(r.diagnostics, Code::kBudgetExceeded)) << dump(r.diagnostics);
   std::string deepest = path + "!l.tar.gz!l.tar.gz!l.tar.gz!l.tar.gz";
   EXPECT_NE(r.diagnostics[0].message.find(deepest + ":"), std::string::npos) << r.diagnostics[0].message;
   EXPECT_EQ(r.diagnostics[0].value, kMaxArchiveNesting + 1);
@@ -304,7 +305,7 @@ struct Recorder : FileSink {
   }
   void end_file(FileReport&& f) override {
     std::string codes;
-    for (const auto& d : f.diagnostics) codes += " " + d.code;
+    for (const auto& d : f.diagnostics) codes += " " + std::string(code_string(d.code));
     calls.push_back("end " + f.path + codes);
   }
 };

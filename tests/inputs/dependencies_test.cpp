@@ -2,6 +2,7 @@
 // hook, on small ELF files built here with the system's gcc.
 #include "hipguard/dependencies.h"
 #include "hipguard/check_paths.h"
+#include "print_code.h"
 
 #include <gtest/gtest.h>
 
@@ -71,8 +72,8 @@ class Deps : public ::testing::Test {
       if (o.name == name) return &o;
     return nullptr;
   }
-  static std::vector<std::string> codes(const Dependencies& d) {
-    std::vector<std::string> out;
+  static std::vector<Code> codes(const Dependencies& d) {
+    std::vector<Code> out;
     for (const auto& x : d.diagnostics) out.push_back(x.code);
     return out;
   }
@@ -94,7 +95,7 @@ TEST_F(Deps, RunpathIsNotInheritedRpathIs) {
   EXPECT_EQ(a->path, at("app/lib/liba.so"));
   EXPECT_EQ(a->needed_by, at("app/bin/runpath"));
   EXPECT_EQ(find(r, "libb.so"), nullptr);
-  ASSERT_EQ(codes(r), std::vector<std::string>{"HG120"});
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kLibraryNotFound});
   EXPECT_NE(r.diagnostics[0].message.find("libb.so, needed by liba.so"), std::string::npos) << r.diagnostics[0].message;
   EXPECT_NE(r.diagnostics[0].message.find(root_ + "/usr/lib/x86_64-linux-gnu"), std::string::npos);
   EXPECT_EQ(r.diagnostics[0].file, at("app/lib/liba.so"));
@@ -163,7 +164,7 @@ TEST_F(Deps, CycleAndLimit) {
   o.max_objects = 2;  // the program and liba
   Dependencies capped = deps("bin/prog", o);
   EXPECT_EQ(names(capped), std::vector<std::string>{"liba.so"});
-  EXPECT_EQ(codes(capped), std::vector<std::string>{"HG122"});
+  EXPECT_EQ(codes(capped), std::vector<Code>{Code::kDependencyLimit});
 }
 
 // A DT_NEEDED string offset outside DT_STRSZ: HG121, nothing read from it, no crash.
@@ -195,7 +196,7 @@ TEST_F(Deps, BadStringOffset) {
   ASSERT_GT(count, 0u);
   Dependencies r = deps("bin/prog");
   EXPECT_EQ(names(r), std::vector<std::string>{"libbad.so"});
-  ASSERT_EQ(codes(r), std::vector<std::string>{"HG121"});
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kDependencyUnreadable});
   EXPECT_EQ(r.diagnostics[0].file, at("usr/lib/libbad.so"));
 
   // Truncated before its dynamic section: PT_DYNAMIC points past the end (LLVM 16's
@@ -205,7 +206,7 @@ TEST_F(Deps, BadStringOffset) {
   fs::resize_file(at("usr/lib/libcut.so"), 4096);
   Dependencies cut = deps("bin/cut");
   EXPECT_EQ(names(cut), std::vector<std::string>{"libcut.so"});
-  ASSERT_EQ(codes(cut), std::vector<std::string>{"HG121"});
+  ASSERT_EQ(codes(cut), std::vector<Code>{Code::kDependencyUnreadable});
   EXPECT_NE(cut.diagnostics[0].message.find("PT_DYNAMIC"), std::string::npos) << cut.diagnostics[0].message;
 }
 
@@ -233,7 +234,7 @@ TEST_F(Deps, TensileDirectories) {
     }
   EXPECT_EQ(kernels, (std::vector<std::string>{"Kernels.so-000-gfx90a-xnack+.hsaco", "T_gfx1100.co", "T_gfx90a.co",
                                                "T_gfx1200.co"}));
-  ASSERT_EQ(codes(r), std::vector<std::string>{"HG123"});
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kKernelDirectoryMissing});
   EXPECT_EQ(r.diagnostics[0].file, at("usr/lib/x86_64-linux-gnu/libhipblaslt.so.1"));
   EXPECT_NE(r.diagnostics[0].message.find("hipblaslt/library"), std::string::npos) << r.diagnostics[0].message;
 }
@@ -290,7 +291,7 @@ TEST_F(Deps, CheckPathsHook) {
   check_paths({at("bin/prog")}, o, alone);
   ASSERT_EQ(alone.reports.size(), 1u);
   ASSERT_EQ(alone.reports[0].diagnostics.size(), 1u);
-  EXPECT_EQ(alone.reports[0].diagnostics[0].code, code::kNoHipFatbin);
+  EXPECT_EQ(alone.reports[0].diagnostics[0].code, Code::kNoHipFatbin);
 }
 
 // The CLI: --sysroot, --no-deps, needed_by in the text and JSON outputs.

@@ -99,13 +99,13 @@ std::vector<std::string> member_names(const FileReport& r, const std::string& pa
   return out;
 }
 
-std::vector<std::string> codes(const FileReport& r) {
-  std::vector<std::string> out;
+std::vector<Code> codes(const FileReport& r) {
+  std::vector<Code> out;
   for (const auto& d : r.diagnostics) out.push_back(d.code);
   return out;
 }
 
-const Diagnostic* find(const FileReport& r, std::string_view code) {
+const Diagnostic* find(const FileReport& r, Code code) {
   for (const auto& d : r.diagnostics)
     if (d.code == code) return &d;
   return nullptr;
@@ -131,10 +131,10 @@ TEST(Image, OciArchiveAppliesWhiteoutsTopFirst) {
   // Top layer first; what it whites out or hides below an opaque directory is never read.
   EXPECT_EQ(member_names(r, path), (std::vector<std::string>{"!opt/new.co", "!lib/fine.co"}));
   EXPECT_TRUE(r.ok()) << dump(r.diagnostics);
-  const Diagnostic* none = find(r, code::kWhiteoutOfNothing);
+  const Diagnostic* none = find(r, Code::kWhiteoutOfNothing);
   ASSERT_NE(none, nullptr) << dump(r.diagnostics);
   EXPECT_NE(none->message.find("etc/none"), std::string::npos) << none->message;
-  EXPECT_EQ(codes(r), std::vector<std::string>{"HG117"});
+  EXPECT_EQ(codes(r), std::vector<Code>{Code::kWhiteoutOfNothing});
 }
 
 TEST(Image, OciLayoutDirectoryIsOneImage) {
@@ -166,7 +166,7 @@ TEST(Image, MultiPlatformIndexPicksLinuxAmd64) {
   arm.image({tar({{"arm.co", heavy_co()}})}, "linux/arm64");
   std::ofstream(path, std::ios::binary | std::ios::trunc) << arm.as_tar();
   FileReport r = check_image(path);
-  const Diagnostic* d = find(r, code::kUnreadableImage);
+  const Diagnostic* d = find(r, Code::kUnreadableImage);
   ASSERT_NE(d, nullptr) << dump(r.diagnostics);
   EXPECT_NE(d->message.find("no manifest for linux/amd64; it has linux/arm64"), std::string::npos) << d->message;
   EXPECT_TRUE(r.members.empty());
@@ -177,7 +177,7 @@ TEST(Image, MultiPlatformIndexPicksLinuxAmd64) {
   auto v7 = make_archive_reader({}, *Platform::parse("linux/arm64/v7"));
   r = check_image(path, *v7);
   EXPECT_TRUE(r.members.empty());
-  EXPECT_EQ(codes(r), std::vector<std::string>{"HG114"});
+  EXPECT_EQ(codes(r), std::vector<Code>{Code::kUnreadableImage});
 }
 
 TEST(Image, PlatformParsesOsArchitectureAndVariant) {
@@ -203,13 +203,13 @@ TEST(Image, DockerSaveArchiveChecksLayerDigests) {
   std::ofstream(path, std::ios::binary) << save(upper);
   FileReport r = check_image(path);
   EXPECT_TRUE(r.members.empty()) << "the upper layer whites out the only file";
-  EXPECT_EQ(codes(r), std::vector<std::string>{"HG107"}) << "an image named with no GPU code left";
+  EXPECT_EQ(codes(r), std::vector<Code>{Code::kNoHipFatbin}) << "an image named with no GPU code left";
   // The upper layer altered: not read (its whiteout is not applied), named, and the lower one still checked.
   std::string altered = upper;
   altered[600] ^= 1;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << save(altered);
   r = check_image(path);
-  const Diagnostic* d = find(r, code::kImageDigestMismatch);
+  const Diagnostic* d = find(r, Code::kImageDigestMismatch);
   ASSERT_NE(d, nullptr) << dump(r.diagnostics);
   EXPECT_NE(d->message.find("layer 2 of 2"), std::string::npos) << d->message;
   EXPECT_EQ(member_names(r, path), std::vector<std::string>{"!lib/heavy.co"});
@@ -225,19 +225,19 @@ TEST(Image, DamagedImagesAreFindingsAndTheOtherLayersAreChecked) {
   std::ofstream(path, std::ios::binary) << outside.as_tar();
   FileReport r = check_image(path);
   EXPECT_EQ(member_names(r, path), std::vector<std::string>{"!lib/fine.co"});
-  EXPECT_EQ(codes(r), std::vector<std::string>{"HG116"});
+  EXPECT_EQ(codes(r), std::vector<Code>{Code::kImagePathOutside});
   // index.json that is not JSON, and a manifest naming a blob the layout lacks: HG114.
   Layout layout = two_layers();
   std::string dir = layout.write_to(fs::path(tmp.path) / "missing");
   std::string top = layout.files[2].first;  // the upper layer's blob
   fs::remove(fs::path(dir) / top);
   r = check_image(dir);
-  ASSERT_NE(find(r, code::kUnreadableImage), nullptr) << dump(r.diagnostics);
-  EXPECT_NE(find(r, code::kUnreadableImage)->message.find("layer 2 of 2"), std::string::npos);
+  ASSERT_NE(find(r, Code::kUnreadableImage), nullptr) << dump(r.diagnostics);
+  EXPECT_NE(find(r, Code::kUnreadableImage)->message.find("layer 2 of 2"), std::string::npos);
   EXPECT_EQ(member_names(r, dir), (std::vector<std::string>{"!lib/heavy.co", "!lib/fine.co", "!opt/old.co"}));
   std::ofstream(fs::path(dir) / "index.json", std::ios::trunc) << "{not json";
   r = check_image(dir);
-  EXPECT_EQ(codes(r), std::vector<std::string>{"HG114"});
+  EXPECT_EQ(codes(r), std::vector<Code>{Code::kUnreadableImage});
   EXPECT_TRUE(r.members.empty());
 }
 
@@ -251,7 +251,7 @@ TEST(Image, LayerBudgetsNameTheLayer) {
   limits.total_bytes = 1 << 20;
   auto reader = make_archive_reader(limits);
   FileReport r = check_image(path, *reader);
-  const Diagnostic* d = find(r, code::kBudgetExceeded);
+  const Diagnostic* d = find(r, Code::kBudgetExceeded);
   ASSERT_NE(d, nullptr) << dump(r.diagnostics);
   EXPECT_NE(d->message.find("layer 1 of 1"), std::string::npos) << d->message;
 }
@@ -365,8 +365,8 @@ TEST(Image, NestedIndexTagsAttestationsAndArtifacts) {
   std::string path = (fs::path(tmp.path) / "sig.tar").string();
   std::ofstream(path, std::ios::binary) << sig.as_tar();
   FileReport r = check_image(path);
-  ASSERT_NE(find(r, code::kUnreadableImage), nullptr) << dump(r.diagnostics);
-  EXPECT_NE(find(r, code::kUnreadableImage)->message.find("1 artifact"), std::string::npos);
+  ASSERT_NE(find(r, Code::kUnreadableImage), nullptr) << dump(r.diagnostics);
+  EXPECT_NE(find(r, Code::kUnreadableImage)->message.find("1 artifact"), std::string::npos);
 }
 
 TEST(Image, DocumentsAreCheckedAgainstTheirDigests) {
@@ -378,7 +378,7 @@ TEST(Image, DocumentsAreCheckedAgainstTheirDigests) {
   std::string path = (fs::path(tmp.path) / "i.tar").string();
   std::ofstream(path, std::ios::binary) << tar(members);
   FileReport r = check_image(path);
-  EXPECT_EQ(codes(r), std::vector<std::string>{"HG115"});
+  EXPECT_EQ(codes(r), std::vector<Code>{Code::kImageDigestMismatch});
   EXPECT_TRUE(r.members.empty());
 }
 
@@ -400,13 +400,13 @@ TEST(Image, LegacyDockerSaveLayersAreCheckedByTheirDiffIds) {
   altered[700] ^= 1;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << save(altered);
   r = check_image(path);
-  EXPECT_EQ(codes(r), std::vector<std::string>{"HG115"});
+  EXPECT_EQ(codes(r), std::vector<Code>{Code::kImageDigestMismatch});
   EXPECT_TRUE(r.members.empty());
   // Stored compressed (the diff ID is of the uncompressed tar, so it cannot be compared): read.
   for (int filter : {ARCHIVE_FILTER_GZIP, ARCHIVE_FILTER_XZ, ARCHIVE_FILTER_BZIP2, ARCHIVE_FILTER_ZSTD}) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << save(tar({{"lib/k.co", heavy_co()}}, filter));
     r = check_image(path);
-    EXPECT_EQ(codes(r), std::vector<std::string>{}) << filter;
+    EXPECT_EQ(codes(r), std::vector<Code>{}) << filter;
     EXPECT_EQ(member_names(r, path), std::vector<std::string>{"!lib/k.co"}) << filter;
   }
 }
@@ -426,7 +426,7 @@ TEST(Image, OtherFormsOfAStore) {
   std::ofstream(path, std::ios::binary) << write_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP,
                                                          l.members());
   FileReport r = check_image(path);
-  ASSERT_NE(find(r, code::kImageReadAsArchive), nullptr) << dump(r.diagnostics);
+  ASSERT_NE(find(r, Code::kImageReadAsArchive), nullptr) << dump(r.diagnostics);
   EXPECT_EQ(r.members.size(), 4u) << "each layer's files, whited out or not, named after their blob";
   // A layout met in a directory walk is one input; a blob that is a symlink is not followed.
   std::string walked = l.write_to(dir / "tree" / "layout");
@@ -447,7 +447,7 @@ TEST(Image, OtherFormsOfAStore) {
   fs::rename(blob, dir / "elsewhere");
   fs::create_symlink(dir / "elsewhere", blob);
   r = check_image(walked);
-  const Diagnostic* d = find(r, code::kUnreadableImage);
+  const Diagnostic* d = find(r, Code::kUnreadableImage);
   ASSERT_NE(d, nullptr) << dump(r.diagnostics);
   EXPECT_NE(d->message.find("symlink is not followed"), std::string::npos) << d->message;
 }

@@ -10,7 +10,7 @@
 namespace hgrobust {
 namespace {
 
-bool has_issue(const hipguard::CodeObject& co, std::string_view code) {
+bool has_issue(const hipguard::CodeObject& co, hipguard::Code code) {
   for (const auto& i : co.issues)
     if (i.code == code) return true;
   return false;
@@ -40,7 +40,7 @@ TEST_P(RobustnessRegressionMsgpackKeys, MapKeysThatAreContainersAreBadMetadata) 
     Exact copy(elf.data(), elf.size());
     hipguard::Result<hipguard::CodeObject> co = hipguard::parse_code_object(copy.bytes());
     if (!co) return "parse failed: " + std::string(code_string(co.error().code)) + " " + co.error().message;
-    if (!has_issue(*co, hipguard::code::kBadMetadata)) return "no HG402 for a metadata map with container keys";
+    if (!has_issue(*co, hipguard::Code::kBadMetadata)) return "no HG402 for a metadata map with container keys";
     hipguard::ImageReport r = hipguard::check_image(copy.bytes(), "regression", {target("gfx942")});
     if (r.ok()) return "check_image passes it";
     return "";
@@ -68,8 +68,8 @@ TEST(Robustness, RegressionBuilderSanity) {
   hipguard::Result<hipguard::CodeObject> co = hipguard::parse_code_object(span(elf));
   ASSERT_TRUE(co) << co.error().message;
   EXPECT_EQ(co->processor ? co->processor->name : "", "gfx942");
-  EXPECT_FALSE(has_issue(*co, hipguard::code::kBadMetadata));
-  EXPECT_FALSE(has_issue(*co, hipguard::code::kNoMetadata));
+  EXPECT_FALSE(has_issue(*co, hipguard::Code::kBadMetadata));
+  EXPECT_FALSE(has_issue(*co, hipguard::Code::kNoMetadata));
 }
 
 // Peak RSS growth of this process while running fn, in MiB (child processes only:
@@ -108,7 +108,7 @@ TEST(Robustness, RegressionMsgpackHugeArrayLength) {
       long mib = peak_growth_mib([&] {
         hipguard::Result<hipguard::CodeObject> co = hipguard::parse_code_object(copy.bytes());
         if (!co) problem = "parse failed: " + co.error().message;
-        else if (!has_issue(*co, hipguard::code::kBadMetadata))
+        else if (!has_issue(*co, hipguard::Code::kBadMetadata))
           problem = "no HG402 for an array claiming more elements than bytes";
       });
       if (mib > 256)

@@ -36,6 +36,7 @@
 #include "ccob.h"
 #include "code_object.h"
 #include "files.h"
+#include "print_code.h"
 
 namespace hgrobust {
 
@@ -106,7 +107,8 @@ inline hipguard::TargetId target(std::string_view s) {
 // HG4xx (metadata).
 inline bool has_structural_error(const hipguard::ImageReport& r) {
   for (const auto& d : r.diagnostics)
-    if (d.severity == hipguard::Severity::Error && d.code.size() == 5 && (d.code[2] == '1' || d.code[2] == '4'))
+    if (d.severity == hipguard::Severity::Error &&
+        (hipguard::code_string(d.code).starts_with("HG1") || hipguard::code_string(d.code).starts_with("HG4")))
       return true;
   return false;
 }
@@ -114,7 +116,8 @@ inline bool has_structural_error(const hipguard::ImageReport& r) {
 inline std::string codes(const hipguard::ImageReport& r) {
   std::string s;
   for (const auto& d : r.diagnostics)
-    s += (s.empty() ? "" : " ") + d.code + (d.target.empty() ? "" : "[" + d.target + "]");
+    s += (s.empty() ? "" : " ") + std::string(hipguard::code_string(d.code)) +
+         (d.target.empty() ? "" : "[" + d.target + "]");
   return s;
 }
 
@@ -129,7 +132,8 @@ inline std::string report_problem(const hipguard::ImageReport& r, size_t targets
   if (r.verdicts.size() != targets) return "verdict count " + std::to_string(r.verdicts.size());
   bool structural_error = false;
   for (const auto& d : r.diagnostics) {
-    if (!hipguard::find_code(d.code)) return "unknown diagnostic code '" + d.code + "'";
+    if (hipguard::code_string(d.code).empty())
+      return "unknown diagnostic code " + std::to_string(static_cast<unsigned>(d.code));
     if (d.severity == hipguard::Severity::Error && d.target.empty()) structural_error = true;
   }
   if (r.structurally_ok == structural_error) return "structurally_ok disagrees with the diagnostics";

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 int main(int argc, char** argv) {
   hipguard::DependencyOptions o;
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
     printf("%s\t%s\t%s\t%s\n", kind, x.name.c_str(), x.path.c_str(), x.needed_by.c_str());
   }
   for (const auto& x : d.diagnostics)
-    printf("finding\t%s\t%s\t%s\n", x.code.c_str(), x.file.c_str(), x.message.c_str());
+    printf("finding\t%s\t%s\t%s\n", std::string(hipguard::code_string(x.code)).c_str(), x.file.c_str(),
+           x.message.c_str());
   return 0;
 }

@@ -24,7 +24,7 @@ GuardConfig config(std::map<std::string, std::string> vars, bool secure = false)
       secure);
 }
 
-std::vector<const Diagnostic*> with_code(const GuardConfig& c, std::string_view code) {
+std::vector<const Diagnostic*> with_code(const GuardConfig& c, Code code) {
   std::vector<const Diagnostic*> out;
   for (const auto& d : c.setup_diagnostics)
     if (d.code == code) out.push_back(&d);
@@ -34,7 +34,7 @@ std::vector<const Diagnostic*> with_code(const GuardConfig& c, std::string_view 
 // Exactly one HG601 line, naming the variable, the value and the accepted values.
 void expect_refused(const GuardConfig& c, const std::string& var, const std::string& value,
                     const std::string& accepted) {
-  auto bad = with_code(c, code::kBadSetting);
+  auto bad = with_code(c, Code::kBadSetting);
   ASSERT_EQ(bad.size(), 1u) << dump(c.setup_diagnostics);
   EXPECT_EQ(bad[0]->severity, Severity::Error);
   std::string line = format_line(*bad[0]);
@@ -73,7 +73,7 @@ TEST(Config, UnknownModeIsStrictAndSaysSo) {
     GuardConfig c = config({{"HIPGUARD_MODE", v}, {"HIPGUARD_TARGET", "gfx942"}});
     EXPECT_EQ(c.mode, Mode::Strict) << v;
     expect_refused(c, "HIPGUARD_MODE", v, "warn, strict, off");
-    EXPECT_NE(format_line(*with_code(c, code::kBadSetting)[0]).find("running in strict mode"), std::string::npos);
+    EXPECT_NE(format_line(*with_code(c, Code::kBadSetting)[0]).find("running in strict mode"), std::string::npos);
   }
 }
 
@@ -88,7 +88,7 @@ TEST(Config, ExitCode) {
     expect_refused(c, "HIPGUARD_EXIT_CODE", v, "from 1 to 255");
   }
   GuardConfig zero = config({{"HIPGUARD_EXIT_CODE", "0"}, {"HIPGUARD_TARGET", "gfx942"}});
-  EXPECT_NE(format_line(*with_code(zero, code::kBadSetting)[0]).find("0 would let a failing process pass"),
+  EXPECT_NE(format_line(*with_code(zero, Code::kBadSetting)[0]).find("0 would let a failing process pass"),
             std::string::npos);
 }
 
@@ -157,24 +157,24 @@ TEST(Config, BadTargetItemsAreNamedAndNeverMeanNotSet) {
   ASSERT_EQ(c.targets.size(), 2u);
   EXPECT_EQ(c.targets[0].processor, "gfx90a");
   EXPECT_EQ(c.targets[1].processor, "gfx942") << "target names are case-insensitive";
-  auto bad = with_code(c, code::kBadTarget);
+  auto bad = with_code(c, Code::kBadTarget);
   ASSERT_EQ(bad.size(), 1u) << dump(c.setup_diagnostics);
   EXPECT_NE(bad[0]->message.find("'gfx9422'"), std::string::npos) << bad[0]->message;
   EXPECT_TRUE(c.config_error);
-  EXPECT_TRUE(with_code(c, code::kDeviceChecksSkipped).empty()) << dump(c.setup_diagnostics);
+  EXPECT_TRUE(with_code(c, Code::kDeviceChecksSkipped).empty()) << dump(c.setup_diagnostics);
 
   for (const char* v : {"gfx9422", " gfx942", "gfx942;gfx90a", "gfx942, gfx90a", "gfx942,,gfx90a"}) {
     GuardConfig one = config({{"HIPGUARD_TARGET", v}, {"HIPGUARD_MODE", "strict"}});
     EXPECT_TRUE(one.config_error) << v;
     EXPECT_EQ(one.mode, Mode::Strict);
-    auto items = with_code(one, code::kBadTarget);
+    auto items = with_code(one, Code::kBadTarget);
     ASSERT_EQ(items.size(), 1u) << v << ": " << dump(one.setup_diagnostics);
   }
   // No valid item left: said exactly so, not "HIPGUARD_TARGET not set".
   GuardConfig none = config({{"HIPGUARD_TARGET", "gfx942;gfx90a"}});
   EXPECT_TRUE(none.targets.empty());
-  EXPECT_NE(with_code(none, code::kBadTarget)[0]->message.find("'gfx942;gfx90a'"), std::string::npos);
-  auto skipped = with_code(none, code::kDeviceChecksSkipped);
+  EXPECT_NE(with_code(none, Code::kBadTarget)[0]->message.find("'gfx942;gfx90a'"), std::string::npos);
+  auto skipped = with_code(none, Code::kDeviceChecksSkipped);
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped[0]->message.find("has no valid entry"), std::string::npos) << skipped[0]->message;
   EXPECT_EQ(skipped[0]->message.find("not set"), std::string::npos) << skipped[0]->message;
@@ -191,7 +191,7 @@ TEST(Config, KfdTopologyWhenTargetUnset) {
   EXPECT_EQ(c.targets[0].processor, "gfx942");
   EXPECT_TRUE(c.setup_diagnostics.empty()) << dump(c.setup_diagnostics);
   GuardConfig none = config({});
-  auto skipped = with_code(none, code::kDeviceChecksSkipped);
+  auto skipped = with_code(none, Code::kDeviceChecksSkipped);
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped[0]->message.find("HIPGUARD_TARGET not set"), std::string::npos);
 }
@@ -238,7 +238,7 @@ TEST(Config, MisspelledVariableNamesAreSaid) {
   for (const char* name : {"HIPGUARD_MDOE", "hipguard_mode", "HIPGUARD_MODES"}) {
     GuardConfig c = cfg({{name, "strict"}});
     EXPECT_EQ(c.mode, Mode::Strict) << name;
-    auto bad = with_code(c, code::kBadSetting);
+    auto bad = with_code(c, Code::kBadSetting);
     ASSERT_EQ(bad.size(), 1u) << name << dump(c.setup_diagnostics);
     EXPECT_NE(bad[0]->message.find(std::string(name) + " is not a hipguard variable (did you mean HIPGUARD_MODE?)"),
               std::string::npos)
@@ -247,11 +247,11 @@ TEST(Config, MisspelledVariableNamesAreSaid) {
   // HIPGUARD_MODE set as well: it decides; the misspelling is still said.
   GuardConfig both = cfg({{"HIPGUARD_MODE", "warn"}, {"HIPGUARD_MDOE", "strict"}});
   EXPECT_EQ(both.mode, Mode::Warn);
-  EXPECT_EQ(with_code(both, code::kBadSetting).size(), 1u);
+  EXPECT_EQ(with_code(both, Code::kBadSetting).size(), 1u);
   GuardConfig exit = cfg({{"HIPGUARD_EXITCODE", "3"}});
   EXPECT_EQ(exit.mode, Mode::Warn);
-  ASSERT_EQ(with_code(exit, code::kBadSetting).size(), 1u);
-  EXPECT_NE(with_code(exit, code::kBadSetting)[0]->message.find("did you mean HIPGUARD_EXIT_CODE?"), std::string::npos);
+  ASSERT_EQ(with_code(exit, Code::kBadSetting).size(), 1u);
+  EXPECT_NE(with_code(exit, Code::kBadSetting)[0]->message.find("did you mean HIPGUARD_EXIT_CODE?"), std::string::npos);
   // Other people's HIPGUARD_ variables (the simulated runtime's, the CI script's) are not ours to judge.
   GuardConfig others = cfg({{"HIPGUARD_SIM_GPUS", "gfx942"},
                             {"HIPGUARD_SMOKE_SIM", "1"},
@@ -279,7 +279,7 @@ TEST(HotSwap, ForeignEntryForwardedInsteadOfTheNativeOne) {
   ImageReport r = check_image(span(fatbin), "app", targets);
   auto ds = hotswap_forwarding(r, targets, "libhsa-hotswap.so");
   ASSERT_EQ(ds.size(), 2u) << dump(ds) << "one per gfx942 / gfx950 target, none for gfx90a";
-  EXPECT_EQ(ds[0].code, code::kHotSwapForwarding);
+  EXPECT_EQ(ds[0].code, Code::kHotSwapForwarding);
   EXPECT_EQ(ds[0].severity, Severity::Warning);
   EXPECT_EQ(ds[0].entry, "hipv4-amdgcn-amd-amdhsa--gfx1250");
   EXPECT_EQ(ds[0].target, "gfx942");

@@ -23,7 +23,7 @@ TEST(GuardCodes, BadWrapperIsHG102AndDeviceFunctionIsHG408) {
   size_t mark = 0;
   std::vector<Diagnostic> said = hgtest::said_since(g, mark);
   EXPECT_EQ(v.action, Action::Forward) << "warn mode never changes what the program does";
-  ASSERT_EQ(hgtest::count_said(said, code::kBadFatbinWrapper, Severity::Error), 1u) << hgtest::lines(said);
+  ASSERT_EQ(hgtest::count_said(said, Code::kBadFatbinWrapper, Severity::Error), 1u) << hgtest::lines(said);
   EXPECT_NE(said.front().message.find("0x12345678"), std::string::npos) << hgtest::lines(said);
   // Version must be 1.
   FatbinWrapper bad_version{kHipFatbinMagic, 2, nullptr, nullptr};
@@ -31,7 +31,7 @@ TEST(GuardCodes, BadWrapperIsHG102AndDeviceFunctionIsHG408) {
   hgtest::check_fatbin(g, &bad_version);
   testing::internal::GetCapturedStderr();
   said = hgtest::said_since(g, mark);
-  EXPECT_EQ(hgtest::count_said(said, code::kBadFatbinWrapper, Severity::Error), 1u) << hgtest::lines(said);
+  EXPECT_EQ(hgtest::count_said(said, Code::kBadFatbinWrapper, Severity::Error), 1u) << hgtest::lines(said);
 
   // HG408: hipModuleGetFunction asked for a device function of a loaded module.
   CodeObjectSpec s;
@@ -50,7 +50,7 @@ TEST(GuardCodes, BadWrapperIsHG102AndDeviceFunctionIsHG408) {
   for (const auto& c : g.said().consequences) all.push_back(c);
   size_t named = 0;
   for (const auto& d : all)
-    if (d.code == code::kDeviceFunction) named += d.message.find("the_kernel") != std::string::npos;
+    if (d.code == Code::kDeviceFunction) named += d.message.find("the_kernel") != std::string::npos;
   EXPECT_EQ(named, 1u) << "HG408, listing the module's kernels: " << hgtest::lines(all);
   g.on_module_unloaded(&fake_module);
 }

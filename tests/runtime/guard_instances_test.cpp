@@ -47,7 +47,7 @@ TEST(GuardInstances, EachDecidesOnItsOwnSettings) {
   }
   for (Guard* g : {&strict_gfx942, &strict_gfx942_too}) {
     EXPECT_EQ(hgtest::check_fatbin(*g, &w).action, Action::Exit);
-    EXPECT_EQ(hgtest::count_said(g->said().findings, "HG201", Severity::Error, "gfx942"), 1u)
+    EXPECT_EQ(hgtest::count_said(g->said().findings, Code::kNoCodeObject, Severity::Error, "gfx942"), 1u)
         << hgtest::lines(g->said().findings);
   }
   testing::internal::GetCapturedStderr();
@@ -67,10 +67,11 @@ TEST(GuardInstances, EachDecidesOnItsOwnSettings) {
   std::vector<Diagnostic> said = strict_gfx90a.said().findings;
   EXPECT_EQ(refused.action, Action::Refuse) << hgtest::lines(said);
   EXPECT_EQ(refused.hip_error, kHipErrorInvalidDeviceFunction);
-  EXPECT_EQ(hgtest::count_said(said, "HG502", Severity::Error, "", "_Z9absent_v2v"), 1u) << hgtest::lines(said);
+  EXPECT_EQ(hgtest::count_said(said, Code::kLaunchWithFindings, Severity::Error, "", "_Z9absent_v2v"), 1u)
+      << hgtest::lines(said);
   EXPECT_NE(hgtest::lines(said).find("HG409"), std::string::npos) << hgtest::lines(said);
   said = warn_gfx90a.said().findings;
-  EXPECT_EQ(hgtest::count_said(said, "HG502", Severity::Error, "", "_Z9absent_v2v"), 1u)
+  EXPECT_EQ(hgtest::count_said(said, Code::kLaunchWithFindings, Severity::Error, "", "_Z9absent_v2v"), 1u)
       << "warn mode says it too: " << hgtest::lines(said);
   // The refusal is this thread's last error, as the runtime's would be: its decision says so, for
   // the shim, which keeps the thread's last error (no guard keeps one for all). A forward sets none.

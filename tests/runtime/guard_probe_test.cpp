@@ -93,11 +93,13 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   // One cause, one line: the probe's rejection and the launch are consequences
   // of the HG201 said at registration (they go into the report, not the log).
   std::vector<Diagnostic> said = g.said().findings, after = g.said().consequences;
-  EXPECT_EQ(hgtest::count_said(said, "HG201", Severity::Error), 1u) << hgtest::lines(said);
-  EXPECT_EQ(hgtest::count_said(said, "HG501", Severity::Error) + hgtest::count_said(said, "HG502", Severity::Error), 0u)
+  EXPECT_EQ(hgtest::count_said(said, Code::kNoCodeObject, Severity::Error), 1u) << hgtest::lines(said);
+  EXPECT_EQ(hgtest::count_said(said, Code::kRuntimeRejected, Severity::Error) +
+                hgtest::count_said(said, Code::kLaunchWithFindings, Severity::Error),
+            0u)
       << hgtest::lines(said);
-  EXPECT_EQ(hgtest::count_said(after, "HG501", Severity::Error), 1u) << hgtest::lines(after);
-  EXPECT_EQ(hgtest::count_said(after, "HG502", Severity::Error), 1u) << hgtest::lines(after);
+  EXPECT_EQ(hgtest::count_said(after, Code::kRuntimeRejected, Severity::Error), 1u) << hgtest::lines(after);
+  EXPECT_EQ(hgtest::count_said(after, Code::kLaunchWithFindings, Severity::Error), 1u) << hgtest::lines(after);
   EXPECT_EQ(v.action, Action::Refuse);
   EXPECT_EQ(v.hip_error, kHipErrorInvalidDeviceFunction);
   EXPECT_TRUE(v.sets_last_error) << "hipGetLastError reports it (the shim keeps it for the thread)";
@@ -118,8 +120,9 @@ TEST_F(GuardProbe, FuncGetAttributesFallbackThenLaunchGate) {
   g.on_launch(&host_a, 0, "hipLaunchKernel");
   testing::internal::GetCapturedStderr();
   EXPECT_EQ(g_attr_calls, 2) << "probed once more (library b), then off for good";
-  EXPECT_EQ(hgtest::count_said(g.said().consequences, "HG501", Severity::Error), 1u) << "none since the probe went off";
-  EXPECT_EQ(hgtest::count_said(g.said().findings, "HG501", Severity::Error), 0u);
+  EXPECT_EQ(hgtest::count_said(g.said().consequences, Code::kRuntimeRejected, Severity::Error), 1u)
+      << "none since the probe went off";
+  EXPECT_EQ(hgtest::count_said(g.said().findings, Code::kRuntimeRejected, Severity::Error), 0u);
   // Unregistering forgets the kernel: its host address may be reused.
   g.on_unregister_fatbin(&handle_a);
   EXPECT_EQ(g.on_launch(&host_a, 0, "hipLaunchKernel").action, Action::Forward);
@@ -137,7 +140,7 @@ TEST_F(GuardProbe, KpackFatBinaryIsANoteNotAnError) {
   size_t mark = 0;
   std::vector<Diagnostic> said = hgtest::said_since(guard(), mark);
   EXPECT_EQ(v.action, Action::Forward) << hgtest::lines(said);
-  EXPECT_EQ(hgtest::count_said(said, "HG209", Severity::Note), 1u) << hgtest::lines(said);
+  EXPECT_EQ(hgtest::count_said(said, Code::kKpackNotChecked, Severity::Note), 1u) << hgtest::lines(said);
   EXPECT_EQ(said.size(), 1u) << hgtest::lines(said);
   // Any other magic still is HG102.
   FatbinWrapper bad{0x12345678, 1, metadata, nullptr};
@@ -146,5 +149,5 @@ TEST_F(GuardProbe, KpackFatBinaryIsANoteNotAnError) {
   testing::internal::GetCapturedStderr();
   said = hgtest::said_since(guard(), mark);
   EXPECT_EQ(v.action, Action::Exit) << hgtest::lines(said);
-  EXPECT_EQ(hgtest::count_said(said, "HG102", Severity::Error), 1u) << hgtest::lines(said);
+  EXPECT_EQ(hgtest::count_said(said, Code::kBadFatbinWrapper, Severity::Error), 1u) << hgtest::lines(said);
 }

@@ -58,7 +58,7 @@ ModuleInfo module_with_a_bad_kernel() {
   m.origin = "m.co";
   ImageReport img;
   img.origin = "m.co";
-  Diagnostic d = make_diagnostic(code::kLdsOverLimit, "m.co", "too much LDS", "");
+  Diagnostic d = make_diagnostic(Code::kLdsOverLimit, "m.co", "too much LDS", "");
   d.severity = Severity::Error;
   d.kernel = "bad";
   img.diagnostics.push_back(d);
@@ -158,7 +158,7 @@ TEST(Registry, AKernelFoundByItsStubFollowsItsFatBinary) {
       [](Bytes, const std::string& origin) {
         ImageReport rep;
         rep.origin = origin;
-        Diagnostic d = make_diagnostic(code::kLdsOverLimit, origin, "too much LDS", "");
+        Diagnostic d = make_diagnostic(Code::kLdsOverLimit, origin, "too much LDS", "");
         d.severity = Severity::Warning;
         d.kernel = "k";
         rep.diagnostics.push_back(d);

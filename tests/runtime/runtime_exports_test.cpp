@@ -91,7 +91,7 @@ TEST(RuntimeExports, UnknownAndMissingEntryPointsAreSaid) {
   RuntimeExports e = exports();
   std::vector<Diagnostic> said = audit_runtime_exports(e, table(), "libamdhip64.so");
   ASSERT_EQ(said.size(), 2u);
-  for (const auto& d : said) EXPECT_EQ(d.code, code::kRuntimeEntryPoints);
+  for (const auto& d : said) EXPECT_EQ(d.code, Code::kRuntimeEntryPoints);
   EXPECT_NE(said[0].message.find(
                 "2 entry point(s) on a kernel's path that this hipguard does not know: "
                 "hipLaunchAlongerNameThanTheOtherUnknownOne@hip_6.0, hipLaunchKernelWithMoreOptions@hip_6.0;"),
@@ -105,10 +105,10 @@ TEST(RuntimeExports, UnknownAndMissingEntryPointsAreSaid) {
 TEST(RuntimeExports, AFileThatIsNoSharedObjectIsAnError) {
   Result<RuntimeExports> missing = read_runtime_exports("/nonexistent/libamdhip64.so");
   ASSERT_FALSE(missing);
-  EXPECT_EQ(code_string(missing.error().code), code::kUnreadable);
+  EXPECT_EQ(missing.error().code, Code::kUnreadable);
   Result<RuntimeExports> text = read_runtime_exports(std::string(HIPGUARD_FIXTURES_DIR) + "/../../README.md");
   ASSERT_FALSE(text);
-  EXPECT_EQ(code_string(text.error().code), code::kMalformedElf);
+  EXPECT_EQ(text.error().code, Code::kMalformedElf);
 }
 
 // The shim reads the loaded runtime from its own memory (read_loaded_exports): the same symbols and

@@ -19,6 +19,7 @@
 #include "bundle.h"
 #include "files.h"
 #include "guard_config.h"
+#include "print_code.h"
 
 namespace checks {
 

@@ -16,6 +16,7 @@
 
 #include "runtime/config.h"
 #include "runtime/guard.h"
+#include "print_code.h"
 
 namespace hgtest {
 
@@ -92,7 +93,7 @@ inline std::vector<hipguard::Diagnostic> said_since(hipguard::Guard& g, size_t& 
 
 // How many of `said` have `code` and `severity`, a target that starts with `target` and, when given,
 // `kernel`.
-inline size_t count_said(const std::vector<hipguard::Diagnostic>& said, std::string_view code,
+inline size_t count_said(const std::vector<hipguard::Diagnostic>& said, hipguard::Code code,
                          hipguard::Severity severity, std::string_view target = {}, std::string_view kernel = {}) {
   size_t n = 0;
   for (const auto& d : said)

@@ -30,6 +30,7 @@
 #include "ccob.h"
 #include "code_object.h"
 #include "files.h"
+#include "print_code.h"
 
 namespace hgtest {
 
@@ -82,16 +83,16 @@ inline std::string app(std::string_view name) {
 // ---- Diagnostics -----------------------------------------------------------
 
 inline std::vector<const hipguard::Diagnostic*> find_diags(const std::vector<hipguard::Diagnostic>& ds,
-                                                           std::string_view code) {
+                                                           hipguard::Code code) {
   std::vector<const hipguard::Diagnostic*> out;
   for (const auto& d : ds)
     if (d.code == code) out.push_back(&d);
   return out;
 }
-inline bool has_code(const std::vector<hipguard::Diagnostic>& ds, std::string_view code) {
+inline bool has_code(const std::vector<hipguard::Diagnostic>& ds, hipguard::Code code) {
   return !find_diags(ds, code).empty();
 }
-inline bool has_issue(const hipguard::CodeObject& co, std::string_view code) {
+inline bool has_issue(const hipguard::CodeObject& co, hipguard::Code code) {
   for (const auto& i : co.issues)
     if (i.code == code) return true;
   return false;

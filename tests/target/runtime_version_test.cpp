@@ -59,7 +59,7 @@ ImageReport check(const hgtest::ByteVec& data, const std::vector<std::string>& n
   return check_image(Bytes(data.data(), data.size()), "bundle", ts, "", Depth::Full, m);
 }
 
-const Diagnostic* find(const ImageReport& r, std::string_view code, const std::string& target = "") {
+const Diagnostic* find(const ImageReport& r, Code code, const std::string& target = "") {
   for (const auto& d : r.diagnostics)
     if (d.code == code && (target.empty() || d.target == target)) return &d;
   return nullptr;
@@ -97,28 +97,28 @@ TEST(RuntimeVersion, Gfx906TakesGfx9GenericUnderHip64NotUnderHip7) {
   ImageReport r64 = check(b, {"mi50"}, "6.4");
   EXPECT_EQ(r64.verdicts[0].selection, Selection::Generic);
   EXPECT_TRUE(r64.verdicts[0].can_run);
-  EXPECT_FALSE(find(r64, code::kGenericFeaturesRejected));
+  EXPECT_FALSE(find(r64, Code::kGenericFeaturesRejected));
 
   for (const char* rt : {"7.0", "7.1.0", static_cast<const char*>(nullptr)}) {  // null: the default, the newest
     ImageReport r7 = check(b, {"mi50"}, rt);
     EXPECT_EQ(r7.verdicts[0].selection, Selection::None) << (rt ? rt : "default");
     EXPECT_FALSE(r7.verdicts[0].can_run);
-    const Diagnostic* d = find(r7, code::kGenericFeaturesRejected);
+    const Diagnostic* d = find(r7, Code::kGenericFeaturesRejected);
     ASSERT_TRUE(d) << (rt ? rt : "default");
     EXPECT_EQ(d->severity, Severity::Error);
     EXPECT_NE(d->message.find("gfx9-generic:sramecc+:xnack-"), std::string::npos) << d->message;
     EXPECT_NE(d->message.find("--runtime 6.4"), std::string::npos) << d->message;
-    EXPECT_FALSE(find(r7, code::kNoCodeObject));
+    EXPECT_FALSE(find(r7, Code::kNoCodeObject));
   }
   // Radeon VII (sramecc-) too; gfx900 has no sramecc and keeps the generic object under 7.x.
-  EXPECT_TRUE(find(check(b, {"radeon-vii"}, "7.0"), code::kGenericFeaturesRejected));
+  EXPECT_TRUE(find(check(b, {"radeon-vii"}, "7.0"), Code::kGenericFeaturesRejected));
   ImageReport r900 = check(b, {"gfx900:xnack-"}, "7.0");
   EXPECT_EQ(r900.verdicts[0].selection, Selection::Generic);
   EXPECT_TRUE(r900.verdicts[0].can_run);
   // Before HIP 6.4 no generic code object is selected at all: HG201 says why.
   ImageReport r56 = check(b, {"mi50"}, "6.2");
   EXPECT_FALSE(r56.verdicts[0].can_run);
-  const Diagnostic* d = find(r56, code::kNoCodeObject);
+  const Diagnostic* d = find(r56, Code::kNoCodeObject);
   ASSERT_TRUE(d);
   EXPECT_NE(d->message.find("selects no generic code object"), std::string::npos) << d->message;
   // A native entry runs under every version.
@@ -135,14 +135,14 @@ TEST(RuntimeVersion, RefusedGenericWithSpirvIsAWarningAndTheSpirvEntry) {
       {{kHip + "gfx9-generic", gfx9_generic()}, {"hipv4-spirv64-amd-amdhsa--amdgcnspirv", hgtest::ByteVec(64, 0)}});
   ImageReport r = check(b, {"mi50"}, "7.0");
   EXPECT_EQ(r.verdicts[0].selection, Selection::Spirv);
-  const Diagnostic* d = find(r, code::kGenericFeaturesRejected);
+  const Diagnostic* d = find(r, Code::kGenericFeaturesRejected);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->severity, Severity::Warning);
-  EXPECT_TRUE(find(r, code::kSpirvFallback));
+  EXPECT_TRUE(find(r, Code::kSpirvFallback));
   // HIP 5.6 (no SPIR-V, no generic): nothing.
   ImageReport old = check(b, {"mi50"}, "5.6");
   EXPECT_EQ(old.verdicts[0].selection, Selection::None);
-  EXPECT_TRUE(find(old, code::kNoCodeObject));
+  EXPECT_TRUE(find(old, Code::kNoCodeObject));
 }
 
 // comgr lookUpCodeObject: one bare gfx90a entry serves one of two gfx90a GPUs that differ in xnack.
@@ -156,7 +156,7 @@ TEST(RuntimeVersion, MixedXnackGpusInOneProcessShareNoBareEntry) {
     EXPECT_EQ(r.verdicts[1].selected, kHip + "gfx90a") << rt;
     EXPECT_FALSE(r.verdicts[0].can_run) << rt;
     EXPECT_EQ(r.verdicts[0].selection, Selection::None) << rt;
-    const Diagnostic* d = find(r, code::kBatchLookupStarved, "gfx90a:sramecc+:xnack-");
+    const Diagnostic* d = find(r, Code::kBatchLookupStarved, "gfx90a:sramecc+:xnack-");
     ASSERT_TRUE(d) << rt;
     EXPECT_EQ(d->entry, kHip + "gfx90a");
     EXPECT_NE(d->message.find("gfx90a:sramecc+:xnack+"), std::string::npos) << d->message;
@@ -166,7 +166,7 @@ TEST(RuntimeVersion, MixedXnackGpusInOneProcessShareNoBareEntry) {
   for (auto [rt, one] : {std::pair{"7.0", false}, std::pair{"5.0", true}}) {
     ImageReport r = check(b, gpus, rt, one);
     EXPECT_TRUE(r.verdicts[0].can_run && r.verdicts[1].can_run) << rt;
-    EXPECT_FALSE(find(r, code::kBatchLookupStarved)) << rt;
+    EXPECT_FALSE(find(r, Code::kBatchLookupStarved)) << rt;
   }
   // Same xnack on both GPUs: one query, both served.
   ImageReport same = check(b, {"mi250x", "mi210"}, "7.0", true);
@@ -174,7 +174,7 @@ TEST(RuntimeVersion, MixedXnackGpusInOneProcessShareNoBareEntry) {
   // Compressed: comgr's unbundler gives each entry to one requested ID as well.
   auto ccob = hgtest::make_ccob(b, 2, 0);
   ImageReport rc = check(ccob, gpus, "7.0", true);
-  EXPECT_TRUE(find(rc, code::kBatchLookupStarved, "gfx90a:sramecc+:xnack-"));
+  EXPECT_TRUE(find(rc, Code::kBatchLookupStarved, "gfx90a:sramecc+:xnack-"));
   EXPECT_TRUE(rc.verdicts[1].can_run);
 }
 
@@ -188,7 +188,7 @@ TEST(RuntimeVersion, BatchLookupLoadsTheEntryItsQueryGot) {
   EXPECT_EQ(r.verdicts[0].selected, kHip + "gfx90a:xnack-");
   EXPECT_EQ(r.verdicts[1].selected, kHip + "gfx90a");
   EXPECT_TRUE(r.ok());
-  EXPECT_FALSE(find(r, code::kBatchLookupStarved));
+  EXPECT_FALSE(find(r, Code::kBatchLookupStarved));
 }
 
 TEST(RuntimeVersion, Hip64ReadsBundlesWithAGenericEntryItself) {
@@ -197,7 +197,7 @@ TEST(RuntimeVersion, Hip64ReadsBundlesWithAGenericEntryItself) {
   std::vector<std::string> gpus = {"gfx90a:sramecc+:xnack-", "gfx90a:sramecc+:xnack+"};
   ImageReport r64 = check(b, gpus, "6.4", true);
   EXPECT_TRUE(r64.ok());
-  EXPECT_FALSE(find(r64, code::kBatchLookupStarved));
+  EXPECT_FALSE(find(r64, Code::kBatchLookupStarved));
   ImageReport r7 = check(b, gpus, "7.0", true);
-  EXPECT_TRUE(find(r7, code::kBatchLookupStarved, "gfx90a:sramecc+:xnack-"));
+  EXPECT_TRUE(find(r7, Code::kBatchLookupStarved, "gfx90a:sramecc+:xnack-"));
 }

@@ -7,6 +7,7 @@
 // left unspecified matches either setting; generic version must be >= 1.
 #include "hipguard/diagnostic.h"
 #include "hipguard/target.h"
+#include "print_code.h"
 
 #include <gtest/gtest.h>
 
@@ -67,7 +68,7 @@ TEST(Target, GenericProcessorIsATargetId) {
 TEST(Target, RejectsFeatureTheProcessorLacks) {
   auto t = parse_target_id("gfx1030:xnack+");
   ASSERT_FALSE(t);
-  EXPECT_EQ(code_string(t.error().code), code::kBadTarget);
+  EXPECT_EQ(t.error().code, Code::kBadTarget);
   EXPECT_NE(t.error().message.find("no xnack"), std::string::npos) << t.error().message;
   auto u = parse_target_id("gfx1100:sramecc-");
   ASSERT_FALSE(u);
