@@ -24,6 +24,11 @@ struct DependencyOptions {
   // of the directory when it exists) is listed for each. The directory's own .co / .hsaco files are
   // always listed, for every processor: check_paths judges them as a kernel library (library.h).
   std::vector<std::string> processors;
+  // How the program is started, when known (a container image's Env): its LD_LIBRARY_PATH, searched
+  // as glibc's step 2 below, and rocBLAS's ROCBLAS_TENSILE_LIBPATH, its Tensile directory instead of
+  // those it looks for beside itself (rocBLAS tensile_host.cpp). "" when unset (offline: unknown).
+  std::string library_path;
+  std::string rocblas_tensile_libpath;
 };
 
 // One object the program would load, or a kernel file one of its libraries opens.
@@ -55,7 +60,8 @@ struct Dependencies {
 //   1. DT_RPATH of the object that needs it, then of the object that loaded that one, up to the
 //      program, then the program's own - only when the needing object has no DT_RUNPATH (and an
 //      object's DT_RPATH counts only when it has no DT_RUNPATH: elf/get-dynamic-info.h);
-//   2. LD_LIBRARY_PATH: never (offline, the environment of the target machine is unknown);
+//   2. LD_LIBRARY_PATH: options.library_path ($ORIGIN: the program's), "" offline (the environment
+//      of the target machine is unknown);
 //   3. DT_RUNPATH of the object that needs it (not inherited);
 //   4. /etc/ld.so.cache, read as the directories of /etc/ld.so.conf and its `include` globs in
 //      file order (ldconfig builds the cache from them), unless the needer has DF_1_NODEFLIB;

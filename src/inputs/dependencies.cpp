@@ -4,8 +4,8 @@
 
 #include "hipguard/target.h"
 #include "inputs/dynamic_elf.h"
+#include "inputs/file_tree.h"
 
-#include <dirent.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,10 +14,10 @@
 #include <deque>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 
 namespace hipguard {
 namespace {
@@ -40,15 +40,10 @@ std::string basename_of(const std::string& p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
-bool is_dir(const std::string& host) {
-  struct stat st {};
-  return !host.empty() && ::stat(host.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // One object of the resolution.
 struct Node {
   std::string at;    // the path as found, inside the root ("/usr/lib/x86_64-linux-gnu/libx.so.1")
-  std::string host;  // the file on this machine, symlinks resolved inside the root
+  std::string host;  // how findings name it (FileTree::Found::label)
   std::string origin;
   ElfInfo elf;
   size_t loader = SIZE_MAX;  // the object whose DT_NEEDED (or dlopen) brought it
@@ -58,17 +53,25 @@ struct Node {
 
 class Resolver {
  public:
-  explicit Resolver(const DependencyOptions& o) : opt_(o) {
-    std::error_code ec;
-    if (!o.sysroot.empty()) root_ = std::filesystem::absolute(o.sysroot, ec).lexically_normal().string();
-    while (root_.size() > 1 && root_.back() == '/') root_.pop_back();  // so that named files compare with it
-    if (root_ == "/") root_.clear();
-  }
-  Dependencies run(const std::string& path);
+  Resolver(const FileTree& tree, const DependencyOptions& o) : tree_(tree), opt_(o) {}
+  // A file of this machine (inside the sysroot, when `root` is not ""), as named on the command line.
+  Dependencies run(const std::string& path, const std::string& root);
+  // The program at `at` inside the tree.
+  Dependencies run_at(const std::string& at);
 
  private:
-  std::string host_of(const std::string& at) const { return resolve_in_root(root_, at); }
-  std::string in_root(const std::string& host) const;
+  Dependencies resolve();
+  bool is_dir(const std::string& at) const {
+    auto f = tree_.find(at);
+    return f && f->directory;
+  }
+  // The sorted names in the directory `at` that `keep` accepts.
+  template <class F>
+  std::vector<std::string> list_dir(const std::string& at, F keep) const {
+    std::vector<std::string> out = tree_.list(at);
+    out.erase(std::remove_if(out.begin(), out.end(), [&](const std::string& f) { return !keep(f); }), out.end());
+    return out;
+  }
   std::string expand(const std::string& entry, const Node& n) const;
   std::vector<std::string> entries(const std::string& list, const Node& n) const;
   const std::vector<std::string>& conf_dirs();
@@ -82,10 +85,10 @@ class Resolver {
   void add_kernel_files(size_t lib, const std::string& dir);
   void warn(Code code, size_t needer, std::string message, std::string fix);
 
+  const FileTree& tree_;
   const DependencyOptions& opt_;
-  std::string root_;
   std::vector<Node> nodes_;
-  std::map<std::pair<dev_t, ino_t>, size_t> by_file_;
+  std::map<std::pair<uint64_t, uint64_t>, size_t> by_file_;
   std::map<std::string, size_t> by_name_;  // names asked for and DT_SONAMEs
   bool conf_read_ = false, capped_ = false;
   std::vector<std::string> conf_;
@@ -93,10 +96,11 @@ class Resolver {
   Dependencies out_;
 };
 
-std::string Resolver::in_root(const std::string& host) const {
-  if (root_.empty()) return host;
-  if (host.size() > root_.size() && host.compare(0, root_.size(), root_) == 0 && host[root_.size()] == '/')
-    return host.substr(root_.size());
+// `host` (a path on this machine) inside `root`, or "" when outside it.
+std::string in_root(const std::string& root, const std::string& host) {
+  if (root.empty()) return host;
+  if (host.size() > root.size() && host.compare(0, root.size(), root) == 0 && host[root.size()] == '/')
+    return host.substr(root.size());
   return "";  // outside the root: no $ORIGIN
 }
 
@@ -142,7 +146,8 @@ std::vector<std::string> Resolver::entries(const std::string& list, const Node& 
 }
 
 void Resolver::read_conf(const std::string& at, size_t depth) {
-  std::ifstream in(host_of(at));
+  auto file = tree_.find(at);
+  std::istringstream in(file && !file->directory ? tree_.text(*file) : "");
   std::string line;
   while (depth < kMaxConfDepth && conf_.size() < kMaxConfDirs && std::getline(in, line)) {
     line = line.substr(0, line.find('#'));
@@ -153,13 +158,8 @@ void Resolver::read_conf(const std::string& at, size_t depth) {
       std::string pattern = line.substr(line.find_first_not_of(" \t", 7));
       if (pattern[0] != '/') pattern = dirname_of(at) + "/" + pattern;  // ldconfig: beside the file
       std::string dir = dirname_of(pattern), glob = basename_of(pattern);
-      std::vector<std::string> found;
-      if (DIR* d = opendir(host_of(dir).c_str())) {
-        while (dirent* ent = readdir(d))
-          if (ent->d_name[0] != '.' && fnmatch(glob.c_str(), ent->d_name, 0) == 0) found.push_back(ent->d_name);
-        closedir(d);
-      }
-      std::sort(found.begin(), found.end());  // glob(3) order
+      // glob(3) order
+      auto found = list_dir(dir, [&](const std::string& f) { return fnmatch(glob.c_str(), f.c_str(), 0) == 0; });
       for (const auto& f : found) read_conf(dir + "/" + f, depth + 1);
     } else if (line.rfind("hwcap", 0) != 0 && line[0] == '/') {
       conf_.push_back(line.substr(0, line.find('=')));  // "dir=TYPE" of old files
@@ -178,12 +178,11 @@ const std::vector<std::string>& Resolver::conf_dirs() {
 
 std::optional<size_t> Resolver::try_file(const std::string& at, const std::string& name, size_t loader,
                                          Dependency::Kind kind) {
-  std::string host = host_of(at);
-  struct stat st {};
-  if (host.empty() || ::stat(host.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  auto same = by_file_.find({st.st_dev, st.st_ino});
+  std::optional<FileTree::Found> file = tree_.find(at);
+  if (!file || file->directory) return std::nullopt;
+  auto same = by_file_.find(file->identity);
   if (same != by_file_.end()) return same->second;
-  ElfInfo elf = read_elf(host);
+  ElfInfo elf = tree_.elf(*file);
   // open_verify: a file of another class or machine is passed over and the search goes on.
   if (!elf.elf || (!nodes_.empty() && elf.machine != nodes_[0].elf.machine)) return std::nullopt;
   if (nodes_.size() >= opt_.max_objects) {
@@ -196,10 +195,10 @@ std::optional<size_t> Resolver::try_file(const std::string& at, const std::strin
     return std::nullopt;
   }
   Node n;
-  n.at = at, n.host = host, n.loader = loader, n.kind = kind, n.name = name, n.elf = std::move(elf);
+  n.at = at, n.host = file->label, n.loader = loader, n.kind = kind, n.name = name, n.elf = std::move(elf);
   n.origin = dirname_of(at);
   size_t i = nodes_.size();
-  by_file_[{st.st_dev, st.st_ino}] = i;
+  by_file_[file->identity] = i;
   if (!n.elf.soname.empty()) by_name_.emplace(n.elf.soname, i);
   nodes_.push_back(std::move(n));
   if (!nodes_[i].elf.error.empty())
@@ -228,6 +227,7 @@ std::optional<size_t> Resolver::load(const std::string& name, size_t loader, Dep
     if (!did_main)
       for (auto& d : entries(nodes_[0].elf.rpath, nodes_[0])) dirs.push_back(d);
   }
+  for (auto& d : entries(opt_.library_path, nodes_[0])) dirs.push_back(d);
   for (auto& d : entries(l.elf.runpath, l)) dirs.push_back(d);
   if (!l.elf.nodeflib)
     for (const auto& d : conf_dirs()) dirs.push_back(d);
@@ -256,7 +256,7 @@ void Resolver::follow(size_t first) {
       std::vector<std::string> tried;
       if (load(name, i, nodes_[i].kind, &tried) || capped_) continue;
       std::string dirs;
-      for (const auto& t : tried) dirs += (dirs.empty() ? "" : ", ") + (root_.empty() ? t : root_ + t);
+      for (const auto& t : tried) dirs += (dirs.empty() ? "" : ", ") + tree_.name_of(t);
       warn(Code::kLibraryNotFound, i,
            name + ", needed by " + basename_of(nodes_[i].at) + ", is not found (searched: " +
                (dirs.empty() ? "no directory" : dirs) + "): the dynamic loader would not start the program",
@@ -274,19 +274,6 @@ namespace {
 
 bool starts_with(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
 
-// The sorted names in directory `host` that `keep` accepts.
-template <class F>
-std::vector<std::string> list_dir(const std::string& host, F keep) {
-  std::vector<std::string> out;
-  if (DIR* d = host.empty() ? nullptr : opendir(host.c_str())) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.' && keep(std::string(e->d_name))) out.push_back(e->d_name);
-    closedir(d);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // "librocblas.so.4" -> "4"
 std::string so_major(const std::string& soname, std::string_view stem) {
   if (!starts_with(soname, stem) || soname.size() <= stem.size() || soname[stem.size()] != '.') return "";
@@ -301,14 +288,14 @@ std::string so_major(const std::string& soname, std::string_view stem) {
 void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, const char* what) {
   std::string dir;
   for (const auto& c : candidates)
-    if (is_dir(host_of(c))) {
+    if (is_dir(c)) {
       dir = c;
       break;
     }
   std::string name = basename_of(nodes_[lib].at);
   if (dir.empty()) {
     std::string looked;
-    for (const auto& c : candidates) looked += (looked.empty() ? "" : ", ") + root_ + c;
+    for (const auto& c : candidates) looked += (looked.empty() ? "" : ", ") + tree_.name_of(c);
     warn(Code::kKernelDirectoryMissing, lib,
          std::string(what) + " directory of " + name + " not found (looked in " + looked +
              "): its kernels cannot be checked, and it fails at its first GEMM",
@@ -322,29 +309,30 @@ void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, c
   std::vector<std::string> dirs{dir};
   for (const auto& target : opt_.processors) {
     std::string sub = dir + "/" + target.substr(0, target.find(':'));
-    if (is_dir(host_of(sub)) && std::find(dirs.begin(), dirs.end(), sub) == dirs.end()) dirs.push_back(sub);
+    if (is_dir(sub) && std::find(dirs.begin(), dirs.end(), sub) == dirs.end()) dirs.push_back(sub);
   }
   const size_t before = kernels_.size();
   for (const auto& d : dirs) add_kernel_files(lib, d);
   // A directory holding only other processors' subdirectories: the library lacks the targets, and
   // what it has (HG214's "built for") is in them, so they are read too.
   if (kernels_.size() == before && dirs.size() == 1)
-    for (const auto& sub : list_dir(
-             host_of(dir), [&](const std::string& f) { return find_processor(f) && is_dir(host_of(dir + "/" + f)); }))
+    for (const auto& sub :
+         list_dir(dir, [&](const std::string& f) { return find_processor(f) && is_dir(dir + "/" + f); }))
       add_kernel_files(lib, dir + "/" + sub);
 }
 
 // The code object files (.co, .hsaco) of the Tensile directory `dir` (sysroot path) as kernel files of `lib`.
 void Resolver::add_kernel_files(size_t lib, const std::string& dir) {
-  std::string host_dir = host_of(dir);
-  auto files = list_dir(host_dir, [](const std::string& f) {
+  auto found = tree_.find(dir);
+  if (!found) return;
+  auto files = list_dir(dir, [](const std::string& f) {
     auto ends = [&](std::string_view e) {
       return f.size() > e.size() && f.compare(f.size() - e.size(), e.size(), e) == 0;
     };
     return ends(".co") || ends(".hsaco");
   });
   for (const auto& f : files)
-    kernels_.push_back({Dependency::Kind::KernelFile, host_dir + "/" + f, f, nodes_[lib].host, true});
+    kernels_.push_back({Dependency::Kind::KernelFile, found->label + "/" + f, f, nodes_[lib].host, true});
 }
 
 // What libraries open themselves: ggml's backends (ggml-backend-reg.cpp ggml_backend_load_best:
@@ -358,7 +346,7 @@ void Resolver::library_loaders() {
     if (starts_with(so, "libggml.so")) {
       size_t first = nodes_.size();
       for (const std::string& dir : {base + "/ggml/backends" + so_major(so, "libggml.so"), nodes_[0].origin}) {
-        auto files = list_dir(host_of(dir), [](const std::string& f) {
+        auto files = list_dir(dir, [](const std::string& f) {
           return starts_with(f, "libggml-") && f.size() > 3 && f.compare(f.size() - 3, 3, ".so") == 0;
         });
         for (const auto& f : files) try_file(dir + "/" + f, f, i, Dependency::Kind::Opened);
@@ -370,8 +358,12 @@ void Resolver::library_loaders() {
       // being the library's (librocblas.so.4 of ROCm 6.4: rocblas/4.4.1; librocblas.so.5 of ROCm 7.2:
       // rocblas/5, strings in the libraries), then upstream's order.
       std::vector<std::string> c;
+      if (!opt_.rocblas_tensile_libpath.empty()) {  // instead of every other place
+        tensile(i, {opt_.rocblas_tensile_libpath}, "rocBLAS's Tensile (ROCBLAS_TENSILE_LIBPATH)");
+        continue;
+      }
       std::string major = so_major(so, "librocblas.so");
-      for (const auto& v : list_dir(host_of(base + "/rocblas"), [&](const std::string& f) {
+      for (const auto& v : list_dir(base + "/rocblas", [&](const std::string& f) {
              return !major.empty() && (f == major || starts_with(f, major + "."));
            }))
         c.push_back(base + "/rocblas/" + v + "/library");
@@ -384,26 +376,42 @@ void Resolver::library_loaders() {
   }
 }
 
-Dependencies Resolver::run(const std::string& path) {
+Dependencies Resolver::run(const std::string& path, const std::string& root) {
   std::error_code ec;
   std::string abs = std::filesystem::absolute(path, ec).lexically_normal().string();
   Node n;
   n.host = path;
-  n.at = ec ? "" : in_root(abs);
+  n.at = ec ? "" : in_root(root, abs);
   // $ORIGIN of the program: its directory with symlinks resolved (/proc/self/exe).
-  if (root_.empty()) {
+  if (root.empty()) {
     std::string real = std::filesystem::canonical(path, ec).string();
     n.origin = ec ? "" : dirname_of(real);
   } else if (!n.at.empty()) {
-    std::string real = in_root(resolve_in_root(root_, n.at));
+    std::string real = in_root(root, resolve_in_root(root, n.at));
     n.origin = real.empty() ? "" : dirname_of(real);
   }
   n.elf = read_elf(path);
   if (!n.elf.elf) return std::move(out_);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) by_file_[{st.st_dev, st.st_ino}] = 0;
-  if (!n.elf.soname.empty()) by_name_.emplace(n.elf.soname, 0);
   nodes_.push_back(std::move(n));
+  return resolve();
+}
+
+Dependencies Resolver::run_at(const std::string& at) {
+  std::optional<FileTree::Found> file = tree_.find(at);
+  if (!file || file->directory) return std::move(out_);
+  Node n;
+  n.at = at, n.host = file->label, n.origin = dirname_of(file->at), n.elf = tree_.elf(*file);
+  if (!n.elf.elf) return std::move(out_);
+  by_file_[file->identity] = 0;
+  nodes_.push_back(std::move(n));
+  return resolve();
+}
+
+// From the program (nodes_[0]) on: what the dynamic loader maps, then what its libraries open.
+Dependencies Resolver::resolve() {
+  if (!nodes_[0].elf.soname.empty()) by_name_.emplace(nodes_[0].elf.soname, 0);
   if (!nodes_[0].elf.error.empty())
     warn(Code::kDependencyUnreadable, 0, "cannot read the dynamic section: " + nodes_[0].elf.error,
          "the file is damaged; rebuild it (the dynamic loader would refuse it)");
@@ -416,10 +424,12 @@ Dependencies Resolver::run(const std::string& path) {
   return std::move(out_);
 }
 
-Dependencies find_dependencies(const std::string& path, const DependencyOptions& options) {
+// bad_alloc on a hostile input: said, never thrown.
+template <class F>
+Dependencies without_throwing(const std::string& path, F run) {
   try {
-    return Resolver(options).run(path);
-  } catch (const std::exception& e) {  // bad_alloc on a hostile input: say so, never throw
+    return run();
+  } catch (const std::exception& e) {
     Dependencies d;
     d.diagnostics.push_back(make_diagnostic(Code::kDependencyUnreadable, path,
                                             std::string("cannot follow the dependencies: ") + e.what(),
@@ -428,60 +438,15 @@ Dependencies find_dependencies(const std::string& path, const DependencyOptions&
   }
 }
 
-}  // namespace hipguard
+Dependencies find_dependencies(const std::string& path, const DependencyOptions& options) {
+  return without_throwing(path, [&] {
+    HostTree tree(options.sysroot);
+    return Resolver(tree, options).run(path, tree.root());
+  });
+}
 
-namespace hipguard {
-
-void add_dependencies(std::vector<std::string>* files, std::vector<bool>* regular,
-                      const std::unordered_set<std::string>& named, const DependencyOptions& options,
-                      std::vector<DependencyFile>* extra) {
-  auto identity = [](const std::string& p) {
-    struct stat st {};
-    return ::stat(p.c_str(), &st) == 0 ? std::pair<dev_t, ino_t>{st.st_dev, st.st_ino} : std::pair<dev_t, ino_t>{0, 0};
-  };
-  std::set<std::pair<dev_t, ino_t>> listed;  // a file reached twice is checked once
-  for (const auto& f : *files) listed.insert(identity(f));
-  std::vector<std::string> out_files;
-  std::vector<bool> out_regular;
-  std::vector<DependencyFile> out_extra;
-  auto add = [&](const std::string& path, bool reg, DependencyFile e) {
-    out_files.push_back(path), out_regular.push_back(reg), out_extra.push_back(std::move(e));
-  };
-  for (size_t i = 0; i < files->size(); ++i) {
-    const std::string& f = (*files)[i];
-    add(f, (*regular)[i], {});
-    if (!named.count(f)) continue;
-    size_t self = out_extra.size() - 1;
-    Dependencies deps = find_dependencies(f, options);
-    // Findings go to the object that needs what is missing; one without GPU code is listed for them.
-    std::map<std::string, std::vector<Diagnostic>> said;
-    for (auto& d : deps.diagnostics) said[d.file].push_back(std::move(d));
-    if (auto own = said.find(f); own != said.end())
-      out_extra[self].diagnostics = std::move(own->second), said.erase(own);
-    auto push = [&](const Dependency& d) {
-      auto diags = said.find(d.path);
-      bool findings = diags != said.end();
-      if (!d.gpu_code && !findings) return;
-      out_extra[self].dependencies_have_gpu_code |= d.gpu_code;  // also when checked already, for another file
-      auto id = identity(d.path);
-      if (!listed.insert(id).second && id != std::pair<dev_t, ino_t>{0, 0}) return;
-      DependencyFile e;
-      e.needed_by = d.needed_by;
-      e.shared_library = d.kind != Dependency::Kind::KernelFile;
-      if (findings) e.diagnostics = std::move(diags->second), said.erase(diags);
-      add(d.path, true, std::move(e));
-    };
-    // Kernel files right after the library that opens them.
-    for (const auto& d : deps.objects) {
-      if (d.kind == Dependency::Kind::KernelFile) continue;
-      push(d);
-      for (const auto& k : deps.objects)
-        if (k.kind == Dependency::Kind::KernelFile && k.needed_by == d.path) push(k);
-    }
-  }
-  *files = std::move(out_files);
-  *regular = std::move(out_regular);
-  *extra = std::move(out_extra);
+Dependencies find_dependencies_in(const FileTree& tree, const std::string& at, const DependencyOptions& options) {
+  return without_throwing(tree.name_of(at), [&] { return Resolver(tree, options).run_at(at); });
 }
 
 }  // namespace hipguard

@@ -1,14 +1,19 @@
 // The file layer of the dependency search: objects' dynamic sections read from files
-// (format/dynamic_elf.h parses them), and paths resolved inside a sysroot.
+// (format/dynamic_elf.h parses them), paths resolved inside a sysroot, and that sysroot as a FileTree.
 #include "inputs/dynamic_elf.h"
 
 #include "hipguard/dependencies.h"
 #include "hipguard/inputs.h"
+#include "inputs/file_tree.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 
 namespace hipguard {
 namespace {
@@ -75,6 +80,44 @@ std::string resolve_in_root(const std::string& sysroot, const std::string& path)
     done.push_back(std::move(c));
   }
   return joined();
+}
+
+HostTree::HostTree(const std::string& sysroot) {
+  std::error_code ec;
+  if (!sysroot.empty()) root_ = std::filesystem::absolute(sysroot, ec).lexically_normal().string();
+  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();  // so that named files compare with it
+  if (root_ == "/") root_.clear();
+}
+
+std::optional<FileTree::Found> HostTree::find(const std::string& at) const {
+  std::string host = resolve_in_root(root_, at);
+  struct stat st {};
+  if (host.empty() || ::stat(host.c_str(), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+    return std::nullopt;
+  std::string inside = root_.empty() ? host : host.substr(std::min(root_.size(), host.size()));
+  return Found{host, inside, {st.st_dev, st.st_ino}, S_ISDIR(st.st_mode)};
+}
+
+std::vector<std::string> HostTree::list(const std::string& at) const {
+  std::vector<std::string> out;
+  std::string host = resolve_in_root(root_, at);
+  if (DIR* d = host.empty() ? nullptr : opendir(host.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') out.push_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+ElfInfo HostTree::elf(const Found& file) const { return read_elf(file.label); }
+
+std::string HostTree::text(const Found& file) const {
+  std::ifstream in(file.label, std::ios::binary);
+  std::string s(kMaxTreeTextBytes, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(s.size()));
+  s.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return s;
 }
 
 }  // namespace hipguard

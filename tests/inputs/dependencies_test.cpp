@@ -239,6 +239,32 @@ TEST_F(Deps, TensileDirectories) {
   EXPECT_NE(r.diagnostics[0].message.find("hipblaslt/library"), std::string::npos) << r.diagnostics[0].message;
 }
 
+// How the program is started, when known (an image's Env): LD_LIBRARY_PATH is searched after DT_RPATH
+// and before DT_RUNPATH ($ORIGIN: the program's), and ROCBLAS_TENSILE_LIBPATH is rocBLAS's Tensile
+// directory instead of the one beside it.
+TEST_F(Deps, LibraryPathAndTensileLibpath) {
+  build("opt/env/libx.so", "libx.so", {});
+  build("opt/runpath/libx.so", "libx.so", {});
+  build("usr/lib/x86_64-linux-gnu/librocblas.so.5", "librocblas.so.5", {});
+  write("usr/lib/x86_64-linux-gnu/rocblas/5/library/T_gfx942.co", "x");
+  write("opt/tensile/U_gfx942.co", "x");
+  build("bin/prog", "", {"opt/env/libx.so", "usr/lib/x86_64-linux-gnu/librocblas.so.5"},
+        "-Wl,-rpath,/opt/runpath -Wl,--enable-new-dtags");
+  EXPECT_EQ(find(deps("bin/prog"), "libx.so")->path, at("opt/runpath/libx.so"));
+  DependencyOptions o;
+  o.library_path = "relative:/nowhere:$ORIGIN/../opt/env";
+  o.rocblas_tensile_libpath = "/opt/tensile";
+  Dependencies r = deps("bin/prog", o);
+  ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].message;
+  EXPECT_EQ(find(r, "libx.so")->path, at("opt/env/libx.so"));
+  ASSERT_NE(find(r, "U_gfx942.co"), nullptr);
+  EXPECT_EQ(find(r, "T_gfx942.co"), nullptr);
+  o.rocblas_tensile_libpath = "/opt/none";
+  r = deps("bin/prog", o);
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kKernelDirectoryMissing});
+  EXPECT_NE(r.diagnostics[0].message.find("ROCBLAS_TENSILE_LIBPATH"), std::string::npos) << r.diagnostics[0].message;
+}
+
 // A Tensile directory holding only other processors' subdirectories, none for the target: their
 // files are the library's (so check_paths says HG214 and what it is built for), not nothing.
 TEST_F(Deps, TensileDirectoryOfOtherProcessorsOnly) {
