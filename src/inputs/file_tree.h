@@ -18,8 +18,8 @@ inline constexpr size_t kMaxTreeTextBytes = 1u << 20;  // of one ld.so.conf (rea
 class FileTree {
  public:
   struct Found {
-    std::string label;  // how findings name it: its path on this machine, or "IMAGE!usr/lib/x"
-    std::string at;     // its path inside the root with every symlink followed ("/usr/lib/x")
+    std::string label;                       // how findings name it: its path on this machine, or "IMAGE!usr/lib/x"
+    std::string at;                          // its path inside the root with every symlink followed ("/usr/lib/x")
     std::pair<uint64_t, uint64_t> identity;  // one file reached by two names has one identity
     bool directory = false;                  // else a regular file
   };

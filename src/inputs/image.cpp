@@ -1,7 +1,8 @@
 // Container images read in place: an OCI image layout directory, an OCI archive and a docker-save
 // archive; each image's layers read top first through the archive walk, so that what a layer removes
 // or replaces (image_overlay.h) is never handed over from the layers below, and every other file of
-// the image is, as an archive member "IMAGE!path".
+// the image is, as an archive member "IMAGE!path". Then the image as one machine: the program its
+// config starts, with what it loads found in the image (image_tree.h) as its dynamic loader finds it.
 #include "inputs/image.h"
 
 #include <archive.h>
@@ -18,11 +19,14 @@
 #include "inputs/archive_walk.h"
 #include "inputs/image_index.h"
 #include "inputs/image_overlay.h"
+#include "inputs/image_tree.h"
 
 namespace hipguard {
 namespace {
 
 constexpr uint64_t kLayerExpansion = 100;  // a layer may decompress to this many times its blob (real: 2-5x)
+// The PATH a container runs with when its config sets none (moby oci/defaults.go DefaultPathEnv).
+constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // A tar's regular members, in place in the mapped tar (libarchive hands an uncompressed tar's member
 // over as one block of the buffer it reads), and its symlinks, followed once inside the tar
@@ -135,6 +139,8 @@ class ImageWalk {
   void read_image(const ImageDescription& image) {
     Overlay overlay;
     std::string prefix = path_ + "!" + (image.name.empty() ? "" : image.name + "!");
+    ImageTree tree(prefix);
+    tree_ = &tree;
     for (size_t i = image.layers.size(); i-- > 0;) {
       const ImageLayer& layer = image.layers[i];
       std::string what = (image.name.empty() ? "" : image.name + ", ") + "layer " + std::to_string(i + 1) + " of " +
@@ -149,6 +155,44 @@ class ImageWalk {
           std::to_string(unmatched.size()) +
               " whiteout(s) remove a path no lower layer has, the first: " + unmatched.front(),
           "nothing to fix for the GPU check; the image builder wrote a whiteout for a path it did not find");
+    check_program(image, tree);
+    tree_ = nullptr;
+  }
+
+  // The program a container of the image starts, found as runc finds it (the config's PATH, else
+  // Docker's default), with the libraries it loads found in the image with the config's Env.
+  void check_program(const ImageDescription& image, const ImageTree& tree) {
+    const std::string program = image.run.program();
+    if (program.empty()) return;
+    const std::string from = image.run.entrypoint.empty() ? "Cmd" : "Entrypoint";
+    const std::string what = (image.name.empty() ? "" : image.name + ": ") + "the " + from + " program " + program;
+    std::string at;
+    if (program.find('/') != std::string::npos) {
+      at = program[0] == '/' ? program : (image.run.working_dir.empty() ? "/" : image.run.working_dir) + "/" + program;
+    } else {
+      std::string dirs = image.run.get("PATH").value_or(kDefaultPath);
+      for (size_t i = 0; at.empty() && i <= dirs.size();) {
+        size_t end = std::min(dirs.find(':', i), dirs.size());
+        auto file = tree.find(dirs.substr(i, end - i) + "/" + program);
+        if (file && !file->directory && end > i) at = file->at;
+        i = end + 1;
+      }
+    }
+    auto file = at.empty() ? std::nullopt : tree.find(at);
+    if (!file || file->directory)
+      return say(Code::kImageProgramMissing,
+                 what + " is not in the image" +
+                     (at.empty() ? " (searched PATH: " + image.run.get("PATH").value_or(kDefaultPath) + ")" : "") +
+                     ": a container of it would not start",
+                 "add the program to the image, or correct the config's " + from);
+    DependencyOptions options;
+    options.library_path = image.run.get("LD_LIBRARY_PATH").value_or("");
+    options.rocblas_tensile_libpath = image.run.get("ROCBLAS_TENSILE_LIBPATH").value_or("");
+    for (Diagnostic& d : find_dependencies_in(tree, at, options).diagnostics) {
+      d.message = what + ": " + d.message;
+      d.file = path_;
+      result_.diagnostics.push_back(std::move(d));
+    }
   }
 
   // False: the layer was not read whole.
@@ -166,11 +210,16 @@ class ImageWalk {
     EntryFilter filter = [&](std::string& name, unsigned type, const std::string& hardlink) {
       if (!overlay.visible(name, type, hardlink)) return false;
       name = *Overlay::normalize(name);  // "usr/lib/../lib64/x" is named "usr/lib64/x", as it is installed
+      tree_->entry(name, type, hardlink.empty() ? "" : Overlay::normalize(hardlink).value_or(""));
       return true;
     };
     const FileData* file = files_(layer.blob);
+    ArchiveReader::SideFiles side = side_files(prefix);
+    ArchiveReader::Member member = [&](const std::string& label, Bytes data, const Diagnostic* problem) {
+      deliver(prefix, label, data, problem);
+    };
     ArchiveReader::Result r =
-        walk_archive(*blob, path_, ArchiveWalk{&limits, prefix, &filter, &total, false, file, side_}, member_);
+        walk_archive(*blob, path_, ArchiveWalk{&limits, prefix, &filter, &total, false, file, &side}, member);
     bool whole = r.archive && r.diagnostics.empty();
     if (!r.archive)
       say(Code::kUnreadableImage, what + ": not a tar (plain, gzip, zstd, xz or bzip2); its files were not checked",
@@ -195,12 +244,52 @@ class ImageWalk {
     };
     ArchiveReader::Member renamed = [&](const std::string& name, Bytes data, const Diagnostic* problem) {
       auto [from, to] = links.equal_range(name);
-      for (auto it = from; it != to; ++it) member_(it->second, data, problem);
+      for (auto it = from; it != to; ++it) deliver(prefix, it->second, data, problem);
     };
     uint64_t total = 0;
     ArchiveReader::Result r =
         walk_archive(blob, path_, ArchiveWalk{&limits, prefix, &targets, &total, false, file}, renamed);
     name_the_layer(r.diagnostics, what, prefix);
+  }
+
+  // A member handed over; an ELF file of the image is recorded in the tree too.
+  void deliver(const std::string& prefix, const std::string& label, Bytes data, const Diagnostic* problem) {
+    if (!problem && data.size() >= 4 &&
+        std::memcmp(data.data(),
+                    "\x7f"
+                    "ELF",
+                    4) == 0 &&
+        label.compare(0, prefix.size(), prefix) == 0)
+      tree_->set_elf(label.substr(prefix.size()), data);
+    member_(label, data, problem);
+  }
+
+  // The caller's side files, and the image's ld.so.conf files and symlinks, which the tree records.
+  ArchiveReader::SideFiles side_files(const std::string& prefix) {
+    ArchiveReader::SideFiles side;
+    auto name = [prefix](const std::string& label) {
+      return label.compare(0, prefix.size(), prefix) == 0 ? label.substr(prefix.size()) : std::string();
+    };
+    auto outer_wants = [this](const std::string& label) {
+      return side_ && side_->wants ? side_->wants(label) : ArchiveReader::Want::Nothing;
+    };
+    side.wants = [=](const std::string& label) {
+      return ImageTree::wants_text(name(label)) ? ArchiveReader::Want::Bytes : outer_wants(label);
+    };
+    side.take = [=, this](const std::string& label, Bytes data, const Diagnostic* problem) {
+      if (ImageTree::wants_text(name(label)) && !problem)
+        tree_->set_text(name(label), std::string(reinterpret_cast<const char*>(data.data()), data.size()));
+      ArchiveReader::Want outer = outer_wants(label);
+      if (outer == ArchiveReader::Want::Bytes) side_->take(label, data, problem);
+      if (outer == ArchiveReader::Want::Name) side_->take(label, {}, nullptr);
+    };
+    side.link = [=, this](const std::string& label, const std::string& target, bool hard) {
+      if (!hard) tree_->symlink(name(label), target);
+      if (side_ && side_->link) side_->link(label, target, hard);
+    };
+    if (side_) side.incomplete = side_->incomplete;
+    side.max_bytes = side_ ? side_->max_bytes : kMaxTreeTextBytes;
+    return side;
   }
 
   // The walk's own diagnostics (HG111, HG113), named after the layer; their fix for an image.
@@ -241,6 +330,7 @@ class ImageWalk {
   const ArchiveReader::Member& member_;
   ArchiveReader::Result result_;
   std::unordered_map<std::string, std::string> checked_;  // blob -> its sha256 (a blob shared by images)
+  ImageTree* tree_ = nullptr;                             // the image being read
 };
 
 bool starts_like_tar(Bytes b) { return b.size() >= 262 && std::memcmp(b.data() + 257, "ustar", 5) == 0; }

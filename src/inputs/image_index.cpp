@@ -143,6 +143,18 @@ class Reader {
       if (const llvm::json::Array* ids = rootfs->getArray("diff_ids"))
         for (size_t i = 0; i < ids->size() && i < image.layers.size(); ++i)
           image.layers[i].diff_id = (*ids)[i].getAsString().value_or("").str();
+    if (const llvm::json::Object* run = o->getObject("config")) {
+      strings(run->getArray("Env"), image.run.env);
+      strings(run->getArray("Entrypoint"), image.run.entrypoint);
+      strings(run->getArray("Cmd"), image.run.cmd);
+      image.run.working_dir = run->getString("WorkingDir").value_or("").str();
+    }
+  }
+  // The strings of a JSON array (other values skipped); a missing array is none.
+  static void strings(const llvm::json::Array* a, std::vector<std::string>& out) {
+    if (!a) return;
+    for (const llvm::json::Value& v : *a)
+      if (auto s = v.getAsString()) out.push_back(s->str());
   }
 
   static std::string digest_of(const llvm::json::Object& descriptor) {
@@ -235,6 +247,19 @@ ImageList read_oci_index(const BlobSource& blobs, const Platform& platform) {
   walk.index(*top, "index.json", 0, "");
   walk.finish();
   return list;
+}
+
+std::optional<std::string> ImageRun::get(std::string_view name) const {
+  std::optional<std::string> value;
+  for (const std::string& e : env)
+    if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=')
+      value = e.substr(name.size() + 1);
+  return value;
+}
+
+std::string ImageRun::program() const {
+  if (!entrypoint.empty()) return entrypoint[0];
+  return cmd.empty() ? "" : cmd[0];
 }
 
 ImageList read_docker_manifest(const BlobSource& blobs) {

@@ -28,9 +28,23 @@ struct ImageLayer {
   std::string diff_id;  // "sha256:<hex>" of the layer uncompressed (the config's rootfs.diff_ids), or ""
 };
 
+// How a container started from the image runs (OCI config.md, the config's "config" object; Docker's
+// the same): what a check of the image as one machine starts from.
+struct ImageRun {
+  std::vector<std::string> env;         // "NAME=value", in order (a later one of the same name wins)
+  std::vector<std::string> entrypoint;  // the program and its first arguments
+  std::vector<std::string> cmd;         // its default arguments; the program when there is no entrypoint
+  std::string working_dir;              // "" is "/"
+  // The value of `name` in env, or nullopt when it is not set.
+  std::optional<std::string> get(std::string_view name) const;
+  // The program a container runs: Entrypoint[0], else Cmd[0]; "" when neither says.
+  std::string program() const;
+};
+
 struct ImageDescription {
   std::string name;                // its tag or reference when the store holds several images, else ""
   std::vector<ImageLayer> layers;  // bottom first, as the runtime applies them
+  ImageRun run;
 };
 
 struct ImageList {

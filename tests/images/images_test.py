@@ -17,6 +17,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,36 @@ def rootfs_base(dest):
         f.write("no GPU code here\n")
 
 
+RUN_PROGRAM = "usr/libexec/rocm/librocblas5-bench/rocblas-bench"  # in the 7.2 root
+MULTIARCH = "usr/lib/x86_64-linux-gnu"
+
+
+def rootfs_run(dest):
+    """A machine laid out as Debian's images are (/lib a symlink to usr/lib, libraries as symlinks to
+    their versioned files) running rocBLAS 5's benchmark, its program found on PATH; libamdhip64 in a
+    directory /etc/ld.so.conf.d names, libgfortran in one only LD_LIBRARY_PATH names, and rocBLAS itself
+    (and what libamdhip64 needs) left out: those are what a check of the image as one machine must name."""
+    os.makedirs(os.path.join(dest, MULTIARCH))
+    os.symlink("usr/lib", os.path.join(dest, "lib"))
+    for name in ("libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libquadmath.so.0",
+                 "ld-linux-x86-64.so.2"):
+        src = os.path.join(A.root, MULTIARCH, name)
+        real = os.path.basename(os.path.realpath(src))
+        shutil.copy(src, os.path.join(dest, MULTIARCH, real))
+        if real != name:
+            os.symlink(real, os.path.join(dest, MULTIARCH, name))
+    for d, name in (("opt/rocm/lib", "libamdhip64.so.7"), ("opt/env", "libgfortran.so.5")):
+        os.makedirs(os.path.join(dest, d))
+        shutil.copy(os.path.join(A.root, MULTIARCH, name), os.path.join(dest, d, name))
+    os.makedirs(os.path.join(dest, "etc/ld.so.conf.d"))
+    with open(os.path.join(dest, "etc/ld.so.conf"), "w") as f:
+        f.write("include /etc/ld.so.conf.d/*.conf\n")
+    with open(os.path.join(dest, "etc/ld.so.conf.d/rocm.conf"), "w") as f:
+        f.write("/opt/rocm/lib\n")
+    os.makedirs(os.path.join(dest, "usr/bin"))
+    shutil.copy(os.path.join(A.root, RUN_PROGRAM), os.path.join(dest, "usr/bin"))
+
+
 def umoci(*args):
     rootless = [] if os.geteuid() == 0 else ["--rootless"]
     return run("umoci", *args[:1], *rootless, *args[1:]) if args[0] in ("unpack",) else run("umoci", *args)
@@ -115,6 +146,16 @@ def build():
     with tarfile.open(w("oci-top.tar"), "w") as t:
         for name in sorted(os.listdir(w("oci-top"))):
             t.add(w("oci-top", name), arcname=name)
+    # The image as one machine: a program its config starts, with its Env.
+    umoci("init", "--layout", w("run"))
+    umoci("new", "--image", w("run") + ":run")
+    umoci("unpack", "--image", w("run") + ":run", w("bundle"))
+    rootfs_run(w("bundle", "rootfs"))
+    umoci("repack", "--image", w("run") + ":run", w("bundle"))
+    shutil.copytree(w("bundle", "rootfs"), w("tree-run"), symlinks=True)
+    shutil.rmtree(w("bundle"))
+    umoci("config", "--image", w("run") + ":run", "--config.entrypoint", "rocblas-bench",
+          "--config.env", "LD_LIBRARY_PATH=/opt/env")
     open(stamp, "w").write(inputs_key())
 
 
@@ -209,6 +250,43 @@ def case_WhiteoutChangesTheVerdict():
     rc, doc = check("--target", "gfx90a", w("layout"))
     tags = {f["path"][len(w("layout")) + 1:].split("!")[0] for f in doc["files"] if "!" in f["path"]}
     expect(tags == {"base", "top"}, f"a layout with two tags: images {tags}")
+
+
+def not_found(doc):
+    """HG120's (library, needed by) pairs, wherever the report puts them."""
+    pairs = set()
+    for f in doc["files"]:
+        for d in f["diagnostics"] + [x for img in f["images"] for x in img["diagnostics"]]:
+            m = re.search(r"(\S+), needed by (\S+), is not found", d["message"]) if d["code"] == "HG120" else None
+            if m:
+                pairs.add(m.groups())
+    return pairs
+
+
+def case_ProgramAsTheImageRunsIt():
+    """The image's Entrypoint, found on PATH, with the libraries it loads found in the image as its dynamic
+    loader finds them (symlinks, ld.so.conf.d, the config's LD_LIBRARY_PATH): what is missing is what
+    `--sysroot` says of the same files unpacked, but for the library only LD_LIBRARY_PATH finds."""
+    w = lambda *p: os.path.join(A.work, *p)
+    rc_i, image = check("--target", "gfx942", w("run"))
+    rc_t, tree = check("--target", "gfx942", "--sysroot", w("tree-run"), w("tree-run", "usr/bin/rocblas-bench"))
+    missing_i, missing_t = not_found(image), not_found(tree)
+    expected = {("librocblas.so.5", "rocblas-bench"), ("libhsa-runtime64.so.1", "libamdhip64.so.7")}
+    expect(expected <= missing_i, f"the image: missing {sorted(missing_i)}")
+    expect(("libgfortran.so.5", "rocblas-bench") in missing_t, f"the tree without the Env: missing {sorted(missing_t)}")
+    expect(missing_i == missing_t - {("libgfortran.so.5", "rocblas-bench")},
+           f"the image as one machine differs from its files with --sysroot:\n  image: {sorted(missing_i)}\n"
+           f"  tree:  {sorted(missing_t)}")
+    said = [d["message"] for f in image["files"] for d in f["diagnostics"] if d["code"] == "HG120"]
+    expect(said and all("the Entrypoint program rocblas-bench" in m for m in said), f"HG120 names the program: {said[:2]}")
+    # An Entrypoint the image does not have: HG124, and the image's files are still checked.
+    d = os.path.join(A.work, "bad", "program")
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(w("run"), d)
+    umoci("config", "--image", d + ":run", "--config.entrypoint", "/usr/bin/absent")
+    rc, doc = check("--target", "gfx942", d)
+    expect("HG124" in codes(doc) and "HG120" not in codes(doc), f"a missing Entrypoint: codes {codes(doc)}")
+    expect(any(f["path"].endswith("usr/bin/rocblas-bench") for f in doc["files"]), "a missing Entrypoint: files")
 
 
 def copy_layout(name):

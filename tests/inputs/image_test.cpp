@@ -6,6 +6,9 @@
 #include <llvm/Support/JSON.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <iterator>
+#include <optional>
 
 #include <archive_entry.h>
 
@@ -54,12 +57,15 @@ struct Layout {
     files.emplace_back("blobs/sha256/" + d.substr(7), bytes);
     return llvm::json::Object{{"mediaType", media_type}, {"digest", d}, {"size", int64_t(bytes.size())}};
   }
-  // An image of `layers` (bottom first, each a tar, maybe compressed); `platform` "" for none.
-  void image(const std::vector<std::string>& layers, const std::string& platform = "") {
+  // An image of `layers` (bottom first, each a tar, maybe compressed); `platform` "" for none; `run`
+  // the config's "config" (Env, Entrypoint, Cmd), or none.
+  void image(const std::vector<std::string>& layers, const std::string& platform = "",
+             std::optional<llvm::json::Object> run = std::nullopt) {
     llvm::json::Array descriptors;
     for (const auto& l : layers) descriptors.push_back(put(l, "application/vnd.oci.image.layer.v1.tar"));
-    llvm::json::Object config =
-        put(R"({"rootfs":{"type":"layers","diff_ids":[]}})", "application/vnd.oci.image.config.v1+json");
+    llvm::json::Object doc{{"rootfs", llvm::json::Object{{"type", "layers"}, {"diff_ids", llvm::json::Array{}}}}};
+    if (run) doc["config"] = std::move(*run);
+    llvm::json::Object config = put(json(std::move(doc)), "application/vnd.oci.image.config.v1+json");
     llvm::json::Object manifest =
         put(json(llvm::json::Object{
                 {"schemaVersion", 2}, {"config", std::move(config)}, {"layers", std::move(descriptors)}}),
@@ -450,4 +456,73 @@ TEST(Image, OtherFormsOfAStore) {
   const Diagnostic* d = find(r, Code::kUnreadableImage);
   ASSERT_NE(d, nullptr) << dump(r.diagnostics);
   EXPECT_NE(d->message.find("symlink is not followed"), std::string::npos) << d->message;
+}
+
+namespace {
+
+// gcc SOURCE -> a shared library with `soname` linked against `needs`, or a program when soname is "".
+std::string gcc_elf(const fs::path& dir, const std::string& soname, const std::vector<std::string>& needs) {
+  std::string out = (dir / (soname.empty() ? "app" : soname)).string();
+  std::ofstream(dir / "src.c") << "int f(void) { return 0; }\nint main(void) { return 0; }\n";
+  std::string cmd = "gcc -nostdlib -o '" + out + "' '" + (dir / "src.c").string() + "'" +
+                    (soname.empty() ? " -Wl,-e,main" : " -shared -fPIC -Wl,-soname," + soname) + " -Wl,--no-as-needed";
+  for (const auto& n : needs) cmd += " '" + (dir / n).string() + "'";
+  EXPECT_EQ(std::system((cmd + " 2>&1").c_str()), 0) << cmd;
+  std::ifstream in(out, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+llvm::json::Array strings(std::initializer_list<const char*> list) {
+  llvm::json::Array a;
+  for (const char* s : list) a.push_back(s);
+  return a;
+}
+
+}  // namespace
+
+// The program a container of the image starts (its PATH, symlinks and ld.so.conf.d of the image, the
+// config's LD_LIBRARY_PATH) is followed into the libraries it loads inside the image: what the image
+// lacks is HG120 naming the program, a program it lacks HG124; the image's files are checked all the same.
+TEST(Image, TheConfigsProgramIsFollowedInsideTheImage) {
+  if (std::system("gcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no gcc to build the test programs";
+  TempDir tmp("hipguard-image");
+  fs::path dir(tmp.path);
+  std::string libk = gcc_elf(dir, "libk.so.1", {}), libmissing = gcc_elf(dir, "libmissing.so.2", {});
+  std::string app = gcc_elf(dir, "", {"libk.so.1", "libmissing.so.2"});
+  std::string files = layer({{"lib", "", kSymlink, "usr/lib"},
+                             {"usr/local/k/libk.so.1.0", libk},
+                             {"usr/local/k/libk.so.1", "", kSymlink, "libk.so.1.0"},
+                             {"etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n"},
+                             {"etc/ld.so.conf.d/k.conf", "/usr/local/k\n"},
+                             {"opt/app/bin/app", app},
+                             {"k.co", fine_co()}});
+  auto checked = [&](llvm::json::Object run, std::string extra = "") {
+    Layout l;
+    l.image(extra.empty() ? std::vector<std::string>{files} : std::vector<std::string>{files, extra}, "",
+            std::move(run));
+    std::string path = (dir / "i.tar").string();
+    std::ofstream(path, std::ios::binary) << l.as_tar();
+    return check_image(path);
+  };
+  // On PATH; libk.so.1 through ld.so.conf.d and a symlink; libmissing.so.2 nowhere.
+  FileReport r =
+      checked(llvm::json::Object{{"Env", strings({"PATH=/usr/bin:/opt/app/bin"})}, {"Entrypoint", strings({"app"})}});
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kLibraryNotFound}) << dump(r.diagnostics);
+  EXPECT_NE(r.diagnostics[0].message.find("the Entrypoint program app: libmissing.so.2, needed by app"),
+            std::string::npos)
+      << r.diagnostics[0].message;
+  EXPECT_EQ(member_names(r, (dir / "i.tar").string()), std::vector<std::string>{"!k.co"})
+      << "the program and libk.so.1.0 have no GPU code: followed, not listed";
+  // The config's LD_LIBRARY_PATH finds it (Cmd without an Entrypoint, an absolute path).
+  r = checked(llvm::json::Object{{"Env", strings({"LD_LIBRARY_PATH=/opt/m"})}, {"Cmd", strings({"/opt/app/bin/app"})}},
+              layer({{"opt/m/libmissing.so.2", libmissing}}));
+  EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);
+  // Not in the image.
+  r = checked(llvm::json::Object{{"Entrypoint", strings({"app"})}});
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kImageProgramMissing}) << dump(r.diagnostics);
+  EXPECT_NE(r.diagnostics[0].message.find("searched PATH: /usr/local/sbin:"), std::string::npos)
+      << r.diagnostics[0].message;
+  // No program: nothing to follow.
+  r = checked(llvm::json::Object{});
+  EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);
 }

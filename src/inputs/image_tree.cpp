@@ -1,0 +1,136 @@
+// A container image's files recorded as its layers are read, searched as the dynamic loader searches
+// a root (file_tree.h): symlinks followed inside the image, as a container sees them.
+#include "inputs/image_tree.h"
+
+#include <archive_entry.h>
+
+#include <deque>
+#include <iterator>
+#include <set>
+
+#include "inputs/dynamic_elf.h"
+
+namespace hipguard {
+namespace {
+constexpr int kMaxSymlinks = 40;  // Linux's MAXSYMLINKS
+constexpr size_t kNoId = SIZE_MAX;
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string s;
+  for (const auto& p : parts) (s += s.empty() ? "" : "/") += p;
+  return s;
+}
+}  // namespace
+
+void ImageTree::entry(const std::string& name, unsigned filetype, const std::string& hardlink) {
+  Kind kind = !hardlink.empty()           ? Kind::Hardlink
+              : filetype == AE_IFDIR      ? Kind::Directory
+              : filetype == AE_IFLNK      ? Kind::Symlink
+                                          : Kind::File;
+  if (kind == Kind::File && filetype != AE_IFREG) return;  // devices, FIFOs, sockets: nothing the loader opens
+  entries_.emplace(name, Entry{kind, hardlink, entries_.size()});
+}
+
+void ImageTree::symlink(const std::string& name, const std::string& target) {
+  auto it = entries_.find(name);
+  if (it != entries_.end() && it->second.kind == Kind::Symlink && it->second.target.empty()) it->second.target = target;
+}
+
+bool ImageTree::wants_text(const std::string& name) {
+  return name == "etc/ld.so.conf" || name.rfind("etc/ld.so.conf.d/", 0) == 0;
+}
+
+void ImageTree::set_text(const std::string& name, std::string text) {
+  if (text.size() > kMaxTreeTextBytes) text.resize(kMaxTreeTextBytes);
+  if (entries_.count(name)) texts_.emplace(name, std::move(text));
+}
+
+void ImageTree::set_elf(const std::string& name, Bytes bytes) {
+  auto it = entries_.find(name);
+  if (it == entries_.end() || it->second.kind == Kind::Directory || it->second.kind == Kind::Symlink) return;
+  if (!elves_.count(name)) elves_.emplace(name, read_dynamic_info(bytes));
+}
+
+const ImageTree::Entry* ImageTree::lookup(const std::string& path, Entry* implicit) const {
+  if (auto it = entries_.find(path); it != entries_.end()) return &it->second;
+  std::string below = path + "/";
+  auto next = entries_.lower_bound(below);
+  if (next == entries_.end() || next->first.compare(0, below.size(), below) != 0) return nullptr;
+  *implicit = Entry{Kind::Directory, "", kNoId};  // a layer that lists files without their directories
+  return implicit;
+}
+
+std::string ImageTree::file_name(const std::string& path) const {
+  auto it = entries_.find(path);
+  if (it != entries_.end() && it->second.kind == Kind::Hardlink && entries_.count(it->second.target))
+    return it->second.target;
+  return path;
+}
+
+std::optional<FileTree::Found> ImageTree::find(const std::string& at) const {
+  std::deque<std::string> todo;
+  for (auto& c : split_path(at)) todo.push_back(std::move(c));
+  std::vector<std::string> done;  // resolved components below the root
+  int links = 0;
+  Entry implicit{Kind::Directory, "", kNoId};
+  const Entry* e = &implicit;  // the root
+  while (!todo.empty()) {
+    std::string c = std::move(todo.front());
+    todo.pop_front();
+    if (c == ".") continue;
+    if (c == "..") {
+      if (!done.empty()) done.pop_back();  // never above the root
+      e = &implicit, implicit = Entry{Kind::Directory, "", kNoId};
+      continue;
+    }
+    done.push_back(std::move(c));
+    e = lookup(joined(done), &implicit);
+    if (!e) return std::nullopt;
+    if (e->kind == Kind::Symlink) {
+      if (++links > kMaxSymlinks || e->target.empty()) return std::nullopt;
+      done.pop_back();
+      if (e->target[0] == '/') done.clear();  // absolute: from the image's root again
+      auto parts = split_path(e->target);
+      todo.insert(todo.begin(), parts.begin(), parts.end());
+      e = &implicit, implicit = Entry{Kind::Directory, "", kNoId};
+      continue;
+    }
+    if (!todo.empty() && e->kind != Kind::Directory) return std::nullopt;
+  }
+  std::string path = joined(done);
+  size_t id = e->id;
+  if (e->kind == Kind::Hardlink)
+    if (auto t = entries_.find(file_name(path)); t != entries_.end()) id = t->second.id;
+  return Found{label_ + path, "/" + path, {1, id}, e->kind == Kind::Directory};
+}
+
+std::vector<std::string> ImageTree::list(const std::string& at) const {
+  std::vector<std::string> out;
+  std::optional<Found> dir = find(at);
+  if (!dir || !dir->directory) return out;
+  std::string prefix = dir->at.size() > 1 ? dir->at.substr(1) + "/" : "";
+  for (auto it = entries_.lower_bound(prefix); it != entries_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+    std::string name = it->first.substr(prefix.size());
+    size_t slash = name.find('/');
+    if (slash != std::string::npos) name.resize(slash);
+    if (!name.empty() && name[0] != '.') out.push_back(name);
+    // Past what lies below name ("name/..."; '0' follows '/'), or to the next entry.
+    it = slash == std::string::npos ? std::next(it) : entries_.lower_bound(prefix + name + "0");
+  }
+  std::set<std::string> sorted(out.begin(), out.end());
+  return {sorted.begin(), sorted.end()};
+}
+
+ElfInfo ImageTree::elf(const Found& file) const {
+  auto it = elves_.find(file_name(file.at.substr(1)));
+  return it == elves_.end() ? ElfInfo() : it->second;
+}
+
+std::string ImageTree::text(const Found& file) const {
+  auto it = texts_.find(file_name(file.at.substr(1)));
+  return it == texts_.end() ? "" : it->second;
+}
+
+std::string ImageTree::name_of(const std::string& at) const { return at; }
+
+}  // namespace hipguard

@@ -1,0 +1,56 @@
+// A container image's files as the dependency search reads them (file_tree.h), recorded while the
+// image walk reads its layers top first (image.cpp): the names, kinds and link targets of the entries
+// the image keeps, the dynamic sections of its ELF files and the text of its ld.so.conf files.
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "inputs/file_tree.h"
+
+namespace hipguard {
+
+class ImageTree : public FileTree {
+ public:
+  // `label`: how findings name the image's files, "IMAGE!" + their path ("IMAGE!TAG!" for one of several).
+  explicit ImageTree(std::string label) : label_(std::move(label)) {}
+
+  // An entry the image keeps (Overlay::visible), `name` normalized ("usr/lib/x"): `filetype` AE_IF*,
+  // `hardlink` the normalized name of the entry of its layer it links to, or "". The first entry of a
+  // name wins: layers are read top first.
+  void entry(const std::string& name, unsigned filetype, const std::string& hardlink);
+  // The target of the symbolic link `name`, as stored (relative to its directory, or absolute).
+  void symlink(const std::string& name, const std::string& target);
+  // Whether the file `name` is one whose text the search reads (/etc/ld.so.conf and the files of
+  // /etc/ld.so.conf.d, where images put theirs).
+  static bool wants_text(const std::string& name);
+  void set_text(const std::string& name, std::string text);
+  // The ELF file `name` of the image (its bytes, valid during the call).
+  void set_elf(const std::string& name, Bytes bytes);
+
+  std::optional<Found> find(const std::string& at) const override;
+  std::vector<std::string> list(const std::string& at) const override;
+  ElfInfo elf(const Found& file) const override;
+  std::string text(const Found& file) const override;
+  std::string name_of(const std::string& at) const override;
+
+ private:
+  enum class Kind { File, Directory, Symlink, Hardlink };
+  struct Entry {
+    Kind kind;
+    std::string target;  // a symlink's as stored, a hard link's normalized name
+    size_t id;
+  };
+  // The entry named `path` ("usr/lib"); a directory no entry names but some entry lies below is one too.
+  const Entry* lookup(const std::string& path, Entry* implicit) const;
+  // A hard link's file: the entry it links to, when the image keeps it.
+  std::string file_name(const std::string& path) const;
+
+  std::string label_;
+  std::map<std::string, Entry> entries_;  // ordered: a directory's entries follow it
+  std::unordered_map<std::string, ElfInfo> elves_;
+  std::unordered_map<std::string, std::string> texts_;
+};
+
+}  // namespace hipguard
