@@ -25,9 +25,10 @@ struct SupportRow {
 // row "runs" until judged.
 std::vector<SupportRow> support_rows();
 
-// Judges `row` from check_paths over the row's target alone (`ok`: its result, what `hipguard check
-// --target <its product>` exits with) and the reports it delivered: the first error (a file's own
-// first, then its images', in input order) is the cause.
-void judge_support(SupportRow& row, bool ok, const std::vector<FileReport>& reports);
+// Judges `row` from the reports of one check_paths over every row's target at once: it does not run
+// when a file has an error for its target or for every target, or an image's verdict for its target
+// fails; as `hipguard check --target <its product>` would exit non-zero. The cause is the first such
+// error (a file's own first, then its images', in input order).
+void judge_support(SupportRow& row, const std::vector<FileReport>& reports);
 
 }  // namespace hipguard

@@ -6,14 +6,31 @@
 namespace hipguard {
 namespace {
 
-// The first error a file or its images report: the file's own first.
-const Diagnostic* first_error(const FileReport& r) {
+// Whether the images of `r`, its own diagnostics or its members' say it cannot run on `target`
+// (its str()): an error of the file for it or for every target (none named), or an image whose verdict
+// for it fails (check.h: an error about its selected code object, not a file counted as another
+// processor's by its kernel library). `*cause`: the first such error, the file's own first.
+bool fails_on(const FileReport& r, const std::string& target, const Diagnostic** cause) {
+  auto first = [&](const Diagnostic& d) {
+    if (!*cause) *cause = &d;
+    return true;
+  };
   for (const auto& d : r.diagnostics)
-    if (d.severity == Severity::Error) return &d;
-  for (const auto& img : r.images)
-    for (const auto& d : img.diagnostics)
-      if (d.severity == Severity::Error) return &d;
-  return nullptr;
+    if (d.severity == Severity::Error && (d.target.empty() || d.target == target)) return first(d);
+  for (const auto& img : r.images) {
+    auto v = std::find_if(img.verdicts.begin(), img.verdicts.end(),
+                          [&](const TargetVerdict& t) { return t.target.str() == target; });
+    if (v == img.verdicts.end() ? img.structurally_ok : !v->fails()) continue;
+    for (const auto& d : img.diagnostics) {
+      bool mine = d.target.empty() ? (v == img.verdicts.end() || d.entry.empty() || d.entry == v->selected)
+                                   : d.target == target;
+      if (d.severity == Severity::Error && mine) return first(d);
+    }
+    return true;  // no error says why (not expected: a failing verdict has one)
+  }
+  for (const auto& m : r.members)
+    if (fails_on(m, target, cause)) return true;
+  return false;
 }
 
 }  // namespace
@@ -31,18 +48,24 @@ std::vector<SupportRow> support_rows() {
   return rows;
 }
 
-void judge_support(SupportRow& row, bool ok, const std::vector<FileReport>& reports) {
-  row.runs = ok;
-  if (ok) return;
+void judge_support(SupportRow& row, const std::vector<FileReport>& reports) {
+  const std::string target = row.target.str();
+  const Diagnostic* cause = nullptr;
+  row.runs = true;
   for (const auto& r : reports)
-    if (const Diagnostic* d = first_error(r)) {
-      Diagnostic brief = *d;
-      brief.fix.clear();
-      row.cause = format_line(brief);
-      row.code = d->code;
-      return;
+    if (fails_on(r, target, &cause)) {
+      row.runs = false;
+      if (cause) break;
     }
-  row.cause = "cannot run on " + row.target.str();  // no error says why (not expected: a failing check has one)
+  if (row.runs) return;
+  if (!cause) {
+    row.cause = "cannot run on " + target;  // no error says why (not expected: a failing check has one)
+    return;
+  }
+  Diagnostic brief = *cause;
+  brief.fix.clear();
+  row.cause = format_line(brief);
+  row.code = cause->code;
 }
 
 }  // namespace hipguard

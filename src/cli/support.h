@@ -1,5 +1,5 @@
-// hipguard check without --target: the checks, one per shipped configuration, that answer which GPUs
-// the inputs run on, and their table (hipguard/support.h).
+// hipguard check without --target: the check against every shipped configuration that answers which
+// GPUs the inputs run on, and its table (hipguard/support.h).
 #pragma once
 
 #include <string>
@@ -11,11 +11,11 @@
 
 namespace hipguard {
 
-// `paths` checked with `options` against each configuration the product table ships, one pass per
-// configuration (each row is what `hipguard check --target <its product>` says, exactly: a pass
-// over all of them at once would read library files and Tensile subdirectories a one-target check
-// never reads), each row judged. The passes run side by side (up to 4, sharing options.jobs'
-// threads); the rows keep the table's order.
+// `paths` checked with `options` once, against every configuration the product table ships at once,
+// each row judged from the verdicts and findings for its target (judge_support): what `hipguard check
+// --target <its product>` says, from one read of the inputs instead of one per row. (One difference:
+// a Tensile <processor>/ subdirectory a one-target check never reads is read for every row, so a damaged
+// file there makes every row fail.) The rows keep the table's order.
 std::vector<SupportRow> check_support(const std::vector<std::string>& paths, CheckPathsOptions options,
                                       Progress& progress);
 

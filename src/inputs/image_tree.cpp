@@ -23,10 +23,10 @@ std::string joined(const std::vector<std::string>& parts) {
 }  // namespace
 
 void ImageTree::entry(const std::string& name, unsigned filetype, const std::string& hardlink) {
-  Kind kind = !hardlink.empty()           ? Kind::Hardlink
-              : filetype == AE_IFDIR      ? Kind::Directory
-              : filetype == AE_IFLNK      ? Kind::Symlink
-                                          : Kind::File;
+  Kind kind = !hardlink.empty()      ? Kind::Hardlink
+              : filetype == AE_IFDIR ? Kind::Directory
+              : filetype == AE_IFLNK ? Kind::Symlink
+                                     : Kind::File;
   if (kind == Kind::File && filetype != AE_IFREG) return;  // devices, FIFOs, sockets: nothing the loader opens
   entries_.emplace(name, Entry{kind, hardlink, entries_.size()});
 }
@@ -109,7 +109,8 @@ std::vector<std::string> ImageTree::list(const std::string& at) const {
   std::optional<Found> dir = find(at);
   if (!dir || !dir->directory) return out;
   std::string prefix = dir->at.size() > 1 ? dir->at.substr(1) + "/" : "";
-  for (auto it = entries_.lower_bound(prefix); it != entries_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+  for (auto it = entries_.lower_bound(prefix);
+       it != entries_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
     std::string name = it->first.substr(prefix.size());
     size_t slash = name.find('/');
     if (slash != std::string::npos) name.resize(slash);

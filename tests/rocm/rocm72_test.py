@@ -253,7 +253,7 @@ def case_KernelLibraries72():
             expect(rc == 0 and not found, f"{name} on {target}: exit {rc}, findings {found}")
     print("rocBLAS 5 and hipBLASLt 7.2 on gfx90a, gfx1100, gfx1201: nothing to say")
     # Without --target, the other direction: which GPUs each library runs on, as the targeted checks
-    # above say it (rocBLAS 5: not MI355X, naming gfx942; hipBLASLt 7.2: not MI300X).
+    # say it (rocBLAS 5: not MI355X, naming gfx942; hipBLASLt 7.2: not MI300X), row by row.
     for name, d, runs, not_on in (("rocBLAS 5", rocblas, ("gfx942", "gfx90a", "gfx1100", "gfx1201"), "gfx950"),
                                   ("hipBLASLt 7.2", hipblaslt, ("gfx90a", "gfx1100", "gfx1201"), "gfx942")):
         p = run([R.A.cli, "check", d])
@@ -268,6 +268,14 @@ def case_KernelLibraries72():
         if name == "rocBLAS 5":
             expect("nearest: gfx942" in (row[1] or ""), f"rocBLAS 5 on gfx950: {row}")
         print(f"{name} without --target: runs on {sorted(p for p, r in rows.items() if r[0] == 'runs')}")
+        # Each row (one check over every target at once) says what the check for its target alone says.
+        _, whole = cli_json("check", d)
+        for row in whole["support"]:
+            rc, one = cli_json("check", "--target", row["target"], d)
+            codes = {x["code"] for x in diagnostics(one) if x["severity"] == "error"}
+            expect(row["runs"] == (rc == 0) and (row["runs"] or row.get("code") in codes),
+                   f"{name}, which GPUs: {row['target']} runs {row['runs']} ({row.get('code')}); "
+                   f"its own check: exit {rc}, errors {sorted(codes)}")
 
 
 # Fat binaries of the 7.2 stack, each checked on the processors it ships code for.
