@@ -127,7 +127,7 @@ void check_csv(const std::string& csv, const std::string& proc_dir, const Target
     Result<const CodeObjectFacts::Entry*> entry = loadable_on(facts, t);
     if (!entry) {
       const std::string& why = entry.error().message;
-      f.add(Code::kDatabaseCodeObjectMismatch, path, row[knl],
+      f.add(entry.error().code, path, row[knl],
             row[co] + " (row " + std::to_string(i + 1) + " of " + fs::path(csv).filename().string() + ") is " + why +
                 ", not for " + t.str() +
                 ": the runtime rejects it and AITER stops with \"kernel registration failed "

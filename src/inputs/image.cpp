@@ -141,6 +141,7 @@ class ImageWalk {
     std::string prefix = path_ + "!" + (image.name.empty() ? "" : image.name + "!");
     ImageTree tree(prefix);
     tree_ = &tree;
+    tree.expect_program(image.run.program_path());
     for (size_t i = image.layers.size(); i-- > 0;) {
       const ImageLayer& layer = image.layers[i];
       std::string what = (image.name.empty() ? "" : image.name + ", ") + "layer " + std::to_string(i + 1) + " of " +
@@ -148,6 +149,7 @@ class ImageWalk {
                          (layer.digest.empty() ? layer.blob : layer.digest.substr(0, 19)) + ")";
       if (!read_layer(layer, what, prefix, overlay)) overlay.layer_incomplete();
       overlay.end_layer();
+      tree.end_layer();
     }
     std::vector<std::string> unmatched = overlay.unmatched_whiteouts();
     if (!unmatched.empty())
@@ -168,7 +170,7 @@ class ImageWalk {
     const std::string what = (image.name.empty() ? "" : image.name + ": ") + "the " + from + " program " + program;
     std::string at;
     if (program.find('/') != std::string::npos) {
-      at = program[0] == '/' ? program : (image.run.working_dir.empty() ? "/" : image.run.working_dir) + "/" + program;
+      at = image.run.program_path();
     } else {
       std::string dirs = image.run.get("PATH").value_or(kDefaultPath);
       for (size_t i = 0; at.empty() && i <= dirs.size();) {

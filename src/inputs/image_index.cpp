@@ -262,6 +262,12 @@ std::string ImageRun::program() const {
   return cmd.empty() ? "" : cmd[0];
 }
 
+std::string ImageRun::program_path() const {
+  std::string p = program();
+  if (p.empty() || p[0] == '/' || p.find('/') == std::string::npos) return p;
+  return (working_dir.empty() ? "/" : working_dir) + "/" + p;
+}
+
 ImageList read_docker_manifest(const BlobSource& blobs) {
   ImageList list;
   Reader reader(blobs, list);

@@ -39,6 +39,9 @@ struct ImageRun {
   std::optional<std::string> get(std::string_view name) const;
   // The program a container runs: Entrypoint[0], else Cmd[0]; "" when neither says.
   std::string program() const;
+  // The same as a path inside the image: absolute (a relative one from WorkingDir), or a bare name
+  // the container's PATH finds.
+  std::string program_path() const;
 };
 
 struct ImageDescription {

@@ -28,7 +28,28 @@ void ImageTree::entry(const std::string& name, unsigned filetype, const std::str
               : filetype == AE_IFLNK ? Kind::Symlink
                                      : Kind::File;
   if (kind == Kind::File && filetype != AE_IFREG) return;  // devices, FIFOs, sockets: nothing the loader opens
-  entries_.emplace(name, Entry{kind, hardlink, entries_.size()});
+  if (entries_.emplace(name, Entry{kind, hardlink, next_id_++}).second && kind == Kind::File)
+    layer_files_.push_back(name);
+}
+
+void ImageTree::expect_program(const std::string& program) {
+  if (program.empty()) return;
+  if (program.find('/') == std::string::npos) return void(program_name_ = program);
+  std::string path;
+  for (const auto& part : split_path(program)) (path += path.empty() ? "" : "/") += part;
+  program_path_ = path;
+}
+
+void ImageTree::end_layer() {
+  for (const auto& name : layer_files_) {
+    if (elves_.count(name) || texts_.count(name) || name == program_path_) continue;
+    if (!program_name_.empty() && name.size() >= program_name_.size() &&
+        name.compare(name.size() - program_name_.size(), program_name_.size(), program_name_) == 0 &&
+        (name.size() == program_name_.size() || name[name.size() - program_name_.size() - 1] == '/'))
+      continue;
+    entries_.erase(name);
+  }
+  layer_files_.clear();
 }
 
 void ImageTree::symlink(const std::string& name, const std::string& target) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "inputs/file_tree.h"
 
@@ -28,6 +29,12 @@ class ImageTree : public FileTree {
   void set_text(const std::string& name, std::string text);
   // The ELF file `name` of the image (its bytes, valid during the call).
   void set_elf(const std::string& name, Bytes bytes);
+  // The program the image's config starts, as the config names it ("/usr/bin/app", "app"): a file of
+  // that path or name is kept whatever it holds (a script is a program too).
+  void expect_program(const std::string& program);
+  // The current layer is read: its regular files that are neither ELF files, ld.so.conf files nor the
+  // program are forgotten (the search never opens them; most of an image's files are such).
+  void end_layer();
 
   std::optional<Found> find(const std::string& at) const override;
   std::vector<std::string> list(const std::string& at) const override;
@@ -48,7 +55,10 @@ class ImageTree : public FileTree {
   std::string file_name(const std::string& path) const;
 
   std::string label_;
-  std::map<std::string, Entry> entries_;  // ordered: a directory's entries follow it
+  std::string program_path_, program_name_;  // normalized, without the leading '/'; or a bare name
+  std::vector<std::string> layer_files_;     // regular files of the current layer
+  std::map<std::string, Entry> entries_;     // ordered: a directory's entries follow it
+  size_t next_id_ = 0;
   std::unordered_map<std::string, ElfInfo> elves_;
   std::unordered_map<std::string, std::string> texts_;
 };

@@ -495,6 +495,8 @@ TEST(Image, TheConfigsProgramIsFollowedInsideTheImage) {
                              {"etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n"},
                              {"etc/ld.so.conf.d/k.conf", "/usr/local/k\n"},
                              {"opt/app/bin/app", app},
+                             {"docker-entrypoint.sh", "#!/bin/sh\nexec app \"$@\"\n"},
+                             {"README", "a file the search never opens"},
                              {"k.co", fine_co()}});
   auto checked = [&](llvm::json::Object run, std::string extra = "") {
     Layout l;
@@ -522,6 +524,13 @@ TEST(Image, TheConfigsProgramIsFollowedInsideTheImage) {
   ASSERT_EQ(codes(r), std::vector<Code>{Code::kImageProgramMissing}) << dump(r.diagnostics);
   EXPECT_NE(r.diagnostics[0].message.find("searched PATH: /usr/local/sbin:"), std::string::npos)
       << r.diagnostics[0].message;
+  // A script is a program too (its interpreter is not followed); a relative Cmd is taken from WorkingDir.
+  r = checked(llvm::json::Object{{"Entrypoint", strings({"/docker-entrypoint.sh"})}});
+  EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);
+  r = checked(llvm::json::Object{{"WorkingDir", "/opt/app"}, {"Cmd", strings({"bin/app"})}});
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kLibraryNotFound}) << dump(r.diagnostics);
+  r = checked(llvm::json::Object{{"Cmd", strings({"/README"})}});
+  EXPECT_TRUE(r.diagnostics.empty()) << "a file that is no ELF is still a file of the image: " << dump(r.diagnostics);
   // No program: nothing to follow.
   r = checked(llvm::json::Object{});
   EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);

@@ -60,7 +60,7 @@ struct CodeObjectSpec {
   std::vector<std::string> extra_notes;       // more NT_AMDGPU_METADATA payloads after it, same section
 };
 
-// Encodes the amdhsa metadata map as MessagePack (defined in test_util.cpp with llvm::msgpack).
+// Encodes the amdhsa metadata map as MessagePack (defined in code_object.cpp with llvm::msgpack).
 std::string metadata_blob(const CodeObjectSpec& spec);
 
 // An ELF64 LSB ET_DYN with sections: null, .note, .rodata (descriptors), .text,
