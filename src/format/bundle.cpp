@@ -363,13 +363,16 @@ Result<Bundle> parse_bundle(Bytes data) {
 Bytes entry_bytes(Bundle& bundle, Bytes data, const BundleEntry& entry) {
   if (!bundle.compressed)
     return fits(data, entry.offset, entry.size) ? data.subspan(entry.offset, entry.size) : Bytes{};
-  // Decode up to the end of this entry (parse_bundle checked it lies within the uncompressed size).
+  // Decode up to the end of this entry (parse_bundle checked it lies within the uncompressed size), or
+  // twice as far as before when that is further: a check that reads every entry in turn then decodes
+  // the bundle about twice, not once per entry (a stream restarts from its beginning).
   uint64_t end = entry.offset + entry.size;
   if (end > bundle.storage.size()) {
+    uint64_t want = std::min(bundle.uncompressed_size, std::max<uint64_t>(end, 2 * bundle.storage.size()));
     std::vector<uint8_t> longer;
     // The decoder's message is dropped: the caller, given no bytes, says the entry cannot be extracted (HG105).
-    if (!decompress_prefix(bundle.ccob_method, bundle.payload, end, bundle.uncompressed_size, longer,
-                           end == bundle.uncompressed_size))
+    if (!decompress_prefix(bundle.ccob_method, bundle.payload, want, bundle.uncompressed_size, longer,
+                           want == bundle.uncompressed_size))
       return {};
     bundle.storage = std::move(longer);
   }
