@@ -66,7 +66,8 @@ struct Dependencies {
 //   4. /etc/ld.so.cache, read as the directories of /etc/ld.so.conf and its `include` globs in
 //      file order (ldconfig builds the cache from them), unless the needer has DF_1_NODEFLIB;
 //   5. the system directories of Debian's x86-64 glibc (`ld.so --help`): /lib/x86_64-linux-gnu,
-//      /usr/lib/x86_64-linux-gnu, /lib, /usr/lib (also skipped for DF_1_NODEFLIB).
+//      /usr/lib/x86_64-linux-gnu, /lib, /usr/lib; in a root without /lib/x86_64-linux-gnu but with
+//      /usr/lib64, Fedora's and RHEL's: /lib64, /usr/lib64 (also skipped for DF_1_NODEFLIB).
 // $ORIGIN is the directory of the needing object as found (the program's with symlinks resolved,
 // as /proc/self/exe), $LIB "lib/x86_64-linux-gnu", $PLATFORM "x86_64"; relative entries (the
 // process's working directory) are skipped, and $ORIGIN entries of a named file outside the sysroot.

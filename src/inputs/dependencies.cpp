@@ -25,7 +25,9 @@ namespace {
 constexpr size_t kMaxConfDepth = 8;    // ld.so.conf include nesting
 constexpr size_t kMaxConfDirs = 1024;  // directories taken from ld.so.conf
 // Debian x86-64 glibc's system directories, in order (`ld.so --help`: "system search path").
-const char* const kSystemDirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"};
+const std::vector<std::string> kSystemDirs = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"};
+// Fedora's and RHEL's (AlmaLinux, Rocky; glibc built with slibdir /lib64, libdir /usr/lib64).
+const std::vector<std::string> kLib64SystemDirs = {"/lib64", "/usr/lib64"};
 constexpr const char* kLib = "lib/x86_64-linux-gnu";  // Debian's $LIB (multiarch slibdir)
 constexpr const char* kPlatform = "x86_64";           // $PLATFORM without CPU-specific subplatforms
 
@@ -74,6 +76,7 @@ class Resolver {
   }
   std::string expand(const std::string& entry, const Node& n) const;
   std::vector<std::string> entries(const std::string& list, const Node& n) const;
+  const std::vector<std::string>& system_dirs() const;
   const std::vector<std::string>& conf_dirs();
   void read_conf(const std::string& at, size_t depth);
   std::optional<size_t> load(const std::string& name, size_t loader, Dependency::Kind kind,
@@ -167,11 +170,17 @@ void Resolver::read_conf(const std::string& at, size_t depth) {
   }
 }
 
+// The root's glibc's system directories: Debian's multiarch ones, unless the root has no
+// /lib/x86_64-linux-gnu but a /usr/lib64 (a Fedora or RHEL root, whose libc is there).
+const std::vector<std::string>& Resolver::system_dirs() const {
+  return !is_dir(kSystemDirs[0]) && is_dir(kLib64SystemDirs[1]) ? kLib64SystemDirs : kSystemDirs;
+}
+
 const std::vector<std::string>& Resolver::conf_dirs() {
   if (!conf_read_) {
     conf_read_ = true;
     read_conf("/etc/ld.so.conf", 0);
-    for (const char* d : kSystemDirs) conf_.push_back(d);  // ldconfig caches the trusted directories too
+    for (const auto& d : system_dirs()) conf_.push_back(d);  // ldconfig caches the trusted directories too
   }
   return conf_;
 }

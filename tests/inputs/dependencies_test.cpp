@@ -239,6 +239,21 @@ TEST_F(Deps, TensileDirectories) {
   EXPECT_NE(r.diagnostics[0].message.find("hipblaslt/library"), std::string::npos) << r.diagnostics[0].message;
 }
 
+// A Fedora or RHEL root (AlmaLinux images: /lib64 -> usr/lib64, no multiarch directory) has its glibc's
+// system directories, /lib64 and /usr/lib64; a root with /lib/x86_64-linux-gnu keeps Debian's.
+TEST_F(Deps, Lib64SystemDirectoriesOfARhelRoot) {
+  build("usr/lib64/libz.so.1", "libz.so.1", {});
+  fs::create_symlink("usr/lib64", at("lib64"));
+  build("bin/prog", "", {"usr/lib64/libz.so.1"});
+  Dependencies r = deps("bin/prog");
+  ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].message;
+  EXPECT_EQ(find(r, "libz.so.1")->path, at("usr/lib64/libz.so.1"));
+  fs::create_directories(at("lib/x86_64-linux-gnu"));
+  r = deps("bin/prog");
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kLibraryNotFound});
+  EXPECT_EQ(r.diagnostics[0].message.find("lib64"), std::string::npos) << r.diagnostics[0].message;
+}
+
 // How the program is started, when known (an image's Env): LD_LIBRARY_PATH is searched after DT_RPATH
 // and before DT_RUNPATH ($ORIGIN: the program's), and ROCBLAS_TENSILE_LIBPATH is rocBLAS's Tensile
 // directory instead of the one beside it.
