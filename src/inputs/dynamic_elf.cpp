@@ -38,22 +38,12 @@ std::vector<std::string> split_path(const std::string& p) {
   return out;
 }
 
-std::string resolve_in_root(const std::string& sysroot, const std::string& path) {
-  std::string root = sysroot;
-  while (root.size() > 1 && root.back() == '/') root.pop_back();
-  if (root.empty() || root == "/") {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 ? path : "";
-  }
+std::optional<std::vector<std::string>> resolve_inside(
+    const std::string& path, const std::function<PathStep(const std::vector<std::string>& components)>& step) {
   std::deque<std::string> todo;
   for (auto& c : split_path(path)) todo.push_back(std::move(c));
   std::vector<std::string> done;  // resolved components below the root
   int links = 0;
-  auto joined = [&] {
-    std::string s = root;
-    for (const auto& c : done) s += "/" + c;
-    return s;
-  };
   while (!todo.empty()) {
     std::string c = std::move(todo.front());
     todo.pop_front();
@@ -62,24 +52,47 @@ std::string resolve_in_root(const std::string& sysroot, const std::string& path)
       if (!done.empty()) done.pop_back();  // never above the root, as in a chroot
       continue;
     }
-    std::string host = joined() + "/" + c;
-    struct stat st {};
-    if (::lstat(host.c_str(), &st) != 0) return "";
-    if (S_ISLNK(st.st_mode)) {
-      if (++links > kMaxSymlinks) return "";
-      std::string target(4096, '\0');
-      ssize_t n = ::readlink(host.c_str(), target.data(), target.size());
-      if (n <= 0 || static_cast<size_t>(n) >= target.size()) return "";
-      target.resize(static_cast<size_t>(n));
-      if (target[0] == '/') done.clear();  // absolute: from the root again
-      auto parts = split_path(target);
+    done.push_back(std::move(c));
+    PathStep s = step(done);
+    if (s.kind == PathStep::Kind::Missing) return std::nullopt;
+    if (s.kind == PathStep::Kind::Symlink) {
+      done.pop_back();
+      if (++links > kMaxSymlinks || s.target.empty()) return std::nullopt;
+      if (s.target[0] == '/') done.clear();  // absolute: from the root again
+      auto parts = split_path(s.target);
       todo.insert(todo.begin(), parts.begin(), parts.end());
       continue;
     }
-    if (!todo.empty() && !S_ISDIR(st.st_mode)) return "";
-    done.push_back(std::move(c));
+    if (!todo.empty() && s.kind != PathStep::Kind::Directory) return std::nullopt;
   }
-  return joined();
+  return done;
+}
+
+std::string resolve_in_root(const std::string& sysroot, const std::string& path) {
+  std::string root = sysroot;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  if (root.empty() || root == "/") {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? path : "";
+  }
+  auto joined = [&](const std::vector<std::string>& components) {
+    std::string s = root;
+    for (const auto& c : components) s += "/" + c;
+    return s;
+  };
+  auto done = resolve_inside(path, [&](const std::vector<std::string>& components) {
+    std::string host = joined(components);
+    struct stat st {};
+    if (::lstat(host.c_str(), &st) != 0) return PathStep{};
+    if (!S_ISLNK(st.st_mode))
+      return PathStep{S_ISDIR(st.st_mode) ? PathStep::Kind::Directory : PathStep::Kind::Other, ""};
+    std::string target(4096, '\0');
+    ssize_t n = ::readlink(host.c_str(), target.data(), target.size());
+    if (n <= 0 || static_cast<size_t>(n) >= target.size()) return PathStep{};
+    target.resize(static_cast<size_t>(n));
+    return PathStep{PathStep::Kind::Symlink, std::move(target)};
+  });
+  return done ? joined(*done) : "";
 }
 
 HostTree::HostTree(const std::string& sysroot) {

@@ -4,7 +4,6 @@
 
 #include <archive_entry.h>
 
-#include <deque>
 #include <iterator>
 #include <set>
 
@@ -12,7 +11,6 @@
 
 namespace hipguard {
 namespace {
-constexpr int kMaxSymlinks = 40;  // Linux's MAXSYMLINKS
 constexpr size_t kNoId = SIZE_MAX;
 
 std::string joined(const std::vector<std::string>& parts) {
@@ -89,36 +87,18 @@ std::string ImageTree::file_name(const std::string& path) const {
 }
 
 std::optional<FileTree::Found> ImageTree::find(const std::string& at) const {
-  std::deque<std::string> todo;
-  for (auto& c : split_path(at)) todo.push_back(std::move(c));
-  std::vector<std::string> done;  // resolved components below the root
-  int links = 0;
   Entry implicit{Kind::Directory, "", kNoId};
-  const Entry* e = &implicit;  // the root
-  while (!todo.empty()) {
-    std::string c = std::move(todo.front());
-    todo.pop_front();
-    if (c == ".") continue;
-    if (c == "..") {
-      if (!done.empty()) done.pop_back();  // never above the root
-      e = &implicit, implicit = Entry{Kind::Directory, "", kNoId};
-      continue;
-    }
-    done.push_back(std::move(c));
-    e = lookup(joined(done), &implicit);
-    if (!e) return std::nullopt;
-    if (e->kind == Kind::Symlink) {
-      if (++links > kMaxSymlinks || e->target.empty()) return std::nullopt;
-      done.pop_back();
-      if (e->target[0] == '/') done.clear();  // absolute: from the image's root again
-      auto parts = split_path(e->target);
-      todo.insert(todo.begin(), parts.begin(), parts.end());
-      e = &implicit, implicit = Entry{Kind::Directory, "", kNoId};
-      continue;
-    }
-    if (!todo.empty() && e->kind != Kind::Directory) return std::nullopt;
-  }
-  std::string path = joined(done);
+  auto done = resolve_inside(at, [&](const std::vector<std::string>& components) {
+    const Entry* e = lookup(joined(components), &implicit);
+    if (!e) return PathStep{};
+    if (e->kind == Kind::Symlink) return PathStep{PathStep::Kind::Symlink, e->target};
+    return PathStep{e->kind == Kind::Directory ? PathStep::Kind::Directory : PathStep::Kind::Other, ""};
+  });
+  if (!done) return std::nullopt;
+  std::string path = joined(*done);
+  implicit = Entry{Kind::Directory, "", kNoId};  // the root, or a directory no entry names
+  const Entry* e = path.empty() ? &implicit : lookup(path, &implicit);
+  if (!e) return std::nullopt;
   size_t id = e->id;
   if (e->kind == Kind::Hardlink)
     if (auto t = entries_.find(file_name(path)); t != entries_.end()) id = t->second.id;
