@@ -51,6 +51,12 @@ struct TargetVerdict {
   bool other_target = false;
 
   bool fails() const { return !can_run && !other_target; }
+  // Whether the error `d` is this verdict's: its own (d.target is this target), or a structural one of
+  // the whole image (no entry) or of `selected`, the entry it selected or the one that entry shares its
+  // bytes with.
+  bool counts(const Diagnostic& d, const std::string& selected) const {
+    return d.target.empty() ? (d.entry.empty() || d.entry == selected) : d.target == target.str();
+  }
 };
 
 // A summary of one code object that was parsed (selected, or every one when

@@ -37,8 +37,7 @@ ImageReport Checker::run() {
       // An entry that shares its bytes with an earlier one shares that entry's structural findings.
       auto alias = aliases_.find(v.selected);
       const std::string& selected = alias == aliases_.end() ? v.selected : alias->second;
-      bool mine = d.target.empty() ? (d.entry.empty() || d.entry == selected) : d.target == v.target.str();
-      if (mine) v.can_run = false;
+      if (v.counts(d, selected)) v.can_run = false;
     }
   }
   return std::move(report_);

@@ -21,11 +21,10 @@ bool fails_on(const FileReport& r, const std::string& target, const Diagnostic**
     auto v = std::find_if(img.verdicts.begin(), img.verdicts.end(),
                           [&](const TargetVerdict& t) { return t.target.str() == target; });
     if (v == img.verdicts.end() ? img.structurally_ok : !v->fails()) continue;
-    for (const auto& d : img.diagnostics) {
-      bool mine = d.target.empty() ? (v == img.verdicts.end() || d.entry.empty() || d.entry == v->selected)
-                                   : d.target == target;
-      if (d.severity == Severity::Error && mine) return first(d);
-    }
+    for (const auto& d : img.diagnostics)
+      if (d.severity == Severity::Error &&
+          (v == img.verdicts.end() ? d.target.empty() || d.target == target : v->counts(d, v->selected)))
+        return first(d);
     return true;  // no error says why (not expected: a failing verdict has one)
   }
   for (const auto& m : r.members)
