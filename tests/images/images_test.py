@@ -107,6 +107,26 @@ def umoci(*args):
     return run("umoci", *args[:1], *rootless, *args[1:]) if args[0] in ("unpack",) else run("umoci", *args)
 
 
+def layer(layout, base, tag, change, tree):
+    """A layer on `layout:base` (or a new image when base is None) tagged `tag`: `change` edits the root
+    file system, which is kept as it is then in `tree` (the image's files unpacked)."""
+    bundle = os.path.join(A.work, "bundle")
+    if base is None:
+        umoci("init", "--layout", layout)
+        umoci("new", "--image", f"{layout}:{tag}")
+        base = tag
+    umoci("unpack", "--image", f"{layout}:{base}", bundle)
+    change(os.path.join(bundle, "rootfs"))
+    umoci("repack", "--image", f"{layout}:{tag}", bundle)
+    shutil.copytree(os.path.join(bundle, "rootfs"), tree, symlinks=True)
+    shutil.rmtree(bundle)
+
+
+def remove_gfx90a(rootfs):
+    for f in glob.glob(os.path.join(rootfs, LIBRARY, "*gfx90a*")):
+        os.remove(f)
+
+
 def inputs_key():
     """What the images are made of: the root, the two programs and this script (a stamp keeps it)."""
     parts = [os.path.realpath(A.root), os.path.realpath(__file__)]
@@ -124,20 +144,9 @@ def build():
     shutil.rmtree(A.work, ignore_errors=True)
     os.makedirs(A.work)
     w = lambda *p: os.path.join(A.work, *p)
-    umoci("init", "--layout", w("layout"))
-    umoci("new", "--image", w("layout") + ":base")
-    umoci("unpack", "--image", w("layout") + ":base", w("bundle"))
-    rootfs_base(w("bundle", "rootfs"))
-    umoci("repack", "--image", w("layout") + ":base", w("bundle"))
-    shutil.copytree(w("bundle", "rootfs"), w("tree-base"), symlinks=True)
-    shutil.rmtree(w("bundle"))
+    layer(w("layout"), None, "base", rootfs_base, w("tree-base"))
     # The second layer: rocBLAS's gfx90a files removed (whiteouts), as `RUN rm` in a Dockerfile.
-    umoci("unpack", "--image", w("layout") + ":base", w("bundle"))
-    for f in glob.glob(w("bundle", "rootfs", LIBRARY, "*gfx90a*")):
-        os.remove(f)
-    umoci("repack", "--image", w("layout") + ":top", w("bundle"))
-    shutil.copytree(w("bundle", "rootfs"), w("tree-top"), symlinks=True)
-    shutil.rmtree(w("bundle"))
+    layer(w("layout"), "base", "top", remove_gfx90a, w("tree-top"))
     for tag in ("base", "top"):
         run("skopeo", "copy", "-q", f"oci:{w('layout')}:{tag}", f"oci:{w('oci-' + tag)}:{tag}")
     run("skopeo", "copy", "-q", f"oci:{w('layout')}:top", f"docker-archive:{w('docker-top.tar')}:hg/top:1")
@@ -147,13 +156,7 @@ def build():
         for name in sorted(os.listdir(w("oci-top"))):
             t.add(w("oci-top", name), arcname=name)
     # The image as one machine: a program its config starts, with its Env.
-    umoci("init", "--layout", w("run"))
-    umoci("new", "--image", w("run") + ":run")
-    umoci("unpack", "--image", w("run") + ":run", w("bundle"))
-    rootfs_run(w("bundle", "rootfs"))
-    umoci("repack", "--image", w("run") + ":run", w("bundle"))
-    shutil.copytree(w("bundle", "rootfs"), w("tree-run"), symlinks=True)
-    shutil.rmtree(w("bundle"))
+    layer(w("run"), None, "run", rootfs_run, w("tree-run"))
     umoci("config", "--image", w("run") + ":run", "--config.entrypoint", "rocblas-bench",
           "--config.env", "LD_LIBRARY_PATH=/opt/env")
     open(stamp, "w").write(inputs_key())
