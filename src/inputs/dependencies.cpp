@@ -29,6 +29,7 @@ const std::vector<std::string> kSystemDirs = {"/lib/x86_64-linux-gnu", "/usr/lib
 // Fedora's and RHEL's (AlmaLinux, Rocky; glibc built with slibdir /lib64, libdir /usr/lib64).
 const std::vector<std::string> kLib64SystemDirs = {"/lib64", "/usr/lib64"};
 constexpr const char* kLib = "lib/x86_64-linux-gnu";  // Debian's $LIB (multiarch slibdir)
+constexpr const char* kLib64 = "lib64";               // Fedora's and RHEL's $LIB
 constexpr const char* kPlatform = "x86_64";           // $PLATFORM without CPU-specific subplatforms
 
 std::string dirname_of(const std::string& p) {
@@ -124,7 +125,7 @@ std::string Resolver::expand(const std::string& entry, const Node& n) const {
       return size_t(0);
     };
     if (size_t l = token("ORIGIN")) out += n.origin, i += l;
-    else if (size_t l = token("LIB")) out += kLib, i += l;
+    else if (size_t l = token("LIB")) out += &system_dirs() == &kLib64SystemDirs ? kLib64 : kLib, i += l;
     else if (size_t l = token("PLATFORM")) out += kPlatform, i += l;
     else out += entry[i++];  // unknown: kept as is, as _dl_dst_substitute does
   }
@@ -171,7 +172,7 @@ void Resolver::read_conf(const std::string& at, size_t depth) {
 }
 
 // The root's glibc's system directories: Debian's multiarch ones, unless the root has no
-// /lib/x86_64-linux-gnu but a /usr/lib64 (a Fedora or RHEL root, whose libc is there).
+// /lib/x86_64-linux-gnu but a /usr/lib64 (a Fedora or RHEL root, whose libc is there). $LIB follows.
 const std::vector<std::string>& Resolver::system_dirs() const {
   return !is_dir(kSystemDirs[0]) && is_dir(kLib64SystemDirs[1]) ? kLib64SystemDirs : kSystemDirs;
 }

@@ -248,10 +248,20 @@ TEST_F(Deps, Lib64SystemDirectoriesOfARhelRoot) {
   Dependencies r = deps("bin/prog");
   ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].message;
   EXPECT_EQ(find(r, "libz.so.1")->path, at("usr/lib64/libz.so.1"));
+  // $LIB is that glibc's slibdir too: lib64, not Debian's lib/x86_64-linux-gnu.
+  build("opt/app/lib64/liba.so", "liba.so", {});
+  build("bin/app", "", {"opt/app/lib64/liba.so"}, "-Wl,-rpath,'/opt/app/$LIB' -Wl,--enable-new-dtags");
+  r = deps("bin/app");
+  ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].message;
+  EXPECT_EQ(find(r, "liba.so")->path, at("opt/app/lib64/liba.so"));
   fs::create_directories(at("lib/x86_64-linux-gnu"));
   r = deps("bin/prog");
   ASSERT_EQ(codes(r), std::vector<Code>{Code::kLibraryNotFound});
   EXPECT_EQ(r.diagnostics[0].message.find("lib64"), std::string::npos) << r.diagnostics[0].message;
+  r = deps("bin/app");
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kLibraryNotFound});
+  EXPECT_NE(r.diagnostics[0].message.find("/opt/app/lib/x86_64-linux-gnu"), std::string::npos)
+      << r.diagnostics[0].message;
 }
 
 // How the program is started, when known (an image's Env): LD_LIBRARY_PATH is searched after DT_RPATH
