@@ -48,7 +48,9 @@ void add_dependencies(std::vector<std::string>* files, std::vector<bool>* regula
       if (findings) e.diagnostics = std::move(diags->second), said.erase(diags);
       add(d.path, true, std::move(e));
     };
-    // Kernel files right after the library that opens them.
+    // Kernel files right after the library that opens them (the named file itself, for a library).
+    for (const auto& k : deps.objects)
+      if (k.kind == Dependency::Kind::KernelFile && k.needed_by == f) push(k);
     for (const auto& d : deps.objects) {
       if (d.kind == Dependency::Kind::KernelFile) continue;
       push(d);

@@ -754,6 +754,12 @@ def case_ProgramWithLibraries():
            f"libhipblas.so.2 with rocBLAS: exit {rc}, files {sorted(files)[:4]}")
     rc, doc = cli_json("check", "--target", "gfx90a", "--no-deps", hipblas)
     expect(rc == 1 and [d["code"] for d in diagnostics(doc)] == ["HG107"], f"libhipblas.so.2 --no-deps: exit {rc}")
+    # rocBLAS named itself: its Tensile files are what it opens, as when a program loads it.
+    named = A.root + "/usr/lib/x86_64-linux-gnu/librocblas.so.4"
+    rc, doc = cli_json("check", "--target", "gfx90a", "--sysroot", A.root, named)
+    opened = [f for f in doc["files"] if f.get("needed_by") == named and "/rocblas/4.4.1/library/" in f["path"]]
+    expect(rc == 0 and len(opened) == len(on_disk), f"librocblas.so.4 named: exit {rc}, {len(opened)} of "
+                                                    f"{len(on_disk)} Tensile files checked as what it opens")
     print(f"llama-cli: {len(want)} files with GPU code loaded (libggml-hip.so, rocBLAS, {len(tensile)} Tensile files), "
           f"the same inside the root; gfx942 fails in libggml-hip.so and rocBLAS")
 
