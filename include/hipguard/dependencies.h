@@ -25,10 +25,12 @@ struct DependencyOptions {
   // always listed, for every processor: check_paths judges them as a kernel library (library.h).
   std::vector<std::string> processors;
   // How the program is started, when known (a container image's Env): its LD_LIBRARY_PATH, searched
-  // as glibc's step 2 below, and rocBLAS's ROCBLAS_TENSILE_LIBPATH, its Tensile directory instead of
-  // those it looks for beside itself (rocBLAS tensile_host.cpp). "" when unset (offline: unknown).
+  // as glibc's step 2 below, and ROCBLAS_TENSILE_LIBPATH / HIPBLASLT_TENSILE_LIBPATH, the library's
+  // Tensile directory instead of those it looks for beside itself (tensile_host.cpp of each; hipBLASLt
+  // then never takes its <processor> subdirectory). "" when unset (offline: unknown).
   std::string library_path;
   std::string rocblas_tensile_libpath;
+  std::string hipblaslt_tensile_libpath;
 };
 
 // One object the program would load, or a kernel file one of its libraries opens.

@@ -38,6 +38,9 @@ std::string dirname_of(const std::string& p) {
   return s == 0 ? "/" : p.substr(0, s);
 }
 
+// "gfx942:xnack-" -> "gfx942": the subdirectory name (the GPU's gcnArchName up to its first ':').
+std::string processor_of(const std::string& target_id) { return target_id.substr(0, target_id.find(':')); }
+
 std::string basename_of(const std::string& p) {
   size_t s = p.rfind('/');
   return s == std::string::npos ? p : p.substr(s + 1);
@@ -85,7 +88,7 @@ class Resolver {
   std::optional<size_t> try_file(const std::string& at, const std::string& name, size_t loader, Dependency::Kind kind);
   void follow(size_t first);
   void library_loaders();
-  void tensile(size_t lib, const std::vector<std::string>& dirs, const char* what);
+  void tensile(size_t lib, const std::vector<std::string>& dirs, const char* what, bool subdirectories = true);
   void add_kernel_files(size_t lib, const std::string& dir);
   void warn(Code code, size_t needer, std::string message, std::string fix);
 
@@ -294,8 +297,10 @@ std::string so_major(const std::string& soname, std::string_view stem) {
 }  // namespace
 
 // The kernel files of a Tensile directory (rocBLAS tensile_host.cpp, hipBLASLt's the same): the
-// directory is the first candidate that exists; none is HG123.
-void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, const char* what) {
+// directory is the first candidate that exists; none, or one without any code object file, is HG123.
+// `subdirectories`: whether the library takes <dir>/<processor> instead when it exists (rocBLAS
+// always; hipBLASLt unless HIPBLASLT_TENSILE_LIBPATH names the directory).
+void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, const char* what, bool subdirectories) {
   std::string dir;
   for (const auto& c : candidates)
     if (is_dir(c)) {
@@ -303,32 +308,40 @@ void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, c
       break;
     }
   std::string name = basename_of(nodes_[lib].at);
+  const std::string fails = "its kernels cannot be checked, and it fails at its first GEMM";
   if (dir.empty()) {
     std::string looked;
     for (const auto& c : candidates) looked += (looked.empty() ? "" : ", ") + tree_.name_of(c);
     warn(Code::kKernelDirectoryMissing, lib,
-         std::string(what) + " directory of " + name + " not found (looked in " + looked +
-             "): its kernels cannot be checked, and it fails at its first GEMM",
+         std::string(what) + " directory of " + name + " not found (looked in " + looked + "): " + fails,
          "install the package with " + name + "'s Tensile library (Debian: the same binary package)");
     return;
   }
-  // Every code object file of the directory, and of the <processor> subdirectory rocBLAS takes
-  // instead when there is one: check_paths groups them as a kernel library (library.h), where the
-  // files for other processors and the other xnack mode are counted, not errors, and a target
-  // without any file is HG214.
+  // Every code object file of the directory, and of the <processor> subdirectory taken instead when
+  // there is one: check_paths groups them as a kernel library (library.h), where the files for other
+  // processors and the other xnack mode are counted, not errors, and a target without any file is HG214.
   std::vector<std::string> dirs{dir};
   for (const auto& target : opt_.processors) {
-    std::string sub = dir + "/" + target.substr(0, target.find(':'));
-    if (is_dir(sub) && std::find(dirs.begin(), dirs.end(), sub) == dirs.end()) dirs.push_back(sub);
+    std::string sub = dir + "/" + processor_of(target);
+    if (subdirectories && is_dir(sub) && std::find(dirs.begin(), dirs.end(), sub) == dirs.end()) dirs.push_back(sub);
   }
   const size_t before = kernels_.size();
   for (const auto& d : dirs) add_kernel_files(lib, d);
   // A directory holding only other processors' subdirectories: the library lacks the targets, and
   // what it has (HG214's "built for") is in them, so they are read too.
-  if (kernels_.size() == before && dirs.size() == 1)
+  if (kernels_.size() == before && dirs.size() == 1 && subdirectories)
     for (const auto& sub :
          list_dir(dir, [&](const std::string& f) { return find_processor(f) && is_dir(dir + "/" + f); }))
       add_kernel_files(lib, dir + "/" + sub);
+  if (kernels_.size() == before)
+    warn(Code::kKernelDirectoryMissing, lib,
+         std::string(what) + " directory of " + name + ", " + tree_.name_of(dir) +
+             ", has no code object file (.co, .hsaco)" +
+             (subdirectories ? "" : ", and the library does not look into its <processor> subdirectories") + ": " +
+             fails,
+         subdirectories ? "install the package with " + name + "'s Tensile library"
+                        : "name the <processor> subdirectory itself: HIPBLASLT_TENSILE_LIBPATH=" + tree_.name_of(dir) +
+                              "/" + (opt_.processors.size() == 1 ? processor_of(opt_.processors[0]) : "<processor>"));
 }
 
 // The code object files (.co, .hsaco) of the Tensile directory `dir` (sysroot path) as kernel files of `lib`.
@@ -381,7 +394,14 @@ void Resolver::library_loaders() {
         c.push_back(base + rel);
       tensile(i, c, "rocBLAS's Tensile");
     } else if (starts_with(so, "libhipblaslt.so")) {
-      tensile(i, {base + "/hipblaslt/library"}, "hipBLASLt's Tensile");  // rocblaslt_find_library_relative_path
+      if (!opt_.hipblaslt_tensile_libpath.empty())  // instead of every other place, and of <processor>/
+        tensile(i, {opt_.hipblaslt_tensile_libpath}, "hipBLASLt's Tensile (HIPBLASLT_TENSILE_LIBPATH)", false);
+      else if (so_major(so, "libhipblaslt.so") == "0")  // hipBLASLt 0.x of ROCm 6: TensileHost::initialize
+        tensile(i, {base + "/../Tensile/library", base + "/../hipblaslt/library", base + "/hipblaslt/library"},
+                "hipBLASLt's Tensile");
+      else  // rocblaslt_find_library_relative_path (ROCm 7)
+        tensile(i, {base + "/hipblaslt/library", base + "/../Tensile/library", base + "/library"},
+                "hipBLASLt's Tensile");
     }
   }
 }

@@ -190,6 +190,7 @@ class ImageWalk {
     DependencyOptions options;
     options.library_path = image.run.get("LD_LIBRARY_PATH").value_or("");
     options.rocblas_tensile_libpath = image.run.get("ROCBLAS_TENSILE_LIBPATH").value_or("");
+    options.hipblaslt_tensile_libpath = image.run.get("HIPBLASLT_TENSILE_LIBPATH").value_or("");
     for (Diagnostic& d : find_dependencies_in(tree, at, options).diagnostics) {
       d.message = what + ": " + d.message;
       d.file = path_;

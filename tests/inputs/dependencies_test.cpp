@@ -378,3 +378,40 @@ TEST_F(Deps, CliOptions) {
 }
 
 }  // namespace
+
+// hipBLASLt's Tensile directory (tensile_host.cpp, TensileHost::initialize): beside the library it takes
+// <dir>/<processor> when that exists, as rocBLAS; HIPBLASLT_TENSILE_LIBPATH replaces the directory and
+// is used as it is, without a <processor> subdirectory. A directory without any code object is HG123.
+TEST_F(Deps, HipblasltTensileDirectoryAndItsVariable) {
+  build("usr/lib/x86_64-linux-gnu/libhipblaslt.so.1", "libhipblaslt.so.1", {});
+  const std::string lib = "usr/lib/x86_64-linux-gnu/hipblaslt/library";
+  write(lib + "/gfx942/TensileLibrary_lazy_gfx942.dat", "x");
+  write(lib + "/gfx942/Kernels.so-000-gfx942.hsaco", "x");
+  build("bin/prog", "", {"usr/lib/x86_64-linux-gnu/libhipblaslt.so.1"});
+  DependencyOptions o;
+  o.processors = {"gfx942:xnack-"};
+  Dependencies r = deps("bin/prog", o);
+  ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].message;
+  ASSERT_NE(find(r, "Kernels.so-000-gfx942.hsaco"), nullptr);
+
+  o.hipblaslt_tensile_libpath = "/" + lib;  // the variable names the directory: gfx942/ is not looked into
+  r = deps("bin/prog", o);
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kKernelDirectoryMissing});
+  EXPECT_EQ(find(r, "Kernels.so-000-gfx942.hsaco"), nullptr);
+  EXPECT_NE(r.diagnostics[0].message.find("HIPBLASLT_TENSILE_LIBPATH"), std::string::npos) << r.diagnostics[0].message;
+  EXPECT_NE(r.diagnostics[0].fix.find("HIPBLASLT_TENSILE_LIBPATH=" + at(lib) + "/gfx942"), std::string::npos)
+      << r.diagnostics[0].fix;
+
+  o.hipblaslt_tensile_libpath = "/" + lib + "/gfx942";
+  r = deps("bin/prog", o);
+  ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].message;
+  ASSERT_NE(find(r, "Kernels.so-000-gfx942.hsaco"), nullptr);
+
+  // rocBLAS's directory found but without a code object file: nothing would be checked, and it fails.
+  build("usr/lib/x86_64-linux-gnu/librocblas.so.5", "librocblas.so.5", {});
+  write("usr/lib/x86_64-linux-gnu/rocblas/5/library/TensileLibrary_lazy_gfx942.dat", "x");
+  build("bin/blas", "", {"usr/lib/x86_64-linux-gnu/librocblas.so.5"});
+  r = deps("bin/blas", o);
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kKernelDirectoryMissing});
+  EXPECT_NE(r.diagnostics[0].message.find("has no code object file"), std::string::npos) << r.diagnostics[0].message;
+}

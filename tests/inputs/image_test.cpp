@@ -519,6 +519,20 @@ TEST(Image, TheConfigsProgramIsFollowedInsideTheImage) {
   r = checked(llvm::json::Object{{"Env", strings({"LD_LIBRARY_PATH=/opt/m"})}, {"Cmd", strings({"/opt/app/bin/app"})}},
               layer({{"opt/m/libmissing.so.2", libmissing}}));
   EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);
+  // HIPBLASLT_TENSILE_LIBPATH is hipBLASLt's Tensile directory, taken as it is: no <processor>/ below it.
+  std::string libhb = gcc_elf(dir, "libhipblaslt.so.1", {}), blas = gcc_elf(dir, "", {"libhipblaslt.so.1"});
+  std::string hb = layer({{"usr/lib/libhipblaslt.so.1", libhb},
+                          {"usr/lib/hipblaslt/library/gfx942/k.co", fine_co()},
+                          {"opt/app/bin/blas", blas}});
+  r = checked(llvm::json::Object{{"Cmd", strings({"/opt/app/bin/blas"})}}, hb);
+  EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);
+  r = checked(llvm::json::Object{{"Env", strings({"HIPBLASLT_TENSILE_LIBPATH=/usr/lib/hipblaslt/library"})},
+                                 {"Cmd", strings({"/opt/app/bin/blas"})}},
+              hb);
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kKernelDirectoryMissing}) << dump(r.diagnostics);
+  EXPECT_NE(r.diagnostics[0].message.find("(HIPBLASLT_TENSILE_LIBPATH) directory of libhipblaslt.so.1"),
+            std::string::npos)
+      << r.diagnostics[0].message;
   // Not in the image.
   r = checked(llvm::json::Object{{"Entrypoint", strings({"app"})}});
   ASSERT_EQ(codes(r), std::vector<Code>{Code::kImageProgramMissing}) << dump(r.diagnostics);
