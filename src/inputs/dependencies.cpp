@@ -296,6 +296,13 @@ std::string so_major(const std::string& soname, std::string_view stem) {
 
 }  // namespace
 
+bool is_kernel_file_name(const std::string& name) {
+  auto ends = [&](std::string_view e) {
+    return name.size() > e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0;
+  };
+  return ends(".co") || ends(".hsaco");
+}
+
 // The kernel files of a Tensile directory (rocBLAS tensile_host.cpp, hipBLASLt's the same): the
 // directory is the first candidate that exists; none, or one without any code object file, is HG123.
 // `subdirectories`: whether the library takes <dir>/<processor> instead when it exists (rocBLAS
@@ -348,12 +355,7 @@ void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, c
 void Resolver::add_kernel_files(size_t lib, const std::string& dir) {
   auto found = tree_.find(dir);
   if (!found) return;
-  auto files = list_dir(dir, [](const std::string& f) {
-    auto ends = [&](std::string_view e) {
-      return f.size() > e.size() && f.compare(f.size() - e.size(), e.size(), e) == 0;
-    };
-    return ends(".co") || ends(".hsaco");
-  });
+  auto files = list_dir(dir, is_kernel_file_name);
   for (const auto& f : files)
     kernels_.push_back({Dependency::Kind::KernelFile, found->label + "/" + f, f, nodes_[lib].host, true});
 }

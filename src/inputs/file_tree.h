@@ -54,6 +54,10 @@ class HostTree : public FileTree {
   std::string root_;
 };
 
+// Whether a Tensile directory's file named `name` is one of the code objects the search lists as its
+// library's kernel files (.co, .hsaco: ELF code objects and offload bundles, compressed or not).
+bool is_kernel_file_name(const std::string& name);
+
 // The dependencies of the program at `at` inside `tree`, found as find_dependencies finds a file's
 // (dependencies.h); none when `at` is not a regular file of the tree.
 Dependencies find_dependencies_in(const FileTree& tree, const std::string& at, const DependencyOptions& options);

@@ -40,7 +40,7 @@ void ImageTree::expect_program(const std::string& program) {
 
 void ImageTree::end_layer() {
   for (const auto& name : layer_files_) {
-    if (elves_.count(name) || texts_.count(name) || name == program_path_) continue;
+    if (elves_.count(name) || texts_.count(name) || name == program_path_ || is_kernel_file_name(name)) continue;
     if (!program_name_.empty() && name.size() >= program_name_.size() &&
         name.compare(name.size() - program_name_.size(), program_name_.size(), program_name_) == 0 &&
         (name.size() == program_name_.size() || name[name.size() - program_name_.size() - 1] == '/'))

@@ -32,8 +32,9 @@ class ImageTree : public FileTree {
   // The program the image's config starts, as the config names it ("/usr/bin/app", "app"): a file of
   // that path or name is kept whatever it holds (a script is a program too).
   void expect_program(const std::string& program);
-  // The current layer is read: its regular files that are neither ELF files, ld.so.conf files nor the
-  // program are forgotten (the search never opens them; most of an image's files are such).
+  // The current layer is read: its regular files that are neither ELF files, ld.so.conf files, the
+  // program nor named as Tensile's kernel files (a compressed bundle is no ELF file) are forgotten (the
+  // search never opens them; most of an image's files are such).
   void end_layer();
 
   std::optional<Found> find(const std::string& at) const override;

@@ -533,6 +533,13 @@ TEST(Image, TheConfigsProgramIsFollowedInsideTheImage) {
   EXPECT_NE(r.diagnostics[0].message.find("(HIPBLASLT_TENSILE_LIBPATH) directory of libhipblaslt.so.1"),
             std::string::npos)
       << r.diagnostics[0].message;
+  // Its kernel files are listed by name, whatever they hold (a compressed bundle is no ELF file).
+  r = checked(llvm::json::Object{{"Env", strings({"HIPBLASLT_TENSILE_LIBPATH=/opt/t"})},
+                                 {"Cmd", strings({"/opt/app/bin/blas"})}},
+              layer({{"usr/lib/libhipblaslt.so.1", libhb},
+                     {"opt/t/TensileLibrary_gfx942.co", std::string("CCOB\3\0\0\0", 8)},
+                     {"opt/app/bin/blas", blas}}));
+  EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);
   // Not in the image.
   r = checked(llvm::json::Object{{"Entrypoint", strings({"app"})}});
   ASSERT_EQ(codes(r), std::vector<Code>{Code::kImageProgramMissing}) << dump(r.diagnostics);
