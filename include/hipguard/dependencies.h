@@ -31,6 +31,9 @@ struct DependencyOptions {
   std::string library_path;
   std::string rocblas_tensile_libpath;
   std::string hipblaslt_tensile_libpath;
+  // false: the object alone and the files it opens itself, its DT_NEEDED not followed (a rocBLAS met
+  // in a directory walk or an image, asked only for its Tensile directory).
+  bool follow_needed = true;
 };
 
 // One object the program would load, or a kernel file one of its libraries opens.
@@ -71,7 +74,8 @@ struct Dependencies {
 //      /usr/lib/x86_64-linux-gnu, /lib, /usr/lib; in a root without /lib/x86_64-linux-gnu but with
 //      /usr/lib64, Fedora's and RHEL's: /lib64, /usr/lib64 (also skipped for DF_1_NODEFLIB).
 // $ORIGIN is the directory of the needing object as found (the program's with symlinks resolved,
-// as /proc/self/exe), $LIB "lib/x86_64-linux-gnu", $PLATFORM "x86_64"; relative entries (the
+// as /proc/self/exe), $LIB "lib/x86_64-linux-gnu" ("lib64" with Fedora's system directories),
+// $PLATFORM "x86_64"; relative entries (the
 // process's working directory) are skipped, and $ORIGIN entries of a named file outside the sysroot.
 // A name with '/' is used as is when absolute (relative: the working directory, unknown offline:
 // HG120). A candidate that is not
@@ -85,11 +89,16 @@ Dependencies find_dependencies(const std::string& path, const DependencyOptions&
 // `path` itself when it exists.
 std::string resolve_in_root(const std::string& sysroot, const std::string& path);
 
+// Whether the library named `name` (its DT_SONAME or file name) opens kernel files of its own: rocBLAS
+// and hipBLASLt, from their Tensile directories.
+bool opens_kernel_files(const std::string& name);
+
 // check_paths' hook: after each file named on the command line (`named`), the dependencies that
-// carry GPU code and the kernel files (each once, none already in `files`), with who needs each.
+// carry GPU code and the kernel files (each once, none already in `files`), with who needs each. A
+// rocBLAS or hipBLASLt found in a directory walk gets HG123 when its Tensile directory is missing.
 struct DependencyFile {
   std::string needed_by;                    // "" for the files of the command line
-  std::vector<Diagnostic> diagnostics;      // HG120-HG122 about this file's own dependencies
+  std::vector<Diagnostic> diagnostics;      // HG120-HG123 about this file's own dependencies
   bool dependencies_have_gpu_code = false;  // a named file without GPU code is then no HG107
   bool shared_library = false;              // a library the dynamic loader maps; false for kernel files
 };

@@ -294,7 +294,22 @@ std::string so_major(const std::string& soname, std::string_view stem) {
   return rest.substr(0, rest.find('.'));
 }
 
+// Whether `so` (a DT_SONAME or file name) is the library `stem` ("librocblas"): "librocblas.so.4", or
+// as auditwheel vendors it into a wheel, renamed with a hash of its contents ("librocblas-3e1f5c2a.so.4").
+bool is_library(const std::string& so, std::string_view stem) {
+  if (!starts_with(so, stem)) return false;
+  std::string_view rest = std::string_view(so).substr(stem.size());
+  if (starts_with(std::string(rest), ".so")) return true;
+  size_t dot = rest.find(".so");
+  return rest.size() > 1 && rest[0] == '-' && dot != std::string_view::npos && dot > 1 &&
+         rest.substr(1, dot - 1).find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
 }  // namespace
+
+bool opens_kernel_files(const std::string& name) {
+  return is_library(name, "librocblas") || is_library(name, "libhipblaslt");  // library_loaders
+}
 
 bool is_kernel_file_name(const std::string& name) {
   auto ends = [&](std::string_view e) {
@@ -378,7 +393,7 @@ void Resolver::library_loaders() {
         if (!files.empty()) break;
       }
       follow(first);
-    } else if (starts_with(so, "librocblas.so")) {
+    } else if (is_library(so, "librocblas")) {
       // tensile_host.cpp, as Debian patches it: <dir>/rocblas/<version>/library first, the version
       // being the library's (librocblas.so.4 of ROCm 6.4: rocblas/4.4.1; librocblas.so.5 of ROCm 7.2:
       // rocblas/5, strings in the libraries), then upstream's order.
@@ -395,7 +410,7 @@ void Resolver::library_loaders() {
       for (const char* rel : {"/../../Tensile/library", "/library", "/../rocblas/library", "/rocblas/library"})
         c.push_back(base + rel);
       tensile(i, c, "rocBLAS's Tensile");
-    } else if (starts_with(so, "libhipblaslt.so")) {
+    } else if (is_library(so, "libhipblaslt")) {
       if (!opt_.hipblaslt_tensile_libpath.empty())  // instead of every other place, and of <processor>/
         tensile(i, {opt_.hipblaslt_tensile_libpath}, "hipBLASLt's Tensile (HIPBLASLT_TENSILE_LIBPATH)", false);
       else if (so_major(so, "libhipblaslt.so") == "0")  // hipBLASLt 0.x of ROCm 6: TensileHost::initialize
@@ -447,7 +462,7 @@ Dependencies Resolver::resolve() {
   if (!nodes_[0].elf.error.empty())
     warn(Code::kDependencyUnreadable, 0, "cannot read the dynamic section: " + nodes_[0].elf.error,
          "the file is damaged; rebuild it (the dynamic loader would refuse it)");
-  follow(0);
+  if (opt_.follow_needed) follow(0);
   library_loaders();
   for (size_t i = 1; i < nodes_.size(); ++i)
     out_.objects.push_back(

@@ -24,10 +24,18 @@ void add_dependencies(std::vector<std::string>* files, std::vector<bool>* regula
   auto add = [&](const std::string& path, bool reg, DependencyFile e) {
     out_files.push_back(path), out_regular.push_back(reg), out_extra.push_back(std::move(e));
   };
+  DependencyOptions alone = options;
+  alone.follow_needed = false;
+  std::set<std::pair<dev_t, ino_t>> asked;  // walked kernel-file loaders asked once (a file and its links)
   for (size_t i = 0; i < files->size(); ++i) {
     const std::string& f = (*files)[i];
     add(f, (*regular)[i], {});
-    if (!named.count(f)) continue;
+    if (!named.count(f)) {
+      if ((*regular)[i] && opens_kernel_files(f.substr(f.rfind('/') + 1)) && asked.insert(identity(f)).second)
+        for (auto& d : find_dependencies(f, alone).diagnostics)
+          if (d.code == Code::kKernelDirectoryMissing) out_extra.back().diagnostics.push_back(std::move(d));
+      continue;
+    }
     size_t self = out_extra.size() - 1;
     Dependencies deps = find_dependencies(f, options);
     // Findings go to the object that needs what is missing; one without GPU code is listed for them.

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -157,15 +158,44 @@ class ImageWalk {
           std::to_string(unmatched.size()) +
               " whiteout(s) remove a path no lower layer has, the first: " + unmatched.front(),
           "nothing to fix for the GPU check; the image builder wrote a whiteout for a path it did not find");
-    check_program(image, tree);
+    std::set<std::pair<uint64_t, uint64_t>> loaded = check_program(image, tree, prefix);
+    check_kernel_loaders(image, tree, loaded);
     tree_ = nullptr;
   }
 
+  // How a container of the image runs its programs, from the config's Env.
+  static DependencyOptions run_options(const ImageDescription& image) {
+    DependencyOptions options;
+    options.library_path = image.run.get("LD_LIBRARY_PATH").value_or("");
+    options.rocblas_tensile_libpath = image.run.get("ROCBLAS_TENSILE_LIBPATH").value_or("");
+    options.hipblaslt_tensile_libpath = image.run.get("HIPBLASLT_TENSILE_LIBPATH").value_or("");
+    return options;
+  }
+
+  // Every other rocBLAS and hipBLASLt of the image, asked for its Tensile directory as it finds it:
+  // without one (HG123) it fails at its first GEMM whatever its code objects say.
+  void check_kernel_loaders(const ImageDescription& image, const ImageTree& tree,
+                            std::set<std::pair<uint64_t, uint64_t>> asked) {
+    DependencyOptions alone = run_options(image);
+    alone.follow_needed = false;
+    for (const std::string& at : tree.elf_files()) {
+      auto file = tree.find(at);
+      if (!file || !asked.insert(file->identity).second) continue;
+      std::string soname = tree.elf(*file).soname;
+      if (!opens_kernel_files(soname.empty() ? at.substr(at.rfind('/') + 1) : soname)) continue;
+      for (Diagnostic& d : find_dependencies_in(tree, at, alone).diagnostics)
+        if (d.code == Code::kKernelDirectoryMissing) result_.diagnostics.push_back(std::move(d));
+    }
+  }
+
   // The program a container of the image starts, found as runc finds it (the config's PATH, else
-  // Docker's default), with the libraries it loads found in the image with the config's Env.
-  void check_program(const ImageDescription& image, const ImageTree& tree) {
+  // Docker's default), with the libraries it loads found in the image with the config's Env. Returns
+  // the files it loads (FileTree identities).
+  std::set<std::pair<uint64_t, uint64_t>> check_program(const ImageDescription& image, const ImageTree& tree,
+                                                        const std::string& prefix) {
+    std::set<std::pair<uint64_t, uint64_t>> loaded;
     const std::string program = image.run.program();
-    if (program.empty()) return;
+    if (program.empty()) return loaded;
     const std::string from = image.run.entrypoint.empty() ? "Cmd" : "Entrypoint";
     const std::string what = (image.name.empty() ? "" : image.name + ": ") + "the " + from + " program " + program;
     std::string at;
@@ -181,21 +211,24 @@ class ImageWalk {
       }
     }
     auto file = at.empty() ? std::nullopt : tree.find(at);
-    if (!file || file->directory)
-      return say(Code::kImageProgramMissing,
-                 what + " is not in the image" +
-                     (at.empty() ? " (searched PATH: " + image.run.get("PATH").value_or(kDefaultPath) + ")" : "") +
-                     ": a container of it would not start",
-                 "add the program to the image, or correct the config's " + from);
-    DependencyOptions options;
-    options.library_path = image.run.get("LD_LIBRARY_PATH").value_or("");
-    options.rocblas_tensile_libpath = image.run.get("ROCBLAS_TENSILE_LIBPATH").value_or("");
-    options.hipblaslt_tensile_libpath = image.run.get("HIPBLASLT_TENSILE_LIBPATH").value_or("");
-    for (Diagnostic& d : find_dependencies_in(tree, at, options).diagnostics) {
+    if (!file || file->directory) {
+      say(Code::kImageProgramMissing,
+          what + " is not in the image" +
+              (at.empty() ? " (searched PATH: " + image.run.get("PATH").value_or(kDefaultPath) + ")" : "") +
+              ": a container of it would not start",
+          "add the program to the image, or correct the config's " + from);
+      return loaded;
+    }
+    Dependencies deps = find_dependencies_in(tree, at, run_options(image));
+    for (Diagnostic& d : deps.diagnostics) {
       d.message = what + ": " + d.message;
       d.file = path_;
       result_.diagnostics.push_back(std::move(d));
     }
+    for (const auto& o : deps.objects)  // named as the tree labels them, prefix + path
+      if (o.kind != Dependency::Kind::KernelFile && o.path.compare(0, prefix.size(), prefix) == 0)
+        if (auto f = tree.find("/" + o.path.substr(prefix.size()))) loaded.insert(f->identity);
+    return loaded;
   }
 
   // False: the layer was not read whole.

@@ -4,6 +4,7 @@
 
 #include <archive_entry.h>
 
+#include <algorithm>
 #include <iterator>
 #include <set>
 
@@ -121,6 +122,13 @@ std::vector<std::string> ImageTree::list(const std::string& at) const {
   }
   std::set<std::string> sorted(out.begin(), out.end());
   return {sorted.begin(), sorted.end()};
+}
+
+std::vector<std::string> ImageTree::elf_files() const {
+  std::vector<std::string> out;
+  for (const auto& [name, info] : elves_) out.push_back("/" + name);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 ElfInfo ImageTree::elf(const Found& file) const {

@@ -37,6 +37,9 @@ class ImageTree : public FileTree {
   // search never opens them; most of an image's files are such).
   void end_layer();
 
+  // The paths of the image's ELF files ("/usr/lib/x.so"), sorted.
+  std::vector<std::string> elf_files() const;
+
   std::optional<Found> find(const std::string& at) const override;
   std::vector<std::string> list(const std::string& at) const override;
   ElfInfo elf(const Found& file) const override;

@@ -415,3 +415,31 @@ TEST_F(Deps, HipblasltTensileDirectoryAndItsVariable) {
   ASSERT_EQ(codes(r), std::vector<Code>{Code::kKernelDirectoryMissing});
   EXPECT_NE(r.diagnostics[0].message.find("has no code object file"), std::string::npos) << r.diagnostics[0].message;
 }
+
+// A rocBLAS or hipBLASLt found in a directory walk (not named) is asked for its Tensile directory
+// alone: without one it is HG123; its DT_NEEDED are not followed (a walk lists what it finds).
+TEST_F(Deps, WalkedKernelLibraryWithoutItsTensileDirectory) {
+  build("opt/lib/libx.so", "libx.so", {});
+  build("opt/lib/librocblas.so.5", "librocblas.so.5", {"opt/lib/libx.so"});
+  fs::remove(at("opt/lib/libx.so"));  // what it needs is missing: not this walk's business
+  auto walked = [&](const std::string& lib = "opt/lib/librocblas.so.5") {
+    std::vector<std::string> files{at(lib)};
+    std::vector<bool> regular{true};
+    std::vector<DependencyFile> extra;
+    add_dependencies(&files, &regular, {}, DependencyOptions{}, &extra);
+    std::vector<Code> out;
+    for (const auto& d : extra.at(0).diagnostics) out.push_back(d.code);
+    EXPECT_EQ(files.size(), 1u) << "nothing is added after a walked file";
+    return out;
+  };
+  EXPECT_EQ(walked(), std::vector<Code>{Code::kKernelDirectoryMissing});
+  write("opt/lib/rocblas/library/TensileLibrary_lazy_gfx942.dat", "x");
+  write("opt/lib/rocblas/library/Kernels.so-000-gfx942.hsaco", "x");
+  EXPECT_EQ(walked(), std::vector<Code>{});
+  // As auditwheel vendors it into a wheel's <pkg>.libs/, renamed with a hash (DT_SONAME too); a name
+  // that only begins like it is not rocBLAS.
+  build("opt/pkg.libs/librocblas-3e1f5c2a.so.4", "librocblas-3e1f5c2a.so.4", {});
+  build("opt/pkg.libs/librocblas-extras.so", "librocblas-extras.so", {});
+  EXPECT_EQ(walked("opt/pkg.libs/librocblas-3e1f5c2a.so.4"), std::vector<Code>{Code::kKernelDirectoryMissing});
+  EXPECT_EQ(walked("opt/pkg.libs/librocblas-extras.so"), std::vector<Code>{});
+}

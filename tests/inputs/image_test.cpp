@@ -540,6 +540,12 @@ TEST(Image, TheConfigsProgramIsFollowedInsideTheImage) {
                      {"opt/t/TensileLibrary_gfx942.co", std::string("CCOB\3\0\0\0", 8)},
                      {"opt/app/bin/blas", blas}}));
   EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);
+  // A rocBLAS the program does not load is asked for its Tensile directory all the same (HG123, naming it).
+  std::string blas_lib = gcc_elf(dir, "librocblas.so.5", {});
+  r = checked(llvm::json::Object{{"Env", strings({"LD_LIBRARY_PATH=/opt/m"})}, {"Cmd", strings({"/opt/app/bin/app"})}},
+              layer({{"opt/m/libmissing.so.2", libmissing}, {"opt/wheel/lib/librocblas.so.5", blas_lib}}));
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kKernelDirectoryMissing}) << dump(r.diagnostics);
+  EXPECT_EQ(r.diagnostics[0].file, (dir / "i.tar").string() + "!opt/wheel/lib/librocblas.so.5");
   // Not in the image.
   r = checked(llvm::json::Object{{"Entrypoint", strings({"app"})}});
   ASSERT_EQ(codes(r), std::vector<Code>{Code::kImageProgramMissing}) << dump(r.diagnostics);
