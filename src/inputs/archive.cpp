@@ -374,7 +374,8 @@ class LibarchiveReader : public ArchiveReader {
     if (auto image = read_image_archive(data, path, {limits_, platform_, source, side}, member))
       return std::move(*image);
     uint64_t total = 0;
-    return walk_archive(data, path, ArchiveWalk{&limits_, path + "!", nullptr, &total, true, source, side}, member);
+    return read_installed_archive(data, path, ArchiveWalk{&limits_, path + "!", nullptr, &total, true, source, side},
+                                  member);
   }
   bool is_image_directory(const std::string& dir) const override { return is_image_layout(dir); }
   Result read_image_directory(const std::string& dir, const Member& member,

@@ -159,7 +159,8 @@ class ImageWalk {
               " whiteout(s) remove a path no lower layer has, the first: " + unmatched.front(),
           "nothing to fix for the GPU check; the image builder wrote a whiteout for a path it did not find");
     std::set<std::pair<uint64_t, uint64_t>> loaded = check_program(image, tree, prefix);
-    check_kernel_loaders(image, tree, loaded);
+    for (Diagnostic& d : kernel_directory_findings(tree, run_options(image), std::move(loaded)))
+      result_.diagnostics.push_back(std::move(d));
     tree_ = nullptr;
   }
 
@@ -170,22 +171,6 @@ class ImageWalk {
     options.rocblas_tensile_libpath = image.run.get("ROCBLAS_TENSILE_LIBPATH").value_or("");
     options.hipblaslt_tensile_libpath = image.run.get("HIPBLASLT_TENSILE_LIBPATH").value_or("");
     return options;
-  }
-
-  // Every other rocBLAS and hipBLASLt of the image, asked for its Tensile directory as it finds it:
-  // without one (HG123) it fails at its first GEMM whatever its code objects say.
-  void check_kernel_loaders(const ImageDescription& image, const ImageTree& tree,
-                            std::set<std::pair<uint64_t, uint64_t>> asked) {
-    DependencyOptions alone = run_options(image);
-    alone.follow_needed = false;
-    for (const std::string& at : tree.elf_files()) {
-      auto file = tree.find(at);
-      if (!file || !asked.insert(file->identity).second) continue;
-      std::string soname = tree.elf(*file).soname;
-      if (!opens_kernel_files(soname.empty() ? at.substr(at.rfind('/') + 1) : soname)) continue;
-      for (Diagnostic& d : find_dependencies_in(tree, at, alone).diagnostics)
-        if (d.code == Code::kKernelDirectoryMissing) result_.diagnostics.push_back(std::move(d));
-    }
   }
 
   // The program a container of the image starts, found as runc finds it (the config's PATH, else
@@ -290,43 +275,12 @@ class ImageWalk {
 
   // A member handed over; an ELF file of the image is recorded in the tree too.
   void deliver(const std::string& prefix, const std::string& label, Bytes data, const Diagnostic* problem) {
-    if (!problem && data.size() >= 4 &&
-        std::memcmp(data.data(),
-                    "\x7f"
-                    "ELF",
-                    4) == 0 &&
-        label.compare(0, prefix.size(), prefix) == 0)
-      tree_->set_elf(label.substr(prefix.size()), data);
+    if (!problem && label.compare(0, prefix.size(), prefix) == 0) tree_->member(label.substr(prefix.size()), data);
     member_(label, data, problem);
   }
 
-  // The caller's side files, and the image's ld.so.conf files and symlinks, which the tree records.
-  ArchiveReader::SideFiles side_files(const std::string& prefix) {
-    ArchiveReader::SideFiles side;
-    auto name = [prefix](const std::string& label) {
-      return label.compare(0, prefix.size(), prefix) == 0 ? label.substr(prefix.size()) : std::string();
-    };
-    auto outer_wants = [this](const std::string& label) {
-      return side_ && side_->wants ? side_->wants(label) : ArchiveReader::Want::Nothing;
-    };
-    side.wants = [=](const std::string& label) {
-      return ImageTree::wants_text(name(label)) ? ArchiveReader::Want::Bytes : outer_wants(label);
-    };
-    side.take = [=, this](const std::string& label, Bytes data, const Diagnostic* problem) {
-      if (ImageTree::wants_text(name(label)) && !problem)
-        tree_->set_text(name(label), std::string(reinterpret_cast<const char*>(data.data()), data.size()));
-      ArchiveReader::Want outer = outer_wants(label);
-      if (outer == ArchiveReader::Want::Bytes) side_->take(label, data, problem);
-      if (outer == ArchiveReader::Want::Name) side_->take(label, {}, nullptr);
-    };
-    side.link = [=, this](const std::string& label, const std::string& target, bool hard) {
-      if (!hard) tree_->symlink(name(label), target);
-      if (side_ && side_->link) side_->link(label, target, hard);
-    };
-    if (side_) side.incomplete = side_->incomplete;
-    side.max_bytes = side_ ? side_->max_bytes : kMaxTreeTextBytes;
-    return side;
-  }
+  // The caller's side files, and the image's ld.so.conf files and links, which the tree records.
+  ArchiveReader::SideFiles side_files(const std::string& prefix) { return recording_side_files(tree_, prefix, side_); }
 
   // The walk's own diagnostics (HG111, HG113), named after the layer; their fix for an image.
   void name_the_layer(std::vector<Diagnostic>& diagnostics, const std::string& what, const std::string& prefix) {
@@ -395,6 +349,21 @@ std::optional<ArchiveReader::Result> read_image_archive(Bytes tar, const std::st
   if (docker && !list.recognized) return std::nullopt;  // a manifest.json of another kind: an ordinary tar
   BlobFile files = [&](const std::string&) { return how.source; };
   return ImageWalk(blobs, files, path, how, member).read(list);
+}
+
+ArchiveReader::Result read_installed_archive(Bytes data, const std::string& path, ArchiveWalk walk,
+                                             const ArchiveReader::Member& member) {
+  ImageTree tree(walk.prefix);
+  ArchiveReader::SideFiles side = recording_side_files(&tree, walk.prefix, walk.side);
+  walk.side = &side;
+  ArchiveReader::Member recorded = [&](const std::string& label, Bytes bytes, const Diagnostic* problem) {
+    if (!problem && label.compare(0, walk.prefix.size(), walk.prefix) == 0)
+      if (auto name = Overlay::normalize(label.substr(walk.prefix.size()))) tree.member(*name, bytes);
+    member(label, bytes, problem);
+  };
+  ArchiveReader::Result r = walk_archive(data, path, walk, recorded);
+  for (Diagnostic& d : kernel_directory_findings(tree, {}, {})) r.diagnostics.push_back(std::move(d));
+  return r;
 }
 
 ArchiveReader::Result read_image_layout(const std::string& dir, const ImageReading& how,

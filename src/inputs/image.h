@@ -6,6 +6,7 @@
 #include <string>
 
 #include "inputs/archive.h"
+#include "inputs/archive_walk.h"
 
 namespace hipguard {
 
@@ -24,6 +25,11 @@ bool is_image_layout(const std::string& dir);
 // nullopt when it holds none (then it is an ordinary archive).
 std::optional<ArchiveReader::Result> read_image_archive(Bytes tar, const std::string& path, const ImageReading& how,
                                                         const ArchiveReader::Member& member);
+
+// A plain archive (a .whl, a tar, a .deb) walked as `walk` says, as the files it installs: each
+// rocBLAS and hipBLASLt in it is also asked for its Tensile directory among them (HG123 without one).
+ArchiveReader::Result read_installed_archive(Bytes data, const std::string& path, ArchiveWalk walk,
+                                             const ArchiveReader::Member& member);
 
 // An OCI image layout directory read the same way; only index.json and blobs/sha256/<digest> are opened.
 ArchiveReader::Result read_image_layout(const std::string& dir, const ImageReading& how,

@@ -5,10 +5,12 @@
 #include <archive_entry.h>
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 #include <set>
 
 #include "inputs/dynamic_elf.h"
+#include "inputs/image_overlay.h"
 
 namespace hipguard {
 namespace {
@@ -51,9 +53,23 @@ void ImageTree::end_layer() {
   layer_files_.clear();
 }
 
-void ImageTree::symlink(const std::string& name, const std::string& target) {
+void ImageTree::link(const std::string& name, const std::string& target, bool hard) {
+  auto [it, added] = entries_.emplace(name, Entry{hard ? Kind::Hardlink : Kind::Symlink, target, next_id_});
+  if (added) ++next_id_;
+  else if (!hard && it->second.kind == Kind::Symlink && it->second.target.empty()) it->second.target = target;
+}
+
+void ImageTree::member(const std::string& name, Bytes bytes) {
+  entry(name, AE_IFREG, "");
   auto it = entries_.find(name);
-  if (it != entries_.end() && it->second.kind == Kind::Symlink && it->second.target.empty()) it->second.target = target;
+  if (it == entries_.end() || it->second.kind == Kind::Directory || it->second.kind == Kind::Symlink) return;
+  if (bytes.size() >= 4 &&
+      std::memcmp(bytes.data(),
+                  "\x7f"
+                  "ELF",
+                  4) == 0 &&
+      !elves_.count(name))
+    elves_.emplace(name, read_dynamic_info(bytes));
 }
 
 bool ImageTree::wants_text(const std::string& name) {
@@ -63,12 +79,6 @@ bool ImageTree::wants_text(const std::string& name) {
 void ImageTree::set_text(const std::string& name, std::string text) {
   if (text.size() > kMaxTreeTextBytes) text.resize(kMaxTreeTextBytes);
   if (entries_.count(name)) texts_.emplace(name, std::move(text));
-}
-
-void ImageTree::set_elf(const std::string& name, Bytes bytes) {
-  auto it = entries_.find(name);
-  if (it == entries_.end() || it->second.kind == Kind::Directory || it->second.kind == Kind::Symlink) return;
-  if (!elves_.count(name)) elves_.emplace(name, read_dynamic_info(bytes));
 }
 
 const ImageTree::Entry* ImageTree::lookup(const std::string& path, Entry* implicit) const {
@@ -142,5 +152,50 @@ std::string ImageTree::text(const Found& file) const {
 }
 
 std::string ImageTree::name_of(const std::string& at) const { return at; }
+
+ArchiveReader::SideFiles recording_side_files(ImageTree* tree, const std::string& prefix,
+                                              const ArchiveReader::SideFiles* outer) {
+  ArchiveReader::SideFiles side;
+  auto name = [prefix](const std::string& label) {
+    return label.compare(0, prefix.size(), prefix) == 0 ? label.substr(prefix.size()) : std::string();
+  };
+  auto outer_wants = [outer](const std::string& label) {
+    return outer && outer->wants ? outer->wants(label) : ArchiveReader::Want::Nothing;
+  };
+  side.wants = [=](const std::string& label) {
+    return ImageTree::wants_text(name(label)) ? ArchiveReader::Want::Bytes : outer_wants(label);
+  };
+  side.take = [=](const std::string& label, Bytes data, const Diagnostic* problem) {
+    if (ImageTree::wants_text(name(label)) && !problem)
+      tree->set_text(name(label), std::string(reinterpret_cast<const char*>(data.data()), data.size()));
+    ArchiveReader::Want want = outer_wants(label);
+    if (want == ArchiveReader::Want::Bytes) outer->take(label, data, problem);
+    if (want == ArchiveReader::Want::Name) outer->take(label, {}, nullptr);
+  };
+  side.link = [=](const std::string& label, const std::string& target, bool hard) {
+    std::optional<std::string> n = Overlay::normalize(name(label));
+    std::optional<std::string> t = hard ? Overlay::normalize(target) : std::optional<std::string>(target);
+    if (!name(label).empty() && n && t) tree->link(*n, *t, hard);
+    if (outer && outer->link) outer->link(label, target, hard);
+  };
+  if (outer) side.incomplete = outer->incomplete;
+  side.max_bytes = outer ? outer->max_bytes : kMaxTreeTextBytes;
+  return side;
+}
+
+std::vector<Diagnostic> kernel_directory_findings(const ImageTree& tree, DependencyOptions options,
+                                                  std::set<std::pair<uint64_t, uint64_t>> asked) {
+  std::vector<Diagnostic> out;
+  options.follow_needed = false;
+  for (const std::string& at : tree.elf_files()) {
+    auto file = tree.find(at);
+    if (!file || !asked.insert(file->identity).second) continue;
+    std::string soname = tree.elf(*file).soname;
+    if (!opens_kernel_files(soname.empty() ? at.substr(at.rfind('/') + 1) : soname)) continue;
+    for (Diagnostic& d : find_dependencies_in(tree, at, options).diagnostics)
+      if (d.code == Code::kKernelDirectoryMissing) out.push_back(std::move(d));
+  }
+  return out;
+}
 
 }  // namespace hipguard

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "hipguard/dependencies.h"
+#include "inputs/archive.h"
 #include "inputs/file_tree.h"
 
 namespace hipguard {
@@ -21,14 +24,17 @@ class ImageTree : public FileTree {
   // `hardlink` the normalized name of the entry of its layer it links to, or "". The first entry of a
   // name wins: layers are read top first.
   void entry(const std::string& name, unsigned filetype, const std::string& hardlink);
-  // The target of the symbolic link `name`, as stored (relative to its directory, or absolute).
-  void symlink(const std::string& name, const std::string& target);
+  // The link `name`: a symbolic link's target as stored (relative to its directory, or absolute), a
+  // hard link's the normalized name of the entry it links to. Recorded as an entry when none is (a
+  // plain archive's walk has no filter that records its entries first).
+  void link(const std::string& name, const std::string& target, bool hard);
+  // A regular file handed over (recorded as an entry when none is), with its dynamic section when it
+  // is an ELF file (its bytes, valid during the call).
+  void member(const std::string& name, Bytes bytes);
   // Whether the file `name` is one whose text the search reads (/etc/ld.so.conf and the files of
   // /etc/ld.so.conf.d, where images put theirs).
   static bool wants_text(const std::string& name);
   void set_text(const std::string& name, std::string text);
-  // The ELF file `name` of the image (its bytes, valid during the call).
-  void set_elf(const std::string& name, Bytes bytes);
   // The program the image's config starts, as the config names it ("/usr/bin/app", "app"): a file of
   // that path or name is kept whatever it holds (a script is a program too).
   void expect_program(const std::string& program);
@@ -66,5 +72,16 @@ class ImageTree : public FileTree {
   std::unordered_map<std::string, ElfInfo> elves_;
   std::unordered_map<std::string, std::string> texts_;
 };
+
+// The side files of a walk whose members are named `prefix` + path: the links and ld.so.conf texts
+// recorded in `tree`, everything passed on to `outer` (null: none) as it asks.
+ArchiveReader::SideFiles recording_side_files(ImageTree* tree, const std::string& prefix,
+                                              const ArchiveReader::SideFiles* outer);
+
+// HG123 for each rocBLAS and hipBLASLt of `tree` (but the files in `asked`) whose Tensile directory,
+// looked for as the library looks for it (`options`: the Env a container runs it with), is missing or
+// holds no code object: it fails at its first GEMM, whatever its own code objects say.
+std::vector<Diagnostic> kernel_directory_findings(const ImageTree& tree, DependencyOptions options,
+                                                  std::set<std::pair<uint64_t, uint64_t>> asked);
 
 }  // namespace hipguard

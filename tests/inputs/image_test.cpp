@@ -562,3 +562,26 @@ TEST(Image, TheConfigsProgramIsFollowedInsideTheImage) {
   r = checked(llvm::json::Object{});
   EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);
 }
+
+// A plain archive (a wheel, a tar, a .deb) is read as the files it installs: a rocBLAS in it is asked
+// for its Tensile directory among them, as in a directory walk (HG123 without one, naming the member).
+TEST(Image, PlainArchiveKernelLibraryIsAskedForItsTensileDirectory) {
+  if (std::system("gcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no gcc to build the test library";
+  TempDir tmp("hipguard-image");
+  fs::path dir(tmp.path);
+  std::string blas = gcc_elf(dir, "librocblas.so.5", {});
+  std::string path = (dir / "wheel.tar").string();
+  auto checked = [&](std::vector<TarEntry> entries) {
+    std::ofstream(path, std::ios::binary) << layer(entries);
+    return check_image(path);
+  };
+  FileReport r =
+      checked({{"torch/lib/librocblas.so.5", blas}, {"torch/lib/librocblas.so", "", kSymlink, "librocblas.so.5"}});
+  ASSERT_EQ(codes(r), std::vector<Code>{Code::kKernelDirectoryMissing}) << dump(r.diagnostics);
+  EXPECT_EQ(r.diagnostics[0].file, path + "!torch/lib/librocblas.so.5");
+  // Its directory beside it, reached through a symlink as installed.
+  r = checked({{"torch/lib/librocblas.so.5", blas},
+               {"torch/share/library/Kernels.so-000-gfx942.hsaco", fine_co()},
+               {"torch/lib/rocblas", "", kSymlink, "../share"}});
+  EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);
+}
