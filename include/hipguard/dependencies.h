@@ -32,7 +32,8 @@ struct DependencyOptions {
   std::string rocblas_tensile_libpath;
   std::string hipblaslt_tensile_libpath;
   // false: the object alone and the files it opens itself, its DT_NEEDED not followed (a rocBLAS met
-  // in a directory walk or an image, asked only for its Tensile directory).
+  // in a directory walk or an image, asked only for its Tensile directory; a libggml's backends are
+  // still followed).
   bool follow_needed = true;
 };
 

@@ -72,8 +72,10 @@ class ArchiveReader {
   // within the budget, no bytes and `problem` (HG111, about the member).
   using Member = std::function<void(const std::string& name, Bytes data, const Diagnostic* problem)>;
   struct Result {
-    bool archive = false;                 // false: not an archive after all (a compressed file of another kind)
-    std::vector<Diagnostic> diagnostics;  // the archive's own: damaged or truncated (HG113), a budget spent (HG111)
+    bool archive = false;  // false: not an archive after all (a compressed file of another kind)
+    // The archive's own: damaged or truncated (HG113), a budget spent (HG111); a rocBLAS or hipBLASLt
+    // in it without its Tensile directory among its files (HG123).
+    std::vector<Diagnostic> diagnostics;
   };
   // Members without GPU code that a check after the files reads (a kernel library's databases:
   // Tensile .dat, AITER .csv), on the reading thread; every function must be thread-safe.

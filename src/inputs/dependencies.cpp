@@ -278,13 +278,6 @@ void Resolver::follow(size_t first) {
   }
 }
 
-}  // namespace
-
-}  // namespace hipguard
-
-namespace hipguard {
-namespace {
-
 bool starts_with(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
 
 // "librocblas.so.4" -> "4"
@@ -294,15 +287,18 @@ std::string so_major(const std::string& soname, std::string_view stem) {
   return rest.substr(0, rest.find('.'));
 }
 
-// Whether `so` (a DT_SONAME or file name) is the library `stem` ("librocblas"): "librocblas.so.4", or
-// as auditwheel vendors it into a wheel, renamed with a hash of its contents ("librocblas-3e1f5c2a.so.4").
+// Whether `so` (a DT_SONAME or file name) is the library `stem` ("librocblas"): "librocblas.so",
+// "librocblas.so.4.4", or as auditwheel vendors it into a wheel, renamed with 8 hex digits of its
+// hash ("librocblas-3e1f5c2a.so.4"); not "librocblas.so.4.4.1-1.debug" nor "librocblas-extras.so".
 bool is_library(const std::string& so, std::string_view stem) {
   if (!starts_with(so, stem)) return false;
   std::string_view rest = std::string_view(so).substr(stem.size());
-  if (starts_with(std::string(rest), ".so")) return true;
-  size_t dot = rest.find(".so");
-  return rest.size() > 1 && rest[0] == '-' && dot != std::string_view::npos && dot > 1 &&
-         rest.substr(1, dot - 1).find_first_not_of("0123456789abcdef") == std::string_view::npos;
+  constexpr size_t kHash = 8;
+  if (rest.size() > kHash && rest[0] == '-' &&
+      rest.substr(1, kHash).find_first_not_of("0123456789abcdef") == std::string_view::npos)
+    rest.remove_prefix(1 + kHash);
+  if (rest.substr(0, 3) != ".so") return false;
+  return rest.substr(3).find_first_not_of(".0123456789") == std::string_view::npos;
 }
 
 }  // namespace
@@ -362,8 +358,8 @@ void Resolver::tensile(size_t lib, const std::vector<std::string>& candidates, c
              (subdirectories ? "" : ", and the library does not look into its <processor> subdirectories") + ": " +
              fails,
          subdirectories ? "install the package with " + name + "'s Tensile library"
-                        : "name the <processor> subdirectory itself: HIPBLASLT_TENSILE_LIBPATH=" + tree_.name_of(dir) +
-                              "/" + (opt_.processors.size() == 1 ? processor_of(opt_.processors[0]) : "<processor>"));
+                        : "name the <processor> subdirectory itself: HIPBLASLT_TENSILE_LIBPATH=" + dir + "/" +
+                              (opt_.processors.size() == 1 ? processor_of(opt_.processors[0]) : "<processor>"));
 }
 
 // The code object files (.co, .hsaco) of the Tensile directory `dir` (sysroot path) as kernel files of `lib`.
@@ -383,6 +379,7 @@ void Resolver::library_loaders() {
     const Node& n = nodes_[i];
     std::string so = n.elf.soname.empty() ? basename_of(n.at) : n.elf.soname;
     std::string base = n.origin;
+    if (base.empty()) continue;  // a named file outside the sysroot: what lies beside it there is unknown
     if (starts_with(so, "libggml.so")) {
       size_t first = nodes_.size();
       for (const std::string& dir : {base + "/ggml/backends" + so_major(so, "libggml.so"), nodes_[0].origin}) {
@@ -414,8 +411,7 @@ void Resolver::library_loaders() {
       if (!opt_.hipblaslt_tensile_libpath.empty())  // instead of every other place, and of <processor>/
         tensile(i, {opt_.hipblaslt_tensile_libpath}, "hipBLASLt's Tensile (HIPBLASLT_TENSILE_LIBPATH)", false);
       else if (so_major(so, "libhipblaslt.so") == "0")  // hipBLASLt 0.x of ROCm 6: TensileHost::initialize
-        tensile(i, {base + "/../Tensile/library", base + "/../hipblaslt/library", base + "/hipblaslt/library"},
-                "hipBLASLt's Tensile");
+        tensile(i, {base + "/../Tensile/library", base + "/hipblaslt/library"}, "hipBLASLt's Tensile");
       else  // rocblaslt_find_library_relative_path (ROCm 7)
         tensile(i, {base + "/hipblaslt/library", base + "/../Tensile/library", base + "/library"},
                 "hipBLASLt's Tensile");

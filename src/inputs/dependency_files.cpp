@@ -26,12 +26,16 @@ void add_dependencies(std::vector<std::string>* files, std::vector<bool>* regula
   };
   DependencyOptions alone = options;
   alone.follow_needed = false;
-  std::set<std::pair<dev_t, ino_t>> asked;  // walked kernel-file loaders asked once (a file and its links)
+  // Walked kernel-file loaders asked once (a file and its links), none that is named (asked with it).
+  std::set<std::pair<dev_t, ino_t>> asked;
+  for (const auto& f : named) asked.insert(identity(f));
   for (size_t i = 0; i < files->size(); ++i) {
     const std::string& f = (*files)[i];
     add(f, (*regular)[i], {});
     if (!named.count(f)) {
-      if ((*regular)[i] && opens_kernel_files(f.substr(f.rfind('/') + 1)) && asked.insert(identity(f)).second)
+      auto id = identity(f);
+      if ((*regular)[i] && opens_kernel_files(f.substr(f.rfind('/') + 1)) && id != std::pair<dev_t, ino_t>{0, 0} &&
+          asked.insert(id).second)
         for (auto& d : find_dependencies(f, alone).diagnostics)
           if (d.code == Code::kKernelDirectoryMissing) out_extra.back().diagnostics.push_back(std::move(d));
       continue;

@@ -143,12 +143,13 @@ class ImageWalk {
     ImageTree tree(prefix);
     tree_ = &tree;
     tree.expect_program(image.run.program_path());
+    bool whole = true;
     for (size_t i = image.layers.size(); i-- > 0;) {
       const ImageLayer& layer = image.layers[i];
       std::string what = (image.name.empty() ? "" : image.name + ", ") + "layer " + std::to_string(i + 1) + " of " +
                          std::to_string(image.layers.size()) + " (" +
                          (layer.digest.empty() ? layer.blob : layer.digest.substr(0, 19)) + ")";
-      if (!read_layer(layer, what, prefix, overlay)) overlay.layer_incomplete();
+      if (!read_layer(layer, what, prefix, overlay)) overlay.layer_incomplete(), whole = false;
       overlay.end_layer();
       tree.end_layer();
     }
@@ -159,8 +160,9 @@ class ImageWalk {
               " whiteout(s) remove a path no lower layer has, the first: " + unmatched.front(),
           "nothing to fix for the GPU check; the image builder wrote a whiteout for a path it did not find");
     std::set<std::pair<uint64_t, uint64_t>> loaded = check_program(image, tree, prefix);
-    for (Diagnostic& d : kernel_directory_findings(tree, run_options(image), std::move(loaded)))
-      result_.diagnostics.push_back(std::move(d));
+    if (whole)  // a Tensile directory in a layer not read is not missing
+      for (Diagnostic& d : kernel_directory_findings(tree, run_options(image), std::move(loaded)))
+        result_.diagnostics.push_back(std::move(d));
     tree_ = nullptr;
   }
 
@@ -362,7 +364,12 @@ ArchiveReader::Result read_installed_archive(Bytes data, const std::string& path
     member(label, bytes, problem);
   };
   ArchiveReader::Result r = walk_archive(data, path, walk, recorded);
-  for (Diagnostic& d : kernel_directory_findings(tree, {}, {})) r.diagnostics.push_back(std::move(d));
+  // Not over what was read in part (a member after a damage or a spent budget is unknown), nor over
+  // an image read as an archive (HG118: each layer's files apart).
+  if (std::none_of(r.diagnostics.begin(), r.diagnostics.end(), [](const Diagnostic& d) {
+        return d.severity == Severity::Error || d.code == Code::kImageReadAsArchive;
+      }))
+    for (Diagnostic& d : kernel_directory_findings(tree, {}, {})) r.diagnostics.push_back(std::move(d));
   return r;
 }
 

@@ -21,6 +21,9 @@ std::string joined(const std::vector<std::string>& parts) {
   for (const auto& p : parts) (s += s.empty() ? "" : "/") += p;
   return s;
 }
+// A name of a member of an archive inside the walked one ("x.whl!torch/lib/y.so"): not a file the
+// archive or image installs, so it is not recorded (an image's filter records its own names first).
+bool nested(const std::string& name) { return name.empty() || name.find('!') != std::string::npos; }
 }  // namespace
 
 void ImageTree::entry(const std::string& name, unsigned filetype, const std::string& hardlink) {
@@ -54,13 +57,15 @@ void ImageTree::end_layer() {
 }
 
 void ImageTree::link(const std::string& name, const std::string& target, bool hard) {
-  auto [it, added] = entries_.emplace(name, Entry{hard ? Kind::Hardlink : Kind::Symlink, target, next_id_});
-  if (added) ++next_id_;
-  else if (!hard && it->second.kind == Kind::Symlink && it->second.target.empty()) it->second.target = target;
+  auto it = entries_.find(name);
+  if (it == entries_.end() && !nested(name))
+    entries_.emplace(name, Entry{hard ? Kind::Hardlink : Kind::Symlink, target, next_id_++});
+  else if (it != entries_.end() && !hard && it->second.kind == Kind::Symlink && it->second.target.empty())
+    it->second.target = target;
 }
 
 void ImageTree::member(const std::string& name, Bytes bytes) {
-  entry(name, AE_IFREG, "");
+  if (!entries_.count(name) && !nested(name)) entry(name, AE_IFREG, "");
   auto it = entries_.find(name);
   if (it == entries_.end() || it->second.kind == Kind::Directory || it->second.kind == Kind::Symlink) return;
   if (bytes.size() >= 4 &&

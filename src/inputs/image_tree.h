@@ -26,10 +26,11 @@ class ImageTree : public FileTree {
   void entry(const std::string& name, unsigned filetype, const std::string& hardlink);
   // The link `name`: a symbolic link's target as stored (relative to its directory, or absolute), a
   // hard link's the normalized name of the entry it links to. Recorded as an entry when none is (a
-  // plain archive's walk has no filter that records its entries first).
+  // plain archive's walk has no filter that records its entries first) and `name` is no member of an
+  // archive inside this one (no '!').
   void link(const std::string& name, const std::string& target, bool hard);
-  // A regular file handed over (recorded as an entry when none is), with its dynamic section when it
-  // is an ELF file (its bytes, valid during the call).
+  // A regular file handed over (recorded as an entry as link() says), with its dynamic section when
+  // it is an ELF file (its bytes, valid during the call).
   void member(const std::string& name, Bytes bytes);
   // Whether the file `name` is one whose text the search reads (/etc/ld.so.conf and the files of
   // /etc/ld.so.conf.d, where images put theirs).
@@ -73,8 +74,8 @@ class ImageTree : public FileTree {
   std::unordered_map<std::string, std::string> texts_;
 };
 
-// The side files of a walk whose members are named `prefix` + path: the links and ld.so.conf texts
-// recorded in `tree`, everything passed on to `outer` (null: none) as it asks.
+// The side files of a walk whose members are named `prefix` + path: the links, and the ld.so.conf
+// texts of the files the tree has, recorded in `tree`; everything passed on to `outer` (null: none).
 ArchiveReader::SideFiles recording_side_files(ImageTree* tree, const std::string& prefix,
                                               const ArchiveReader::SideFiles* outer);
 

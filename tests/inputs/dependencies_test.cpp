@@ -399,13 +399,23 @@ TEST_F(Deps, HipblasltTensileDirectoryAndItsVariable) {
   ASSERT_EQ(codes(r), std::vector<Code>{Code::kKernelDirectoryMissing});
   EXPECT_EQ(find(r, "Kernels.so-000-gfx942.hsaco"), nullptr);
   EXPECT_NE(r.diagnostics[0].message.find("HIPBLASLT_TENSILE_LIBPATH"), std::string::npos) << r.diagnostics[0].message;
-  EXPECT_NE(r.diagnostics[0].fix.find("HIPBLASLT_TENSILE_LIBPATH=" + at(lib) + "/gfx942"), std::string::npos)
+  EXPECT_NE(r.diagnostics[0].fix.find("HIPBLASLT_TENSILE_LIBPATH=/" + lib + "/gfx942"), std::string::npos)
       << r.diagnostics[0].fix;
 
   o.hipblaslt_tensile_libpath = "/" + lib + "/gfx942";
   r = deps("bin/prog", o);
   ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].message;
   ASSERT_NE(find(r, "Kernels.so-000-gfx942.hsaco"), nullptr);
+
+  // hipBLASLt 0.x (ROCm 6, TensileHost::initialize): ../Tensile/library first, then hipblaslt/library.
+  build("opt/r6/lib/libhipblaslt.so.0", "libhipblaslt.so.0", {});
+  write("opt/r6/Tensile/library/Kernels.so-000-gfx90a.hsaco", "x");
+  write("opt/r6/lib/hipblaslt/library/Kernels.so-000-gfx942.hsaco", "x");
+  build("bin/r6", "", {"opt/r6/lib/libhipblaslt.so.0"}, "-Wl,-rpath,/opt/r6/lib");
+  r = deps("bin/r6", DependencyOptions{});
+  ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].message;
+  EXPECT_NE(find(r, "Kernels.so-000-gfx90a.hsaco"), nullptr);
+  EXPECT_EQ(find(r, "Kernels.so-000-gfx942.hsaco"), nullptr);
 
   // rocBLAS's directory found but without a code object file: nothing would be checked, and it fails.
   build("usr/lib/x86_64-linux-gnu/librocblas.so.5", "librocblas.so.5", {});
@@ -442,4 +452,7 @@ TEST_F(Deps, WalkedKernelLibraryWithoutItsTensileDirectory) {
   build("opt/pkg.libs/librocblas-extras.so", "librocblas-extras.so", {});
   EXPECT_EQ(walked("opt/pkg.libs/librocblas-3e1f5c2a.so.4"), std::vector<Code>{Code::kKernelDirectoryMissing});
   EXPECT_EQ(walked("opt/pkg.libs/librocblas-extras.so"), std::vector<Code>{});
+  // Fedora's debuginfo of it is no rocBLAS either.
+  build("usr/lib/debug/usr/lib64/librocblas.so.4.4.1-1.fc42.x86_64.debug", "", {});
+  EXPECT_EQ(walked("usr/lib/debug/usr/lib64/librocblas.so.4.4.1-1.fc42.x86_64.debug"), std::vector<Code>{});
 }

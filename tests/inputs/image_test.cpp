@@ -584,4 +584,8 @@ TEST(Image, PlainArchiveKernelLibraryIsAskedForItsTensileDirectory) {
                {"torch/share/library/Kernels.so-000-gfx942.hsaco", fine_co()},
                {"torch/lib/rocblas", "", kSymlink, "../share"}});
   EXPECT_TRUE(r.diagnostics.empty()) << dump(r.diagnostics);
+  // An archive inside the archive installs nothing: its rocBLAS (here without GPU code) is not asked.
+  std::string inner = layer({{"torch/lib/librocblas.so.5", blas}});
+  r = checked({{"dist/inner.tar", inner}});
+  EXPECT_EQ(codes(r), std::vector<Code>{Code::kNoHipFatbin}) << "no HG123: " << dump(r.diagnostics);
 }
