@@ -58,6 +58,10 @@ struct Dependencies {
   // HG120 (not found), HG121 (dynamic section unreadable), HG122 (over max_objects), HG123 (no
   // Tensile directory): each with `file` = the object that needs what is missing.
   std::vector<Diagnostic> diagnostics;
+  // The HIP runtime it loads (libamdhip64, at start-up or with a library it opens), named by the real
+  // file behind its links as findings name files ("<root>/usr/lib/x86_64-linux-gnu/libamdhip64.so.6.4.43484",
+  // whose name says the version: runtime_for_library); "" when it loads none.
+  std::string hip_runtime;
 };
 
 // The dependencies of `path` (a host path; inside the sysroot when one is given). Never throws; a
@@ -102,6 +106,7 @@ struct DependencyFile {
   std::vector<Diagnostic> diagnostics;      // HG120-HG123 about this file's own dependencies
   bool dependencies_have_gpu_code = false;  // a named file without GPU code is then no HG107
   bool shared_library = false;              // a library the dynamic loader maps; false for kernel files
+  std::string hip_runtime;                  // a named file's Dependencies::hip_runtime
 };
 void add_dependencies(std::vector<std::string>* files, std::vector<bool>* regular,
                       const std::unordered_set<std::string>& named, const DependencyOptions& options,

@@ -46,6 +46,8 @@ const RuntimeInfo* parse_runtime(std::string_view text, unsigned* hip_version = 
 // (the real file behind the libamdhip64.so.6 link) -> 6.4; nullptr when the
 // name carries no major.minor.
 const RuntimeInfo* runtime_for_library(std::string_view file_name);
+// Whether `name` (a DT_NEEDED string or DT_SONAME) is HIP's runtime library: "libamdhip64.so[.<version>]".
+bool is_hip_runtime_name(std::string_view name);
 // "HIP 6.4" / "HIP 7.x" for messages.
 std::string runtime_label(const RuntimeInfo& r);
 

@@ -81,25 +81,25 @@ Result<Machine> machine_options(const InputOptions& input) {
 }
 
 // The archive and image reader (archive.h): .deb, .whl, .tar.*, .a and container images read in place,
-// a multi-platform image read for --platform.
-Result<const ArchiveReader*> archive_options(const InputOptions& input) {
-  if (!input.platform) return &archive_reader();
-  std::optional<Platform> platform = Platform::parse(*input.platform);
+// a multi-platform image read for --platform, an image's runtime compared with --runtime's (HG125).
+Result<const ArchiveReader*> archive_options(const InputOptions& input, const Machine& machine) {
+  if (!input.platform && !machine.runtime) return &archive_reader();
+  std::optional<Platform> platform = input.platform ? Platform::parse(*input.platform) : Platform{};
   if (!platform)
     return ParseError{Code::kBadSetting,
                       "bad --platform '" + *input.platform + "': give OS/ARCH or OS/ARCH/VARIANT, such as linux/amd64"};
   static std::vector<std::unique_ptr<ArchiveReader>> readers;  // one per parse, alive as long as the options
-  readers.push_back(make_archive_reader({}, *platform));
+  readers.push_back(make_archive_reader({}, *platform, machine.runtime));
   return readers.back().get();
 }
 
 }  // namespace
 
 Result<CheckPathsOptions> read_input_options(const InputOptions& input, bool dependencies, CheckPathsOptions options) {
-  auto archives = archive_options(input);
-  if (!archives) return archives.error();
   auto machine = machine_options(input);
   if (!machine) return machine.error();
+  auto archives = archive_options(input, *machine);
+  if (!archives) return archives.error();
   options.archives = *archives;
   options.machine = *machine;
   options.dependencies = dependencies;  // what a program loads (dependencies.h)

@@ -367,11 +367,12 @@ void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::v
 
 class LibarchiveReader : public ArchiveReader {
  public:
-  LibarchiveReader(const ArchiveLimits& limits, const Platform& platform) : limits_(limits), platform_(platform) {}
+  LibarchiveReader(const ArchiveLimits& limits, const Platform& platform, const RuntimeInfo* runtime)
+      : limits_(limits), platform_(platform), runtime_(runtime) {}
   bool is_archive(Bytes data) const override { return archive_magic(data); }
   Result read(Bytes data, const std::string& path, const Member& member, const FileData* source = nullptr,
               const SideFiles* side = nullptr) const override {
-    if (auto image = read_image_archive(data, path, {limits_, platform_, source, side}, member))
+    if (auto image = read_image_archive(data, path, {limits_, platform_, source, side, runtime_}, member))
       return std::move(*image);
     uint64_t total = 0;
     return read_installed_archive(data, path, ArchiveWalk{&limits_, path + "!", nullptr, &total, true, source, side},
@@ -380,12 +381,13 @@ class LibarchiveReader : public ArchiveReader {
   bool is_image_directory(const std::string& dir) const override { return is_image_layout(dir); }
   Result read_image_directory(const std::string& dir, const Member& member,
                               const SideFiles* side = nullptr) const override {
-    return read_image_layout(dir, {limits_, platform_, nullptr, side}, member);
+    return read_image_layout(dir, {limits_, platform_, nullptr, side, runtime_}, member);
   }
 
  private:
   ArchiveLimits limits_;
   Platform platform_;
+  const RuntimeInfo* runtime_;
 };
 
 // A mapped file handed to libarchive a chunk at a time, in place, each chunk's pages released once
@@ -481,12 +483,13 @@ ArchiveReader::Result walk_archive(Bytes data, const std::string& path, const Ar
   return result;
 }
 
-std::unique_ptr<ArchiveReader> make_archive_reader(const ArchiveLimits& limits, const Platform& platform) {
-  return std::make_unique<LibarchiveReader>(limits, platform);
+std::unique_ptr<ArchiveReader> make_archive_reader(const ArchiveLimits& limits, const Platform& platform,
+                                                   const RuntimeInfo* runtime) {
+  return std::make_unique<LibarchiveReader>(limits, platform, runtime);
 }
 
 const ArchiveReader& archive_reader() {
-  static const LibarchiveReader reader{ArchiveLimits{}, Platform{}};
+  static const LibarchiveReader reader{ArchiveLimits{}, Platform{}, nullptr};
   return reader;
 }
 

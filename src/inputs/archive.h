@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "hipguard/inputs.h"
+#include "hipguard/runtime_version.h"
 
 namespace hipguard {
 
@@ -32,8 +33,10 @@ struct Platform {
   std::string str() const { return os + "/" + architecture + (variant.empty() ? "" : "/" + variant); }
 };
 
-// A reader with `limits` (tests shrink them to hit each one cheaply) that picks `platform`'s image.
-std::unique_ptr<ArchiveReader> make_archive_reader(const ArchiveLimits& limits = {}, const Platform& platform = {});
+// A reader with `limits` (tests shrink them to hit each one cheaply) that picks `platform`'s image, for a
+// check whose code objects `runtime` selects (--runtime; null: the newest, default_runtime()).
+std::unique_ptr<ArchiveReader> make_archive_reader(const ArchiveLimits& limits = {}, const Platform& platform = {},
+                                                   const RuntimeInfo* runtime = nullptr);
 // The reader with the documented limits, shared (it keeps no state between reads).
 const ArchiveReader& archive_reader();
 

@@ -2,6 +2,7 @@
 // those libraries open, for `hipguard check`.
 #include "hipguard/dependencies.h"
 
+#include "hipguard/runtime_version.h"
 #include "hipguard/target.h"
 #include "inputs/dynamic_elf.h"
 #include "inputs/file_tree.h"
@@ -49,6 +50,7 @@ std::string basename_of(const std::string& p) {
 // One object of the resolution.
 struct Node {
   std::string at;    // the path as found, inside the root ("/usr/lib/x86_64-linux-gnu/libx.so.1")
+  std::string real;  // the same with every symlink followed ("/usr/lib/x86_64-linux-gnu/libx.so.1.2.3")
   std::string host;  // how findings name it (FileTree::Found::label)
   std::string origin;
   ElfInfo elf;
@@ -209,7 +211,7 @@ std::optional<size_t> Resolver::try_file(const std::string& at, const std::strin
   }
   Node n;
   n.at = at, n.host = file->label, n.loader = loader, n.kind = kind, n.name = name, n.elf = std::move(elf);
-  n.origin = dirname_of(at);
+  n.origin = dirname_of(at), n.real = file->at;
   size_t i = nodes_.size();
   by_file_[file->identity] = i;
   if (!n.elf.soname.empty()) by_name_.emplace(n.elf.soname, i);
@@ -460,9 +462,12 @@ Dependencies Resolver::resolve() {
          "the file is damaged; rebuild it (the dynamic loader would refuse it)");
   if (opt_.follow_needed) follow(0);
   library_loaders();
-  for (size_t i = 1; i < nodes_.size(); ++i)
+  for (size_t i = 1; i < nodes_.size(); ++i) {
     out_.objects.push_back(
         {nodes_[i].kind, nodes_[i].host, nodes_[i].name, nodes_[nodes_[i].loader].host, nodes_[i].elf.hip});
+    if (out_.hip_runtime.empty() && (is_hip_runtime_name(nodes_[i].name) || is_hip_runtime_name(nodes_[i].elf.soname)))
+      out_.hip_runtime = tree_.name_of(nodes_[i].real);
+  }
   for (auto& k : kernels_) out_.objects.push_back(std::move(k));
   return std::move(out_);
 }

@@ -42,6 +42,7 @@ void add_dependencies(std::vector<std::string>* files, std::vector<bool>* regula
     }
     size_t self = out_extra.size() - 1;
     Dependencies deps = find_dependencies(f, options);
+    out_extra[self].hip_runtime = deps.hip_runtime;
     // Findings go to the object that needs what is missing; one without GPU code is listed for them.
     std::map<std::string, std::vector<Diagnostic>> said;
     for (auto& d : deps.diagnostics) said[d.file].push_back(std::move(d));

@@ -126,7 +126,13 @@ class ImageWalk {
  public:
   ImageWalk(const BlobSource& blobs, const BlobFile& files, const std::string& path, const ImageReading& how,
             const ArchiveReader::Member& member)
-      : blobs_(blobs), files_(files), path_(path), limits_(how.limits), side_(how.side), member_(member) {}
+      : blobs_(blobs),
+        files_(files),
+        path_(path),
+        limits_(how.limits),
+        side_(how.side),
+        runtime_(how.runtime),
+        member_(member) {}
 
   ArchiveReader::Result read(const ImageList& list) {
     result_.archive = true;
@@ -212,10 +218,23 @@ class ImageWalk {
       d.file = path_;
       result_.diagnostics.push_back(std::move(d));
     }
+    say_runtime(what, deps.hip_runtime);
     for (const auto& o : deps.objects)  // named as the tree labels them, prefix + path
       if (o.kind != Dependency::Kind::KernelFile && o.path.compare(0, prefix.size(), prefix) == 0)
         if (auto f = tree.find("/" + o.path.substr(prefix.size()))) loaded.insert(f->identity);
     return loaded;
+  }
+
+  // HG125 when the program's HIP runtime is not the one the check selected as: the image's files were
+  // read (top layer first) before the runtime, in a lower layer, was found.
+  void say_runtime(const std::string& what, const std::string& hip_runtime) {
+    const RuntimeInfo* loads = runtime_for_library(hip_runtime);
+    if (runtime_ || !loads || loads == &default_runtime()) return;  // --runtime: the user's choice
+    say(Code::kRootHipRuntime,
+        what + " loads " + runtime_label(*loads) + " (" + hip_runtime +
+            "): the image's code objects were selected as " + runtime_label(default_runtime()) +
+            ", the newest, selects them, not as its own runtime does",
+        "check again with --runtime " + std::string(loads->name) + " to select them as the image's runtime does");
   }
 
   // False: the layer was not read whole.
@@ -319,6 +338,7 @@ class ImageWalk {
   const std::string& path_;
   const ArchiveLimits& limits_;
   const ArchiveReader::SideFiles* side_;
+  const RuntimeInfo* runtime_;
   const ArchiveReader::Member& member_;
   ArchiveReader::Result result_;
   std::unordered_map<std::string, std::string> checked_;  // blob -> its sha256 (a blob shared by images)

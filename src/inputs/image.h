@@ -16,6 +16,7 @@ struct ImageReading {
   const Platform& platform;
   const FileData* source;  // the mapped file an image archive is (null: none, or a layout directory)
   const ArchiveReader::SideFiles* side = nullptr;  // visible files without GPU code handed over too
+  const RuntimeInfo* runtime = nullptr;            // the runtime the check selects as (--runtime); null: the newest
 };
 
 // Whether `dir` is an OCI image layout (an oci-layout file and index.json; OCI image-layout.md).

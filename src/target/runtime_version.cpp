@@ -91,6 +91,11 @@ const RuntimeInfo* runtime_for_library(std::string_view file_name) {
   return parse_runtime(rest.substr(0, end));
 }
 
+bool is_hip_runtime_name(std::string_view name) {
+  constexpr std::string_view kName = "libamdhip64.so";
+  return name.substr(0, kName.size()) == kName && (name.size() == kName.size() || name[kName.size()] == '.');
+}
+
 std::string runtime_label(const RuntimeInfo& r) {
   if (&r == &kRuntimes.back()) return "HIP " + std::string(r.name.substr(0, r.name.find('.'))) + ".x";
   return "HIP " + std::string(r.name);

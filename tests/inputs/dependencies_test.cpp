@@ -377,6 +377,30 @@ TEST_F(Deps, CliOptions) {
   EXPECT_EQ(plain.find("needed by"), std::string::npos) << plain;
 }
 
+// The HIP runtime a program loads in the root is named by its real file, whose name carries its version;
+// with --sysroot and no --runtime the check selects as that runtime and says so (HG125), not for the newest.
+TEST_F(Deps, HipRuntimeOfTheRoot) {
+  build("usr/lib/libgpu.so", "libgpu.so", {}, "", "src/gpu.c");
+  for (const char* version : {"6.4.43484", "7.2.53211"}) {
+    std::string real = std::string("usr/lib/libamdhip64.so.") + version;
+    fs::remove(at("usr/lib/libamdhip64.so.6"));
+    build(real, "libamdhip64.so.6", {});
+    fs::create_symlink(fs::path(real).filename(), at("usr/lib/libamdhip64.so.6"));
+    build("bin/prog", "", {"usr/lib/libgpu.so", "usr/lib/libamdhip64.so.6"});
+    EXPECT_EQ(deps("bin/prog").hip_runtime, at(real));
+    int rc = 0;
+    std::string text = run_cli("check --target gfx942 --sysroot " + root_ + " " + at("bin/prog"), &rc);
+    bool older = version[0] == '6';
+    EXPECT_EQ(text.find("note HG125 " + at("bin/prog") + ": loads HIP 6.4 in the sysroot (" + at(real) + ")") !=
+                  std::string::npos,
+              older)
+        << text;
+    text = run_cli("check --target gfx942 --runtime 6.4 --sysroot " + root_ + " " + at("bin/prog"), &rc);
+    EXPECT_EQ(text.find("HG125"), std::string::npos) << text;  // the user's runtime: nothing to say
+  }
+  EXPECT_EQ(deps("usr/lib/libgpu.so").hip_runtime, "");
+}
+
 }  // namespace
 
 // hipBLASLt's Tensile directory (tensile_host.cpp, TensileHost::initialize): beside the library it takes

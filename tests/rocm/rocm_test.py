@@ -609,6 +609,25 @@ def case_ShimOnHip64():
 
 # ---- selection as each HIP version does it (HG213, HG212) ----------------------------------------
 
+def image_of(tmp, files, entrypoint):
+    """An OCI image layout made with umoci: `files` ({path in the image: host file}) and the root's HIP
+    runtime (libamdhip64.so.6, a link to its versioned file), started as `entrypoint`."""
+    layout, bundle = os.path.join(tmp, "oci"), os.path.join(tmp, "bundle")
+    for args in (["init", "--layout", layout], ["new", "--image", layout + ":t"],
+                 ["unpack", "--image", layout + ":t", bundle]):
+        run(["umoci", *args], check=True)
+    rootfs = os.path.join(bundle, "rootfs")
+    hip = os.path.realpath(os.path.join(A.root, "usr/lib/x86_64-linux-gnu/libamdhip64.so.6"))
+    files = {**files, "usr/lib/x86_64-linux-gnu/" + os.path.basename(hip): hip}
+    for at, host in files.items():
+        os.makedirs(os.path.dirname(os.path.join(rootfs, at)), exist_ok=True)
+        shutil.copy(host, os.path.join(rootfs, at))
+    os.symlink(os.path.basename(hip), os.path.join(rootfs, "usr/lib/x86_64-linux-gnu/libamdhip64.so.6"))
+    run(["umoci", "repack", "--image", layout + ":t", bundle], check=True)
+    run(["umoci", "config", "--image", layout + ":t", "--config.entrypoint", entrypoint], check=True)
+    return layout
+
+
 def verdicts_and_codes(doc):
     return [v for img in images(doc) for v in img["verdicts"]], {d["code"] for d in diagnostics(doc)}
 
@@ -624,6 +643,22 @@ def case_RuntimeVersions():
             expect([selected_processor(v) for v in vs] == ["gfx9-generic"], f"under 6.4: selected {vs}")
     rc, _ = cli_json("check", "--runtime", "7.0", "--target", "gfx900:xnack-", gen)
     expect(rc == 0, f"saxpy_gfx9_generic on gfx900 under 7.0: exit {rc}")
+    # In the root (--sysroot), as the root's libamdhip64.so.6.4.x selects (HG125 says so), unless --runtime.
+    for runtime, want_rc in ((None, 0), ("7.0", 1)):
+        rc, doc = cli_json("check", "--sysroot", A.root, *(["--runtime", runtime] if runtime else []),
+                           "--target", "mi50", gen)
+        said = [d["message"] for d in diagnostics(doc) if d["code"] == "HG125"]
+        expect(rc == want_rc and len(said) == (0 if runtime else 1) and all("loads HIP 6.4" in m for m in said),
+               f"saxpy_gfx9_generic in the root under {runtime or 'its runtime'}: exit {rc}, HG125 {said}")
+    # The same program and runtime as a container image: read top first, so checked as the newest and HG125
+    # names the --runtime that checks it as the image runs it.
+    with tempfile.TemporaryDirectory(dir=A.build) as tmp:
+        layout = image_of(tmp, {"usr/bin/saxpy": gen}, "/usr/bin/saxpy")
+        for runtime, want_rc in ((None, 1), ("6.4", 0)):
+            rc, doc = cli_json("check", *(["--runtime", runtime] if runtime else []), "--target", "mi50", layout)
+            said = [d["fix"] for d in diagnostics(doc) if d["code"] == "HG125"]
+            expect(rc == want_rc and len(said) == (0 if runtime else 1) and all("--runtime 6.4" in f for f in said),
+                   f"saxpy_gfx9_generic in an image, under {runtime or 'the default'}: exit {rc}, HG125 fix {said}")
     # One bare gfx90a entry, two gfx90a GPUs with different xnack in one process.
     mfma = app("mfma")
     gpus = ["--target", "gfx90a:xnack+", "--target", "gfx90a:xnack-"]
@@ -641,7 +676,8 @@ def case_RuntimeVersions():
     expect("as HIP 6.4 does" in strict.stderr, f"shim: runtime version not taken from libamdhip64: {strict.stderr[-400:]}")
     mixed = in_root(mfma, env=[f"LD_PRELOAD={A.shim}", "HIPGUARD_TARGET=gfx90a:xnack+,gfx90a:xnack-"])
     expect("HG212" in mixed.stderr, f"shim, two gfx90a GPUs xnack+/-: no HG212: {mixed.stderr[-400:]}")
-    print("runtime versions: gfx9-generic on mi50 under 6.4 / 7.x, one process with xnack+/-, the shim on HIP 6.4")
+    print("runtime versions: gfx9-generic on mi50 under 6.4 / 7.x, in the root and in an image of it (HG125), "
+          "one process with xnack+/-, the shim on HIP 6.4")
 
 
 def case_HipfftTest():
@@ -730,14 +766,16 @@ def case_ProgramWithLibraries():
                                                 f.get("library", "").endswith("/rocblas/4.4.1/library")
                                                 for f in tensile),
            f"rocBLAS's Tensile files: {len(tensile)} checked as its library, {len(on_disk)} in {tdir}")
-    expect("llama-cli" not in files and "HG107" not in {d["code"] for d in diagnostics(doc)},
-           "llama-cli itself (no GPU code) reported")
+    own = [d["code"] for d in files["llama-cli"]["diagnostics"]] if "llama-cli" in files else []
+    expect(own == ["HG125"] and not files["llama-cli"]["images"] and "HG107" not in {d["code"] for d in diagnostics(doc)},
+           f"llama-cli itself (no GPU code) reported with {own}, not only the root's runtime (HG125)")
     # The same from inside the root, without --sysroot: the same files and who needs each.
     p = in_root(A.cli, "check", "--json", "--target", "gfx90a", "/usr/bin/llama-cli")
     inside = json.loads(p.stdout) if p.stdout.startswith("{") else {"files": []}
     canon = lambda path: os.path.realpath(A.root + path)
-    want = [(f["path"], f.get("needed_by")) for f in doc["files"]]
-    got = [(canon(f["path"]), canon(f["needed_by"]) if f.get("needed_by") else None) for f in inside["files"]]
+    want = [(f["path"], f.get("needed_by")) for f in doc["files"] if f["images"]]
+    got = [(canon(f["path"]), canon(f["needed_by"]) if f.get("needed_by") else None) for f in inside["files"]
+           if f["images"]]
     expect(got == want and p.returncode == rc, f"inside the root: exit {p.returncode}, {len(got)} files, --sysroot "
                                                f"{len(want)}: {[(g, w) for g, w in zip(got, want) if g != w][:2]}")
     # gfx942: Debian builds ggml's HIP backend and rocBLAS (its Tensile library too: HG214) without it.

@@ -91,6 +91,14 @@ TEST(RuntimeVersion, LibraryFileNameGivesTheVersion) {
   EXPECT_EQ(runtime_for_library("libfoo.so.6.4.1"), nullptr);
 }
 
+// The names a program asks for HIP's runtime by, or that it names itself by (DT_SONAME).
+TEST(RuntimeVersion, HipRuntimeNames) {
+  for (const char* name : {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.7.2.53211"})
+    EXPECT_TRUE(is_hip_runtime_name(name)) << name;
+  for (const char* name : {"libamdhip64.sox", "libamdhip64_static.a", "libhiprtc.so.6", "", "xlibamdhip64.so.6"})
+    EXPECT_FALSE(is_hip_runtime_name(name)) << name;
+}
+
 // CLR 7.x TargetToGeneric asks for gfx9-generic:sramecc+:xnack- on a gfx906, which comgr rejects.
 TEST(RuntimeVersion, Gfx906TakesGfx9GenericUnderHip64NotUnderHip7) {
   auto b = make_bundle({{kHip + "gfx9-generic", gfx9_generic()}});
