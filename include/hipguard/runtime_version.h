@@ -44,8 +44,9 @@ const RuntimeInfo& runtime_for_version(unsigned hip_version);
 const RuntimeInfo* parse_runtime(std::string_view text, unsigned* hip_version = nullptr);
 // The runtime version in a libamdhip64 file name: "libamdhip64.so.6.4.43484"
 // (the real file behind the libamdhip64.so.6 link) -> 6.4; nullptr when the
-// name carries no major.minor.
-const RuntimeInfo* runtime_for_library(std::string_view file_name);
+// name carries no major.minor. `*version` (optional) receives the name's
+// "major.minor" ("6.3", which the 5.6 row covers).
+const RuntimeInfo* runtime_for_library(std::string_view file_name, std::string* version = nullptr);
 // Whether `name` (a DT_NEEDED string or DT_SONAME) is HIP's runtime library: "libamdhip64.so[.<version>]".
 bool is_hip_runtime_name(std::string_view name);
 // "HIP 6.4" / "HIP 7.x" for messages.

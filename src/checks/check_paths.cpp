@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <set>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -143,7 +142,7 @@ struct Plan {
   std::vector<DependencyFile> deps;                         // what the named files load (dependencies.h), by file
   std::vector<std::string> library_of;  // the kernel library of a file found in a directory walk, or ""
   const ArchiveReader::SideFiles* side_files = nullptr;  // the kernel-database step's, for archives
-  Machine machine;  // options.machine; with a sysroot and no runtime given, the runtime the named files load there
+  std::vector<const RuntimeInfo*> runtime_of;  // the sysroot's runtime that selects for files[i] (null: options')
 
   Plan(const std::vector<std::string>& paths, const CheckPathsOptions& options) {
     files = expand(paths, &problems, &regular, options.archives);
@@ -155,38 +154,35 @@ struct Plan {
     }
     // Each after the file that needs it.
     if (options.dependencies) add_dependencies(&files, &regular, explicit_files, dependency_options(options), &deps);
-    machine = options.machine;
-    if (!machine.runtime && !options.sysroot.empty()) take_root_runtime();
+    if (!options.machine.runtime && !options.sysroot.empty()) take_root_runtimes();
     library_of.resize(files.size());
     for (size_t i = 0; i < files.size(); ++i)
       if (!explicit_files.count(files[i]) && !is_dependency_library(i))
         library_of[i] = library::library_name(files[i]);  // and the kernel files of a dependency
   }
 
-  // The sysroot is the machine the named files run on: its code objects are selected as the HIP runtime
-  // they load there selects them (one runtime for all files; the newest when they load several), said
-  // on each that loads another than the newest (HG125).
-  void take_root_runtime() {
-    std::set<const RuntimeInfo*> loaded;
-    for (const auto& d : deps)
-      if (const RuntimeInfo* r = runtime_for_library(d.hip_runtime)) loaded.insert(r);
-    if (loaded.size() == 1) machine.runtime = *loaded.begin();
-    const RuntimeInfo& as = machine.runtime ? *machine.runtime : default_runtime();
+  // The sysroot is the machine the named files run on: each named file and what it loads are selected
+  // as the HIP runtime it loads there selects them, said when that is not the newest (HG125); other
+  // files (one that loads no runtime, or none with a version in its name, an archive, an image: a
+  // machine of its own) as options.machine.
+  void take_root_runtimes() {
+    runtime_of.assign(files.size(), nullptr);
+    const RuntimeInfo* loaded = nullptr;  // by the named file whose dependencies follow
     for (size_t i = 0; i < deps.size(); ++i) {
       DependencyFile& d = deps[i];
-      const RuntimeInfo* r = runtime_for_library(d.hip_runtime);
-      if (!r || r == &default_runtime()) continue;
-      std::string loads = "loads " + runtime_label(*r) + " in the sysroot (" + d.hip_runtime + ")";
-      d.diagnostics.push_back(
-          r == &as ? make_diagnostic(Code::kRootHipRuntime, files[i],
-                                     loads + ": code objects are selected as " + runtime_label(*r) +
-                                         " selects them, not as the newest (" + runtime_label(default_runtime()) + ")",
-                                     "nothing to fix; --runtime " + std::string(default_runtime().name) +
-                                         " checks for a machine with the newest ROCm")
-                   : make_diagnostic(Code::kRootHipRuntime, files[i],
-                                     loads + ", other files named load another: code objects are selected as " +
-                                         runtime_label(as) + ", the newest, selects them",
-                                     "check it alone, or with --runtime " + std::string(r->name)));
+      if (d.needed_by.empty()) {  // named (or walked): its dependencies follow it
+        std::string version;
+        loaded = runtime_for_library(d.hip_runtime, &version);
+        if (loaded && loaded != &default_runtime())
+          d.diagnostics.push_back(make_diagnostic(Code::kRootHipRuntime, files[i],
+                                                  "loads HIP " + version + " in the sysroot (" + d.hip_runtime +
+                                                      "): it and what it loads are checked as HIP " + version +
+                                                      " selects code objects, not as the newest (" +
+                                                      runtime_label(default_runtime()) + ")",
+                                                  "nothing to fix; --runtime " + std::string(default_runtime().name) +
+                                                      " checks for a machine with the newest ROCm"));
+      }
+      runtime_of[i] = loaded;
     }
   }
 
@@ -206,7 +202,8 @@ struct Plan {
     o.reuse = buffer;
     o.seen_regular = regular[i];
     o.depth = options.depth;
-    o.machine = machine;
+    o.machine = options.machine;
+    if (i < runtime_of.size() && runtime_of[i]) o.machine.runtime = runtime_of[i];
     o.library_file = !library_of[i].empty();
     o.side_files = side_files;
     return o;

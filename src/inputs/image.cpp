@@ -228,13 +228,13 @@ class ImageWalk {
   // HG125 when the program's HIP runtime is not the one the check selected as: the image's files were
   // read (top layer first) before the runtime, in a lower layer, was found.
   void say_runtime(const std::string& what, const std::string& hip_runtime) {
-    const RuntimeInfo* loads = runtime_for_library(hip_runtime);
+    std::string version;
+    const RuntimeInfo* loads = runtime_for_library(hip_runtime, &version);
     if (runtime_ || !loads || loads == &default_runtime()) return;  // --runtime: the user's choice
     say(Code::kRootHipRuntime,
-        what + " loads " + runtime_label(*loads) + " (" + hip_runtime +
-            "): the image's code objects were selected as " + runtime_label(default_runtime()) +
-            ", the newest, selects them, not as its own runtime does",
-        "check again with --runtime " + std::string(loads->name) + " to select them as the image's runtime does");
+        what + " loads HIP " + version + " (" + hip_runtime + "): the image's code objects were selected as " +
+            runtime_label(default_runtime()) + ", the newest, selects them, not as its own runtime does",
+        "check again with --runtime " + version + " to select them as the image's runtime does");
   }
 
   // False: the layer was not read whole.

@@ -80,7 +80,7 @@ const RuntimeInfo* parse_runtime(std::string_view text, unsigned* hip_version) {
   return &runtime_for_version(v);
 }
 
-const RuntimeInfo* runtime_for_library(std::string_view file_name) {
+const RuntimeInfo* runtime_for_library(std::string_view file_name, std::string* version) {
   constexpr std::string_view kStem = "libamdhip64.so.";
   size_t at = file_name.rfind(kStem);
   if (at == std::string_view::npos) return nullptr;
@@ -88,7 +88,9 @@ const RuntimeInfo* runtime_for_library(std::string_view file_name) {
   size_t dot = rest.find('.');
   if (dot == std::string_view::npos) return nullptr;  // libamdhip64.so.6: the major only
   size_t end = rest.find('.', dot + 1);
-  return parse_runtime(rest.substr(0, end));
+  const RuntimeInfo* r = parse_runtime(rest.substr(0, end));
+  if (r && version) *version = std::string(rest.substr(0, end));
+  return r;
 }
 
 bool is_hip_runtime_name(std::string_view name) {

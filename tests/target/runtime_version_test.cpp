@@ -89,6 +89,9 @@ TEST(RuntimeVersion, LibraryFileNameGivesTheVersion) {
   EXPECT_EQ(runtime_for_library("libamdhip64.so.6"), nullptr);  // the link name: the major only
   EXPECT_EQ(runtime_for_library("libamdhip64.so"), nullptr);
   EXPECT_EQ(runtime_for_library("libfoo.so.6.4.1"), nullptr);
+  std::string version;
+  EXPECT_EQ(runtime_for_library("libamdhip64.so.6.3.42131", &version)->name, "5.6");  // no generic before 6.4
+  EXPECT_EQ(version, "6.3");                                                          // what messages and --runtime say
 }
 
 // The names a program asks for HIP's runtime by, or that it names itself by (DT_SONAME).
