@@ -8,16 +8,39 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hipguard/result.h"
 #include "hipguard/target.h"
 
 namespace hipguard {
+
+// Bytes a decoder writes: grown without zero-filling first (resize() leaves them as they are), so a
+// page is touched only when the decoder writes it and nothing is written twice.
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  using std::allocator<T>::allocator;
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using DecodedBytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
 
 using Bytes = std::span<const uint8_t>;
 
@@ -77,7 +100,7 @@ struct Bundle {
   Bytes payload;
   uint64_t payload_read = 0;  // bytes of the payload the decoder read to reach the table
   uint64_t uncompressed_size = 0;
-  std::vector<uint8_t> storage;
+  DecodedBytes storage;
 };
 
 // Parser limits (docs/limits.md). The CLI and the shim use the same parser, so

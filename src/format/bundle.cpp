@@ -2,11 +2,13 @@
 #include "hipguard/bundle.h"
 
 #include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_getFrameHeader (libzstd is linked statically)
 #include <zstd.h>
 #include <zstd_errors.h>
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <new>
 
@@ -86,28 +88,56 @@ int zstd_window_log(uint64_t claimed) {
 // decompress: ZSTD_decompress into UncompressedSize bytes). One-shot decoding
 // keeps its history in that buffer, so the frame's window costs nothing; the
 // buffer is the claim, which parse_compressed bounded (kMaxDecompressedBytes,
-// kMaxCompressionRatio), and is left uninitialised so pages the frame does not
+// kMaxCompressionRatio), and is left uninitialised (DecodedBytes) so pages the frame does not
 // write are never touched. Fails when the frame is broken or its output is not
 // the declared size (all of it is decoded here, so that is known at once).
-Status decompress_declared(Bytes input, uint64_t claimed, std::vector<uint8_t>& out) {
+Status decompress_declared(Bytes input, uint64_t claimed, DecodedBytes& out) {
   // Bytes that are no frame header (of any format this libzstd reads) fail before the buffer is taken.
   if (ZSTD_getFrameContentSize(input.data(), input.size()) == ZSTD_CONTENTSIZE_ERROR)
     return ccob_error("zstd: the payload does not start with a zstd frame");
-  std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[std::max<uint64_t>(claimed, 1)]);
-  if (!buf) return ccob_error("out of memory");
-  size_t n = ZSTD_decompress(buf.get(), claimed, input.data(), input.size());
-  if (ZSTD_isError(n)) return ccob_error(std::string("zstd: ") + ZSTD_getErrorName(n));
+  try {
+    out.resize(std::max<uint64_t>(claimed, 1));
+  } catch (const std::exception&) {
+    out = DecodedBytes();
+    return ccob_error("out of memory");
+  }
+  size_t n = ZSTD_decompress(out.data(), claimed, input.data(), input.size());
+  // A failed decode keeps none of the claim (a frame that lies about its size).
+  if (ZSTD_isError(n)) return out = DecodedBytes(), ccob_error(std::string("zstd: ") + ZSTD_getErrorName(n));
   if (n != claimed)
-    return ccob_error("zstd frame yields " + std::to_string(n) + " bytes, the header says " + std::to_string(claimed));
-  out.assign(buf.get(), buf.get() + n);
+    return out = DecodedBytes(),
+           ccob_error("zstd frame yields " + std::to_string(n) + " bytes, the header says " + std::to_string(claimed));
+  out.resize(n);
   return ok();
+}
+
+// Whether decoding the whole frame at once (decompress_declared: no window) holds no more
+// memory than streaming its first `want` bytes: the streaming decoder keeps a window of up to
+// the frame's window size besides them, as large as what is left to decode for rocBLAS's
+// bundles (--long: 128 MiB windows), so the whole 158 MB was cheaper than a 100 MB prefix.
+bool whole_is_cheaper(Bytes input, uint64_t want, uint64_t claimed) {
+  ZSTD_frameHeader h{};
+  if (ZSTD_getFrameHeader(&h, input.data(), input.size()) != 0 || h.frameType != ZSTD_frame) return false;
+  if (h.frameContentSize != claimed) return false;  // a frame that does not say the claimed size: streamed
+  return claimed - want <= std::min<uint64_t>(want, h.windowSize);
 }
 
 // The output of a streamed decompression. It grows with what the stream
 // really yields: a header that claims gigabytes costs memory only if the
-// compressed data delivers them.
+// compressed data delivers them. What `input` can plausibly yield (kLikelyRatio times its size) is
+// reserved at once, so that growing does not copy: a 158 MB rocBLAS bundle held the 128 MB it had
+// and the 158 MB it grew to at the same time.
+constexpr uint64_t kLikelyRatio = 32;  // real bundles: 5-28x (zstd -19, rocSPARSE)
 struct GrowingOutput {
-  std::vector<uint8_t>& out;
+  GrowingOutput(DecodedBytes& to, uint64_t wanted, uint64_t input_size) : out(to), want(wanted) {
+    uint64_t likely = input_size > want / kLikelyRatio ? want : input_size * kLikelyRatio;
+    try {
+      if (out.capacity() < likely) out.reserve(likely);
+    } catch (const std::exception&) {
+      // No address space for it: grown as the bytes arrive, copied each time.
+    }
+  }
+  DecodedBytes& out;
   uint64_t want;          // bytes wanted
   uint64_t produced = 0;  // bytes written to out so far
   uint64_t consumed = 0;  // bytes of the input read so far
@@ -136,6 +166,8 @@ Status zstd_prefix(Bytes input, uint64_t claimed, GrowingOutput& g, bool to_end)
   // writes them. Anything but a current frame (legacy, skippable, no frame at
   // all) is decoded whole into the claimed size, as LLVM does, which bounds it.
   if (input.size() < 4 || read_le<uint32_t>(input, 0) != ZSTD_MAGICNUMBER) return zstd_whole(input, claimed, g);
+  // Decoded whole when that is cheaper; a frame broken past `want` is still streamed up to it.
+  if (whole_is_cheaper(input, g.want, claimed) && zstd_whole(input, claimed, g)) return ok();
   ZSTD_DCtx* dctx = ZSTD_createDCtx();
   if (!dctx) return ccob_error("out of memory");
   // Bundles use long-distance matching (windows up to 2^31), but a compressor
@@ -213,10 +245,10 @@ Status zlib_prefix(Bytes input, GrowingOutput& g, bool to_end) {
 // its checksum: that is how a cut v1 bundle, which has no total size, shows.
 // `claimed` is the header's uncompressed size (bounds the zstd window). `*consumed` (optional):
 // the bytes of `input` read, all of them for a frame decoded whole. Fails with HG105 (kMalformedCompressed).
-Status decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t claimed, std::vector<uint8_t>& out,
+Status decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t claimed, DecodedBytes& out,
                          bool to_end = false, uint64_t* consumed = nullptr) {
   out.clear();
-  GrowingOutput g{out, want};
+  GrowingOutput g{out, want, input.size()};
   Status decoded = method == 1 ? zstd_prefix(input, claimed, g, to_end) : zlib_prefix(input, g, to_end);
   if (consumed) *consumed = std::max(*consumed, g.consumed);
   if (!decoded) return decoded;
@@ -369,12 +401,13 @@ Bytes entry_bytes(Bundle& bundle, Bytes data, const BundleEntry& entry) {
   uint64_t end = entry.offset + entry.size;
   if (end > bundle.storage.size()) {
     uint64_t want = std::min(bundle.uncompressed_size, std::max<uint64_t>(end, 2 * bundle.storage.size()));
-    std::vector<uint8_t> longer;
-    // The decoder's message is dropped: the caller, given no bytes, says the entry cannot be extracted (HG105).
-    if (!decompress_prefix(bundle.ccob_method, bundle.payload, want, bundle.uncompressed_size, longer,
-                           want == bundle.uncompressed_size))
+    // Decoded again into the same buffer (the shorter prefix is not kept beside the longer one). The
+    // decoder's message is dropped: the caller, given no bytes, says the entry cannot be extracted (HG105).
+    if (!decompress_prefix(bundle.ccob_method, bundle.payload, want, bundle.uncompressed_size, bundle.storage,
+                           want == bundle.uncompressed_size)) {
+      bundle.storage = DecodedBytes();  // nothing kept of what a lying header had reserved
       return {};
-    bundle.storage = std::move(longer);
+    }
   }
   Bytes base(bundle.storage.data(), bundle.storage.size());
   return fits(base, entry.offset, entry.size) ? base.subspan(entry.offset, entry.size) : Bytes{};
