@@ -49,11 +49,43 @@ class FileData {
   // Mapped files: drops the whole pages inside `range` (a part of bytes()) the same way: an archive
   // member or an image layer read once is not kept in memory while the rest is read.
   void release(Bytes range) const;
+  // The first `size` bytes of the open file `fd` mapped read-only, released as above (the
+  // descriptor may be closed afterwards). Empty when size is 0.
+  static Result<FileData> map(int fd, uint64_t size, const std::string& name);
 
  private:
   std::shared_ptr<void> owner_;
   Bytes bytes_;
   bool mapped_ = false;
+};
+
+// Bytes too large to keep in memory (an archive member, a kernel database read from an archive),
+// kept in a temporary file of our own instead: created under TMPDIR and unlinked at once (gone with
+// the process, whatever happens to it), written with append() or write_at(), read through map(),
+// whose pages are released as the checks read them, as an installed file's.
+class SpillFile {
+ public:
+  // `prefix`: the file's name while it exists ("hipguard-member"). Fails when TMPDIR is not writable.
+  static Result<SpillFile> create(const char* prefix);
+  SpillFile(SpillFile&& o) noexcept : fd_(o.fd_), size_(o.size_) { o.fd_ = -1; }
+  SpillFile& operator=(SpillFile&& o) noexcept;
+  SpillFile(const SpillFile&) = delete;
+  SpillFile& operator=(const SpillFile&) = delete;
+  ~SpillFile();
+  // At the end (one writer). False: written in part or not at all, errno says why (ENOSPC).
+  bool append(Bytes data);
+  uint64_t size() const { return size_; }
+  // At `offset`, a range the caller reserved (several threads may each write their own); size()
+  // does not count it.
+  bool write_at(Bytes data, uint64_t offset) const;
+  // The first `size` bytes (default: what append() wrote), mapped read-only.
+  Result<FileData> map(uint64_t size) const { return FileData::map(fd_, size, "a temporary file"); }
+  Result<FileData> map() const { return map(size_); }
+
+ private:
+  SpillFile() = default;
+  int fd_ = -1;
+  uint64_t size_ = 0;
 };
 inline constexpr uint64_t kCliMapAbove = 1ull << 20;
 
@@ -68,9 +100,12 @@ class ArchiveReader {
   // One member that may hold GPU code (an ELF, offload bundle or CCOB), named
   // "archive!member" ("a.tar!lib/libx.a!x.o" inside a nested archive; a .deb's
   // data.tar.* is opened transparently: "pkg.deb!usr/lib/librocsparse.so.1"),
-  // with its bytes (valid during the call only); or, when it could not be read
-  // within the budget, no bytes and `problem` (HG111, about the member).
-  using Member = std::function<void(const std::string& name, Bytes data, const Diagnostic* problem)>;
+  // with its bytes (valid during the call only) and `file`, the temporary file they are mapped from
+  // when the member was too large to hold in memory (FileData::release drops what was read; else an
+  // empty FileData); or, when it could not be read within the budget, no bytes and `problem` (HG111,
+  // about the member).
+  using Member =
+      std::function<void(const std::string& name, Bytes data, const FileData& file, const Diagnostic* problem)>;
   struct Result {
     bool archive = false;  // false: not an archive after all (a compressed file of another kind)
     // The archive's own: damaged or truncated (HG113), a budget spent (HG111); a rocBLAS or hipBLASLt

@@ -264,7 +264,7 @@ bool check_archive(const ReadMembers& read, const std::string& path, const std::
                    const CheckFileOptions& options, FileReport& r) {
   size_t reported = 0;  // members with GPU code or a problem of their own
   FileSink* files = options.members;
-  auto member = [&](const std::string& name, Bytes bytes, const Diagnostic* problem) {
+  auto member = [&](const std::string& name, Bytes bytes, const FileData& file, const Diagnostic* problem) {
     FileReport m;
     m.path = name;
     bool begun = false;
@@ -281,7 +281,7 @@ bool check_archive(const ReadMembers& read, const std::string& path, const std::
     ImageSink marked;
     o = library_file_options(o, marked);
     if (problem) m.diagnostics.push_back(*problem);
-    else check_data(bytes, FileData(), name, targets, o, m);
+    else check_data(bytes, file, name, targets, o, m);
     for (auto& img : m.images) mark_library_image(img);
     if (!begun && !m.hip && m.diagnostics.empty()) return;
     ++reported;

@@ -2,11 +2,6 @@
 // read, and each archive's databases checked over them as over the same files installed.
 #include "databases/archive_databases.h"
 
-#include <llvm/ADT/SmallString.h>
-#include <llvm/Support/FileSystem.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -45,22 +40,13 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
   for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
 }
 
-bool write_at(int fd, Bytes data, uint64_t offset) {
-  for (size_t done = 0; done < data.size();) {
-    ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 constexpr int kMaxLinkHops = 8;  // a chain of links longer than this (or a loop) is left unresolved
 
 }  // namespace
 
 ArchiveDatabases::ArchiveDatabases(const std::vector<TargetId>& targets) : targets_(targets) {
   side_.wants = [this](const std::string& member) { return wants(member); };
-  side_.take = [this](const std::string& member, Bytes data, const Diagnostic* problem) {
+  side_.take = [this](const std::string& member, Bytes data, const FileData&, const Diagnostic* problem) {
     take(member, data, problem);
   };
   side_.link = [this](const std::string& member, const std::string& target, bool hard) { link(member, target, hard); };
@@ -72,10 +58,7 @@ ArchiveDatabases::ArchiveDatabases(const std::vector<TargetId>& targets) : targe
   side_.max_bytes = kMaxDatabaseFileBytes;  // larger: only its size is kept, read as on disk (HG702)
 }
 
-ArchiveDatabases::~ArchiveDatabases() {
-  if (spill_map_) ::munmap(const_cast<uint8_t*>(spill_map_), spill_size_);
-  if (spill_fd_ >= 0) ::close(spill_fd_);
-}
+ArchiveDatabases::~ArchiveDatabases() = default;
 
 // The files the database checks read (kernel_database.h). The placeholder databases a lazy one names
 // are "TensileLibrary_<...>.dat" (Tensile's naming), so every database file is known by its name.
@@ -131,17 +114,12 @@ std::string ArchiveDatabases::add(const std::string& member, Tree** tree) {
 }
 
 Result<ArchiveDatabases::File> ArchiveDatabases::keep_bytes(Bytes data) {
-  if (spill_fd_ < 0 && spill_error_.empty()) {
-    llvm::SmallString<128> name;
-    if (std::error_code ec = llvm::sys::fs::createTemporaryFile("hipguard-databases", "bin", spill_fd_, name)) {
-      spill_error_ = "cannot create a temporary file (TMPDIR): " + ec.message();
-      spill_fd_ = -1;
-    } else if (::unlink(name.c_str()) != 0) {  // gone with the process, whatever happens to it
-      spill_error_ = "cannot unlink its temporary file " + std::string(name) + ": " + std::strerror(errno);
-      ::close(spill_fd_), spill_fd_ = -1;
-    }
+  if (!spill_ && spill_error_.empty()) {
+    auto created = SpillFile::create("hipguard-databases");
+    if (created) spill_.emplace(std::move(*created));
+    else spill_error_ = created.error().message;
   }
-  if (spill_fd_ < 0) return ParseError{Code::kArchiveDatabasesUnchecked, spill_error_};
+  if (!spill_) return ParseError{Code::kArchiveDatabasesUnchecked, spill_error_};
   File file{File::Kept::Bytes, spill_size_, data.size()};
   spill_size_ += data.size();
   return file;
@@ -162,7 +140,7 @@ void ArchiveDatabases::take(const std::string& member, Bytes data, const Diagnos
     if (!place) return void(t->lost = place.error().message);
     kept = f = *place;
   }
-  if (write_at(spill_fd_, data, kept.offset)) return;
+  if (spill_->write_at(data, kept.offset)) return;
   std::string why = std::string("cannot write its temporary copy: ") + std::strerror(errno);
   std::lock_guard<std::mutex> lock(mu_);
   Tree* t = nullptr;
@@ -241,7 +219,7 @@ Result<kdb::FileBytes> ArchiveDatabases::read(const std::string& path, uint64_t 
   if (f.kept == File::Kept::Name)
     return ParseError{Code::kUnreadable, "not kept by hipguard (a file none of the targets' loaders reads)"};
   if (f.size == 0) return kdb::FileBytes{};
-  return kdb::FileBytes{FileData(), Bytes(spill_map_ + f.offset, f.size)};
+  return kdb::FileBytes{FileData(), Bytes(spill_map_.bytes().data() + f.offset, f.size)};
 }
 
 // Each link becomes the file it leads to (its bytes, its facts), as the installed tree reads it.
@@ -283,11 +261,11 @@ std::vector<FileReport> ArchiveDatabases::check_tree(const Tree& t) {
 std::vector<FileReport> ArchiveDatabases::check() {
   std::vector<FileReport> out;
   std::lock_guard<std::mutex> lock(mu_);  // the checking threads are done; for the analyzers
-  if (spill_size_ > 0 && !spill_map_) {
-    void* p = ::mmap(nullptr, spill_size_, PROT_READ, MAP_PRIVATE, spill_fd_, 0);
-    if (p != MAP_FAILED) spill_map_ = static_cast<const uint8_t*>(p);
+  if (spill_ && spill_size_ > 0 && spill_map_.bytes().empty()) {
+    auto mapped = spill_->map(spill_size_);
+    if (mapped) spill_map_ = std::move(*mapped);
     else
-      for (auto& t : trees_) t.lost = std::string("cannot map its temporary copy: ") + std::strerror(errno);
+      for (auto& t : trees_) t.lost = "cannot map its temporary copy: " + mapped.error().message;
   }
   resolve_links();
   for (const auto& t : trees_) {

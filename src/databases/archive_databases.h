@@ -6,6 +6,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -72,10 +73,10 @@ class ArchiveDatabases : public kdb::DatabaseFiles {
   std::map<std::string, CodeObjectFacts> facts_;                 // by tree path
   std::vector<std::pair<std::string, std::string>> links_;       // tree path -> its target's tree path
   std::set<std::string> incomplete_;                             // archives not read whole
-  int spill_fd_ = -1;                                            // the unlinked temporary file holding the bytes kept
+  std::optional<SpillFile> spill_;                               // the bytes kept
   std::string spill_error_;                                      // why there is none
   uint64_t spill_size_ = 0;                                      // bytes reserved in it
-  const uint8_t* spill_map_ = nullptr;
+  FileData spill_map_;                                           // mapped once the archives are read
 };
 
 }  // namespace hipguard

@@ -2,6 +2,7 @@
 // ones included, in memory with libarchive and hands each member that may hold GPU code to the checks;
 // a tar that holds a container image is read as the image (image.cpp).
 #include "inputs/archive.h"
+#include "inputs/archive_source.h"
 #include "inputs/archive_walk.h"
 #include "inputs/image.h"
 
@@ -12,15 +13,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 namespace hipguard {
 namespace {
 
-constexpr size_t kHead = 512;                   // tells ELF, bundles, CCOB and every format (tar: "ustar" at 257)
-constexpr size_t kChunk = 256 << 10;            // bytes discarded per read; also the budget's granularity
-constexpr uint64_t kFirstBuffer = 64ull << 20;  // a member's buffer grows from here to its real size
+constexpr size_t kHead = 512;                    // tells ELF, bundles, CCOB and every format (tar: "ustar" at 257)
+constexpr size_t kChunk = 256 << 10;             // bytes discarded per read; also the budget's granularity
+constexpr uint64_t kHeldInMemory = 16ull << 20;  // a larger member is read into a temporary file
 
 bool starts(Bytes d, size_t at, std::string_view magic) {
   return d.size() >= at + magic.size() && std::memcmp(d.data() + at, magic.data(), magic.size()) == 0;
@@ -263,7 +265,7 @@ void Walker::entry(struct archive* a, struct archive_entry* e, const std::string
     ArchiveReader::Want want = side_->wants(label);
     if (want == ArchiveReader::Want::Bytes)
       return read_whole(a, e, head, label, depth, side_->take, std::min(limits_.member_bytes, side_->max_bytes));
-    if (want == ArchiveReader::Want::Name) side_->take(label, {}, nullptr);
+    if (want == ArchiveReader::Want::Name) side_->take(label, {}, FileData(), nullptr);
   }
   // A .deb's data.tar.* is opened transparently; its control.tar.* holds no GPU code.
   bool data_tar = deb && name.rfind("data.tar", 0) == 0;
@@ -322,7 +324,10 @@ void Walker::nested(struct archive* outer, std::vector<uint8_t> head, const std:
   walk(inner.a, prefix, depth);
 }
 
-// The member whole in memory, handed to `to` (or, over `limit` bytes, HG111 about it).
+// The member handed to `to` (or, over `limit` bytes, HG111 about it): held in memory up to
+// kHeldInMemory bytes, beyond that written to a temporary file and handed over mapped from it, so
+// that the checks release its pages as they read them (in memory whole only when no temporary file
+// can be written: TMPDIR not writable or full).
 void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::vector<uint8_t>& head,
                         const std::string& label, unsigned depth, const ArchiveReader::Member& to, uint64_t limit) {
   uint64_t declared =
@@ -335,18 +340,41 @@ void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::v
                         "extract it (dpkg-deb -x, tar -x, unzip) and check the extracted file");
     d.value = size;
     d.limit = limit;
-    to(label, {}, &d);
+    to(label, {}, FileData(), &d);
+    discard(a, label, depth);
+  };
+  // A temporary file that failed once its first part was in it (ENOSPC): the member is not checked.
+  auto unkept = [&](uint64_t size, const std::string& why) {
+    Diagnostic d = make_diagnostic(
+        Code::kBudgetExceeded, label,
+        "archive member of more than " + std::to_string(size) + " bytes could not be kept in a temporary file: " + why,
+        "free space in TMPDIR (or set TMPDIR to a larger file system), or extract "
+        "the archive and check the extracted file");
+    d.value = size;
+    to(label, {}, FileData(), &d);
     discard(a, label, depth);
   };
   if (declared > limit) return too_big(declared, false);
   // Grown with realloc (mremap for large blocks: no copy); a size claimed by a
   // header costs memory only as the bytes really arrive.
-  uint64_t cap = std::max<uint64_t>(std::min(declared ? declared : kChunk, kFirstBuffer), head.size());
+  uint64_t cap = std::max<uint64_t>(std::min(declared ? declared : kChunk, kHeldInMemory), head.size());
   std::unique_ptr<uint8_t, decltype(&std::free)> buf(static_cast<uint8_t*>(std::malloc(cap ? cap : 1)), &std::free);
   if (!buf) return too_big(cap, false);
   std::memcpy(buf.get(), head.data(), head.size());
-  uint64_t len = head.size();
+  uint64_t len = head.size();  // bytes in buf (once spilled: not yet written to the file)
+  std::optional<SpillFile> spill;
+  bool no_spill = false;  // no temporary file could be written: held in memory
+  auto written = [&] { return spill ? spill->size() : 0; };
   for (;;) {
+    if (len == cap && !spill && !no_spill && cap >= kHeldInMemory) {
+      auto file = SpillFile::create("hipguard-member");
+      if (file && file->append(Bytes(buf.get(), len))) spill.emplace(std::move(*file)), len = 0;
+      else no_spill = true;
+    }
+    if (len == cap && spill) {
+      if (!spill->append(Bytes(buf.get(), len))) return unkept(written(), std::strerror(errno));
+      len = 0;
+    }
     if (len == cap) {
       if (cap >= limit) return too_big(cap, true);
       uint64_t grown = std::min(std::max(cap * 2, declared), limit);
@@ -356,13 +384,19 @@ void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::v
       buf.reset(p);
       cap = grown;
     }
+    if (written() + len >= limit) return too_big(written() + len, true);
     la_ssize_t n = archive_read_data(a, buf.get() + len, std::min<uint64_t>(cap - len, 16 * kChunk));
     if (n < 0) return corrupt(label, a);
     if (n == 0) break;
     len += static_cast<uint64_t>(n);
     if (!count(static_cast<uint64_t>(n), label)) return;
   }
-  to(label, Bytes(buf.get(), len), nullptr);
+  if (!spill) return to(label, Bytes(buf.get(), len), FileData(), nullptr);
+  if (!spill->append(Bytes(buf.get(), len))) return unkept(written(), std::strerror(errno));
+  buf.reset();
+  Result<FileData> mapped = spill->map();
+  if (!mapped) return unkept(written(), mapped.error().message);
+  to(label, mapped->bytes(), *mapped, nullptr);
 }
 
 class LibarchiveReader : public ArchiveReader {
@@ -389,63 +423,6 @@ class LibarchiveReader : public ArchiveReader {
   Platform platform_;
   const RuntimeInfo* runtime_;
 };
-
-// A mapped file handed to libarchive a chunk at a time, in place, each chunk's pages released once
-// the next one is asked for (what a walk has read is not kept in memory; read again, it comes back
-// from the page cache).
-struct MappedChunks {
-  static constexpr size_t kChunk = 16 << 20;
-  Bytes data;
-  const FileData* file;
-  size_t at = 0;
-  size_t released = 0;  // the pages before it are released already
-
-  static la_ssize_t read(struct archive*, void* self, const void** out) {
-    auto* c = static_cast<MappedChunks*>(self);
-    c->release_read();
-    size_t n = std::min(kChunk, c->data.size() - c->at);
-    *out = c->data.data() + c->at;
-    c->at += n;
-    return static_cast<la_ssize_t>(n);
-  }
-  static la_int64_t skip(struct archive*, void* self, la_int64_t request) {
-    auto* c = static_cast<MappedChunks*>(self);
-    size_t n = std::min<uint64_t>(static_cast<uint64_t>(std::max<la_int64_t>(request, 0)), c->data.size() - c->at);
-    c->at += n;
-    return static_cast<la_int64_t>(n);
-  }
-  // As archive_read_open_memory's: zip's seekable reader reads the central directory at the end (without
-  // a seek callback libarchive falls back to its streaming zip reader, which reads less).
-  static la_int64_t seek(struct archive*, void* self, la_int64_t offset, int whence) {
-    auto* c = static_cast<MappedChunks*>(self);
-    la_int64_t base = whence == SEEK_SET   ? 0
-                      : whence == SEEK_CUR ? static_cast<la_int64_t>(c->at)
-                                           : static_cast<la_int64_t>(c->data.size());
-    la_int64_t to = base + offset;
-    if (to < 0) return ARCHIVE_FATAL;
-    c->at = std::min<uint64_t>(static_cast<uint64_t>(to), c->data.size());
-    return static_cast<la_int64_t>(c->at);
-  }
-  // The chunks before the one handed out last, once each (a seek back leaves them released: read
-  // again, they come back from the page cache).
-  void release_read() {
-    size_t end = at > kChunk ? at - kChunk : 0;
-    if (end <= released) return;
-    file->release(Bytes(data.data() + released, end - released));
-    released = end;
-  }
-};
-
-// Opens `data` on `a`: in chunks, released as read, when it is a mapped file's; else as one block.
-int open_source(struct archive* a, Bytes data, const FileData* file, MappedChunks* chunks) {
-  if (!file || !file->mapped()) return archive_read_open_memory(a, data.data(), data.size());
-  *chunks = MappedChunks{data, file};
-  archive_read_set_read_callback(a, MappedChunks::read);
-  archive_read_set_skip_callback(a, MappedChunks::skip);
-  archive_read_set_seek_callback(a, MappedChunks::seek);
-  archive_read_set_callback_data(a, chunks);
-  return archive_read_open1(a);
-}
 
 }  // namespace
 

@@ -14,7 +14,7 @@ namespace hipguard {
 
 // Budgets of one archive named on the command line (docs/limits.md). Over
 // one: HG111 naming the member, never an allocation of what a header claims.
-inline constexpr uint64_t kMaxArchiveMemberBytes = 4ull << 30;  // one member held in memory (librocsolver.so.0: 1.9 GB)
+inline constexpr uint64_t kMaxArchiveMemberBytes = 4ull << 30;  // one member read (librocsolver.so.0: 1.9 GB)
 inline constexpr uint64_t kMaxArchiveBytes = 16ull << 30;  // member bytes read or decompressed, all levels together
 inline constexpr unsigned kMaxArchiveNesting = 3;          // archives inside the archive (a .deb's data.tar is one)
 

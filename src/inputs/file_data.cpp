@@ -1,4 +1,5 @@
-// Reading a file whole: copied with pread when small, mapped when large (FileData, inputs.h).
+// Reading a file whole: copied with pread when small, mapped when large (FileData, inputs.h); bytes
+// kept in a temporary file of our own (SpillFile).
 #include "hipguard/inputs.h"
 
 #include <fcntl.h>
@@ -12,6 +13,9 @@
 #include <memory>
 
 #include "base/regular_file.h"
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Support/FileSystem.h>
 
 namespace hipguard {
 namespace {
@@ -64,8 +68,14 @@ Result<FileData> FileData::open(const std::string& path, uint64_t map_above, Rea
   }
   // Large files (a 1.3 GB rocSPARSE) are mapped: only the pages the checks touch
   // are read. The CLI turns a SIGBUS from a file truncated meanwhile into a clean error.
+  return map(fd, size, path);
+}
+
+Result<FileData> FileData::map(int fd, uint64_t size, const std::string& name) {
+  FileData f;
+  if (size == 0) return f;
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (map == MAP_FAILED) return fail(strerror(errno));
+  if (map == MAP_FAILED) return ParseError{Code::kUnreadable, "cannot read " + name + ": " + strerror(errno)};
   f.owner_ = std::shared_ptr<void>(map, [size](void* p) { ::munmap(p, size); });
   f.bytes_ = Bytes(static_cast<const uint8_t*>(map), size);
   f.mapped_ = true;
@@ -90,6 +100,48 @@ void FileData::release_before(const uint8_t* end) const {
   uintptr_t start = reinterpret_cast<uintptr_t>(bytes_.data());  // page-aligned: mapped at offset 0
   uintptr_t stop = std::min(reinterpret_cast<uintptr_t>(end), start + bytes_.size()) & ~(page - 1);
   if (stop > start) ::madvise(reinterpret_cast<void*>(start), stop - start, MADV_DONTNEED);
+}
+
+Result<SpillFile> SpillFile::create(const char* prefix) {
+  SpillFile f;
+  llvm::SmallString<128> name;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(prefix, "bin", f.fd_, name))
+    return ParseError{Code::kUnreadable, "cannot create a temporary file (TMPDIR): " + ec.message()};
+  if (::unlink(name.c_str()) != 0)
+    return ParseError{Code::kUnreadable,
+                      "cannot unlink the temporary file " + std::string(name) + ": " + strerror(errno)};
+  return f;
+}
+
+SpillFile& SpillFile::operator=(SpillFile&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_, size_ = o.size_, o.fd_ = -1;
+  }
+  return *this;
+}
+
+SpillFile::~SpillFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool SpillFile::append(Bytes data) {
+  if (!write_at(data, size_)) return false;
+  size_ += data.size();
+  return true;
+}
+
+bool SpillFile::write_at(Bytes data, uint64_t offset) const {
+  for (size_t done = 0; done < data.size();) {
+    ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = ENOSPC;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 }  // namespace hipguard

@@ -257,8 +257,9 @@ class ImageWalk {
     };
     const FileData* file = files_(layer.blob);
     ArchiveReader::SideFiles side = side_files(prefix);
-    ArchiveReader::Member member = [&](const std::string& label, Bytes data, const Diagnostic* problem) {
-      deliver(prefix, label, data, problem);
+    ArchiveReader::Member member = [&](const std::string& label, Bytes data, const FileData& bytes_file,
+                                       const Diagnostic* problem) {
+      deliver(prefix, label, data, bytes_file, problem);
     };
     ArchiveReader::Result r =
         walk_archive(*blob, path_, ArchiveWalk{&limits, prefix, &filter, &total, false, file, &side}, member);
@@ -284,9 +285,10 @@ class ImageWalk {
       name = *n;
       return true;
     };
-    ArchiveReader::Member renamed = [&](const std::string& name, Bytes data, const Diagnostic* problem) {
+    ArchiveReader::Member renamed = [&](const std::string& name, Bytes data, const FileData& bytes_file,
+                                        const Diagnostic* problem) {
       auto [from, to] = links.equal_range(name);
-      for (auto it = from; it != to; ++it) deliver(prefix, it->second, data, problem);
+      for (auto it = from; it != to; ++it) deliver(prefix, it->second, data, bytes_file, problem);
     };
     uint64_t total = 0;
     ArchiveReader::Result r =
@@ -295,9 +297,10 @@ class ImageWalk {
   }
 
   // A member handed over; an ELF file of the image is recorded in the tree too.
-  void deliver(const std::string& prefix, const std::string& label, Bytes data, const Diagnostic* problem) {
+  void deliver(const std::string& prefix, const std::string& label, Bytes data, const FileData& file,
+               const Diagnostic* problem) {
     if (!problem && label.compare(0, prefix.size(), prefix) == 0) tree_->member(label.substr(prefix.size()), data);
-    member_(label, data, problem);
+    member_(label, data, file, problem);
   }
 
   // The caller's side files, and the image's ld.so.conf files and links, which the tree records.
@@ -378,10 +381,11 @@ ArchiveReader::Result read_installed_archive(Bytes data, const std::string& path
   ImageTree tree(walk.prefix);
   ArchiveReader::SideFiles side = recording_side_files(&tree, walk.prefix, walk.side);
   walk.side = &side;
-  ArchiveReader::Member recorded = [&](const std::string& label, Bytes bytes, const Diagnostic* problem) {
+  ArchiveReader::Member recorded = [&](const std::string& label, Bytes bytes, const FileData& file,
+                                       const Diagnostic* problem) {
     if (!problem && label.compare(0, walk.prefix.size(), walk.prefix) == 0)
       if (auto name = Overlay::normalize(label.substr(walk.prefix.size()))) tree.member(*name, bytes);
-    member(label, bytes, problem);
+    member(label, bytes, file, problem);
   };
   ArchiveReader::Result r = walk_archive(data, path, walk, recorded);
   // Not over what was read in part (a member after a damage or a spent budget is unknown), nor over

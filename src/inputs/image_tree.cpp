@@ -170,12 +170,12 @@ ArchiveReader::SideFiles recording_side_files(ImageTree* tree, const std::string
   side.wants = [=](const std::string& label) {
     return ImageTree::wants_text(name(label)) ? ArchiveReader::Want::Bytes : outer_wants(label);
   };
-  side.take = [=](const std::string& label, Bytes data, const Diagnostic* problem) {
+  side.take = [=](const std::string& label, Bytes data, const FileData& file, const Diagnostic* problem) {
     if (ImageTree::wants_text(name(label)) && !problem)
       tree->set_text(name(label), std::string(reinterpret_cast<const char*>(data.data()), data.size()));
     ArchiveReader::Want want = outer_wants(label);
-    if (want == ArchiveReader::Want::Bytes) outer->take(label, data, problem);
-    if (want == ArchiveReader::Want::Name) outer->take(label, {}, nullptr);
+    if (want == ArchiveReader::Want::Bytes) outer->take(label, data, file, problem);
+    if (want == ArchiveReader::Want::Name) outer->take(label, {}, FileData(), nullptr);
   };
   side.link = [=](const std::string& label, const std::string& target, bool hard) {
     std::optional<std::string> n = Overlay::normalize(name(label));

@@ -489,7 +489,7 @@ TEST(Archive, MappedArchivesReadAsInMemory) {
     std::vector<std::string> in_memory;
     ArchiveReader::Result r = archive_reader().read(
         Bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), path,
-        [&](const std::string& member, Bytes, const Diagnostic*) { in_memory.push_back(member); });
+        [&](const std::string& member, Bytes, const FileData&, const Diagnostic*) { in_memory.push_back(member); });
     EXPECT_EQ(member_names(mapped), in_memory);
     EXPECT_TRUE(r.diagnostics.empty() && mapped.diagnostics.empty()) << dump(mapped.diagnostics);
     EXPECT_EQ(summary(mapped.members[0]), summary(check_file(t.put("plain/k.co", co), {target("gfx942")})));
