@@ -138,19 +138,28 @@ struct GrowingOutput {
     }
   }
   DecodedBytes& out;
-  uint64_t want;          // bytes wanted
-  uint64_t produced = 0;  // bytes written to out so far
-  uint64_t consumed = 0;  // bytes of the input read so far
+  uint64_t want;           // bytes wanted
+  uint64_t produced = 0;   // bytes written to out so far
+  uint64_t consumed = 0;   // bytes of the input read so far
+  bool no_memory = false;  // room() could not grow: the decoders stop with "out of memory"
   // Free bytes at out.data() + produced, grown (doubling, at most to `want`) when none are left.
   uint64_t room() {
-    if (out.size() == produced && out.size() < want)
-      out.resize(std::min<uint64_t>(want, std::max<uint64_t>(out.size() * 2, 1 << 16)));
+    try {
+      if (out.size() == produced && out.size() < want)
+        out.resize(std::min<uint64_t>(want, std::max<uint64_t>(out.size() * 2, 1 << 16)));
+    } catch (const std::exception&) {
+      no_memory = true;  // never thrown into the shim's host
+    }
     return out.size() - produced;
   }
 };
 
 // Decodes the whole payload as decompress_declared does, as the output of a decompress_prefix.
 Status zstd_whole(Bytes input, uint64_t claimed, GrowingOutput& g) {
+  // The frame alone, as streaming reads it: a v1 bundle's payload runs to the end of its container
+  // (the padding and the bundles after it), which ZSTD_decompress would take for more frames.
+  size_t frame = ZSTD_findFrameCompressedSize(input.data(), input.size());
+  if (!ZSTD_isError(frame)) input = input.first(frame);
   if (Status whole = decompress_declared(input, claimed, g.out); !whole) return whole;
   g.produced = g.out.size();
   g.consumed = input.size();
@@ -182,6 +191,10 @@ Status zstd_prefix(Bytes input, uint64_t claimed, GrowingOutput& g, bool to_end)
   size_t r = 1;
   while (g.produced < g.want || (to_end && r != 0)) {
     uint64_t space = g.room();
+    if (g.no_memory) {
+      decoded = ccob_error("out of memory");
+      break;
+    }
     ZSTD_outBuffer o{g.out.data() + g.produced, space, 0};
     r = ZSTD_decompressStream(dctx, &o, &in);
     g.produced += o.pos;
@@ -216,6 +229,10 @@ Status zlib_prefix(Bytes input, GrowingOutput& g, bool to_end) {
     z.avail_in = chunk_in;
     z.next_in = const_cast<Bytef*>(input.data() + fed);
     uint64_t space = g.room();
+    if (g.no_memory) {
+      inflated = ccob_error("out of memory");
+      break;
+    }
     z.next_out = g.out.data() + g.produced;
     z.avail_out = static_cast<uInt>(std::min<uint64_t>(space, 1u << 30));
     uInt before_out = z.avail_out;

@@ -343,13 +343,13 @@ void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::v
     to(label, {}, FileData(), &d);
     discard(a, label, depth);
   };
-  // A temporary file that failed once its first part was in it (ENOSPC): the member is not checked.
+  // Neither in a temporary file (it failed part way: ENOSPC) nor in memory: the member is not checked.
   auto unkept = [&](uint64_t size, const std::string& why) {
-    Diagnostic d = make_diagnostic(
-        Code::kBudgetExceeded, label,
-        "archive member of more than " + std::to_string(size) + " bytes could not be kept in a temporary file: " + why,
-        "free space in TMPDIR (or set TMPDIR to a larger file system), or extract "
-        "the archive and check the extracted file");
+    Diagnostic d = make_diagnostic(Code::kBudgetExceeded, label,
+                                   "archive member of more than " + std::to_string(size) +
+                                       " bytes could be kept neither in a temporary file (" + why + ") nor in memory",
+                                   "free space in TMPDIR (or set TMPDIR to a larger file system), or extract "
+                                   "the archive and check the extracted file");
     d.value = size;
     to(label, {}, FileData(), &d);
     discard(a, label, depth);
@@ -365,6 +365,26 @@ void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::v
   std::optional<SpillFile> spill;
   bool no_spill = false;  // no temporary file could be written: held in memory
   auto written = [&] { return spill ? spill->size() : 0; };
+  // A temporary file that fails part way (ENOSPC, a full tmpfs): the part it holds is read back and
+  // the member is held in memory from here on, as where there is none. False: no memory for it.
+  auto back_to_memory = [&]() -> bool {
+    uint64_t w = written();
+    Result<FileData> part = spill->map();
+    uint64_t need = std::min(w + cap, limit);  // >= w + len: the reads stop short of the limit
+    auto* p = part ? static_cast<uint8_t*>(std::realloc(buf.get(), need)) : nullptr;
+    if (!p) return false;
+    buf.release();
+    buf.reset(p);
+    std::memmove(p + w, p, len);
+    if (w) std::memcpy(p, part->bytes().data(), w);
+    spill.reset(), no_spill = true;
+    len += w, cap = need;
+    return true;
+  };
+  auto spill_failed = [&] {
+    std::string why = std::strerror(errno);
+    return back_to_memory() ? std::string() : why;
+  };
   for (;;) {
     if (len == cap && !spill && !no_spill && cap >= kHeldInMemory) {
       auto file = SpillFile::create("hipguard-member");
@@ -372,8 +392,8 @@ void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::v
       else no_spill = true;
     }
     if (len == cap && spill) {
-      if (!spill->append(Bytes(buf.get(), len))) return unkept(written(), std::strerror(errno));
-      len = 0;
+      if (spill->append(Bytes(buf.get(), len))) len = 0;
+      else if (std::string why = spill_failed(); !why.empty()) return unkept(written(), why);
     }
     if (len == cap) {
       if (cap >= limit) return too_big(cap, true);
@@ -385,14 +405,16 @@ void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::v
       cap = grown;
     }
     if (written() + len >= limit) return too_big(written() + len, true);
-    la_ssize_t n = archive_read_data(a, buf.get() + len, std::min<uint64_t>(cap - len, 16 * kChunk));
+    la_ssize_t n =
+        archive_read_data(a, buf.get() + len, std::min<uint64_t>({cap - len, 16 * kChunk, limit - written() - len}));
     if (n < 0) return corrupt(label, a);
     if (n == 0) break;
     len += static_cast<uint64_t>(n);
     if (!count(static_cast<uint64_t>(n), label)) return;
   }
+  if (spill && !spill->append(Bytes(buf.get(), len)))
+    if (std::string why = spill_failed(); !why.empty()) return unkept(written(), why);
   if (!spill) return to(label, Bytes(buf.get(), len), FileData(), nullptr);
-  if (!spill->append(Bytes(buf.get(), len))) return unkept(written(), std::strerror(errno));
   buf.reset();
   Result<FileData> mapped = spill->map();
   if (!mapped) return unkept(written(), mapped.error().message);

@@ -13,5 +13,4 @@ int open_source(struct archive* a, Bytes data, const FileData* file, MappedChunk
   return archive_read_open1(a);
 }
 
-
 }  // namespace hipguard

@@ -218,6 +218,27 @@ TEST_F(Ccob, StreamedZstdWithoutContentSizeReadsLikeTheBundlersOwn) {
   }
 }
 
+// A v1 bundle has no total size: its payload runs to the end of what holds it (in a .hip_fatbin:
+// the padding and the bundles after it). A frame decoded whole (here one with a window larger than
+// its claim, which is not streamed) is the frame alone, as the streamed one is: the entries read.
+TEST_F(Ccob, VersionOneFrameDecodedWholeEndsAtItsFrame) {
+  for (int window_log : {0, 27}) {
+    SCOPED_TRACE(window_log);
+    auto packed = window_log ? hgtest::zstd_stream_compress(plain_, 19, window_log)
+                             : hgtest::ccob_compress(plain_, hgtest::kCcobZstd, true);
+    hgtest::ByteVec ccob = hgtest::ccob_header(1, hgtest::kCcobZstd, 0, plain_.size());
+    ccob.insert(ccob.end(), packed.begin(), packed.end());
+    ccob.resize(ccob.size() + 4096, 0);                     // the section's padding
+    ccob.insert(ccob.end(), packed.begin(), packed.end());  // and what follows it
+    auto b = parse_bundle(Bytes(ccob.data(), ccob.size()));
+    ASSERT_TRUE(b) << b.error().message;
+    Bytes last = entry_bytes(*b, Bytes(ccob.data(), ccob.size()), b->entries.back());
+    Bytes want(plain_.data() + b->entries.back().offset, b->entries.back().size);
+    ASSERT_EQ(last.size(), want.size());
+    EXPECT_TRUE(std::equal(last.begin(), last.end(), want.begin()));
+  }
+}
+
 // Decoding into the declared size still fails on a broken frame, and on one
 // that yields more or less than the header says.
 TEST_F(Ccob, StreamedZstdThatIsBrokenOrMisSizedIsHG105) {

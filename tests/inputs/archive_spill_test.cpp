@@ -3,7 +3,11 @@
 // writable TMPDIR they are held in memory, as before. The input is Debian 12's real librocrand.so.1
 // (25 MB; librocrand1, scripts/deps.sh), in a tar and a tar.gz written in the test.
 #include <archive.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 
@@ -29,14 +33,14 @@ struct Handed {
 
 std::vector<Handed> handed(const std::string& archive, const std::map<std::string, std::string>& put) {
   std::vector<Handed> out;
-  archive_reader().read(Bytes(reinterpret_cast<const uint8_t*>(archive.data()), archive.size()), "a.tar",
-                        [&](const std::string& name, Bytes data, const FileData& file, const Diagnostic* problem) {
-                          EXPECT_EQ(problem, nullptr) << name;
-                          const std::string& original = put.at(name.substr(std::strlen("a.tar!")));
-                          out.push_back({name, data.size(), file.mapped() && file.bytes().data() == data.data(),
-                                         data.size() == original.size() &&
-                                             std::memcmp(data.data(), original.data(), data.size()) == 0});
-                        });
+  archive_reader().read(
+      Bytes(reinterpret_cast<const uint8_t*>(archive.data()), archive.size()), "a.tar",
+      [&](const std::string& name, Bytes data, const FileData& file, const Diagnostic* problem) {
+        EXPECT_EQ(problem, nullptr) << name;
+        const std::string& original = put.at(name.substr(std::strlen("a.tar!")));
+        out.push_back({name, data.size(), file.mapped() && file.bytes().data() == data.data(),
+                       data.size() == original.size() && std::memcmp(data.data(), original.data(), data.size()) == 0});
+      });
   return out;
 }
 
@@ -110,4 +114,29 @@ TEST(ArchiveSpill, WithoutATemporaryFileTheMemberIsHeldInMemory) {
   tmpdir ? setenv("TMPDIR", saved.c_str(), 1) : unsetenv("TMPDIR");
   EXPECT_EQ(got, (std::vector<Handed>{{"a.tar!usr/lib/librocrand.so.1", in.lib.size(), false, true},
                                       {"a.tar!k.co", in.small.size(), false, true}}));
+}
+
+// The temporary file fails part way (here RLIMIT_FSIZE at 20 MiB, as a full TMPDIR would at any
+// size): what it holds is read back and the member is handed over in memory, whole. In a child
+// process, so that the limit binds nothing else.
+TEST(ArchiveSpill, TemporaryFileFailingPartWayFallsBackToMemory) {
+  ASSERT_TRUE(fs::exists(kRocrand)) << "Debian 12's librocrand1 (scripts/deps.sh)";
+  Inputs in;
+  std::string tar = in.tar(ARCHIVE_FILTER_NONE);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);  // a write over the limit fails with EFBIG instead
+    struct rlimit limit {
+      20u << 20, 20u << 20
+    };
+    setrlimit(RLIMIT_FSIZE, &limit);
+    std::vector<Handed> got = handed(tar, in.put);
+    bool held = got == std::vector<Handed>{{"a.tar!usr/lib/librocrand.so.1", in.lib.size(), false, true},
+                                           {"a.tar!k.co", in.small.size(), false, true}};
+    _exit(held ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the member was not handed over whole, in memory";
 }
