@@ -44,41 +44,6 @@ Kind kind_of(Bytes head) {
   return archive_magic(head) ? Kind::Archive : Kind::Skip;
 }
 
-// Decoders built into libarchive: one that would run an external program
-// instead (ARCHIVE_WARN at registration) is not registered.
-using Support = int (*)(struct archive*);
-bool builtin(Support s) {
-  struct archive* a = archive_read_new();
-  bool ok = s(a) == ARCHIVE_OK;
-  archive_read_free(a);
-  return ok;
-}
-
-// `compressed`: the stream starts like gzip/xz/zstd/bzip2; then a stream with
-// no archive inside is read as one member ("data", libarchive's raw format),
-// so that a damaged stream is a read error (HG113), not "no archive".
-struct Reader {
-  struct archive* a = archive_read_new();
-  explicit Reader(bool compressed) {
-    static const std::vector<Support> filters = [] {
-      std::vector<Support> v;
-      for (Support s :
-           {archive_read_support_filter_gzip, archive_read_support_filter_xz, archive_read_support_filter_lzma,
-            archive_read_support_filter_zstd, archive_read_support_filter_bzip2})
-        if (builtin(s)) v.push_back(s);
-      return v;
-    }();
-    for (Support s : filters) s(a);
-    archive_read_support_format_ar(a);
-    archive_read_support_format_tar(a);
-    archive_read_support_format_zip(a);
-    if (compressed) archive_read_support_format_raw(a);
-  }
-  ~Reader() { archive_read_free(a); }
-  Reader(const Reader&) = delete;
-  Reader& operator=(const Reader&) = delete;
-};
-
 std::string error_of(struct archive* a) {
   const char* e = archive_error_string(a);
   return e && *e ? e : "unknown libarchive error";
@@ -129,6 +94,9 @@ class Walker {
   void read_whole(struct archive* a, struct archive_entry* e, const std::vector<uint8_t>& head,
                   const std::string& label, unsigned depth, const ArchiveReader::Member& to, uint64_t limit);
   bool read_head(struct archive* a, std::vector<uint8_t>* head, const std::string& label);
+  // The member is not read: `problem` handed to `to` instead, the rest of the member discarded.
+  void refuse(struct archive* a, const std::string& label, unsigned depth, const ArchiveReader::Member& to,
+              const Diagnostic& problem);
   bool discard(struct archive* a, const std::string& label, unsigned depth);
   bool count(uint64_t n, const std::string& label);
   void over(const std::string& label, std::string message, uint64_t value, uint64_t limit);
@@ -324,6 +292,35 @@ void Walker::nested(struct archive* outer, std::vector<uint8_t> head, const std:
   walk(inner.a, prefix, depth);
 }
 
+// HG111 about a member over `limit` bytes (`at_least`: its size is not known, only that it is over).
+Diagnostic over_member(const std::string& label, uint64_t size, bool at_least, uint64_t limit) {
+  Diagnostic d =
+      make_diagnostic(Code::kBudgetExceeded, label,
+                      "archive member is " + std::string(at_least ? "more than " : "") + std::to_string(size) +
+                          " bytes; hipguard reads at most " + std::to_string(limit) + " bytes of one archive member",
+                      "extract it (dpkg-deb -x, tar -x, unzip) and check the extracted file");
+  d.value = size;
+  d.limit = limit;
+  return d;
+}
+
+// HG111 about a member kept neither in a temporary file (it failed part way: ENOSPC) nor in memory.
+Diagnostic unkept_member(const std::string& label, uint64_t size, const std::string& why) {
+  Diagnostic d = make_diagnostic(Code::kBudgetExceeded, label,
+                                 "archive member of more than " + std::to_string(size) +
+                                     " bytes could be kept neither in a temporary file (" + why + ") nor in memory",
+                                 "free space in TMPDIR (or set TMPDIR to a larger file system), or extract "
+                                 "the archive and check the extracted file");
+  d.value = size;
+  return d;
+}
+
+void Walker::refuse(struct archive* a, const std::string& label, unsigned depth, const ArchiveReader::Member& to,
+                    const Diagnostic& problem) {
+  to(label, {}, FileData(), &problem);
+  discard(a, label, depth);
+}
+
 // The member handed to `to` (or, over `limit` bytes, HG111 about it): held in memory up to
 // kHeldInMemory bytes, beyond that written to a temporary file and handed over mapped from it, so
 // that the checks release its pages as they read them (in memory whole only when no temporary file
@@ -333,26 +330,10 @@ void Walker::read_whole(struct archive* a, struct archive_entry* e, const std::v
   uint64_t declared =
       archive_entry_size_is_set(e) ? static_cast<uint64_t>(std::max<la_int64_t>(archive_entry_size(e), 0)) : 0;
   auto too_big = [&](uint64_t size, bool at_least) {
-    Diagnostic d =
-        make_diagnostic(Code::kBudgetExceeded, label,
-                        "archive member is " + std::string(at_least ? "more than " : "") + std::to_string(size) +
-                            " bytes; hipguard reads at most " + std::to_string(limit) + " bytes of one archive member",
-                        "extract it (dpkg-deb -x, tar -x, unzip) and check the extracted file");
-    d.value = size;
-    d.limit = limit;
-    to(label, {}, FileData(), &d);
-    discard(a, label, depth);
+    refuse(a, label, depth, to, over_member(label, size, at_least, limit));
   };
-  // Neither in a temporary file (it failed part way: ENOSPC) nor in memory: the member is not checked.
   auto unkept = [&](uint64_t size, const std::string& why) {
-    Diagnostic d = make_diagnostic(Code::kBudgetExceeded, label,
-                                   "archive member of more than " + std::to_string(size) +
-                                       " bytes could be kept neither in a temporary file (" + why + ") nor in memory",
-                                   "free space in TMPDIR (or set TMPDIR to a larger file system), or extract "
-                                   "the archive and check the extracted file");
-    d.value = size;
-    to(label, {}, FileData(), &d);
-    discard(a, label, depth);
+    refuse(a, label, depth, to, unkept_member(label, size, why));
   };
   if (declared > limit) return too_big(declared, false);
   // Grown with realloc (mremap for large blocks: no copy); a size claimed by a

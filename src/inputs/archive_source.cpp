@@ -1,7 +1,35 @@
-// An archive's bytes as libarchive reads them: open_source (archive_source.h).
+// libarchive set up for archive.cpp: Reader and open_source (archive_source.h).
 #include "inputs/archive_source.h"
 
+#include <vector>
+
 namespace hipguard {
+
+namespace {
+using Support = int (*)(struct archive*);
+bool builtin(Support s) {
+  struct archive* a = archive_read_new();
+  bool ok = s(a) == ARCHIVE_OK;
+  archive_read_free(a);
+  return ok;
+}
+}  // namespace
+
+Reader::Reader(bool compressed) {
+  static const std::vector<Support> filters = [] {
+    std::vector<Support> v;
+    for (Support s :
+         {archive_read_support_filter_gzip, archive_read_support_filter_xz, archive_read_support_filter_lzma,
+          archive_read_support_filter_zstd, archive_read_support_filter_bzip2})
+      if (builtin(s)) v.push_back(s);
+    return v;
+  }();
+  for (Support s : filters) s(a);
+  archive_read_support_format_ar(a);
+  archive_read_support_format_tar(a);
+  archive_read_support_format_zip(a);
+  if (compressed) archive_read_support_format_raw(a);
+}
 
 int open_source(struct archive* a, Bytes data, const FileData* file, MappedChunks* chunks) {
   if (!file || !file->mapped()) return archive_read_open_memory(a, data.data(), data.size());

@@ -1,5 +1,6 @@
-// An archive's bytes as libarchive reads them (archive.cpp): a mapped file handed over a chunk at a
-// time, in place, its pages released as they are read; anything else as one block in memory.
+// libarchive set up for archive.cpp: the formats and decoders read (Reader), and an archive's bytes
+// as it reads them: a mapped file handed over a chunk at a time, in place, its pages released as they
+// are read; anything else as one block in memory.
 #pragma once
 
 #include <archive.h>
@@ -12,6 +13,19 @@
 #include "hipguard/inputs.h"
 
 namespace hipguard {
+
+// A libarchive reader of ar, tar and zip, plain or compressed with the decoders built into
+// libarchive (gzip, xz, lzma, zstd, bzip2; one that would run an external program is not
+// registered). `compressed`: the stream starts like gzip/xz/zstd/bzip2; then a stream with no
+// archive inside is read as one member ("data", libarchive's raw format), so that a damaged stream
+// is a read error (HG113), not "no archive".
+struct Reader {
+  struct archive* a = archive_read_new();
+  explicit Reader(bool compressed);
+  ~Reader() { archive_read_free(a); }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+};
 
 // A mapped file handed to libarchive a chunk at a time, in place, each chunk's pages released once
 // the next one is asked for (what a walk has read is not kept in memory; read again, it comes back
