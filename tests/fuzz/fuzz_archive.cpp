@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!reader->is_archive(bytes)) return 0;
   const std::string path = "fuzz.tar";
   size_t members = 0;
-  auto member = [&](const std::string& name, hipguard::Bytes b, const hipguard::Diagnostic* problem) {
+  auto member = [&](const std::string& name, hipguard::Bytes b, const hipguard::FileData&,
+                    const hipguard::Diagnostic* problem) {
     ++members;
     HG_FUZZ_CHECK(name.rfind(path + "!", 0) == 0);
     HG_FUZZ_CHECK(problem ? b.empty() : true);
@@ -36,7 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     HG_FUZZ_CHECK(name.rfind(path + "!", 0) == 0);
     return ++side_members % 2 ? hipguard::ArchiveReader::Want::Bytes : hipguard::ArchiveReader::Want::Name;
   };
-  side.take = [&](const std::string& name, hipguard::Bytes b, const hipguard::Diagnostic* problem) {
+  side.take = [&](const std::string& name, hipguard::Bytes b, const hipguard::FileData&,
+                  const hipguard::Diagnostic* problem) {
     HG_FUZZ_CHECK(name.rfind(path + "!", 0) == 0);
     HG_FUZZ_CHECK(b.size() <= limits.member_bytes && (problem ? b.empty() : true));
     if (problem) hgfuzz::check_diagnostic(*problem);
