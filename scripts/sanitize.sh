@@ -25,8 +25,12 @@ for kind in "${kinds[@]}"; do
   BUILD_DIR=$dir scripts/build.sh -DHIPGUARD_SANITIZE="$kind" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DHIPGUARD_PLAIN_SHIM="$PWD/build/lib/libhipguard.so"
+  # TSan finds data races, and tests/robustness feeds damaged inputs to the parsers on one thread
+  # (ASan covers them): under TSan they took over 600 s of a CI run and could find nothing.
+  only=()
+  [[ $kind == thread ]] && only=(-LE robustness)
   # halt_on_error: the first report fails the test that triggered it.
   ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp" \
-    scripts/ctest.sh "$dir"
+    scripts/ctest.sh "$dir" "${only[@]}"
 done
