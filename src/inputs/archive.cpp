@@ -409,8 +409,9 @@ class LibarchiveReader : public ArchiveReader {
   bool is_archive(Bytes data) const override { return archive_magic(data); }
   Result read(Bytes data, const std::string& path, const Member& member, const FileData* source = nullptr,
               const SideFiles* side = nullptr) const override {
-    if (auto image = read_image_archive(data, path, {limits_, platform_, source, side, runtime_}, member))
-      return std::move(*image);
+    ImageReading how{limits_, platform_, source, side, runtime_};
+    if (auto image = read_image_archive(data, path, how, member)) return std::move(*image);
+    if (auto image = read_compressed_image(data, path, how, member)) return std::move(*image);
     uint64_t total = 0;
     return read_installed_archive(data, path, ArchiveWalk{&limits_, path + "!", nullptr, &total, true, source, side},
                                   member);
@@ -459,7 +460,8 @@ ArchiveReader::Result walk_archive(Bytes data, const std::string& path, const Ar
         Code::kImageReadAsArchive, path,
         "a container image stored compressed (or not as a plain tar) is read as an ordinary archive: its layers "
         "are not applied, so files a later layer deletes are checked and each layer's files are named after it",
-        "decompress it (gunzip, zstd -d) and check the plain tar, or give its OCI layout directory"));
+        "let it decompress the tar to a temporary file (a writable TMPDIR with room for it), or decompress it "
+        "(gunzip, zstd -d) and check the plain tar, or give its OCI layout directory"));
   return result;
 }
 

@@ -15,7 +15,7 @@ bool builtin(Support s) {
 }
 }  // namespace
 
-Reader::Reader(bool compressed) {
+Reader::Reader(bool compressed, bool stream_only) {
   static const std::vector<Support> filters = [] {
     std::vector<Support> v;
     for (Support s :
@@ -25,6 +25,10 @@ Reader::Reader(bool compressed) {
     return v;
   }();
   for (Support s : filters) s(a);
+  if (stream_only) {
+    archive_read_support_format_raw(a);
+    return;
+  }
   archive_read_support_format_ar(a);
   archive_read_support_format_tar(a);
   archive_read_support_format_zip(a);

@@ -18,10 +18,11 @@ namespace hipguard {
 // libarchive (gzip, xz, lzma, zstd, bzip2; one that would run an external program is not
 // registered). `compressed`: the stream starts like gzip/xz/zstd/bzip2; then a stream with no
 // archive inside is read as one member ("data", libarchive's raw format), so that a damaged stream
-// is a read error (HG113), not "no archive".
+// is a read error (HG113), not "no archive". `stream_only`: the decompressed stream alone, as that
+// one member, whatever it holds.
 struct Reader {
   struct archive* a = archive_read_new();
-  explicit Reader(bool compressed);
+  explicit Reader(bool compressed, bool stream_only = false);
   ~Reader() { archive_read_free(a); }
   Reader(const Reader&) = delete;
   Reader& operator=(const Reader&) = delete;

@@ -27,6 +27,12 @@ bool is_image_layout(const std::string& dir);
 std::optional<ArchiveReader::Result> read_image_archive(Bytes tar, const std::string& path, const ImageReading& how,
                                                         const ArchiveReader::Member& member);
 
+// `data` compressed (gzip, zstd, xz, bzip2) around a tar that holds an image (`docker save | gzip`):
+// read as read_image_archive reads the tar, which is decompressed to a temporary file first; nullopt
+// when it holds none or cannot be decompressed there (then it is an ordinary archive, HG118).
+std::optional<ArchiveReader::Result> read_compressed_image(Bytes data, const std::string& path, const ImageReading& how,
+                                                           const ArchiveReader::Member& member);
+
 // A plain archive (a .whl, a tar, a .deb) walked as `walk` says, as the files it installs: each
 // rocBLAS and hipBLASLt in it is also asked for its Tensile directory among them (HG123 without one).
 ArchiveReader::Result read_installed_archive(Bytes data, const std::string& path, ArchiveWalk walk,

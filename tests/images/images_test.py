@@ -150,6 +150,7 @@ def build():
     for tag in ("base", "top"):
         run("skopeo", "copy", "-q", f"oci:{w('layout')}:{tag}", f"oci:{w('oci-' + tag)}:{tag}")
     run("skopeo", "copy", "-q", f"oci:{w('layout')}:top", f"docker-archive:{w('docker-top.tar')}:hg/top:1")
+    run("gzip", "-1", "-k", "-f", w("docker-top.tar"))  # as `docker save IMAGE | gzip` stores it
     run("skopeo", "copy", "-q", "--dest-compress", "--dest-compress-format", "zstd", f"oci:{w('layout')}:top",
         f"oci:{w('zstd-top')}:top")
     with tarfile.open(w("oci-top.tar"), "w") as t:
@@ -209,11 +210,12 @@ def case_Build():
 
 
 def case_ImageEqualsItsFiles():
-    """An OCI layout, the same as an OCI archive, a docker-save archive and with zstd layers: each verdict
-    equals the verdict on the image's files unpacked (umoci unpack) and checked as a directory."""
+    """An OCI layout, the same as an OCI archive, a docker-save archive (plain and gzipped) and with zstd
+    layers: each verdict equals the verdict on the image's files unpacked (umoci unpack) and checked as a
+    directory."""
     w = lambda *p: os.path.join(A.work, *p)
     same_as_tree(w("oci-base"), w("tree-base"), "base (OCI layout)")
-    for image in ("oci-top", "oci-top.tar", "docker-top.tar", "zstd-top"):
+    for image in ("oci-top", "oci-top.tar", "docker-top.tar", "docker-top.tar.gz", "zstd-top"):
         same_as_tree(w(image), w("tree-top"), f"top ({image})")
     bad = subprocess.run([A.cli, "check", "--platform", "amd64", w("oci-base")], capture_output=True, text=True)
     expect(bad.returncode == 2 and "--platform" in bad.stderr, f"--platform amd64: exit {bad.returncode}")

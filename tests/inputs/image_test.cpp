@@ -427,11 +427,24 @@ TEST(Image, OtherFormsOfAStore) {
   std::string path = (dir / "under.tar").string();
   std::ofstream(path, std::ios::binary) << tar(under);
   EXPECT_EQ(member_names(check_image(path), path), (std::vector<std::string>{"!opt/new.co", "!lib/fine.co"}));
-  // Compressed: read as an ordinary archive, and said so (HG118).
-  path = (dir / "image.tar.gz").string();
-  std::ofstream(path, std::ios::binary) << write_archive(ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FILTER_GZIP,
-                                                         l.members());
+  // Compressed (`docker save | gzip`): read as the image, from its tar decompressed to a temporary file.
+  std::string plain = (dir / "image.tar").string();
+  std::ofstream(plain, std::ios::binary) << tar(l.members());
+  std::vector<std::string> image_members = member_names(check_image(plain), plain);
+  ASSERT_EQ(image_members, (std::vector<std::string>{"!opt/new.co", "!lib/fine.co"}));
+  for (int filter : {ARCHIVE_FILTER_GZIP, ARCHIVE_FILTER_XZ, ARCHIVE_FILTER_ZSTD}) {
+    path = (dir / "image.tar.z").string();
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << tar(l.members(), filter);
+    FileReport r = check_image(path);
+    EXPECT_EQ(find(r, Code::kImageReadAsArchive), nullptr) << filter << dump(r.diagnostics);
+    EXPECT_EQ(member_names(r, path), image_members) << filter;
+  }
+  // Where no temporary file can be written: read as an ordinary archive, and said so (HG118).
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string saved = tmpdir ? tmpdir : "";
+  setenv("TMPDIR", (dir / "no such directory").c_str(), 1);
   FileReport r = check_image(path);
+  tmpdir ? setenv("TMPDIR", saved.c_str(), 1) : unsetenv("TMPDIR");
   ASSERT_NE(find(r, Code::kImageReadAsArchive), nullptr) << dump(r.diagnostics);
   EXPECT_EQ(r.members.size(), 4u) << "each layer's files, whited out or not, named after their blob";
   // A layout met in a directory walk is one input; a blob that is a symlink is not followed.
