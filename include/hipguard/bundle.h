@@ -87,6 +87,11 @@ struct BundleEntry {
   uint64_t size = 0;    // bytes
 };
 
+class CcobStream;  // src/format/ccob_stream.h
+struct CcobStreamDeleter {
+  void operator()(CcobStream* s) const;
+};
+
 struct Bundle {
   bool compressed = false;
   uint16_t ccob_version = 0;         // 1, 2 or 3 when compressed
@@ -95,12 +100,15 @@ struct Bundle {
   uint64_t table_size = 0;           // bytes of header + entry table (of the decompressed bundle)
   std::vector<BundleEntry> entries;  // in file order
   // Compressed bundles: the compressed payload (a view into the input), the
-  // uncompressed size from the header, and the decompressed prefix decoded so
-  // far (at least the table; extended when an entry is extracted).
+  // uncompressed size from the header, and decoded bytes of the bundle from
+  // storage_offset on: the table once parsed, then the entry entry_bytes last
+  // extracted (or the whole bundle), with the decoder kept open after it.
   Bytes payload;
-  uint64_t payload_read = 0;  // bytes of the payload the decoder read to reach the table
+  uint64_t payload_read = 0;  // bytes of the payload the decoder has read
   uint64_t uncompressed_size = 0;
   DecodedBytes storage;
+  uint64_t storage_offset = 0;
+  std::unique_ptr<CcobStream, CcobStreamDeleter> stream;
 };
 
 // Parser limits (docs/limits.md). The CLI and the shim use the same parser, so
@@ -142,9 +150,12 @@ Result<Bundle> parse_bundle(Bytes data);
 Result<Bundle> parse_bundle_table(Bytes head, uint64_t total, bool* need_more);
 
 // Bytes of the entry's payload: a view into `data` for uncompressed bundles;
-// for compressed ones the prefix of the bundle up to the entry's end is
-// decoded (only when an entry is asked for) into bundle.storage. Empty when
-// the entry cannot be produced. Views stay valid until the next call.
+// for compressed ones decoded (only when an entry is asked for) into
+// bundle.storage: the whole bundle where that holds no more memory than the
+// decoder's window and the entry, else the entry alone, from a stream kept
+// open from entry to entry (entries asked for in file order decode the bundle
+// once; one before the stream's position restarts it). Empty when the entry
+// cannot be produced. Views stay valid until the next call.
 Bytes entry_bytes(Bundle& bundle, Bytes data, const BundleEntry& entry);
 
 // Size of a raw ELF code object from its headers alone, the way the ROCm

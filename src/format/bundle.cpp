@@ -1,11 +1,6 @@
 // Offload bundles: the __CLANG_OFFLOAD_BUNDLE__ container, its CCOB-compressed form, entry IDs and payload kinds.
 #include "hipguard/bundle.h"
 
-#include <zlib.h>
-#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_getFrameHeader (libzstd is linked statically)
-#include <zstd.h>
-#include <zstd_errors.h>
-
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -13,6 +8,7 @@
 #include <new>
 
 #include "format/bytes.h"
+#include "format/ccob_decode.h"
 #include "hipguard/diagnostic.h"
 
 namespace hipguard {
@@ -74,206 +70,6 @@ Result<Bundle> parse_table(Bytes data, uint64_t total, bool* need_more) {
 }
 
 Result<Bundle> parse_plain(Bytes data) { return parse_table(data, data.size(), nullptr); }
-
-// The window log streaming may use: the claimed uncompressed size rounded up
-// to a power of two (a compressor that knows its input size never uses more).
-int zstd_window_log(uint64_t claimed) {
-  int window_log = 10;
-  while (window_log < 31 && (uint64_t{1} << window_log) < claimed) ++window_log;
-  return window_log;
-}
-
-// Decodes the whole payload in one call into a buffer of the declared size, as
-// LLVM's CompressedOffloadBundle::decompress does (llvm::compression::zstd::
-// decompress: ZSTD_decompress into UncompressedSize bytes). One-shot decoding
-// keeps its history in that buffer, so the frame's window costs nothing; the
-// buffer is the claim, which parse_compressed bounded (kMaxDecompressedBytes,
-// kMaxCompressionRatio), and is left uninitialised (DecodedBytes) so pages the frame does not
-// write are never touched. Fails when the frame is broken or its output is not
-// the declared size (all of it is decoded here, so that is known at once).
-Status decompress_declared(Bytes input, uint64_t claimed, DecodedBytes& out) {
-  // Bytes that are no frame header (of any format this libzstd reads) fail before the buffer is taken.
-  if (ZSTD_getFrameContentSize(input.data(), input.size()) == ZSTD_CONTENTSIZE_ERROR)
-    return ccob_error("zstd: the payload does not start with a zstd frame");
-  try {
-    out.resize(std::max<uint64_t>(claimed, 1));
-  } catch (const std::exception&) {
-    out = DecodedBytes();
-    return ccob_error("out of memory");
-  }
-  size_t n = ZSTD_decompress(out.data(), claimed, input.data(), input.size());
-  // A failed decode keeps none of the claim (a frame that lies about its size).
-  if (ZSTD_isError(n)) return out = DecodedBytes(), ccob_error(std::string("zstd: ") + ZSTD_getErrorName(n));
-  if (n != claimed)
-    return out = DecodedBytes(),
-           ccob_error("zstd frame yields " + std::to_string(n) + " bytes, the header says " + std::to_string(claimed));
-  out.resize(n);
-  return ok();
-}
-
-// Whether decoding the whole frame at once (decompress_declared: no window) holds no more
-// memory than streaming its first `want` bytes: the streaming decoder keeps a window of up to
-// the frame's window size besides them, as large as what is left to decode for rocBLAS's
-// bundles (--long: 128 MiB windows), so the whole 158 MB was cheaper than a 100 MB prefix.
-bool whole_is_cheaper(Bytes input, uint64_t want, uint64_t claimed) {
-  ZSTD_frameHeader h{};
-  if (ZSTD_getFrameHeader(&h, input.data(), input.size()) != 0 || h.frameType != ZSTD_frame) return false;
-  if (h.frameContentSize != claimed) return false;  // a frame that does not say the claimed size: streamed
-  return claimed - want <= std::min<uint64_t>(want, h.windowSize);
-}
-
-// The output of a streamed decompression. It grows with what the stream
-// really yields: a header that claims gigabytes costs memory only if the
-// compressed data delivers them. What `input` can plausibly yield (kLikelyRatio times its size) is
-// reserved at once, so that growing does not copy: a 158 MB rocBLAS bundle held the 128 MB it had
-// and the 158 MB it grew to at the same time.
-constexpr uint64_t kLikelyRatio = 32;  // real bundles: 5-28x (zstd -19, rocSPARSE)
-struct GrowingOutput {
-  GrowingOutput(DecodedBytes& to, uint64_t wanted, uint64_t input_size) : out(to), want(wanted) {
-    uint64_t likely = input_size > want / kLikelyRatio ? want : input_size * kLikelyRatio;
-    try {
-      if (out.capacity() < likely) out.reserve(likely);
-    } catch (const std::exception&) {
-      // No address space for it: grown as the bytes arrive, copied each time.
-    }
-  }
-  DecodedBytes& out;
-  uint64_t want;           // bytes wanted
-  uint64_t produced = 0;   // bytes written to out so far
-  uint64_t consumed = 0;   // bytes of the input read so far
-  bool no_memory = false;  // room() could not grow: the decoders stop with "out of memory"
-  // Free bytes at out.data() + produced, grown (doubling, at most to `want`) when none are left.
-  uint64_t room() {
-    try {
-      if (out.size() == produced && out.size() < want)
-        out.resize(std::min<uint64_t>(want, std::max<uint64_t>(out.size() * 2, 1 << 16)));
-    } catch (const std::exception&) {
-      no_memory = true;  // never thrown into the shim's host
-    }
-    return out.size() - produced;
-  }
-};
-
-// Decodes the whole payload as decompress_declared does, as the output of a decompress_prefix.
-Status zstd_whole(Bytes input, uint64_t claimed, GrowingOutput& g) {
-  // The frame alone, as streaming reads it: a v1 bundle's payload runs to the end of its container
-  // (the padding and the bundles after it), which ZSTD_decompress would take for more frames.
-  size_t frame = ZSTD_findFrameCompressedSize(input.data(), input.size());
-  if (!ZSTD_isError(frame)) input = input.first(frame);
-  if (Status whole = decompress_declared(input, claimed, g.out); !whole) return whole;
-  g.produced = g.out.size();
-  g.consumed = input.size();
-  return ok();
-}
-
-// decompress_prefix for a zstd frame.
-Status zstd_prefix(Bytes input, uint64_t claimed, GrowingOutput& g, bool to_end) {
-  // Only a current zstd frame (RFC 8878 magic) is streamed. libzstd also reads
-  // the legacy v0.5-v0.7 formats, and their streaming decoders size the window
-  // from the frame header, ignoring ZSTD_d_windowLogMax (a 1.9 KB v0.7 frame
-  // made it allocate 94 MB, scripts/fuzz.sh); no compressor of offload bundles
-  // writes them. Anything but a current frame (legacy, skippable, no frame at
-  // all) is decoded whole into the claimed size, as LLVM does, which bounds it.
-  if (input.size() < 4 || read_le<uint32_t>(input, 0) != ZSTD_MAGICNUMBER) return zstd_whole(input, claimed, g);
-  // Decoded whole when that is cheaper; a frame broken past `want` is still streamed up to it.
-  if (whole_is_cheaper(input, g.want, claimed) && zstd_whole(input, claimed, g)) return ok();
-  ZSTD_DCtx* dctx = ZSTD_createDCtx();
-  if (!dctx) return ccob_error("out of memory");
-  // Bundles use long-distance matching (windows up to 2^31), but a compressor
-  // never uses a window larger than its input (zstd shrinks windowLog to the
-  // source size). A frame asking for more than the claimed uncompressed size
-  // fails at its header and is decoded by decompress_declared instead of
-  // allocating its window (a few bytes could ask for 2 GiB).
-  ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, zstd_window_log(claimed));
-  ZSTD_inBuffer in{input.data(), input.size(), 0};
-  Status decoded = ok();
-  bool window_too_large = false;
-  size_t r = 1;
-  while (g.produced < g.want || (to_end && r != 0)) {
-    uint64_t space = g.room();
-    if (g.no_memory) {
-      decoded = ccob_error("out of memory");
-      break;
-    }
-    ZSTD_outBuffer o{g.out.data() + g.produced, space, 0};
-    r = ZSTD_decompressStream(dctx, &o, &in);
-    g.produced += o.pos;
-    if (ZSTD_isError(r)) {
-      window_too_large = ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge;
-      decoded = ccob_error(std::string("zstd: ") + ZSTD_getErrorName(r));
-      break;
-    }
-    if (o.pos == 0 && in.pos == in.size) break;  // input exhausted
-    if (r == 0 && g.produced < g.want) break;    // frame ended early
-  }
-  ZSTD_freeDCtx(dctx);
-  g.consumed = in.pos;
-  // Streaming writers (the zstd tool reading a pipe, --long, --ultra) leave the
-  // content size out and keep their level's window however small the input.
-  if (!decoded && window_too_large) return zstd_whole(input, claimed, g);
-  if (!decoded) return decoded;
-  if (to_end && r != 0) return ccob_error("zstd frame does not end where the uncompressed size says");
-  return ok();
-}
-
-// decompress_prefix for a zlib stream.
-Status zlib_prefix(Bytes input, GrowingOutput& g, bool to_end) {
-  z_stream z{};
-  if (inflateInit(&z) != Z_OK) return ccob_error("zlib: inflateInit failed");
-  z.next_in = const_cast<Bytef*>(input.data());
-  Status inflated = ok();
-  uint64_t fed = 0;
-  bool ended = false;
-  while (g.produced < g.want || (to_end && !ended)) {
-    uInt chunk_in = static_cast<uInt>(std::min<uint64_t>(input.size() - fed, 1u << 30));
-    z.avail_in = chunk_in;
-    z.next_in = const_cast<Bytef*>(input.data() + fed);
-    uint64_t space = g.room();
-    if (g.no_memory) {
-      inflated = ccob_error("out of memory");
-      break;
-    }
-    z.next_out = g.out.data() + g.produced;
-    z.avail_out = static_cast<uInt>(std::min<uint64_t>(space, 1u << 30));
-    uInt before_out = z.avail_out;
-    int r = inflate(&z, Z_NO_FLUSH);
-    g.produced += before_out - z.avail_out;
-    fed += chunk_in - z.avail_in;
-    if (r == Z_STREAM_END) {
-      ended = true;
-      break;
-    }
-    if (r != Z_OK && r != Z_BUF_ERROR) {
-      inflated = ccob_error(std::string("zlib: ") + (z.msg ? z.msg : "inflate failed"));
-      break;
-    }
-    if (before_out == z.avail_out && chunk_in == z.avail_in) break;  // no progress: input exhausted
-  }
-  inflateEnd(&z);
-  g.consumed = fed;
-  if (!inflated) return inflated;
-  if (to_end && !ended) return ccob_error("zlib stream does not end where the uncompressed size says");
-  return ok();
-}
-
-// Streams the first `want` bytes out of a zlib stream or zstd frame, so the
-// bundle table can be read without inflating every code object. With `to_end`
-// (want is the whole uncompressed size) the stream must also end there, with
-// its checksum: that is how a cut v1 bundle, which has no total size, shows.
-// `claimed` is the header's uncompressed size (bounds the zstd window). `*consumed` (optional):
-// the bytes of `input` read, all of them for a frame decoded whole. Fails with HG105 (kMalformedCompressed).
-Status decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t claimed, DecodedBytes& out,
-                         bool to_end = false, uint64_t* consumed = nullptr) {
-  out.clear();
-  GrowingOutput g{out, want, input.size()};
-  Status decoded = method == 1 ? zstd_prefix(input, claimed, g, to_end) : zlib_prefix(input, g, to_end);
-  if (consumed) *consumed = std::max(*consumed, g.consumed);
-  if (!decoded) return decoded;
-  if (g.produced < want)
-    return ccob_error("compressed data ends after " + std::to_string(g.produced) + " of " + std::to_string(want) +
-                      " bytes");
-  return ok();
-}
 
 Result<Bundle> parse_compressed(Bytes data) {
   if (data.size() < 8) return ccob_error("compressed bundle header truncated");
@@ -409,25 +205,67 @@ Result<Bundle> parse_bundle(Bytes data) {
   }
 }
 
+namespace {
+
+// Whether decoding the whole bundle at once holds no more memory than streaming up to `e`: a stream
+// keeps the decoder's window (zstd --long: up to 128 MiB) besides the entry's bytes. Whole, the
+// bundle is decoded once whatever order its entries are asked for in (rocBLAS's 158 MB bundles);
+// streamed, RCCL's 1.19 GB one costs its window and one processor's 187 MB.
+bool whole_bundle_is_cheaper(const Bundle& b, const BundleEntry& e, const CcobStream* stream) {
+  return !stream || stream->window_refused() || b.uncompressed_size <= stream->window() + e.size;
+}
+
+// The whole bundle into storage (a frame streaming cannot read: decoded whole, as LLVM does).
+bool decode_whole(Bundle& b) {
+  b.stream.reset();
+  b.storage_offset = 0;
+  if (decompress_prefix(b.ccob_method, b.payload, b.uncompressed_size, b.uncompressed_size, b.storage, true,
+                        &b.payload_read))
+    return true;
+  b.storage = DecodedBytes();  // nothing kept of what a lying header had reserved
+  return false;
+}
+
+// `e` alone into storage, from the stream (restarted when it is past the entry's start).
+bool decode_entry(Bundle& b, const BundleEntry& e) {
+  b.storage = DecodedBytes();
+  try {
+    b.storage.resize(e.size);
+  } catch (const std::exception&) {
+    return false;
+  }
+  b.storage_offset = e.offset;
+  uint64_t end = e.offset + e.size;
+  CcobStream& s = *b.stream;
+  bool decoded =
+      s.skip(e.offset - s.position()) && s.read(b.storage.data(), e.size) && (end < b.uncompressed_size || s.finish());
+  b.payload_read = std::max(b.payload_read, s.consumed());
+  if (decoded) return true;
+  b.stream.reset();
+  b.storage = DecodedBytes();
+  return false;
+}
+
+}  // namespace
+
 Bytes entry_bytes(Bundle& bundle, Bytes data, const BundleEntry& entry) {
   if (!bundle.compressed)
     return fits(data, entry.offset, entry.size) ? data.subspan(entry.offset, entry.size) : Bytes{};
-  // Decode up to the end of this entry (parse_bundle checked it lies within the uncompressed size), or
-  // twice as far as before when that is further: a check that reads every entry in turn then decodes
-  // the bundle about twice, not once per entry (a stream restarts from its beginning).
+  // parse_bundle checked that the entry lies within the uncompressed size. The decoder's message is
+  // dropped: the caller, given no bytes, says the entry cannot be extracted (HG105).
+  if (entry.size == 0) return {};
   uint64_t end = entry.offset + entry.size;
-  if (end > bundle.storage.size()) {
-    uint64_t want = std::min(bundle.uncompressed_size, std::max<uint64_t>(end, 2 * bundle.storage.size()));
-    // Decoded again into the same buffer (the shorter prefix is not kept beside the longer one). The
-    // decoder's message is dropped: the caller, given no bytes, says the entry cannot be extracted (HG105).
-    if (!decompress_prefix(bundle.ccob_method, bundle.payload, want, bundle.uncompressed_size, bundle.storage,
-                           want == bundle.uncompressed_size)) {
-      bundle.storage = DecodedBytes();  // nothing kept of what a lying header had reserved
-      return {};
+  bool held = bundle.storage_offset <= entry.offset && end - bundle.storage_offset <= bundle.storage.size();
+  if (!held) {
+    if (!bundle.stream || bundle.stream->position() > entry.offset)
+      bundle.stream.reset(CcobStream::open(bundle.ccob_method, bundle.payload, bundle.uncompressed_size).release());
+    if (whole_bundle_is_cheaper(bundle, entry, bundle.stream.get()) ? !decode_whole(bundle)
+                                                                    : !decode_entry(bundle, entry)) {
+      // A frame whose window zstd refused only shows once streamed: decoded whole then.
+      if (!bundle.stream || !bundle.stream->window_refused() || !decode_whole(bundle)) return {};
     }
   }
-  Bytes base(bundle.storage.data(), bundle.storage.size());
-  return fits(base, entry.offset, entry.size) ? base.subspan(entry.offset, entry.size) : Bytes{};
+  return Bytes(bundle.storage.data() + (entry.offset - bundle.storage_offset), entry.size);
 }
 
 std::optional<uint64_t> elf_image_size(Bytes data) {

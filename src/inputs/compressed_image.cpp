@@ -68,8 +68,7 @@ std::optional<FileData> decompressed(Bytes data, const FileData* source, uint64_
 
 }  // namespace
 
-std::optional<ArchiveReader::Result> read_compressed_image(Bytes data, const std::string& path,
-                                                           const ImageReading& how,
+std::optional<ArchiveReader::Result> read_compressed_image(Bytes data, const std::string& path, const ImageReading& how,
                                                            const ArchiveReader::Member& member) {
   if (!compressed_magic(data) || !starts_like_image(data, how.source)) return std::nullopt;
   std::optional<FileData> tar = decompressed(data, how.source, how.limits.total_bytes);

@@ -14,6 +14,7 @@
 #include <zstd.h>
 
 #include "hipguard/check.h"
+#include "bundle.h"
 #include "ccob.h"
 #include "check_util.h"
 
@@ -74,6 +75,52 @@ TEST_P(Ccob, TableFromAPrefixEntriesOnDemand) {
   EXPECT_TRUE(r.ok());
   EXPECT_EQ(r.verdicts[0].selected, "hipv4-amdgcn-amd-amdhsa--gfx90a");
   EXPECT_EQ(r.verdicts[0].kernels, 1u);
+}
+
+// An entry of a bundle much larger than the decoder's window is decoded alone, from a stream kept
+// open from entry to entry: ROCm 7.2's librccl.so.1.0 holds one 1.19 GB bundle whose gfx942 entry
+// ends 1.0 GB in, all of which was held to reach it. Here two other processors' entries of 12 MiB
+// each come before the hipcc-built code objects (zlib's window: 32 KiB; zstd, LLVM's level: 2 MiB).
+TEST_P(Ccob, EntryBeyondTheWindowIsDecodedAlone) {
+  auto [version, method] = GetParam();
+  std::vector<hgtest::BundlePart> parts = hgtest::split_bundle(plain_);
+  uint32_t x = 1;
+  for (const char* processor : {"gfx1100", "gfx1030"}) {
+    hgtest::ByteVec filler(12 << 20);
+    for (auto& byte : filler) x = x * 1664525u + 1013904223u, byte = static_cast<uint8_t>((x >> 24) & 0x3f);
+    parts.insert(parts.begin() + 1, {std::string("hipv4-amdgcn-amd-amdhsa--") + processor, filler});
+  }
+  hgtest::ByteVec plain = hgtest::make_bundle(parts);
+  hgtest::ByteVec ccob = hgtest::make_ccob(plain, static_cast<uint16_t>(version), static_cast<uint16_t>(method));
+  auto ref = parse_bundle(Bytes(plain.data(), plain.size()));
+  auto b = parse_bundle(Bytes(ccob.data(), ccob.size()));
+  ASSERT_TRUE(ref && b) << (b ? "" : b.error().message);
+  ASSERT_EQ(b->entries.size(), parts.size());
+  auto same = [&](size_t i) {
+    Bytes got = entry_bytes(*b, Bytes(ccob.data(), ccob.size()), b->entries[i]);
+    Bytes want = entry_bytes(*ref, Bytes(plain.data(), plain.size()), ref->entries[i]);
+    return got.size() == want.size() && std::equal(got.begin(), got.end(), want.begin());
+  };
+  // In file order, then backwards (each step back restarts the stream); the last entry ends the
+  // bundle, where the stream must end too.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < parts.size(); ++i) order.push_back(i);
+  for (size_t i = parts.size(); i-- > 0;) order.push_back(i);
+  for (size_t i : order) {
+    const BundleEntry& e = b->entries[i];
+    EXPECT_TRUE(same(i)) << e.id;
+    if (e.size == 0) continue;
+    EXPECT_EQ(b->storage_offset, e.offset) << e.id << ": the entry alone is held";
+    EXPECT_LE(b->storage.capacity(), e.size) << e.id << ": the entry alone is held";
+  }
+  // A stream cut before the bundle's end yields the entries before the cut, not the last one.
+  hgtest::ByteVec cut(ccob.begin(), ccob.end() - 64);
+  if (version == 1) {  // v1 has no total size: the payload is what the buffer holds
+    auto c = parse_bundle(Bytes(cut.data(), cut.size()));
+    ASSERT_TRUE(c);
+    EXPECT_FALSE(entry_bytes(*c, Bytes(cut.data(), cut.size()), c->entries[1]).empty());
+    EXPECT_TRUE(entry_bytes(*c, Bytes(cut.data(), cut.size()), c->entries.back()).empty());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVersionsAndMethods, Ccob,
