@@ -87,7 +87,7 @@ struct BundleEntry {
   uint64_t size = 0;    // bytes
 };
 
-class CcobStream;  // src/format/ccob_stream.h
+class CcobStream;  // src/format/ccob_decode.h
 struct CcobStreamDeleter {
   void operator()(CcobStream* s) const;
 };
@@ -109,6 +109,7 @@ struct Bundle {
   DecodedBytes storage;
   uint64_t storage_offset = 0;
   std::unique_ptr<CcobStream, CcobStreamDeleter> stream;
+  uint64_t streamed = 0;  // bytes the streams before `stream` decoded (past 4x the bundle: decoded whole)
 };
 
 // Parser limits (docs/limits.md). The CLI and the shim use the same parser, so

@@ -210,23 +210,28 @@ namespace {
 // Whether decoding the whole bundle at once holds no more memory than streaming up to `e`: a stream
 // keeps the decoder's window (zstd --long: up to 128 MiB) besides the entry's bytes. Whole, the
 // bundle is decoded once whatever order its entries are asked for in (rocBLAS's 158 MB bundles);
-// streamed, RCCL's 1.19 GB one costs its window and one processor's 187 MB.
+// streamed, RCCL's 1.19 GB one costs its window and one processor's 196 MB. A frame that cannot be
+// streamed (no stream), or whose window is larger than the claim (a streaming writer's frame
+// without a content size, which zstd would refuse), is decoded whole, as decompress_prefix does.
 bool whole_bundle_is_cheaper(const Bundle& b, const BundleEntry& e, const CcobStream* stream) {
-  return !stream || stream->window_refused() || b.uncompressed_size <= stream->window() + e.size;
+  return !stream || b.uncompressed_size <= stream->window() + e.size;
+}
+
+// Drops the stream, counting what it decoded.
+void end_stream(Bundle& b) {
+  if (b.stream) b.streamed += b.stream->position();
+  b.stream.reset();
 }
 
 // The whole bundle into storage (a frame streaming cannot read: decoded whole, as LLVM does).
 bool decode_whole(Bundle& b) {
-  b.stream.reset();
+  end_stream(b);
   b.storage_offset = 0;
-  if (decompress_prefix(b.ccob_method, b.payload, b.uncompressed_size, b.uncompressed_size, b.storage, true,
-                        &b.payload_read))
-    return true;
-  b.storage = DecodedBytes();  // nothing kept of what a lying header had reserved
-  return false;
+  return static_cast<bool>(decompress_prefix(b.ccob_method, b.payload, b.uncompressed_size, b.uncompressed_size,
+                                             b.storage, true, &b.payload_read));
 }
 
-// `e` alone into storage, from the stream (restarted when it is past the entry's start).
+// `e` alone into storage, from the stream (which entry_bytes restarted when it was past the entry).
 bool decode_entry(Bundle& b, const BundleEntry& e) {
   b.storage = DecodedBytes();
   try {
@@ -240,10 +245,26 @@ bool decode_entry(Bundle& b, const BundleEntry& e) {
   bool decoded =
       s.skip(e.offset - s.position()) && s.read(b.storage.data(), e.size) && (end < b.uncompressed_size || s.finish());
   b.payload_read = std::max(b.payload_read, s.consumed());
-  if (decoded) return true;
-  b.stream.reset();
-  b.storage = DecodedBytes();
-  return false;
+  return decoded;
+}
+
+// `e` into storage: whole or alone (whole_bundle_is_cheaper), from a stream restarted when it is past
+// the entry. Entries asked for out of order (which GPUs: each row's entries in turn; a hostile
+// bundle's falling offsets) decode the bundle whole once its streams have decoded kStreamedFactor
+// times its size, which bounds the work whatever the order. A damaged frame, which yields nothing
+// decoded whole, is streamed too: the entries before the damage are still read.
+constexpr uint64_t kStreamedFactor = 4;
+bool decode_for(Bundle& b, const BundleEntry& e) {
+  auto restart = [&] {
+    if (b.stream && b.stream->position() <= e.offset) return;
+    end_stream(b);
+    b.stream.reset(CcobStream::open(b.ccob_method, b.payload, b.uncompressed_size).release());
+  };
+  restart();
+  bool spent = b.streamed / kStreamedFactor >= b.uncompressed_size;
+  if ((spent || whole_bundle_is_cheaper(b, e, b.stream.get())) && decode_whole(b)) return true;
+  restart();
+  return b.stream && decode_entry(b, e);
 }
 
 }  // namespace
@@ -251,19 +272,18 @@ bool decode_entry(Bundle& b, const BundleEntry& e) {
 Bytes entry_bytes(Bundle& bundle, Bytes data, const BundleEntry& entry) {
   if (!bundle.compressed)
     return fits(data, entry.offset, entry.size) ? data.subspan(entry.offset, entry.size) : Bytes{};
-  // parse_bundle checked that the entry lies within the uncompressed size. The decoder's message is
-  // dropped: the caller, given no bytes, says the entry cannot be extracted (HG105).
-  if (entry.size == 0) return {};
+  // The decoder's message is dropped: the caller, given no bytes, says the entry cannot be extracted
+  // (HG105).
+  if (entry.size == 0 || entry.offset > bundle.uncompressed_size ||
+      entry.size > bundle.uncompressed_size - entry.offset)
+    return {};
   uint64_t end = entry.offset + entry.size;
   bool held = bundle.storage_offset <= entry.offset && end - bundle.storage_offset <= bundle.storage.size();
-  if (!held) {
-    if (!bundle.stream || bundle.stream->position() > entry.offset)
-      bundle.stream.reset(CcobStream::open(bundle.ccob_method, bundle.payload, bundle.uncompressed_size).release());
-    if (whole_bundle_is_cheaper(bundle, entry, bundle.stream.get()) ? !decode_whole(bundle)
-                                                                    : !decode_entry(bundle, entry)) {
-      // A frame whose window zstd refused only shows once streamed: decoded whole then.
-      if (!bundle.stream || !bundle.stream->window_refused() || !decode_whole(bundle)) return {};
-    }
+  if (!held && !decode_for(bundle, entry)) {
+    end_stream(bundle);
+    bundle.storage = DecodedBytes();  // nothing kept of what a lying header had reserved
+    bundle.storage_offset = 0;
+    return {};
   }
   return Bytes(bundle.storage.data() + (entry.offset - bundle.storage_offset), entry.size);
 }

@@ -194,8 +194,8 @@ Status zlib_prefix(Bytes input, GrowingOutput& g, bool to_end) {
 
 }  // namespace
 
-Status decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t claimed, DecodedBytes& out,
-                         bool to_end, uint64_t* consumed) {
+Status decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t claimed, DecodedBytes& out, bool to_end,
+                         uint64_t* consumed) {
   out.clear();
   GrowingOutput g{out, want, input.size()};
   Status decoded = method == 1 ? zstd_prefix(input, claimed, g, to_end) : zlib_prefix(input, g, to_end);
@@ -206,7 +206,6 @@ Status decompress_prefix(uint16_t method, Bytes input, uint64_t want, uint64_t c
                       " bytes");
   return ok();
 }
-
 
 int zstd_window_log(uint64_t claimed) {
   int window_log = 10;
@@ -264,10 +263,7 @@ bool CcobStream::decode(uint8_t* to, uint64_t n, uint64_t* produced) {
       ZSTD_inBuffer in{payload_.data(), payload_.size(), static_cast<size_t>(in_)};
       size_t r = ZSTD_decompressStream(d_->zstd, &o, &in);
       in_ = in.pos, *produced += o.pos;
-      if (ZSTD_isError(r)) {
-        window_refused_ = ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge;
-        error_ = std::string("zstd: ") + ZSTD_getErrorName(r);
-      }
+      if (ZSTD_isError(r)) error_ = std::string("zstd: ") + ZSTD_getErrorName(r);
       ended_ = r == 0;
     } else {
       z_stream& z = d_->zlib;
@@ -291,7 +287,12 @@ bool CcobStream::decode(uint8_t* to, uint64_t n, uint64_t* produced) {
 }
 
 Status CcobStream::skip(uint64_t n) {
-  std::vector<uint8_t> scratch(std::min<uint64_t>(n, 256 << 10));
+  std::vector<uint8_t> scratch;
+  try {
+    scratch.resize(std::min<uint64_t>(n, 256 << 10));
+  } catch (const std::exception&) {
+    return ParseError{Code::kMalformedCompressed, "out of memory"};  // never thrown into the shim's host
+  }
   while (n) {
     uint64_t got = 0;
     if (!decode(scratch.data(), std::min<uint64_t>(n, scratch.size()), &got))

@@ -50,9 +50,6 @@ class CcobStream {
   Status finish();
   // The window the decoder keeps besides its output, in bytes (zlib: 32 KiB; zstd: the frame's).
   uint64_t window() const { return window_; }
-  // Whether zstd refused the frame's window (a streaming writer's frame without a content size and a
-  // window larger than the claim): the bundle is then decoded whole.
-  bool window_refused() const { return window_refused_; }
 
  private:
   CcobStream() = default;
@@ -64,7 +61,7 @@ class CcobStream {
   struct Decoders;
   std::unique_ptr<Decoders> d_;
   uint64_t in_ = 0, out_ = 0, window_ = 0;
-  bool ended_ = false, window_refused_ = false;
+  bool ended_ = false;
   std::string error_;
 };
 

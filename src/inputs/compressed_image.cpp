@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cctype>
+#include <exception>
+#include <vector>
 #include <string_view>
 
 #include "inputs/archive_source.h"
@@ -13,6 +15,10 @@
 
 namespace hipguard {
 namespace {
+
+// The most a compressed image's tar may decompress to, as a multiple of its compressed size (gzip and
+// zstd shrink a tar of programs and libraries 2-5x): a bomb fills no more of the temporary directory.
+constexpr uint64_t kImageExpansion = 32;
 
 // Whether a member name is one an image's tar starts with: OCI image-layout.md's files
 // ("oci-layout", "index.json", "blobs/..."), docker-save's ("manifest.json", "repositories",
@@ -30,30 +36,39 @@ bool image_member(std::string_view name) {
   return rest.empty() || rest[0] == '/' || rest == ".json" || rest == ".tar";
 }
 
-// Whether `data` is a compressed tar whose first member is an image's (what reading it costs: the
-// stream up to that member's header).
+// Whether `data` is a compressed tar whose first member is an image's, "./" aside (what reading it
+// costs: the stream up to that member's header).
 bool starts_like_image(Bytes data, const FileData* source) {
+  MappedChunks chunks{};  // before the reader: it outlives the archive that reads it
   Reader r(false);
-  MappedChunks chunks{};
   struct archive_entry* e = nullptr;
-  if (open_source(r.a, data, source, &chunks) != ARCHIVE_OK || archive_read_next_header(r.a, &e) != ARCHIVE_OK)
-    return false;
-  const char* name = archive_entry_pathname(e);
-  return (archive_format(r.a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_TAR && name && image_member(name);
+  if (open_source(r.a, data, source, &chunks) != ARCHIVE_OK) return false;
+  for (int i = 0; i < 4 && archive_read_next_header(r.a, &e) == ARCHIVE_OK; ++i) {
+    if ((archive_format(r.a) & ARCHIVE_FORMAT_BASE_MASK) != ARCHIVE_FORMAT_TAR) return false;
+    std::string_view name = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
+    while (name.substr(0, 2) == "./") name.remove_prefix(2);
+    if (!name.empty() && name != ".") return image_member(name);
+  }
+  return false;
 }
 
 // The decompressed stream in a temporary file, mapped; nullopt when no temporary file can be
 // written, the stream is damaged or it decompresses to more than `limit` bytes (then the walk
 // reads it and says so).
 std::optional<FileData> decompressed(Bytes data, const FileData* source, uint64_t limit) {
-  Reader r(true, /*stream_only=*/true);
   MappedChunks chunks{};
+  Reader r(true, /*stream_only=*/true);
   struct archive_entry* e = nullptr;
   if (open_source(r.a, data, source, &chunks) != ARCHIVE_OK || archive_read_next_header(r.a, &e) != ARCHIVE_OK)
     return std::nullopt;
   Result<SpillFile> file = SpillFile::create("hipguard-image");
   if (!file) return std::nullopt;
-  std::vector<uint8_t> block(1 << 20);
+  std::vector<uint8_t> block;
+  try {
+    block.resize(1 << 20);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
   for (;;) {
     la_ssize_t n = archive_read_data(r.a, block.data(), block.size());
     if (n < 0 || file->size() + static_cast<uint64_t>(n) > limit) return std::nullopt;
@@ -71,7 +86,7 @@ std::optional<FileData> decompressed(Bytes data, const FileData* source, uint64_
 std::optional<ArchiveReader::Result> read_compressed_image(Bytes data, const std::string& path, const ImageReading& how,
                                                            const ArchiveReader::Member& member) {
   if (!compressed_magic(data) || !starts_like_image(data, how.source)) return std::nullopt;
-  std::optional<FileData> tar = decompressed(data, how.source, how.limits.total_bytes);
+  std::optional<FileData> tar = decompressed(data, how.source, kImageExpansion * data.size());
   if (!tar) return std::nullopt;
   ImageReading plain = how;
   plain.source = &*tar;

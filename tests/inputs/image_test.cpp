@@ -439,6 +439,20 @@ TEST(Image, OtherFormsOfAStore) {
     EXPECT_EQ(find(r, Code::kImageReadAsArchive), nullptr) << filter << dump(r.diagnostics);
     EXPECT_EQ(member_names(r, path), image_members) << filter;
   }
+  // As `tar -C DIR -cz .` writes it: "./" first, then every name under it.
+  std::vector<TarEntry> dotted{{"./", "", AE_IFDIR}};
+  for (const auto& [name, bytes] : l.members()) dotted.push_back({"./" + name, bytes});
+  std::string dotted_path = (dir / "dotted.tar.gz").string();
+  std::ofstream(dotted_path, std::ios::binary) << write_tar(dotted, ARCHIVE_FILTER_GZIP);
+  FileReport dotted_report = check_image(dotted_path);
+  EXPECT_EQ(find(dotted_report, Code::kImageReadAsArchive), nullptr) << dump(dotted_report.diagnostics);
+  EXPECT_EQ(member_names(dotted_report, dotted_path), image_members);
+  // A compressed tar that holds no image is an ordinary archive, without HG118.
+  std::string other = (dir / "other.tar.gz").string();
+  std::ofstream(other, std::ios::binary) << tar({{"lib/fine.co", fine_co()}}, ARCHIVE_FILTER_GZIP);
+  FileReport other_report = check_image(other);
+  EXPECT_EQ(find(other_report, Code::kImageReadAsArchive), nullptr) << dump(other_report.diagnostics);
+  EXPECT_EQ(member_names(other_report, other), std::vector<std::string>{"!lib/fine.co"});
   // Where no temporary file can be written: read as an ordinary archive, and said so (HG118).
   const char* tmpdir = std::getenv("TMPDIR");
   std::string saved = tmpdir ? tmpdir : "";
