@@ -7,11 +7,14 @@
 #include <array>
 #include <cctype>
 #include <exception>
+#include <optional>
+#include <string>
 #include <vector>
 #include <string_view>
 
 #include "inputs/archive_source.h"
 #include "inputs/image.h"
+#include "inputs/image_overlay.h"
 
 namespace hipguard {
 namespace {
@@ -22,10 +25,9 @@ constexpr uint64_t kImageExpansion = 32;
 
 // Whether a member name is one an image's tar starts with: OCI image-layout.md's files
 // ("oci-layout", "index.json", "blobs/..."), docker-save's ("manifest.json", "repositories",
-// "<64 hex digits>/", "<64 hex digits>.json" or ".tar"); "./" before it as tar -C DIR . writes.
+// "<64 hex digits>", "<64 hex digits>.json" or ".tar"), normalized (Overlay::normalize: no "./" before
+// it, as tar -C DIR . writes, nor "/" after a directory).
 bool image_member(std::string_view name) {
-  while (name.substr(0, 2) == "./") name.remove_prefix(2);
-  if (name.empty()) return false;
   for (std::string_view top : {"oci-layout", "index.json", "manifest.json", "repositories"})
     if (name == top) return true;
   if (name.substr(0, 6) == "blobs/" || name == "blobs") return true;
@@ -45,9 +47,9 @@ bool starts_like_image(Bytes data, const FileData* source) {
   if (open_source(r.a, data, source, &chunks) != ARCHIVE_OK) return false;
   for (int i = 0; i < 4 && archive_read_next_header(r.a, &e) == ARCHIVE_OK; ++i) {
     if ((archive_format(r.a) & ARCHIVE_FORMAT_BASE_MASK) != ARCHIVE_FORMAT_TAR) return false;
-    std::string_view name = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
-    while (name.substr(0, 2) == "./") name.remove_prefix(2);
-    if (!name.empty() && name != ".") return image_member(name);
+    std::optional<std::string> name = Overlay::normalize(archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
+    if (!name) return false;                         // leaves the tar's root: no image's
+    if (!name->empty()) return image_member(*name);  // else "./" itself: the next one tells
   }
   return false;
 }
