@@ -373,6 +373,17 @@ elif want R4 && [[ -x $B/bin/dlopen_rss ]]; then
   STACK=7.2
   dlopen_rows R4 "$R72ROOT" mi300x 1.10 1.20 8 librocblas.so.5 libhipblaslt.so.1 libMIOpen.so.1 librccl.so.1
 fi
+# R4 too: `hipguard check` of RCCL, one 1.19 GB zstd bundle (128 MiB window; gfx942's 196 MB entry ends
+# 1.0 GB in), for MI300X and for which GPUs: peak RSS against the 256 MiB memory goal
+if want R4 && [[ -f $R72ROOT/.hipguard-root ]]; then
+  RCCL=$R72ROOT/usr/lib/x86_64-linux-gnu/librccl.so.1.0
+  for args in "--target mi300x" ""; do
+    t=$(median_ms 3 "$HG" check $args "$RCCL")
+    m=$(peak_kib "$HG" check $args "$RCCL")
+    row R4 "check librccl.so.1.0 ${args:-(which GPUs)}: ${t} ms" "${m} KiB" \
+      "<=256 MiB: $( ((m <= 262144)) && echo met || echo NOT met)"
+  done
+fi
 
 # ---- R5: a container image of ROCm 7.2's rocBLAS 5 (librocblas.so.5 and its Tensile directory, 0.9 GB
 # in one gzip layer, made with umoci) checked for MI300X vs decompressing its layer to /dev/null; the

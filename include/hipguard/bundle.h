@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <new>
 #include <optional>
@@ -87,6 +88,30 @@ struct BundleEntry {
   uint64_t size = 0;    // bytes
 };
 
+// Decoded bytes kept outside memory: written in order, then mapped read-only, so that only the pages
+// a parser reads are resident (the CLI's: an unlinked temporary file, hipguard/inputs.h). Never throws.
+class DecodedSpill {
+ public:
+  virtual ~DecodedSpill() = default;
+  // False: not written (no space left); the spill is then given up.
+  virtual bool append(Bytes data) = 0;
+  // What append() wrote, mapped; false when it cannot be. bytes() is valid after a true map().
+  virtual bool map() = 0;
+  virtual Bytes bytes() const = 0;
+};
+
+// Where entry_bytes decodes a compressed bundle's entry of at least `above` bytes that it holds
+// alone, and a bundle of at least `whole_above` bytes decoded whole after out-of-order requests
+// (bundle.cpp kStreamedFactor): into what `create` returns, or into memory where it returns null.
+// Default: none, always memory (the shim writes no file in its host process).
+struct EntrySpill {
+  uint64_t above = 0;
+  std::function<std::unique_ptr<DecodedSpill>()> create;
+  uint64_t whole_above = UINT64_MAX;
+};
+// Set before any bundle is read (the CLI's commands); not thread-safe against entry_bytes.
+void set_entry_spill(EntrySpill spill);
+
 class CcobStream;  // src/format/ccob_decode.h
 struct CcobStreamDeleter {
   void operator()(CcobStream* s) const;
@@ -107,9 +132,13 @@ struct Bundle {
   uint64_t payload_read = 0;  // bytes of the payload the decoder has read
   uint64_t uncompressed_size = 0;
   DecodedBytes storage;
+  std::unique_ptr<DecodedSpill> spilled;  // or there (EntrySpill), when storage is empty
   uint64_t storage_offset = 0;
   std::unique_ptr<CcobStream, CcobStreamDeleter> stream;
   uint64_t streamed = 0;  // bytes the streams before `stream` decoded (past 4x the bundle: decoded whole)
+  // Told the payload's bytes a stream has read so far, every 16 MiB decoded (check_file: a mapped
+  // file's pages are dropped behind the stream); may be empty.
+  std::function<void(Bytes read)> release_read;
 };
 
 // Parser limits (docs/limits.md). The CLI and the shim use the same parser, so

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -169,8 +170,11 @@ class SelectionMemo {
 // uncompressed bundle's table are read from it, so that a check to
 // Depth::Selection whose table lies within it reads nothing of `data`
 // (unless a target has nothing selected: then its entries are searched for kernels).
+// `release_read`, when given, is told which bytes of a compressed bundle's payload its decoder has
+// read (Bundle::release_read; check_file drops a mapped file's pages behind it).
 ImageReport check_image(Bytes data, const std::string& origin, const std::vector<TargetId>& targets,
                         const std::string& location = "", Depth depth = Depth::Full, const Machine& machine = {},
-                        SelectionMemo* memo = nullptr, Bytes head = {});
+                        SelectionMemo* memo = nullptr, Bytes head = {},
+                        const std::function<void(Bytes)>& release_read = {});
 
 }  // namespace hipguard

@@ -297,6 +297,7 @@ void Checker::check_bundle() {
     return;
   }
   Bundle& b = *parsed;
+  b.release_read = release_read;
   report_.ccob_version = b.ccob_version;
   report_.ccob_method = b.ccob_method;
   report_.table_bytes = b.table_size;
@@ -392,8 +393,10 @@ bool ImageReport::ok() const {
 
 ImageReport check_image(Bytes data, const std::string& origin, const std::vector<TargetId>& targets,
                         const std::string& location, Depth depth, const Machine& machine, SelectionMemo* memo,
-                        Bytes head) {
-  return Checker(data, origin, targets, location, depth, machine, memo, head).run();
+                        Bytes head, const std::function<void(Bytes)>& release_read) {
+  Checker checker(data, origin, targets, location, depth, machine, memo, head);
+  checker.release_read = release_read;
+  return checker.run();
 }
 
 }  // namespace hipguard

@@ -109,18 +109,20 @@ void check_offloading(Bytes section, const std::string& path, const std::vector<
 // Every bundle of `data` (a .hip_fatbin section or a file holding one or more
 // bundles back to back; `base`: its offset in the file), each an image of `r`
 // or handed to `sink`. The pages
-// of a mapped file are dropped bundle by bundle behind the check. `depth`:
+// of a mapped file are dropped bundle by bundle behind the check, and a compressed bundle's behind
+// its decoder. `depth`:
 // Full, or Library for a kernel library's bundle file.
 void check_bundles(Bytes data, uint64_t base, const std::string& path, const std::vector<TargetId>& targets,
                    FileReport& r, const ImageSink* sink, const FileData& file, const Machine& machine,
                    Depth depth = Depth::Full) {
   auto bundles = split_fatbin_section(data);
+  auto release = [&file](Bytes read) { file.release_before(read.data() + read.size()); };
   size_t n = 0;
   for (auto& sb : bundles) {
     std::string where = ".hip_fatbin bundle " + std::to_string(++n) + "/" + std::to_string(bundles.size()) + " @0x" +
                         llvm::utohexstr(sb.offset, /*LowerCase=*/true);
-    ImageReport img =
-        check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : "", depth, machine);
+    ImageReport img = check_image(data.subspan(sb.offset), path, targets, bundles.size() > 1 ? where : "", depth,
+                                  machine, nullptr, {}, release);
     img.file_offset = base + sb.offset;
     if (sink) (*sink)(std::move(img));
     else r.images.push_back(std::move(img));

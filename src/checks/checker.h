@@ -3,6 +3,7 @@
 // selects for each target. Internal to src/checks/.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,6 +31,7 @@ class Checker {
   }
 
   ImageReport run();
+  std::function<void(Bytes)> release_read;  // check_image's
 
  private:
   struct Candidate {  // an amdgcn HIP entry of a bundle, with its parsed target ID

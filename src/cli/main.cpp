@@ -12,6 +12,7 @@
 
 #include "cli/common.h"
 #include "cli/options.h"
+#include "hipguard/inputs.h"
 #include "hipguard/version.h"
 
 using namespace hipguard;
@@ -88,6 +89,7 @@ int main(int argc, char** argv) {
   sigaction(SIGBUS, &sa, nullptr);
   int status;
   try {
+    set_entry_spill(temporary_file_spill());  // a compressed bundle's large entries are not held in memory
     status = run_command(argc, argv);
   } catch (const std::exception& e) {
     fprintf(stderr, "hipguard: internal error: %s\n", e.what());

@@ -20,9 +20,8 @@
 namespace hipguard {
 namespace {
 
-constexpr size_t kHead = 512;                    // tells ELF, bundles, CCOB and every format (tar: "ustar" at 257)
-constexpr size_t kChunk = 256 << 10;             // bytes discarded per read; also the budget's granularity
-constexpr uint64_t kHeldInMemory = 16ull << 20;  // a larger member is read into a temporary file
+constexpr size_t kHead = 512;         // tells ELF, bundles, CCOB and every format (tar: "ustar" at 257)
+constexpr size_t kChunk = 256 << 10;  // bytes discarded per read; also the budget's granularity
 
 bool starts(Bytes d, size_t at, std::string_view magic) {
   return d.size() >= at + magic.size() && std::memcmp(d.data() + at, magic.data(), magic.size()) == 0;

@@ -1,5 +1,5 @@
 // Reading a file whole: copied with pread when small, mapped when large (FileData, inputs.h); bytes
-// kept in a temporary file of our own (SpillFile).
+// kept in a temporary file of our own (SpillFile), among them a compressed bundle's large entries.
 #include "hipguard/inputs.h"
 
 #include <fcntl.h>
@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "base/regular_file.h"
 
@@ -142,6 +143,39 @@ bool SpillFile::write_at(Bytes data, uint64_t offset) const {
     done += static_cast<size_t>(n);
   }
   return true;
+}
+
+namespace {
+
+// A compressed bundle's entry in a SpillFile: created when the first bytes come, mapped once whole.
+class TemporaryFileSpill : public DecodedSpill {
+ public:
+  bool append(Bytes data) override {
+    if (!file_) {
+      Result<SpillFile> created = SpillFile::create("hipguard-entry");
+      if (!created) return false;
+      file_.emplace(std::move(*created));
+    }
+    return file_->append(data);
+  }
+  bool map() override {
+    if (!file_) return false;
+    Result<FileData> mapped = file_->map();
+    if (!mapped) return false;
+    mapped_ = std::move(*mapped);
+    return true;
+  }
+  Bytes bytes() const override { return mapped_.bytes(); }
+
+ private:
+  std::optional<SpillFile> file_;
+  FileData mapped_;
+};
+
+}  // namespace
+
+EntrySpill temporary_file_spill(uint64_t above, uint64_t whole_above) {
+  return {above, []() -> std::unique_ptr<DecodedSpill> { return std::make_unique<TemporaryFileSpill>(); }, whole_above};
 }
 
 }  // namespace hipguard

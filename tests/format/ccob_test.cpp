@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include <zstd.h>
 
 #include "hipguard/check.h"
+#include "hipguard/inputs.h"
 #include "bundle.h"
 #include "ccob.h"
 #include "check_util.h"
@@ -77,19 +80,27 @@ TEST_P(Ccob, TableFromAPrefixEntriesOnDemand) {
   EXPECT_EQ(r.verdicts[0].kernels, 1u);
 }
 
-// An entry of a bundle much larger than the decoder's window is decoded alone, from a stream kept
-// open from entry to entry: ROCm 7.2's librccl.so.1.0 holds one 1.19 GB bundle whose gfx942 entry
-// ends 1.0 GB in, all of which was held to reach it. Here two other processors' entries of 12 MiB
-// each come before the hipcc-built code objects (zlib's window: 32 KiB; zstd, LLVM's level: 2 MiB).
-TEST_P(Ccob, EntryBeyondTheWindowIsDecodedAlone) {
-  auto [version, method] = GetParam();
-  std::vector<hgtest::BundlePart> parts = hgtest::split_bundle(plain_);
+namespace {
+// The hipcc-built bundle with two other processors' entries of 12 MiB each after its first entry.
+std::vector<hgtest::BundlePart> with_large_entries(const std::vector<uint8_t>& bundle) {
+  std::vector<hgtest::BundlePart> parts = hgtest::split_bundle(bundle);
   uint32_t x = 1;
   for (const char* processor : {"gfx1100", "gfx1030"}) {
     hgtest::ByteVec filler(12 << 20);
     for (auto& byte : filler) x = x * 1664525u + 1013904223u, byte = static_cast<uint8_t>((x >> 24) & 0x3f);
     parts.insert(parts.begin() + 1, {std::string("hipv4-amdgcn-amd-amdhsa--") + processor, filler});
   }
+  return parts;
+}
+}  // namespace
+
+// An entry of a bundle much larger than the decoder's window is decoded alone, from a stream kept
+// open from entry to entry: ROCm 7.2's librccl.so.1.0 holds one 1.19 GB bundle whose gfx942 entry
+// ends 1.0 GB in, all of which was held to reach it. Here two other processors' entries of 12 MiB
+// each come before the hipcc-built code objects (zlib's window: 32 KiB; zstd, LLVM's level: 2 MiB).
+TEST_P(Ccob, EntryBeyondTheWindowIsDecodedAlone) {
+  auto [version, method] = GetParam();
+  std::vector<hgtest::BundlePart> parts = with_large_entries(plain_);
   hgtest::ByteVec plain = hgtest::make_bundle(parts);
   hgtest::ByteVec ccob = hgtest::make_ccob(plain, static_cast<uint16_t>(version), static_cast<uint16_t>(method));
   auto ref = parse_bundle(Bytes(plain.data(), plain.size()));
@@ -125,6 +136,69 @@ TEST_P(Ccob, EntryBeyondTheWindowIsDecodedAlone) {
     EXPECT_FALSE(entry_bytes(*c, Bytes(cut.data(), cut.size()), c->entries[1]).empty());
     EXPECT_TRUE(entry_bytes(*c, Bytes(cut.data(), cut.size()), c->entries.back()).empty());
   }
+}
+
+namespace {
+struct NoSpillAfterTheTest {
+  ~NoSpillAfterTheTest() { set_entry_spill({}); }
+};
+// A spill that cannot be written (a full TMPDIR).
+struct FullDisk : DecodedSpill {
+  bool append(Bytes) override { return false; }
+  bool map() override { return false; }
+  Bytes bytes() const override { return {}; }
+};
+}  // namespace
+
+// The CLI's EntrySpill: an entry held alone and at least `above` bytes large is decoded into a
+// temporary file and read mapped from it, so that only the pages the parser reads are resident
+// (RCCL's gfx942 entry: 196 MB); a bundle decoded whole after out-of-order requests likewise. The
+// payload the stream has read is handed to release_read as it goes. A spill that fails is decoded
+// into memory again.
+TEST_P(Ccob, LargeEntriesDecodedIntoTemporaryFiles) {
+  auto [version, method] = GetParam();
+  std::vector<hgtest::BundlePart> parts = with_large_entries(plain_);
+  hgtest::ByteVec plain = hgtest::make_bundle(parts);
+  hgtest::ByteVec ccob = hgtest::make_ccob(plain, static_cast<uint16_t>(version), static_cast<uint16_t>(method));
+  Bytes plain_bytes(plain.data(), plain.size()), ccob_bytes(ccob.data(), ccob.size());
+  auto ref = parse_bundle(plain_bytes);
+  ASSERT_TRUE(ref);
+  NoSpillAfterTheTest reset;
+  set_entry_spill(temporary_file_spill(1 << 20, 1 << 20));
+  auto b = parse_bundle(ccob_bytes);
+  ASSERT_TRUE(b) << b.error().message;
+  std::vector<uint64_t> released;
+  b->release_read = [&](Bytes read) {
+    EXPECT_EQ(read.data(), b->payload.data());
+    released.push_back(read.size());
+  };
+  auto same = [&](Bundle& bundle, size_t i) {
+    Bytes got = entry_bytes(bundle, ccob_bytes, bundle.entries[i]);
+    Bytes want = entry_bytes(*ref, plain_bytes, ref->entries[i]);
+    return got.size() == want.size() && std::equal(got.begin(), got.end(), want.begin());
+  };
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const BundleEntry& e = b->entries[i];
+    EXPECT_TRUE(same(*b, i)) << e.id;
+    if (e.size < (1 << 20)) continue;
+    EXPECT_TRUE(b->spilled) << e.id << ": in a temporary file";
+    EXPECT_EQ(b->storage.capacity(), 0u) << e.id << ": not in memory";
+  }
+  ASSERT_FALSE(released.empty());
+  EXPECT_TRUE(std::is_sorted(released.begin(), released.end()));
+  EXPECT_EQ(released.back(), b->payload.size()) << "the last entry ends the payload";
+  for (int round = 0; round < 3; ++round)
+    for (size_t i = parts.size(); i-- > 0;) EXPECT_TRUE(same(*b, i)) << b->entries[i].id;
+  ASSERT_TRUE(b->spilled) << "decoded whole, into a temporary file";
+  EXPECT_EQ(b->storage_offset, 0u);
+  EXPECT_EQ(b->spilled->bytes().size(), plain.size());
+  EXPECT_EQ(b->storage.capacity(), 0u);
+
+  set_entry_spill({1 << 20, [] { return std::unique_ptr<DecodedSpill>(new FullDisk); }});
+  auto c = parse_bundle(ccob_bytes);
+  ASSERT_TRUE(c);
+  for (size_t i = 0; i < parts.size(); ++i) EXPECT_TRUE(same(*c, i)) << c->entries[i].id << ": in memory";
+  EXPECT_FALSE(c->spilled);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVersionsAndMethods, Ccob,
