@@ -381,7 +381,7 @@ if want R4 && [[ -f $R72ROOT/.hipguard-root ]]; then
     t=$(median_ms 3 "$HG" check $args "$RCCL")
     m=$(peak_kib "$HG" check $args "$RCCL")
     row R4 "check librccl.so.1.0 ${args:-(which GPUs)}: ${t} ms" "${m} KiB" \
-      "<=256 MiB: $( ((m <= 262144)) && echo met || echo NOT met)"
+      "<=256 MiB: $([[ $m =~ ^[0-9]+$ ]] && ((m <= 262144)) && echo met || echo NOT met)"
   done
 fi
 

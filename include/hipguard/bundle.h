@@ -102,8 +102,8 @@ class DecodedSpill {
 
 // Where entry_bytes decodes a compressed bundle's entry of at least `above` bytes that it holds
 // alone, and a bundle of at least `whole_above` bytes decoded whole after out-of-order requests
-// (bundle.cpp kStreamedFactor): into what `create` returns, or into memory where it returns null.
-// Default: none, always memory (the shim writes no file in its host process).
+// (bundle.cpp kStreamedFactor): into what `create` returns, or into memory where it returns null
+// (no spill can be had). Default: none, always memory (the shim writes no file in its host process).
 struct EntrySpill {
   uint64_t above = 0;
   std::function<std::unique_ptr<DecodedSpill>()> create;
@@ -137,8 +137,11 @@ struct Bundle {
   std::unique_ptr<CcobStream, CcobStreamDeleter> stream;
   uint64_t streamed = 0;  // bytes the streams before `stream` decoded (past 4x the bundle: decoded whole)
   // Told the payload's bytes a stream has read so far, every 16 MiB decoded (check_file: a mapped
-  // file's pages are dropped behind the stream); may be empty.
+  // file's pages are dropped behind the stream); may be empty. Not told of a bundle decoded whole in
+  // one call, nor of the table's prefix.
   std::function<void(Bytes read)> release_read;
+  uint64_t release_mark = 0;  // the stream's position when release_read was last told
+  bool whole_failed = false;  // decoding the whole bundle failed (damage): entries are streamed alone
 };
 
 // Parser limits (docs/limits.md). The CLI and the shim use the same parser, so

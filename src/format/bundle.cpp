@@ -235,20 +235,27 @@ void drop_held(Bundle& b) {
 // The whole bundle into storage (a frame streaming cannot read: decoded whole, as LLVM does).
 bool decode_whole(Bundle& b) {
   end_stream(b);
-  drop_held(b);
+  b.spilled.reset();
+  b.storage_offset = 0;
   return static_cast<bool>(decompress_prefix(b.ccob_method, b.payload, b.uncompressed_size, b.uncompressed_size,
                                              b.storage, true, &b.payload_read));
 }
 
-EntrySpill g_spill;  // set_entry_spill
+const EntrySpill* g_spill = nullptr;  // set_entry_spill (a pointer: the shim runs no static constructor)
 
 // Bytes decoded between two calls of release_read: the payload's pages a stream has read are not
 // held while it reads on (RCCL: 359 MB compressed, read to 1.0 GB decoded for gfx942).
 constexpr uint64_t kReleaseEvery = 16ull << 20;
 
-void read_so_far(Bundle& b) {
-  b.payload_read = std::max(b.payload_read, b.stream->consumed());
-  if (b.release_read) b.release_read(b.payload.first(std::min<uint64_t>(b.stream->consumed(), b.payload.size())));
+// Counts the payload the stream has read; tells release_read every kReleaseEvery bytes decoded, after
+// a restart (which reads the payload from its start again) and at the end (`ended`).
+void read_so_far(Bundle& b, bool ended = false) {
+  const CcobStream& s = *b.stream;
+  b.payload_read = std::max(b.payload_read, s.consumed());
+  bool due = ended || s.position() < b.release_mark || s.position() - b.release_mark >= kReleaseEvery;
+  if (!b.release_read || !due) return;
+  b.release_mark = s.position();
+  b.release_read(b.payload.first(std::min<uint64_t>(s.consumed(), b.payload.size())));
 }
 
 bool skip_to(Bundle& b, uint64_t offset) {
@@ -283,18 +290,23 @@ Decoded decode_range(Bundle& b, uint64_t offset, uint64_t size, std::unique_ptr<
     done += n;
     read_so_far(b);
   }
-  if (offset + size == b.uncompressed_size && !s.finish()) return Decoded::No;
+  bool at_end = offset + size == b.uncompressed_size;
+  if (at_end && !s.finish()) return Decoded::No;
   if (spill) {
     if (!spill->map()) return Decoded::SpillFailed;
     b.spilled = std::move(spill);
   }
   b.storage_offset = offset;
+  if (at_end) read_so_far(b, true);  // (the stream is kept: freeing its window here raised rocBLAS's peak)
   return Decoded::Yes;
 }
 
-// A spill for `size` decoded bytes, when one is set and they are that many.
-std::unique_ptr<DecodedSpill> spill_for(uint64_t size) {
-  return g_spill.create && g_spill.above && size >= g_spill.above ? g_spill.create() : nullptr;
+// Whether `size` decoded bytes go to a spill (EntrySpill's `above` or `whole_above`).
+bool spills(uint64_t size, uint64_t above) { return g_spill && g_spill->create && above && size >= above; }
+
+// A spill for `size` decoded bytes when they go to one, else null (memory).
+std::unique_ptr<DecodedSpill> spill_for(uint64_t size, uint64_t above) {
+  return spills(size, above) ? g_spill->create() : nullptr;
 }
 
 // `e` into storage: whole or alone (whole_bundle_is_cheaper), from a stream restarted when it is past
@@ -302,7 +314,8 @@ std::unique_ptr<DecodedSpill> spill_for(uint64_t size) {
 // bundle's falling offsets) decode the bundle whole once its streams have decoded kStreamedFactor
 // times its size, which bounds the work whatever the order; into a spill where one is set (RCCL's
 // 1.19 GB). A damaged frame, which yields nothing decoded whole, is streamed too: the entries
-// before the damage are still read. A spill that fails (no space left) is decoded again into memory.
+// before the damage are still read; a bundle that could not be decoded whole is not tried again. A
+// spill that fails part-way (no space left) is decoded again into memory.
 constexpr uint64_t kStreamedFactor = 4;
 bool decode_for(Bundle& b, const BundleEntry& e) {
   auto restart = [&](uint64_t offset) {
@@ -310,21 +323,24 @@ bool decode_for(Bundle& b, const BundleEntry& e) {
     end_stream(b);
     b.stream.reset(CcobStream::open(b.ccob_method, b.payload, b.uncompressed_size).release());
   };
-  auto streamed = [&](uint64_t offset, uint64_t size) {
-    Decoded d = decode_range(b, offset, size, spill_for(size));
+  auto streamed = [&](uint64_t offset, uint64_t size, uint64_t above) {
+    Decoded d = decode_range(b, offset, size, spill_for(size, above));
     if (d != Decoded::SpillFailed) return d == Decoded::Yes;
     restart(offset);  // the spill took the stream past `offset`
     return b.stream && decode_range(b, offset, size, nullptr) == Decoded::Yes;
   };
   restart(e.offset);
   bool spent = b.streamed / kStreamedFactor >= b.uncompressed_size;
-  if (spent && b.stream && g_spill.create && b.uncompressed_size >= g_spill.whole_above) {
+  bool whole = !b.whole_failed && (spent || whole_bundle_is_cheaper(b, e, b.stream.get()));
+  if (whole && spent && b.stream && g_spill && spills(b.uncompressed_size, g_spill->whole_above)) {
     restart(0);
-    if (b.stream && streamed(0, b.uncompressed_size)) return true;
+    if (b.stream && streamed(0, b.uncompressed_size, g_spill->whole_above)) return true;
+  } else if (whole && decode_whole(b)) {
+    return true;
   }
-  if ((spent || whole_bundle_is_cheaper(b, e, b.stream.get())) && decode_whole(b)) return true;
+  b.whole_failed = b.whole_failed || whole;
   restart(e.offset);
-  return b.stream && streamed(e.offset, e.size);
+  return b.stream && streamed(e.offset, e.size, g_spill ? g_spill->above : 0);
 }
 
 }  // namespace
@@ -347,7 +363,10 @@ Bytes entry_bytes(Bundle& bundle, Bytes data, const BundleEntry& entry) {
   return held(bundle).subspan(entry.offset - bundle.storage_offset, entry.size);
 }
 
-void set_entry_spill(EntrySpill spill) { g_spill = std::move(spill); }
+void set_entry_spill(EntrySpill spill) {
+  delete g_spill;
+  g_spill = spill.create ? new EntrySpill(std::move(spill)) : nullptr;
+}
 
 std::optional<uint64_t> elf_image_size(Bytes data) {
   // ELF64 header: e_shoff @40 (u64), e_shentsize @58, e_shnum @60 (u16).

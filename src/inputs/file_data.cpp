@@ -147,20 +147,13 @@ bool SpillFile::write_at(Bytes data, uint64_t offset) const {
 
 namespace {
 
-// A compressed bundle's entry in a SpillFile: created when the first bytes come, mapped once whole.
+// A compressed bundle's entry in a SpillFile, mapped once whole.
 class TemporaryFileSpill : public DecodedSpill {
  public:
-  bool append(Bytes data) override {
-    if (!file_) {
-      Result<SpillFile> created = SpillFile::create("hipguard-entry");
-      if (!created) return false;
-      file_.emplace(std::move(*created));
-    }
-    return file_->append(data);
-  }
+  explicit TemporaryFileSpill(SpillFile file) : file_(std::move(file)) {}
+  bool append(Bytes data) override { return file_.append(data); }
   bool map() override {
-    if (!file_) return false;
-    Result<FileData> mapped = file_->map();
+    Result<FileData> mapped = file_.map();
     if (!mapped) return false;
     mapped_ = std::move(*mapped);
     return true;
@@ -168,14 +161,24 @@ class TemporaryFileSpill : public DecodedSpill {
   Bytes bytes() const override { return mapped_.bytes(); }
 
  private:
-  std::optional<SpillFile> file_;
+  SpillFile file_;
   FileData mapped_;
 };
 
 }  // namespace
 
 EntrySpill temporary_file_spill(uint64_t above, uint64_t whole_above) {
-  return {above, []() -> std::unique_ptr<DecodedSpill> { return std::make_unique<TemporaryFileSpill>(); }, whole_above};
+  // Created before anything is decoded: where no temporary file can be had, the entry goes to memory
+  // at once. Never throws (the checks' worker threads call it).
+  auto create = []() -> std::unique_ptr<DecodedSpill> {
+    try {
+      Result<SpillFile> file = SpillFile::create("hipguard-entry");
+      return file ? std::make_unique<TemporaryFileSpill>(std::move(*file)) : nullptr;
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+  };
+  return {above, create, whole_above};
 }
 
 }  // namespace hipguard

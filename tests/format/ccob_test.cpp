@@ -142,11 +142,13 @@ namespace {
 struct NoSpillAfterTheTest {
   ~NoSpillAfterTheTest() { set_entry_spill({}); }
 };
-// A spill that cannot be written (a full TMPDIR).
+// A spill whose disk is full after `room` appends.
 struct FullDisk : DecodedSpill {
-  bool append(Bytes) override { return false; }
+  explicit FullDisk(int room) : room(room) {}
+  bool append(Bytes) override { return room-- > 0; }
   bool map() override { return false; }
   Bytes bytes() const override { return {}; }
+  int room;
 };
 }  // namespace
 
@@ -194,11 +196,23 @@ TEST_P(Ccob, LargeEntriesDecodedIntoTemporaryFiles) {
   EXPECT_EQ(b->spilled->bytes().size(), plain.size());
   EXPECT_EQ(b->storage.capacity(), 0u);
 
-  set_entry_spill({1 << 20, [] { return std::unique_ptr<DecodedSpill>(new FullDisk); }});
-  auto c = parse_bundle(ccob_bytes);
-  ASSERT_TRUE(c);
-  for (size_t i = 0; i < parts.size(); ++i) EXPECT_TRUE(same(*c, i)) << c->entries[i].id << ": in memory";
-  EXPECT_FALSE(c->spilled);
+  for (int room : {0, 3}) {  // full from the start, or part-way: each entry decoded into memory again
+    set_entry_spill({1 << 20, [room] { return std::unique_ptr<DecodedSpill>(new FullDisk(room)); }});
+    auto c = parse_bundle(ccob_bytes);
+    ASSERT_TRUE(c);
+    for (size_t i = 0; i < parts.size(); ++i) EXPECT_TRUE(same(*c, i)) << c->entries[i].id << ": in memory";
+    EXPECT_FALSE(c->spilled);
+  }
+
+  // check_image hands its release_read to the bundle it reads.
+  set_entry_spill({});
+  uint64_t told = 0;
+  auto counted = [&](Bytes read) { told = std::max<uint64_t>(told, read.size()); };
+  auto target = parse_target("gfx1100");
+  ASSERT_TRUE(target);
+  ImageReport r = check_image(ccob_bytes, "large.ccob", {*target}, "", Depth::Full, {}, nullptr, {}, counted);
+  EXPECT_EQ(r.verdicts.at(0).selected, "hipv4-amdgcn-amd-amdhsa--gfx1100");
+  EXPECT_GT(told, 0u) << "the payload read through the gfx1100 entry (24 MiB in)";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVersionsAndMethods, Ccob,
