@@ -136,9 +136,9 @@ struct Bundle {
   uint64_t storage_offset = 0;
   std::unique_ptr<CcobStream, CcobStreamDeleter> stream;
   uint64_t streamed = 0;  // bytes the streams before `stream` decoded (past 4x the bundle: decoded whole)
-  // Told the payload's bytes a stream has read so far, every 16 MiB decoded (check_file: a mapped
-  // file's pages are dropped behind the stream); may be empty. Not told of a bundle decoded whole in
-  // one call, nor of the table's prefix.
+  // Told the payload's bytes a stream has read so far, every 16 MiB decoded and at its end, and the
+  // whole payload once the bundle is decoded whole (check_file: a mapped file's pages are dropped
+  // behind the decoder); may be empty. Not told of the table's prefix.
   std::function<void(Bytes read)> release_read;
   uint64_t release_mark = 0;  // the stream's position when release_read was last told
   bool whole_failed = false;  // decoding the whole bundle failed (damage): entries are streamed alone

@@ -232,13 +232,16 @@ void drop_held(Bundle& b) {
   b.storage_offset = 0;
 }
 
-// The whole bundle into storage (a frame streaming cannot read: decoded whole, as LLVM does).
+// The whole bundle into storage (a frame streaming cannot read: decoded whole, as LLVM does); the
+// payload, read to its end, is not needed again (release_read).
 bool decode_whole(Bundle& b) {
   end_stream(b);
   b.spilled.reset();
   b.storage_offset = 0;
-  return static_cast<bool>(decompress_prefix(b.ccob_method, b.payload, b.uncompressed_size, b.uncompressed_size,
-                                             b.storage, true, &b.payload_read));
+  bool decoded = static_cast<bool>(decompress_prefix(b.ccob_method, b.payload, b.uncompressed_size, b.uncompressed_size,
+                                                     b.storage, true, &b.payload_read));
+  if (decoded && b.release_read) b.release_read(b.payload);
+  return decoded;
 }
 
 const EntrySpill* g_spill = nullptr;  // set_entry_spill (a pointer: the shim runs no static constructor)

@@ -65,9 +65,14 @@ TEST_P(Ccob, TableFromAPrefixEntriesOnDemand) {
   // Only the prefix holding the table was decoded.
   EXPECT_LT(b->storage.size(), plain_.size());
   EXPECT_GE(b->storage.size(), b->table_size);
-  // Extracting the last entry decodes up to its end and yields the same bytes.
+  // Extracting the last entry decodes up to its end and yields the same bytes; the bundle, decoded
+  // whole, needs its payload no more.
+  Bytes told;
+  b->release_read = [&](Bytes read) { told = read; };
   const BundleEntry& last = b->entries.back();
   Bytes got = entry_bytes(*b, Bytes(ccob.data(), ccob.size()), last);
+  EXPECT_EQ(told.data(), b->payload.data());
+  EXPECT_EQ(told.size(), b->payload.size());
   Bytes want = entry_bytes(*ref, Bytes(plain_.data(), plain_.size()), ref->entries.back());
   ASSERT_EQ(got.size(), want.size());
   EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin()));
