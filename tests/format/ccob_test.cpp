@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -86,17 +87,32 @@ TEST_P(Ccob, TableFromAPrefixEntriesOnDemand) {
 }
 
 namespace {
-// The hipcc-built bundle with two other processors' entries of 12 MiB each after its first entry.
-std::vector<hgtest::BundlePart> with_large_entries(const std::vector<uint8_t>& bundle) {
-  std::vector<hgtest::BundlePart> parts = hgtest::split_bundle(bundle);
-  uint32_t x = 1;
-  for (const char* processor : {"gfx1100", "gfx1030"}) {
-    hgtest::ByteVec filler(12 << 20);
-    for (auto& byte : filler) x = x * 1664525u + 1013904223u, byte = static_cast<uint8_t>((x >> 24) & 0x3f);
-    parts.insert(parts.begin() + 1, {std::string("hipv4-amdgcn-amd-amdhsa--") + processor, filler});
+// The hipcc-built bundle with two other processors' entries of 12 MiB each after its first entry:
+// plain (parsed: `ref`) and as a CCOB of the given version and method.
+struct LargeBundle {
+  LargeBundle(const std::vector<uint8_t>& bundle, int version, int method) {
+    std::vector<hgtest::BundlePart> parts = hgtest::split_bundle(bundle);
+    uint32_t x = 1;
+    for (const char* processor : {"gfx1100", "gfx1030"}) {
+      hgtest::ByteVec filler(12 << 20);
+      for (auto& byte : filler) x = x * 1664525u + 1013904223u, byte = static_cast<uint8_t>((x >> 24) & 0x3f);
+      parts.insert(parts.begin() + 1, {std::string("hipv4-amdgcn-amd-amdhsa--") + processor, filler});
+    }
+    plain = hgtest::make_bundle(parts);
+    ccob = hgtest::make_ccob(plain, static_cast<uint16_t>(version), static_cast<uint16_t>(method));
+    if (auto parsed = parse_bundle(plain_bytes())) ref.emplace(std::move(*parsed));
   }
-  return parts;
-}
+  Bytes plain_bytes() const { return Bytes(plain.data(), plain.size()); }
+  Bytes ccob_bytes() const { return Bytes(ccob.data(), ccob.size()); }
+  // Whether entry `i` of `b` (parsed from the CCOB) has the bytes it has in the plain bundle.
+  bool same(Bundle& b, size_t i) {
+    Bytes got = entry_bytes(b, ccob_bytes(), b.entries[i]);
+    Bytes want = entry_bytes(*ref, plain_bytes(), ref->entries[i]);
+    return got.size() == want.size() && std::equal(got.begin(), got.end(), want.begin());
+  }
+  hgtest::ByteVec plain, ccob;
+  std::optional<Bundle> ref;
+};
 }  // namespace
 
 // An entry of a bundle much larger than the decoder's window is decoded alone, from a stream kept
@@ -105,22 +121,16 @@ std::vector<hgtest::BundlePart> with_large_entries(const std::vector<uint8_t>& b
 // each come before the hipcc-built code objects (zlib's window: 32 KiB; zstd, LLVM's level: 2 MiB).
 TEST_P(Ccob, EntryBeyondTheWindowIsDecodedAlone) {
   auto [version, method] = GetParam();
-  std::vector<hgtest::BundlePart> parts = with_large_entries(plain_);
-  hgtest::ByteVec plain = hgtest::make_bundle(parts);
-  hgtest::ByteVec ccob = hgtest::make_ccob(plain, static_cast<uint16_t>(version), static_cast<uint16_t>(method));
-  auto ref = parse_bundle(Bytes(plain.data(), plain.size()));
-  auto b = parse_bundle(Bytes(ccob.data(), ccob.size()));
-  ASSERT_TRUE(ref && b) << (b ? "" : b.error().message);
-  ASSERT_EQ(b->entries.size(), parts.size());
-  auto same = [&](size_t i) {
-    Bytes got = entry_bytes(*b, Bytes(ccob.data(), ccob.size()), b->entries[i]);
-    Bytes want = entry_bytes(*ref, Bytes(plain.data(), plain.size()), ref->entries[i]);
-    return got.size() == want.size() && std::equal(got.begin(), got.end(), want.begin());
-  };
+  LargeBundle large(plain_, version, method);
+  const hgtest::ByteVec &plain = large.plain, &ccob = large.ccob;
+  auto b = parse_bundle(large.ccob_bytes());
+  ASSERT_TRUE(large.ref && b) << (b ? "" : b.error().message);
+  const size_t entries = large.ref->entries.size();
+  ASSERT_EQ(b->entries.size(), entries);
   // In file order: each entry alone; the last one ends the bundle, where the stream must end too.
-  for (size_t i = 0; i < parts.size(); ++i) {
+  for (size_t i = 0; i < entries; ++i) {
     const BundleEntry& e = b->entries[i];
-    EXPECT_TRUE(same(i)) << e.id;
+    EXPECT_TRUE(large.same(*b, i)) << e.id;
     if (e.size == 0) continue;
     EXPECT_EQ(b->storage_offset, e.offset) << e.id << ": the entry alone is held";
     EXPECT_LE(b->storage.capacity(), e.size) << e.id << ": the entry alone is held";
@@ -128,7 +138,7 @@ TEST_P(Ccob, EntryBeyondTheWindowIsDecodedAlone) {
   // Backwards, each step back restarts the stream, until the streams have decoded the bundle four
   // times over: then it is decoded whole, once, so that no order costs more than about five.
   for (int round = 0; round < 3; ++round)
-    for (size_t i = parts.size(); i-- > 0;) EXPECT_TRUE(same(i)) << b->entries[i].id;
+    for (size_t i = entries; i-- > 0;) EXPECT_TRUE(large.same(*b, i)) << b->entries[i].id;
   EXPECT_EQ(b->storage_offset, 0u);
   EXPECT_EQ(b->storage.size(), plain.size());
   EXPECT_GE(b->streamed, 4 * plain.size());
@@ -164,12 +174,10 @@ struct FullDisk : DecodedSpill {
 // into memory again.
 TEST_P(Ccob, LargeEntriesDecodedIntoTemporaryFiles) {
   auto [version, method] = GetParam();
-  std::vector<hgtest::BundlePart> parts = with_large_entries(plain_);
-  hgtest::ByteVec plain = hgtest::make_bundle(parts);
-  hgtest::ByteVec ccob = hgtest::make_ccob(plain, static_cast<uint16_t>(version), static_cast<uint16_t>(method));
-  Bytes plain_bytes(plain.data(), plain.size()), ccob_bytes(ccob.data(), ccob.size());
-  auto ref = parse_bundle(plain_bytes);
-  ASSERT_TRUE(ref);
+  LargeBundle large(plain_, version, method);
+  Bytes ccob_bytes = large.ccob_bytes();
+  ASSERT_TRUE(large.ref);
+  const size_t entries = large.ref->entries.size();
   NoSpillAfterTheTest reset;
   set_entry_spill(temporary_file_spill(1 << 20, 1 << 20));
   auto b = parse_bundle(ccob_bytes);
@@ -179,14 +187,9 @@ TEST_P(Ccob, LargeEntriesDecodedIntoTemporaryFiles) {
     EXPECT_EQ(read.data(), b->payload.data());
     released.push_back(read.size());
   };
-  auto same = [&](Bundle& bundle, size_t i) {
-    Bytes got = entry_bytes(bundle, ccob_bytes, bundle.entries[i]);
-    Bytes want = entry_bytes(*ref, plain_bytes, ref->entries[i]);
-    return got.size() == want.size() && std::equal(got.begin(), got.end(), want.begin());
-  };
-  for (size_t i = 0; i < parts.size(); ++i) {
+  for (size_t i = 0; i < entries; ++i) {
     const BundleEntry& e = b->entries[i];
-    EXPECT_TRUE(same(*b, i)) << e.id;
+    EXPECT_TRUE(large.same(*b, i)) << e.id;
     if (e.size < (1 << 20)) continue;
     EXPECT_TRUE(b->spilled) << e.id << ": in a temporary file";
     EXPECT_EQ(b->storage.capacity(), 0u) << e.id << ": not in memory";
@@ -195,17 +198,17 @@ TEST_P(Ccob, LargeEntriesDecodedIntoTemporaryFiles) {
   EXPECT_TRUE(std::is_sorted(released.begin(), released.end()));
   EXPECT_EQ(released.back(), b->payload.size()) << "the last entry ends the payload";
   for (int round = 0; round < 3; ++round)
-    for (size_t i = parts.size(); i-- > 0;) EXPECT_TRUE(same(*b, i)) << b->entries[i].id;
+    for (size_t i = entries; i-- > 0;) EXPECT_TRUE(large.same(*b, i)) << b->entries[i].id;
   ASSERT_TRUE(b->spilled) << "decoded whole, into a temporary file";
   EXPECT_EQ(b->storage_offset, 0u);
-  EXPECT_EQ(b->spilled->bytes().size(), plain.size());
+  EXPECT_EQ(b->spilled->bytes().size(), large.plain.size());
   EXPECT_EQ(b->storage.capacity(), 0u);
 
   for (int room : {0, 3}) {  // full from the start, or part-way: each entry decoded into memory again
     set_entry_spill({1 << 20, [room] { return std::unique_ptr<DecodedSpill>(new FullDisk(room)); }});
     auto c = parse_bundle(ccob_bytes);
     ASSERT_TRUE(c);
-    for (size_t i = 0; i < parts.size(); ++i) EXPECT_TRUE(same(*c, i)) << c->entries[i].id << ": in memory";
+    for (size_t i = 0; i < entries; ++i) EXPECT_TRUE(large.same(*c, i)) << c->entries[i].id << ": in memory";
     EXPECT_FALSE(c->spilled);
   }
 
