@@ -304,12 +304,15 @@ Decoded decode_range(Bundle& b, uint64_t offset, uint64_t size, std::unique_ptr<
   return Decoded::Yes;
 }
 
-// Whether `size` decoded bytes go to a spill (EntrySpill's `above` or `whole_above`).
-bool spills(uint64_t size, uint64_t above) { return g_spill && g_spill->create && above && size >= above; }
+// Whether `size` decoded bytes go to a spill, by EntrySpill's `above` or `whole_above`.
+using SpillLimit = uint64_t EntrySpill::*;
+bool spills(uint64_t size, SpillLimit limit) {
+  return g_spill && g_spill->create && g_spill->*limit && size >= g_spill->*limit;
+}
 
 // A spill for `size` decoded bytes when they go to one, else null (memory).
-std::unique_ptr<DecodedSpill> spill_for(uint64_t size, uint64_t above) {
-  return spills(size, above) ? g_spill->create() : nullptr;
+std::unique_ptr<DecodedSpill> spill_for(uint64_t size, SpillLimit limit) {
+  return spills(size, limit) ? g_spill->create() : nullptr;
 }
 
 // `e` into storage: whole or alone (whole_bundle_is_cheaper), from a stream restarted when it is past
@@ -326,8 +329,8 @@ bool decode_for(Bundle& b, const BundleEntry& e) {
     end_stream(b);
     b.stream.reset(CcobStream::open(b.ccob_method, b.payload, b.uncompressed_size).release());
   };
-  auto streamed = [&](uint64_t offset, uint64_t size, uint64_t above) {
-    Decoded d = decode_range(b, offset, size, spill_for(size, above));
+  auto streamed = [&](uint64_t offset, uint64_t size, SpillLimit limit) {
+    Decoded d = decode_range(b, offset, size, spill_for(size, limit));
     if (d != Decoded::SpillFailed) return d == Decoded::Yes;
     restart(offset);  // the spill took the stream past `offset`
     return b.stream && decode_range(b, offset, size, nullptr) == Decoded::Yes;
@@ -335,15 +338,15 @@ bool decode_for(Bundle& b, const BundleEntry& e) {
   restart(e.offset);
   bool spent = b.streamed / kStreamedFactor >= b.uncompressed_size;
   bool whole = !b.whole_failed && (spent || whole_bundle_is_cheaper(b, e, b.stream.get()));
-  if (whole && spent && b.stream && g_spill && spills(b.uncompressed_size, g_spill->whole_above)) {
+  if (whole && spent && b.stream && spills(b.uncompressed_size, &EntrySpill::whole_above)) {
     restart(0);
-    if (b.stream && streamed(0, b.uncompressed_size, g_spill->whole_above)) return true;
+    if (b.stream && streamed(0, b.uncompressed_size, &EntrySpill::whole_above)) return true;
   } else if (whole && decode_whole(b)) {
     return true;
   }
   b.whole_failed = b.whole_failed || whole;
   restart(e.offset);
-  return b.stream && streamed(e.offset, e.size, g_spill ? g_spill->above : 0);
+  return b.stream && streamed(e.offset, e.size, &EntrySpill::above);
 }
 
 }  // namespace
