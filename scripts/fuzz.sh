@@ -29,7 +29,7 @@ SECS=${1:-60}
 [[ $# -gt 0 ]] && shift
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 ALL_TARGETS=(fuzz_bundle fuzz_ccob fuzz_code_object fuzz_metadata fuzz_elf_image_size fuzz_fatbin_section fuzz_entry_id
-             fuzz_target fuzz_check_image fuzz_kfd_properties fuzz_archive)
+             fuzz_target fuzz_check_image fuzz_kfd_properties fuzz_archive fuzz_report_codec)
 TARGETS=("$@")
 [[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=("${ALL_TARGETS[@]}")
 

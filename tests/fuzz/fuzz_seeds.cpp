@@ -4,7 +4,8 @@
 // bundle, or a .hip_fatbin section dumped by objcopy (several bundles back to
 // back). Seeds go to OUT_DIR/<target>/<hash>; each target gets what it parses:
 // bundles and their CCOB forms, the code objects inside, entry IDs, target IDs,
-// and (fuzz_archive) small archives of the first inputs in every format.
+// (fuzz_archive) small archives of the first inputs in every format, and (fuzz_report_codec) each input's
+// reports as a check cache records them.
 #include <archive.h>
 #include <archive_entry.h>
 #include <llvm/ADT/ArrayRef.h>
@@ -21,7 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "cache/report_codec.h"
 #include "hipguard/bundle.h"
+#include "hipguard/check.h"
 #include "hipguard/code_object.h"
 #include "archive_writer.h"
 #include "ccob.h"
@@ -177,6 +180,21 @@ void images(const std::vector<std::pair<std::string, ByteVec>>& members) {
 
 }  // namespace
 
+// The reports of checking `b` (structurally, then for gfx942) as RecordingSink records them, without its
+// frame (header and checksum), which fuzz_report_codec adds itself.
+void recorded_reports(hipguard::Bytes b, const std::string& path) {
+  hipguard::RecordingSink sink;
+  sink.begin_file(path);
+  for (const auto& targets : {std::vector<hipguard::TargetId>{}, {*hipguard::parse_target_id("gfx942")}})
+    sink.image(hipguard::check_image(b, path, targets));
+  hipguard::FileReport file;
+  file.path = path;
+  file.hip = true;
+  sink.end_file(std::move(file));
+  std::string r = sink.finish();
+  if (r.size() > 16) seed("fuzz_report_codec", r.data() + 8, r.size() - 16);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s OUT_DIR FILE...\n", argv[0]);
@@ -196,6 +214,7 @@ int main(int argc, char** argv) {
     if (first.size() < 2 && data.size() < (256u << 10))
       first.push_back({"lib/" + fs::path(argv[i]).filename().string(), data});
     hipguard::Bytes b(data.data(), data.size());
+    if (data.size() < (4u << 20)) recorded_reports(b, argv[i]);
     switch (hipguard::classify(b)) {
       case hipguard::PayloadKind::CodeObject: code_object(b); break;
       case hipguard::PayloadKind::OffloadBundle:
