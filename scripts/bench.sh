@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Whole-process figures P1-P8, R1-R3 (real ROCm 6.4 libraries), R4 (real ROCm 7.2 libraries), R5 (a container image
-# of ROCm 7.2's rocBLAS) and the micro-benchmarks (docs/performance.md).
+# of ROCm 7.2's rocBLAS), R6 (the cache of checked files, --cache) and the micro-benchmarks (docs/performance.md).
 # Figures, not tests: the script always exits 0 unless something fails to run.
 #   scripts/bench.sh            (Release build in build-bench, inputs in a temp dir)
 #   BENCH_BASELINE=old/bin/hipguard scripts/bench.sh   (before/after rows of P1, P5, P6 in one run)
@@ -420,6 +420,24 @@ if want R5 && [[ -f $R72ROOT/.hipguard-root ]] && command -v umoci >/dev/null &&
   rm -rf "$IMG"
 elif want R5; then
   echo "R5 skipped: needs the ROCm 7.2 root, umoci and skopeo (scripts/deps.sh, scripts/rocm-root.sh --stack 7.2)"
+fi
+
+# ---- R6: the cache of checked files (--cache DIR) on ROCm 7.2's rocBLAS 5 Tensile directory (1,900 files):
+# the first check with an empty cache and a re-check (every file kept) against a check without it, for
+# MI300X and for which GPUs (median of 3, page cache warm; the first check starts from an empty DIR each run)
+if want R6 && [[ -f $R72ROOT/.hipguard-root ]]; then
+  LIB=$R72ROOT/usr/lib/x86_64-linux-gnu/rocblas/5/library
+  for args in "--target mi300x" ""; do
+    t0=$(median_ms 3 "$HG" check $args "$LIB")
+    t1=$(median_ms 3 sh -c "rm -rf '$WORK/cache' && '$HG' check $args --cache '$WORK/cache' '$LIB'")
+    t2=$(median_ms 3 "$HG" check $args --cache "$WORK/cache" "$LIB")
+    kib=$(du -sk "$WORK/cache" | cut -f1)
+    rm -rf "$WORK/cache"
+    row R6 "rocBLAS 5 library ${args:-(which GPUs)}: ${t0} ms; cache: first, again" \
+      "$(awk -v a="$t1" -v b="$t2" -v c="$t0" 'BEGIN {printf "%.2fx, %.2fx", a / c, b / c}')" "${kib} KiB kept"
+  done
+elif want R6; then
+  echo "R6 skipped: needs the ROCm 7.2 root (scripts/rocm-root.sh --stack 7.2)"
 fi
 
 echo

@@ -146,6 +146,20 @@ class DatabaseStep {
 using DatabaseSteps = std::function<std::unique_ptr<DatabaseStep>(const std::vector<std::string>& paths,
                                                                   const std::vector<TargetId>& targets)>;
 
+// Checked files kept from an earlier check (the CLI's --cache: cache/file_cache.h), asked by check_paths
+// for each file: `check` runs check_file, handing the file's images and its archive members to `events`
+// (begin_file, image, end_file for each member; the file's own images with no begin_file) and returning
+// the file's own report. The cache returns what `check` would (from what it kept, when it holds the
+// result for this file's content, path, targets and options), or runs it and keeps what it gives.
+// Called from the checking threads: thread-safe.
+class FileCache {
+ public:
+  virtual ~FileCache() = default;
+  virtual FileReport check(const std::string& path, const std::vector<TargetId>& targets,
+                           const CheckFileOptions& options, FileSink& events,
+                           const std::function<FileReport(FileSink& events)>& check) = 0;
+};
+
 struct CheckPathsOptions {
   std::vector<TargetId> targets;
   unsigned jobs = 0;                     // worker threads; 0: one per hardware thread
@@ -164,6 +178,7 @@ struct CheckPathsOptions {
   std::vector<TargetId> dependency_targets;  // whose Tensile files are listed (empty: `targets`)
   DatabaseSteps kernel_databases;            // the kernel databases below directory arguments (check); empty: none
   const ArchiveReader* archives = nullptr;   // CheckFileOptions::archives: the CLI's archive_reader()
+  FileCache* cache = nullptr;                // null: every file is checked
 };
 struct CheckPathsResult {
   bool ok = true;           // every file and image ok (FileReport::ok)

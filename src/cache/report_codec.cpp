@@ -41,18 +41,31 @@ static_assert(sizeof(LibrarySummary) == 88);
 template <class E>
 uint64_t enum_max();
 template <>
-uint64_t enum_max<Severity>() { return uint64_t(Severity::Error); }
+uint64_t enum_max<Severity>() {
+  return uint64_t(Severity::Error);
+}
 template <>
-uint64_t enum_max<Feature>() { return uint64_t(Feature::On); }
+uint64_t enum_max<Feature>() {
+  return uint64_t(Feature::On);
+}
 template <>
-uint64_t enum_max<Selection>() { return uint64_t(Selection::None); }
+uint64_t enum_max<Selection>() {
+  return uint64_t(Selection::None);
+}
 template <>
-uint64_t enum_max<PayloadKind>() { return uint64_t(PayloadKind::Unknown); }
+uint64_t enum_max<PayloadKind>() {
+  return uint64_t(PayloadKind::Unknown);
+}
 template <>
-uint64_t enum_max<Code>() { return all_codes().size() - 1; }
+uint64_t enum_max<Code>() {
+  return all_codes().size() - 1;
+}
 
 template <class T>
-concept Sequence = requires(T t) { t.emplace_back(); } && !std::same_as<T, std::string>;
+concept Sequence = requires(T t) {
+  t.emplace_back();
+}
+&&!std::same_as<T, std::string>;
 template <class T>
 struct IsOptional : std::false_type {};
 template <class T>
@@ -114,8 +127,8 @@ void fields(IO& io, T& s) {
 }
 template <class IO, Is<ImageReport> T>
 void fields(IO& io, T& r) {
-  io(r.origin, r.location, r.file_offset, r.kind, r.entry_ids, r.entries, r.ccob_version, r.ccob_method,
-     r.table_bytes, r.encoded_read, r.code_objects, r.built_for, r.verdicts, r.diagnostics, r.structurally_ok);
+  io(r.origin, r.location, r.file_offset, r.kind, r.entry_ids, r.entries, r.ccob_version, r.ccob_method, r.table_bytes,
+     r.encoded_read, r.code_objects, r.built_for, r.verdicts, r.diagnostics, r.structurally_ok);
 }
 template <class IO, Is<FileReport> T>
 void fields(IO& io, T& f) {
@@ -306,38 +319,50 @@ std::string read_events(Bytes events, FileSink* sink) {
 
 }  // namespace
 
-RecordingSink::RecordingSink() {
+RecordingSink::RecordingSink(uint64_t limit) : limit_(limit) {
   out_.assign(kMagic, sizeof kMagic);
   for (unsigned i = 0; i < 4; ++i) out_.push_back(static_cast<char>(kReportCodecVersion >> (8 * i)));
 }
 
+bool RecordingSink::within_limit() {
+  if (!over_ && out_.size() > limit_) over_ = true, std::string().swap(out_);
+  return !over_;
+}
+
 void RecordingSink::begin_file(const std::string& path) {
+  if (!within_limit()) return;
   out_.push_back(kBeginFile);
   Writer w(out_);
   w(path);
 }
-void RecordingSink::image(ImageReport&& img) {
+void RecordingSink::record(const ImageReport& img) {
+  if (!within_limit()) return;
   out_.push_back(kImage);
   Writer w(out_);
   w(img);
 }
-void RecordingSink::end_file(FileReport&& file) {
+void RecordingSink::record(const FileReport& file) {
+  if (!within_limit()) return;
   out_.push_back(kEndFile);
   Writer w(out_);
   w(file);
 }
 void RecordingSink::library(LibrarySummary&& library) {
+  if (!within_limit()) return;
   out_.push_back(kLibrary);
   Writer w(out_);
   w(library);
 }
 
 std::string RecordingSink::finish() {
-  out_.push_back(kEnd);
-  uint64_t sum = checksum(Bytes(reinterpret_cast<const uint8_t*>(out_.data()), out_.size()));
-  for (unsigned i = 0; i < 8; ++i) out_.push_back(static_cast<char>(sum >> (8 * i)));
-  std::string done = std::move(out_);
-  *this = RecordingSink();
+  std::string done;
+  if (within_limit()) {
+    out_.push_back(kEnd);
+    uint64_t sum = checksum(Bytes(reinterpret_cast<const uint8_t*>(out_.data()), out_.size()));
+    for (unsigned i = 0; i < 8; ++i) out_.push_back(static_cast<char>(sum >> (8 * i)));
+    done = std::move(out_);
+  }
+  *this = RecordingSink(limit_);
   return done;
 }
 

@@ -21,16 +21,23 @@ inline constexpr uint32_t kReportCodecVersion = 1;
 // replay hands over reports equal to the ones recorded.
 class RecordingSink : public FileSink {
  public:
-  RecordingSink();
+  // `limit`: bytes recorded at most; past it the recording is given up (finish() returns "").
+  explicit RecordingSink(uint64_t limit = UINT64_MAX);
   void begin_file(const std::string& path) override;
-  void image(ImageReport&& img) override;
-  void end_file(FileReport&& file) override;
+  void image(ImageReport&& img) override { record(img); }
+  void end_file(FileReport&& file) override { record(file); }
   void library(LibrarySummary&& library) override;
-  // The recording, framed and checksummed; the sink is empty afterwards.
+  // As image() and end_file(), for a report the caller keeps.
+  void record(const ImageReport& img);
+  void record(const FileReport& file);
+  // The recording, framed and checksummed ("" when it went past the limit); the sink is empty afterwards.
   std::string finish();
 
  private:
+  bool within_limit();
   std::string out_;
+  uint64_t limit_;
+  bool over_ = false;
 };
 
 // Hands the events of `recorded` (RecordingSink::finish) to `sink` in their order. The bytes are checked

@@ -30,10 +30,10 @@ DependencyOptions dependency_options(const CheckPathsOptions& options) {
   return o;
 }
 
-// An archive's members (CheckFileOptions::members) as FileEvents.
-class MemberEvents : public FileSink {
+// A file's images and its archive's members (CheckFileOptions::sink and ::members) as FileEvents.
+class FileEvents : public FileSink {
  public:
-  explicit MemberEvents(const EventSink& to) : to_(to) {}
+  explicit FileEvents(const EventSink& to) : to_(to) {}
   void begin_file(const std::string& path) override { to_(FileEvent(std::in_place_type<std::string>, path)); }
   void image(ImageReport&& img) override { to_(FileEvent(std::move(img))); }
   void end_file(FileReport&& file) override { to_(FileEvent(std::move(file))); }
@@ -243,10 +243,14 @@ CheckPathsResult check_paths(const std::vector<std::string>& paths, const CheckP
   jobs.jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   jobs.jobs = static_cast<unsigned>(std::min<size_t>(jobs.jobs, std::max<size_t>(jobs.count, 1)));
   jobs.check = [&](size_t i, const EventSink& push, FileData::ReadBuffer& buffer) {
-    ImageSink to_sink = [&](ImageReport&& img) { push(FileEvent(std::move(img))); };
-    MemberEvents members(push);
-    return plan.with_deps(
-        i, check_file(plan.files[i], options.targets, plan.file_options(i, options, &to_sink, &buffer, &members)));
+    FileEvents events(push);
+    auto check = [&](FileSink& to) {
+      ImageSink images = [&](ImageReport&& img) { to.image(std::move(img)); };
+      return check_file(plan.files[i], options.targets, plan.file_options(i, options, &images, &buffer, &to));
+    };
+    if (!options.cache) return plan.with_deps(i, check(events));
+    CheckFileOptions o = plan.file_options(i, options, nullptr, nullptr, nullptr);
+    return plan.with_deps(i, options.cache->check(plan.files[i], options.targets, o, events, check));
   };
   jobs.deliver = [&](size_t i, FileEvent&& e) {
     if (auto* img = std::get_if<ImageReport>(&e)) out.image(plan.files[i], std::move(*img), plan.library_of[i]);

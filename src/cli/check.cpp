@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "cache/file_cache.h"
 #include "cli/common.h"
 #include "cli/progress.h"
 #include "cli/support.h"
@@ -305,6 +306,16 @@ int run_check(const CheckOptions& o) {
   if (!read) return usage_error("check", read.error().message);
   CheckPathsOptions& options = *read;
   options.kernel_databases = kernel_database_step;  // kernel databases below directory arguments, in archives
+  std::unique_ptr<FileCache> cache;
+  if (!o.cache.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.cache, ec);
+    if (ec || ::access(o.cache.c_str(), W_OK | X_OK) != 0)
+      return usage_error("check", "--cache " + o.cache + ": not a directory hipguard can write to" +
+                                      (ec ? " (" + ec.message() + ")" : ""));
+    cache = file_cache(o.cache, program_identity());
+    options.cache = cache.get();
+  }
   // Not over a report streamed to the same terminal.
   Progress progress(!o.output.quiet && !(report && isatty(STDOUT_FILENO)), o.input.progress_delay_ms);
   options.progress = [&](size_t done, size_t total, const std::string& path) { progress.file_done(done, total, path); };

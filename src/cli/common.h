@@ -37,6 +37,7 @@ struct CheckOptions {
   bool json = false, junit = false, sarif = false;
   unsigned jobs = 0;  // 0: one per hardware thread
   bool no_deps = false;
+  std::string cache;  // --cache DIR; "": none
 };
 
 struct InspectOptions {

@@ -76,6 +76,11 @@ cl::opt<bool> SarifOpt("sarif", cl::desc("Print a SARIF 2.1.0 log (code scanning
 cl::opt<unsigned> JobsOpt("jobs", cl::desc("Files checked in parallel (0: one per hardware thread)"),
                           cl::value_desc("N"), cl::init(0), cl::sub(CheckCmd), cl::cat(Options));
 cl::alias JobsShort("j", cl::desc("Same as --jobs"), cl::aliasopt(JobsOpt), cl::NotHidden);
+cl::opt<std::string> CacheOpt("cache",
+                              cl::desc("Keep each file's result in DIR and take it from there when the same file "
+                                       "(content, path, targets, options, hipguard build) is checked again; "
+                                       "archives and images are always read"),
+                              cl::value_desc("DIR"), cl::sub(CheckCmd), cl::cat(Options));
 
 // What a program loads (dependencies.h): check follows it unless --no-deps, inspect with --deps.
 cl::opt<std::string> SysrootOpt("sysroot",
@@ -237,6 +242,7 @@ Invocation invocation(const std::string& command, const OutputOptions& output, c
     CheckOptions o;
     o.output = output, o.input = input_options();
     o.json = JsonOpt, o.junit = JunitOpt, o.sarif = SarifOpt, o.jobs = JobsOpt, o.no_deps = NoDepsOpt;
+    o.cache = CacheOpt;
     return o;
   }
   if (command == "inspect") {

@@ -177,9 +177,10 @@ TEST(ReportCodec, RocmLibrariesReplayAsRecorded) {
     std::vector<std::string> processors;
   };
   std::vector<std::string> paths;
-  for (const Sample& s : std::vector<Sample>{{"rocblas-4", kRoot64 + kLibdir + "/rocblas/4.4.1/library", {"gfx90a", "gfx1100"}},
-                                             {"hipblaslt", kRoot64 + kLibdir + "/hipblaslt/library", {"gfx90a", "gfx1201"}},
-                                             {"rocblas-5", kRoot72 + kLibdir + "/rocblas/5/library", {"gfx942", "gfx1100"}}}) {
+  for (const Sample& s :
+       std::vector<Sample>{{"rocblas-4", kRoot64 + kLibdir + "/rocblas/4.4.1/library", {"gfx90a", "gfx1100"}},
+                           {"hipblaslt", kRoot64 + kLibdir + "/hipblaslt/library", {"gfx90a", "gfx1201"}},
+                           {"rocblas-5", kRoot72 + kLibdir + "/rocblas/5/library", {"gfx942", "gfx1100"}}}) {
     std::vector<std::string> files;
     for (const auto& proc : s.processors) {
       for (const char* ext : {".co", ".hsaco"})

@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "archive_writer.h"
 #include "corpus_facts.h"
 #include "hipguard/diagnostic.h"
 #include "hipguard/settings.h"
@@ -343,6 +344,33 @@ TEST(Cli, HipccProgram) {
   CliRun bad = run_cli({"check", "--target", "mi300x", path});
   EXPECT_EQ(bad.status, 1) << bad.out;
   EXPECT_NE(bad.out.find("HG201"), std::string::npos) << bad.out;
+}
+
+// --cache DIR: a second check gives the same output, the program's result taken from the one entry DIR
+// keeps; an archive is read each time and kept nowhere; a DIR hipguard cannot make is a usage error.
+TEST(Cli, CacheKeepsFilesNotArchives) {
+  HG_REQUIRE_APP(program, "vector_add_multi");
+  fs::path tmp = fs::temp_directory_path() / ("hipguard-cli-cache-" + std::to_string(getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const std::string dir = (tmp / "made" / "cache").string();
+  std::string bytes = read_text(program);
+  const std::string tar = (tmp / "app.tar").string();
+  std::ofstream(tar, std::ios::binary) << hgtest::write_tar({{"usr/bin/vector_add_multi", bytes}});
+  CliRun plain = run_cli({"check", "--json", "--target", "mi300x", "--target", "gfx90a", program, tar});
+  ASSERT_EQ(plain.status, 1) << plain.out;  // nothing for MI300X
+  for (int run = 0; run < 2; ++run) {
+    CliRun cached =
+        run_cli({"check", "--json", "--cache", dir, "--target", "mi300x", "--target", "gfx90a", program, tar});
+    EXPECT_EQ(cached.status, plain.status);
+    EXPECT_EQ(cached.out, plain.out) << "run " << run;
+    size_t kept = 0;
+    for (const auto& e : fs::directory_iterator(dir)) kept += e.path().extension() == ".hgrc";
+    EXPECT_EQ(kept, 1u) << "the program's entry, none for the archive";
+  }
+  std::ofstream(tmp / "file") << "x";
+  EXPECT_EQ(run_cli({"check", "--cache", (tmp / "file").string(), "--target", "gfx90a", program}).status, 2);
+  fs::remove_all(tmp);
 }
 
 TEST(Cli, MissingPathIsHG101) {
