@@ -5,9 +5,10 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -93,18 +94,51 @@ class Replayed : public FileSink {
   std::optional<FileReport> report_;
 };
 
+// A result that may not be the file's next time (HG101: an open or a map that failed, out of memory or
+// descriptors; HG105: a compressed bundle whose decoding failed, also out of memory): never kept.
+bool transient(const std::vector<Diagnostic>& diagnostics) {
+  return std::any_of(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& d) {
+    return d.code == Code::kUnreadable || d.code == Code::kMalformedCompressed;
+  });
+}
+
 // Hands each event to `events` and records it.
 class Recorded : public FileSink {
  public:
   Recorded(FileSink& events, RecordingSink& recording) : events_(events), recording_(recording) {}
   void begin_file(const std::string& path) override { recording_.begin_file(path), events_.begin_file(path); }
-  void image(ImageReport&& img) override { recording_.record(img), events_.image(std::move(img)); }
-  void end_file(FileReport&& file) override { recording_.record(file), events_.end_file(std::move(file)); }
+  void image(ImageReport&& img) override {
+    transient_ = transient_ || transient(img.diagnostics);
+    recording_.record(img), events_.image(std::move(img));
+  }
+  void end_file(FileReport&& file) override {
+    transient_ = transient_ || transient(file.diagnostics);
+    recording_.record(file), events_.end_file(std::move(file));
+  }
+  bool transient_result() const { return transient_; }
 
  private:
   FileSink& events_;
   RecordingSink& recording_;
+  bool transient_ = false;
 };
+
+// The file as the cache saw it when it hashed it: the result is kept only if the check read the same.
+struct Seen {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  timespec mtime{};
+  bool same(const Seen& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
+           mtime.tv_nsec == o.mtime.tv_nsec;
+  }
+};
+std::optional<Seen> seen(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return Seen{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+}
 
 class DiskCache : public FileCache {
  public:
@@ -112,14 +146,17 @@ class DiskCache : public FileCache {
 
   FileReport check(const std::string& path, const std::vector<TargetId>& targets, const CheckFileOptions& options,
                    FileSink& events, const std::function<FileReport(FileSink&)>& check) override {
-    std::string entry = entry_of(path, targets, options);
+    std::optional<Seen> before = seen(path);
+    std::string entry = before ? entry_of(path, targets, options) : "";
     if (entry.empty()) return check(events);
     if (std::optional<FileReport> kept = replayed(entry, events)) return std::move(*kept);
     RecordingSink recording(kMaxCachedRecording);
     Recorded both(events, recording);
     FileReport report = check(both);
     recording.record(report);
-    store(entry, recording.finish());
+    std::optional<Seen> after = seen(path);
+    if (!both.transient_result() && !transient(report.diagnostics) && after && after->same(*before))
+      store(entry, recording.finish());
     return report;
   }
 
@@ -135,16 +172,20 @@ class DiskCache : public FileCache {
     if (options.archives && options.archives->is_archive(file->bytes())) return "";
     std::string content = content_hash(*file);
     if (content.empty()) return "";
-    std::string key = std::string("hipguard file cache") + '\0' + identity_ + '\0' + std::to_string(kReportCodecVersion) + '\0' +
-                      content + '\0' + context(path, targets, options);
+    std::string key = std::string("hipguard file cache") + '\0' + identity_ + '\0' +
+                      std::to_string(kReportCodecVersion) + '\0' + content + '\0' + context(path, targets, options);
     return dir_ + "/" + hex128(XXH3_128bits(key.data(), key.size())) + ".hgrc";
   }
 
   // The file's events from `entry` into `events`, and its report; none when the entry is absent or
-  // cannot be read back whole (events then got nothing).
+  // cannot be read back whole (events then got nothing). The entry is copied, not mapped: both passes
+  // read the same bytes whatever is written to the file meanwhile.
   static std::optional<FileReport> replayed(const std::string& entry, FileSink& events) {
-    Result<FileData> kept = FileData::open(entry, kCliMapAbove);
-    if (!kept) return std::nullopt;
+    struct stat st;
+    if (::stat(entry.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) > kMaxCachedRecording + 4096)
+      return std::nullopt;
+    Result<FileData> kept = FileData::open(entry, UINT64_MAX);
+    if (!kept || kept->bytes().size() > kMaxCachedRecording + 4096) return std::nullopt;
     Replayed shape(nullptr);
     if (!replay(kept->bytes(), &shape) || !shape.take()) return std::nullopt;
     Replayed to(&events);
@@ -155,9 +196,10 @@ class DiskCache : public FileCache {
   // Written under a temporary name, then renamed into place; a failure leaves no entry.
   void store(const std::string& entry, const std::string& recording) const {
     if (recording.empty()) return;  // over kMaxCachedRecording
-    std::string temporary = entry + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(++serial_);
-    int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    std::string temporary = entry + ".tmp.XXXXXX";
+    int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
     if (fd < 0) return;
+    ::fchmod(fd, 0644);
     bool written = true;
     for (size_t at = 0; written && at < recording.size();) {
       ssize_t n = ::write(fd, recording.data() + at, recording.size() - at);
@@ -170,7 +212,6 @@ class DiskCache : public FileCache {
   }
 
   std::string dir_, identity_;
-  mutable std::atomic<uint64_t> serial_{0};
 };
 
 // The main program's NT_GNU_BUILD_ID, hex; "" when it has none.
@@ -190,7 +231,8 @@ std::string build_id() {
             if (at + sizeof(ElfW(Nhdr)) + name + desc > ph.p_memsz) break;
             if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
                 std::memcmp(p + at + sizeof(ElfW(Nhdr)), "GNU", 4) == 0)
-              for (size_t b = 0; b < n->n_descsz; ++b) id += "0123456789abcdef"[d[b] >> 4], id += "0123456789abcdef"[d[b] & 15];
+              for (size_t b = 0; b < n->n_descsz; ++b)
+                id += "0123456789abcdef"[d[b] >> 4], id += "0123456789abcdef"[d[b] & 15];
             at += sizeof(ElfW(Nhdr)) + name + desc;
           }
         }

@@ -43,8 +43,9 @@ class RecordingSink : public FileSink {
 // Hands the events of `recorded` (RecordingSink::finish) to `sink` in their order. The bytes are checked
 // whole before anything is handed over: a recording that is truncated, of another version, fails its
 // checksum or holds a value no report can hold (an enumeration out of range, a diagnostic code not in
-// diagnostics.def, a count larger than the bytes left, members nested deeper than
-// kMaxRecordedNesting) is refused (HG101: unreadable) and `sink` gets nothing. A null `sink` only checks.
+// diagnostics.def, a count larger than the bytes left, reports nested more than kMaxRecordedNesting
+// deep: a file and 15 levels of members) is refused (HG101: unreadable) and `sink` gets nothing. A null `sink` only
+// checks.
 inline constexpr unsigned kMaxRecordedNesting = 16;  // archives in archives (a .deb's .tar's .a)
 Status replay(Bytes recorded, FileSink* sink);
 

@@ -313,7 +313,11 @@ int run_check(const CheckOptions& o) {
     if (ec || ::access(o.cache.c_str(), W_OK | X_OK) != 0)
       return usage_error("check", "--cache " + o.cache + ": not a directory hipguard can write to" +
                                       (ec ? " (" + ec.message() + ")" : ""));
-    cache = file_cache(o.cache, program_identity());
+    std::string identity = program_identity();
+    if (identity.empty())
+      std::fprintf(stderr, "hipguard: --cache %s: this hipguard's build cannot be identified; nothing is cached\n",
+                   o.cache.c_str());
+    cache = file_cache(o.cache, identity);
     options.cache = cache.get();
   }
   // Not over a report streamed to the same terminal.

@@ -1,8 +1,8 @@
 // The check cache for files (cache/file_cache.h) under check_paths: a second check of the same files
 // checks none of them (but the files that hold no GPU code, which are not kept) and writes the same JSON
-// report; a changed file, a damaged entry, other targets or another program identity are checked again. Inputs: the hipcc test programs and ROCm 7.2's rocBLAS
-// 5 Tensile files with their kernel databases (kernel_database_step is the CLI's; here the reports
-// of the files alone).
+// report; a changed file, a damaged entry, other targets or another program identity are checked again. Inputs: the
+// hipcc test programs and ROCm 7.2's rocBLAS 5 Tensile files with their kernel databases (kernel_database_step is the
+// CLI's; here the reports of the files alone).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cache/file_cache.h"
+#include "ccob.h"
 #include "check_util.h"
 #include "hipguard/report.h"
 
@@ -161,4 +162,25 @@ TEST(FileCache, NothingKeptWithoutAProgramIdentity) {
   EXPECT_EQ(check_json({kApps + "/vector_add_multi.hipfb"}, gfx90a, cache.get()).second, 1);
   EXPECT_EQ(check_json({kApps + "/vector_add_multi.hipfb"}, gfx90a, cache.get()).second, 1);
   EXPECT_TRUE(entries(tmp.path.string()).empty());
+}
+
+// A result that may differ next time (HG105: a compressed bundle that did not decode, which running out
+// of memory also gives; HG101) is not kept: the file is checked again each time.
+TEST(FileCache, FailedDecodingIsNotKept) {
+  ASSERT_TRUE(exists(kApps)) << "the hipcc test programs are built with the tests";
+  TempDir tmp;
+  hgtest::ByteVec ccob = hgtest::make_ccob(checks::read_bytes(kApps + "/vector_add_multi.hipfb"), 3, 1);
+  ASSERT_GT(ccob.size(), 256u);
+  ccob.resize(ccob.size() * 3 / 5);  // the payload ends before the bundle the header claims
+  const std::string file = (tmp.path / "damaged.hipfb").string();
+  std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(ccob.data()), ccob.size());
+  const std::string dir = (tmp.path / "cache").string();
+  fs::create_directories(dir);
+  std::unique_ptr<FileCache> cache = file_cache(dir, program_identity());
+  const std::vector<TargetId> gfx90a = {*parse_target("gfx90a")};
+  auto [first, checked_first] = check_json({file}, gfx90a, cache.get());
+  EXPECT_NE(first.find("HG105"), std::string::npos) << first;
+  EXPECT_EQ(checked_first, 1);
+  EXPECT_EQ(check_json({file}, gfx90a, cache.get()).second, 1);
+  EXPECT_TRUE(entries(dir).empty());
 }
