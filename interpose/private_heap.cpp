@@ -61,7 +61,7 @@ class Pages final : public std::pmr::memory_resource {
 // for good) abandons the pool: blocks come from whole pages and are never
 // given back, and the child is unclean (OwnedMutex::unclean_fork).
 std::atomic<bool> g_pool_abandoned{false};
-thread_local hipguard::ForkRecords<hipguard::OwnedMutex::ForkHold> t_heap_fork_hold;
+constinit thread_local hipguard::ForkRecords<hipguard::OwnedMutex::ForkHold> t_heap_fork_hold;
 
 struct Heap {
   hipguard::OwnedMutex mu;

@@ -131,6 +131,11 @@ class OwnedMutex {
 // handlers. push() in the prepare handler: this fork's record, or null past kMaxDepth (take
 // nothing). pop(none) in the after-fork handler: a copy of that record (`none` past kMaxDepth),
 // copied before the depth is given back, so a fork nested from here on leaves it as it was.
+// Declare a thread's records `constinit thread_local`: a fork handler is its thread's first use of
+// them, maybe in a signal handler that interrupted malloc, and a thread_local that needs dynamic
+// initialisation runs its file's TLS initialiser there, which registers the file's thread_local
+// destructors with __cxa_thread_atexit, which allocates: the simulated runtime hung so (its
+// std::vector of launch configurations), in malloc's lock, held by the interrupted malloc.
 template <class Record, unsigned kMaxDepth = 4>
 class ForkRecords {
  public:
@@ -148,7 +153,7 @@ class ForkRecords {
   }
 
  private:
-  Record records_[kMaxDepth];
+  Record records_[kMaxDepth] = {};  // value-initialised: a thread_local of it is constinit (below)
   unsigned depth_ = 0;
 };
 

@@ -38,7 +38,7 @@ struct ForkLocks {
 };
 constexpr ForkLocks kNoneTaken{Hold::Mine, Hold::Mine, Hold::Mine, Hold::Mine, Hold::Mine, {Hold::Mine, Hold::Mine},
                                false};
-thread_local ForkRecords<ForkLocks> t_fork_locks;  // past its depth, nothing taken: the child is unclean
+constinit thread_local ForkRecords<ForkLocks> t_fork_locks;  // past its depth, nothing taken: the child is unclean
 }  // namespace
 
 void events::before_fork(Kernels& k, SelectionMemo& memo, MappedFiles& files) {

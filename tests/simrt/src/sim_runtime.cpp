@@ -228,7 +228,7 @@ struct Locked {
     --t_holding;
   }
 };
-thread_local hipguard::ForkRecords<hipguard::OwnedMutex::ForkHold> t_fork_hold;
+constinit thread_local hipguard::ForkRecords<hipguard::OwnedMutex::ForkHold> t_fork_hold;
 
 // Leaked on purpose: __hipUnregisterFatBinary runs from atexit handlers that
 // may come after static destructors. Registration uses state() only; the
