@@ -14,6 +14,7 @@
 #include <cstring>
 #include <optional>
 
+#include "base/write_all.h"
 #include "cache/report_codec.h"
 
 #define XXH_INLINE_ALL
@@ -200,13 +201,7 @@ class DiskCache : public FileCache {
     int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
     if (fd < 0) return;
     ::fchmod(fd, 0644);
-    bool written = true;
-    for (size_t at = 0; written && at < recording.size();) {
-      ssize_t n = ::write(fd, recording.data() + at, recording.size() - at);
-      if (n < 0 && errno == EINTR) continue;
-      written = n > 0;
-      at += written ? static_cast<size_t>(n) : 0;
-    }
+    bool written = write_all(fd, recording.data(), recording.size());
     written = ::close(fd) == 0 && written;
     if (!written || ::rename(temporary.c_str(), entry.c_str()) != 0) ::unlink(temporary.c_str());
   }
